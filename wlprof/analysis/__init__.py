@@ -1,0 +1,1 @@
+"""Analysis: pure functions from DataFrames to DataFrames. No printing, plotting or files."""

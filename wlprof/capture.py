@@ -1,0 +1,87 @@
+"""Capture one sweep point: warm-up, unprofiled timings, then profiled steps.
+
+The profiled steps run under torch.profiler (CPU and CUDA activities,
+record_shapes) with a profiler warm-up step first (CUPTI's first step carries
+start-up cost), each step inside `record_function("wlprof/step#N")`. The device
+is synchronized after the warm-up and after the last step only: profiled steps
+run back to back, as in the back-to-back timing, so the two compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from wlprof.timing import Timings, time_step
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    warmup: int = 5  # unprofiled calls before anything is timed
+    latency_reps: int = 30  # single-call latency samples
+    batches: int = 5  # back-to-back batches (and graph batches)
+    min_batch_ms: float = 20.0  # each back-to-back batch lasts at least this long
+    profiled_steps: int = 5
+    profiler_warmup: int = 1
+    graph: bool = True  # try CUDA-graph replay timing where the workload allows it
+    keep_raw_trace: bool = False  # also keep torch.profiler's trace as written (_chrome/<point>.raw.json.gz)
+
+    def __post_init__(self):
+        from wlprof.errors import InputError
+
+        for name in ("warmup", "latency_reps", "batches", "profiled_steps"):
+            if getattr(self, name) < 1:
+                raise InputError(f"capture.{name}", "must be at least 1", getattr(self, name))
+        if self.profiler_warmup < 0:
+            raise InputError("capture.profiler_warmup", "must be 0 or more", self.profiler_warmup)
+        if self.min_batch_ms <= 0:
+            raise InputError("capture.min_batch_ms", "must be positive", self.min_batch_ms)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Capture:
+    timings: Timings
+    trace_path: Path
+    profiled_steps: int
+    tf32: bool
+
+
+def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool = True) -> Capture:
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+    from wlprof.device import synchronize
+
+    with torch.inference_mode():
+        for _ in range(cfg.warmup):
+            step()
+        synchronize(device)
+        timings = time_step(step, device, latency_reps=cfg.latency_reps, batches=cfg.batches,
+                            min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe)
+
+        activities = [ProfilerActivity.CPU]
+        if device.type == "cuda":
+            activities.append(ProfilerActivity.CUDA)
+        exported: list[Path] = []
+
+        def on_ready(prof):
+            prof.export_chrome_trace(str(trace_path))
+            exported.append(trace_path)
+
+        total = cfg.profiler_warmup + cfg.profiled_steps
+        with profile(activities=activities, record_shapes=True,
+                     schedule=schedule(wait=0, warmup=cfg.profiler_warmup, active=cfg.profiled_steps, repeat=1),
+                     on_trace_ready=on_ready) as prof:
+            for i in range(total):
+                with record_function(f"wlprof/step#{i}"):
+                    step()
+                if i == cfg.profiler_warmup - 1 or i == total - 1:
+                    synchronize(device)
+                prof.step()
+    if not exported:
+        raise RuntimeError("torch.profiler did not hand over a trace")
+    tf32 = bool(device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32)
+    return Capture(timings=timings, trace_path=trace_path, profiled_steps=cfg.profiled_steps, tf32=tf32)

@@ -1,0 +1,42 @@
+"""Run a study from the CLI: progress bar over sweep points, then the summary table."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from wlprof.cli.common import console
+
+
+def execute(study, out: Path, quiet: bool = False, prefix: str = "--") -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wlprof.cli import render
+    from wlprof.study import run_study
+
+    err = console(stderr=True)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err, disable=quiet, transient=False)
+    task = None
+
+    def on_progress(done: int, total: int, variant: str, state: str) -> None:
+        nonlocal task
+        if task is None:
+            task = progress.add_task(variant, total=total)
+        progress.update(task, completed=done, description=f"{study.workload}: {variant} ({state})")
+
+    command = "wlprof " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    with progress:
+        result = run_study(study, out=out, progress=on_progress, command=command, prefix=prefix)
+    con = console()
+    for note in result.notes:
+        con.print(f"[dim]note: {note}[/dim]")
+    steps = result.steps
+    device = steps.device_name.iloc[0] if "device_name" in steps and len(steps) else "?"
+    con.print(render.steps_table(steps, title=f"{result.run_id}  ({device}, {steps.dtype.iloc[0]}, {result.status})"))
+    con.print(f"ceilings: {result.ceilings_origin}")
+    con.print(f"traces:   {result.path}  (kernels: pandas.read_parquet({str(out)!r}); "
+              f"Chrome traces for Perfetto: {result.path / '_chrome'})")
+    if result.status != "complete":
+        raise SystemExit(1)

@@ -1,0 +1,80 @@
+"""Rich tables of wlprof's DataFrames. Presentation only: nothing here computes a number."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+
+def _num(v, fmt: str = "{:,.1f}") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return fmt.format(v)
+
+
+def _si(v, unit: str = "") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.2f} {suffix}{unit}"
+    return f"{v:.0f} {unit}".strip()
+
+
+def steps_table(steps: pd.DataFrame, title: str):
+    """Per variant: the three timings, the kernel time, costs, rates and roofline placement."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for col, justify in [("variant", "left"), ("latency\n1 call µs", "right"), ("back-to-back\nµs/step", "right"),
+                         ("graph\nµs/step", "right"), ("kernels\nµs/step", "right"), ("FLOPs", "right"),
+                         ("bytes", "right"), ("TFLOP/s", "right"), ("GB/s", "right"), ("FLOP/B", "right"),
+                         ("bound", "left"), ("roofline", "right")]:
+        t.add_column(col, justify=justify)
+    for _, r in steps.iterrows():
+        if r.get("status") == "failed":
+            t.add_row(str(r["variant"]), f"[red]failed: {r.get('error')}[/red]", *[""] * 10)
+            continue
+        t.add_row(
+            str(r["variant"]), _num(r["latency_us"]), _num(r["back_to_back_us"]), _num(r.get("graph_us")),
+            _num(r["kernel_us"]), _si(r["flops"]), _si(r["bytes"], "B"), _num(r["achieved_tflops"], "{:,.2f}"),
+            _num(r["achieved_gbps"], "{:,.0f}"), _num(r["intensity_flop_per_byte"], "{:,.2f}"),
+            str(r["bound"] or "-"), _num(100 * r["roofline_fraction"] if r["roofline_fraction"] == r["roofline_fraction"] else None, "{:.0f}%"),
+        )
+    return t
+
+
+def kernel_table(summary: pd.DataFrame, title: str):
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for col, justify in [("op", "left"), ("kernel", "left"), ("region", "left"), ("n/step", "right"),
+                         ("µs/step", "right"), ("share", "right"), ("FLOPs", "right"), ("bytes", "right"),
+                         ("TFLOP/s", "right"), ("GB/s", "right"), ("FLOP/B", "right"), ("bound", "left"),
+                         ("roofline", "right"), ("source", "left")]:
+        t.add_column(col, justify=justify, overflow="fold" if col == "kernel" else "ellipsis")
+    for _, r in summary.iterrows():
+        frac = r["roofline_fraction"]
+        t.add_row(
+            str(r["op_name"] or "-"), str(r["kernel"]), str(r["region"] or "-"), _num(r["count_per_step"], "{:.0f}"),
+            _num(r["dur_us_per_step"]), _num(100 * r["time_share"], "{:.0f}%"), _si(r["flops_per_step"]),
+            _si(r["bytes_per_step"], "B"), _num(r["achieved_tflops"], "{:,.2f}"), _num(r["achieved_gbps"], "{:,.0f}"),
+            _num(r["intensity_flop_per_byte"], "{:,.2f}"), str(r["bound"] or "-"),
+            _num(100 * frac if frac == frac else None, "{:.0f}%"), str(r["flops_source"]),
+        )
+    return t
+
+
+def runs_table(runs: pd.DataFrame):
+    from rich.table import Table
+
+    t = Table(title=None)
+    for col in ("run_id", "workload", "device", "dtype", "points", "status", "created (UTC)"):
+        t.add_column(col)
+    for _, r in runs.iterrows():
+        colour = {"complete": "green", "running": "yellow", "incomplete": "red", "failed": "red",
+                  "partial": "yellow"}.get(r["status"], "white")
+        t.add_row(r["run_id"], r["workload"], r["device"], r["dtype"], r["points"],
+                  f"[{colour}]{r['status']}[/{colour}]", r["created"])
+    return t

@@ -1,0 +1,233 @@
+"""Put costs and roofline numbers on a joined trace: the kernels and ops tables.
+
+Costs are counted once, on the op that launched the kernels (GPU) or did the
+work (CPU), and split over that op's device activities by duration (`cost_share`),
+so the sum over kernels equals the sum over ops equals the run total. A region
+whose cost the workload states (`region_costs`: sparse aggregation, where shapes
+cannot tell) overrides the formulas of every op inside it, split the same way
+per step: nothing inside is counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from wlprof.ceilings import Ceilings
+from wlprof.cost.registry import Cost, OpCall, cost_of
+from wlprof.trace.join import Joined, ancestors
+
+FORMULA, WORKLOAD, UNKNOWN = "formula", "workload", "unknown"
+
+
+def _json(v) -> str | None:
+    return None if v is None else json.dumps(v, separators=(",", ":"))
+
+
+def _op_costs(joined: Joined, op_positions: np.ndarray) -> dict[int, Cost | None]:
+    ops = joined.ops
+    events = joined.trace.events
+    names = ops.name.to_numpy(dtype=object)
+    idx = ops.idx.to_numpy()
+    dispatcher = ops.dispatcher.to_numpy()
+    parent = ops.parent.to_numpy()
+    memo: dict[tuple, Cost | None] = {}
+    out: dict[int, Cost | None] = {}
+    for pos in op_positions:
+        if dispatcher[pos]:
+            out[pos] = None
+            continue
+        args = events[idx[pos]].get("args") or {}
+        anc = ancestors(names, parent, pos)
+        key = (names[pos], repr(args.get("Input Dims")), repr(args.get("Input type")),
+               repr(args.get("Input Strides")), repr(args.get("Concrete Inputs")), anc)
+        if key not in memo:
+            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc))
+        out[pos] = memo[key]
+    return out
+
+
+def _memcpy_bytes(name: str, transfer_bytes: int) -> float:
+    # A device-to-device copy reads and writes the bytes on the device; host<->device
+    # copies touch device memory once.
+    return 2.0 * transfer_bytes if "DtoD" in name else float(transfer_bytes)
+
+
+def annotate(joined: Joined, ceilings: Ceilings | None,
+             region_costs: Mapping[str, Cost] | None = None, tf32: bool = False
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The kernels and ops tables (contract columns, without run identity or parameters)."""
+    rows = joined.rows
+    ops = joined.ops
+    events = joined.trace.events
+    has_op = rows.has_op.to_numpy()
+    op_pos = rows.op_pos.to_numpy()
+    dur = rows.dur_ns.to_numpy().astype(float)
+    n = len(rows)
+
+    launching = np.unique(op_pos[has_op])
+    costs = _op_costs(joined, launching)
+
+    # per-op duration totals for the split
+    op_dur = pd.Series(dur[has_op]).groupby(op_pos[has_op]).sum()
+    op_cnt = pd.Series(np.ones(has_op.sum())).groupby(op_pos[has_op]).sum()
+    tot = op_dur.reindex(op_pos).to_numpy()
+    cnt = op_cnt.reindex(op_pos).to_numpy()
+    share = np.where(has_op, np.where(tot > 0, dur / np.where(tot > 0, tot, 1), 1.0 / np.where(cnt > 0, cnt, 1)),
+                     1.0)
+
+    flops = np.full(n, np.nan)
+    nbytes = np.full(n, np.nan)
+    source = np.full(n, UNKNOWN, dtype=object)
+    unit = np.full(n, None, dtype=object)
+    cdtype = np.full(n, None, dtype=object)
+    for i in range(n):
+        c = costs.get(op_pos[i]) if has_op[i] else None
+        if c is not None:
+            flops[i] = c.flops * share[i]
+            nbytes[i] = c.bytes * share[i] if c.bytes is not None else np.nan
+            source[i] = FORMULA
+            unit[i] = c.unit
+            cdtype[i] = c.dtype
+    # memcpy/memset whose op has no formula: the trace records the bytes moved
+    kinds = rows.kind.to_numpy()
+    names = rows.name.to_numpy(dtype=object)
+    tb = rows.transfer_bytes.to_numpy()
+    for i in np.flatnonzero((kinds != "kernel") & (kinds != "cpu_op") & (source == UNKNOWN)):
+        flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
+
+    # workload-stated region costs override, split per (region, step) by duration
+    if region_costs:
+        region = rows.region.to_numpy(dtype=object)
+        steps = rows.step.to_numpy()
+        for reg, c in region_costs.items():
+            mask = region == reg
+            if not mask.any():
+                continue
+            grp = pd.Series(dur[mask]).groupby(steps[mask]).transform("sum").to_numpy()
+            cnt_r = pd.Series(np.ones(mask.sum())).groupby(steps[mask]).transform("sum").to_numpy()
+            sh = np.where(grp > 0, dur[mask] / np.where(grp > 0, grp, 1), 1.0 / cnt_r)
+            flops[mask] = c.flops * sh
+            nbytes[mask] = c.bytes * sh if c.bytes is not None else np.nan
+            source[mask] = WORKLOAD
+            unit[mask] = c.unit
+            cdtype[mask] = c.dtype
+            share[mask] = sh
+
+    op_names = ops.name.to_numpy(dtype=object)
+    op_idx = ops.idx.to_numpy()
+    dims_s, types_s, conc_s = {}, {}, {}
+    for pos in launching:
+        args = events[op_idx[pos]].get("args") or {}
+        dims_s[pos] = _json(args.get("Input Dims"))
+        types_s[pos] = _json(args.get("Input type"))
+        conc_s[pos] = _json(args.get("Concrete Inputs"))
+
+    k = pd.DataFrame({
+        "step": rows.step.to_numpy().astype(np.int32),
+        "kind": kinds,
+        "name": names,
+        "stream": rows.stream.to_numpy(),
+        "device_index": rows.device_index.to_numpy().astype(np.int32),
+        "ts_us": rows.ts_ns.to_numpy() / 1000.0,
+        "dur_us": dur / 1000.0,
+    })
+    for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread"):
+        k[c] = rows[c].to_numpy().astype(np.int32)
+    for c in ("shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "correlation", "launch_api", "has_op"):
+        k[c] = rows[c].to_numpy()
+    k["external_id"] = rows.ext_id.to_numpy()
+    k["op_name"] = [op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)]
+    k["op_input_dims"] = [dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
+    k["op_input_types"] = [types_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
+    k["op_concrete_inputs"] = [conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
+    k["region"] = rows.region.to_numpy(dtype=object)
+    k["op_kernel_count"] = np.where(has_op, np.nan_to_num(cnt, nan=1), 1).astype(np.int32)
+    k["cost_share"] = share
+    k["flops"] = flops
+    k["bytes"] = nbytes
+    k["flops_source"] = source
+    k["cost_unit"] = unit
+    k["cost_dtype"] = cdtype
+    k["_op_pos"] = np.where(has_op, op_pos, -1)
+    k["_event_idx"] = rows.idx.to_numpy()
+    add_roofline(k, ceilings, tf32)
+
+    o = _ops_table(k, ops)
+    add_roofline(o, ceilings, tf32)
+    return k, o
+
+
+def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    with_op = k[k._op_pos >= 0]
+    if with_op.empty:
+        return pd.DataFrame(columns=["step", "external_id", "op_name", "dur_us", "flops", "bytes"])
+    g = with_op.groupby("_op_pos", sort=True)
+    first = g.first()
+    pos = first.index.to_numpy()
+    o = pd.DataFrame({
+        "step": first.step.to_numpy(),
+        "external_id": first.external_id.to_numpy(),
+        "op_name": first.op_name.to_numpy(),
+        "op_input_dims": first.op_input_dims.to_numpy(),
+        "op_input_types": first.op_input_types.to_numpy(),
+        "op_concrete_inputs": first.op_concrete_inputs.to_numpy(),
+        "region": first.region.to_numpy(),
+        "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,
+        "cpu_dur_us": ops.dur_ns.to_numpy()[pos] / 1000.0,
+        "kernel_count": g.size().to_numpy().astype(np.int32),
+        "dur_us": g.dur_us.sum().to_numpy(),
+        "flops": g.flops.sum(min_count=1).to_numpy(),
+        "bytes": g["bytes"].sum(min_count=1).to_numpy(),
+        "flops_source": first.flops_source.to_numpy(),
+        "cost_unit": first.cost_unit.to_numpy(),
+        "cost_dtype": first.cost_dtype.to_numpy(),
+    })
+    # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes
+    # are in the trace but whose kernels have no formula is unknown as a whole
+    nan_flops = with_op.flops.isna().groupby(with_op._op_pos, sort=True).any().to_numpy()
+    nan_bytes = with_op["bytes"].isna().groupby(with_op._op_pos, sort=True).any().to_numpy()
+    o.loc[nan_flops, ["flops", "bytes"]] = np.nan
+    o.loc[nan_flops, "flops_source"] = UNKNOWN
+    o.loc[nan_bytes, "bytes"] = np.nan
+    return o.reset_index(drop=True)
+
+
+def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False) -> None:
+    """Intensity, achieved rates and roofline placement, in place (needs flops, bytes, dur_us, cost_unit, cost_dtype)."""
+    flops = df["flops"].to_numpy(dtype=float)
+    nbytes = df["bytes"].to_numpy(dtype=float)
+    dur = df["dur_us"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df["intensity_flop_per_byte"] = np.where(nbytes > 0, flops / nbytes, np.nan)
+        df["achieved_tflops"] = np.where(dur > 0, flops / dur / 1e6, np.nan)
+        df["achieved_gbps"] = np.where(dur > 0, nbytes / dur / 1e3, np.nan)
+    if ceilings is None:
+        for c in ("ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "roofline_us", "roofline_fraction"):
+            df[c] = np.nan
+        df["bound"] = None
+        return
+    units = df["cost_unit"].to_numpy(dtype=object)
+    dts = df["cost_dtype"].to_numpy(dtype=object)
+    cache: dict[tuple, float] = {}
+    peak = np.empty(len(df))
+    for i, key in enumerate(zip(units, dts, strict=True)):
+        if key not in cache:
+            cache[key] = ceilings.compute_tflops(key[0], key[1], tf32) if key[0] else math.nan
+        peak[i] = cache[key]
+    bw = float(ceilings.copy_gbps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_compute = flops / (peak * 1e6)
+        t_memory = nbytes / (bw * 1e3)
+        roof = np.fmax(t_compute, t_memory)
+        roof = np.where(np.isnan(t_compute) | np.isnan(t_memory), np.nan, roof)
+        df["ceiling_tflops"] = peak
+        df["ceiling_gbps"] = np.where(np.isnan(peak), np.nan, bw)
+        df["ridge_flop_per_byte"] = peak * 1e3 / bw
+        df["roofline_us"] = roof
+        df["roofline_fraction"] = np.where(dur > 0, roof / dur, np.nan)
+    df["bound"] = np.where(np.isnan(roof), None, np.where(t_compute >= t_memory, "compute", "memory"))

@@ -1,0 +1,171 @@
+"""Gather/scatter, indexing, concatenation, sorting and counting ops.
+
+Data movement does no arithmetic: FLOPs are 0 except where values are combined
+(scatter_add, index_add: one add per source element) or compared (sort, topk:
+comparisons counted as FLOPs, stated at each formula). Bytes: the index read
+once, the source rows read once, the destination elements written once; an
+accumulating scatter reads and writes each destination element it touches,
+at most min(n, destination size) of them (the compulsory lower bound: atomics
+that hit one element many times move more, which is the point of measuring).
+"""
+
+from __future__ import annotations
+
+import math
+
+from wlprof.cost import dtypes
+from wlprof.cost.registry import VECTOR, Cost, OpCall, formula
+
+
+def _row_numel(t, dim) -> int:
+    nd = len(t.dims)
+    d = int(dim) % nd if nd else 0
+    return t.numel // t.dims[d] if nd and t.dims[d] else 0
+
+
+@formula("aten::index_select")
+def index_select(call: OpCall) -> Cost | None:
+    # index_select(self, dim, index): |index| slices of `self` along `dim` are copied.
+    src, dim, idx = call.tensor(0), call.scalar(1), call.tensor(2)
+    out = idx.numel * _row_numel(src, dim)
+    return Cost(0, out * src.itemsize + idx.nbytes_read + out * src.itemsize, VECTOR, src.dtype)
+
+
+@formula("aten::embedding")
+def embedding(call: OpCall) -> Cost | None:
+    # embedding(weight[V, D], indices): |indices| rows of D. On CUDA it runs as
+    # index_select (then gather): a dispatcher there, costed once on the innermost op.
+    w, idx = call.tensor(0), call.tensor(1)
+    out = idx.numel * (w.numel // w.dims[0])
+    return Cost(0, out * w.itemsize + idx.nbytes_read + out * w.itemsize, VECTOR, w.dtype)
+
+
+@formula("aten::gather")
+def gather(call: OpCall) -> Cost | None:
+    # gather(self, dim, index, sparse_grad[, out]): one element read per index element.
+    # CUDA's index_select gathers with an index expanded by a zero stride: stored size counts.
+    src, idx = call.tensor(0), call.tensor(2)
+    n = idx.numel
+    return Cost(0, n * src.itemsize + idx.nbytes_read + n * src.itemsize, VECTOR, src.dtype)
+
+
+def _scatter(call: OpCall, combine: bool) -> Cost:
+    # scatter*(self, dim, index, src | value[, reduce]); self is updated (in-place) or its
+    # copy is (functional: the copy is a nested aten::copy_, costed on its own).
+    # Only src's elements at the index positions are read (src may be larger than index).
+    dst, idx = call.tensor(0), call.tensor(2)
+    src = call.tensor(3)
+    n = idx.numel
+    touched = min(n, dst.numel)
+    reads = idx.nbytes_read + (min(n, src.stored) * src.itemsize if src is not None else 0)
+    if combine:
+        return Cost(n, reads + 2 * touched * dst.itemsize, VECTOR, dst.dtype)
+    return Cost(0, reads + touched * dst.itemsize, VECTOR, dst.dtype)
+
+
+@formula("aten::scatter_add_", "aten::scatter_add", aux_children=True)
+def scatter_add(call: OpCall) -> Cost | None:
+    return _scatter(call, combine=True)
+
+
+@formula("aten::scatter_reduce_", "aten::scatter_reduce", aux_children=True)
+def scatter_reduce(call: OpCall) -> Cost | None:
+    return _scatter(call, combine=True)
+
+
+@formula("aten::scatter_", "aten::scatter", aux_children=True)
+def scatter(call: OpCall) -> Cost | None:
+    # scatter(self, dim, index, src, reduce=None): with a reduce it combines values.
+    reduce = call.scalar(4) if len(call.types) > 4 else None
+    return _scatter(call, combine=isinstance(reduce, str) and reduce != "")
+
+
+@formula("aten::index_add_", "aten::index_add", aux_children=True)
+def index_add(call: OpCall) -> Cost | None:
+    # index_add_(self, dim, index, source, alpha): one add per source element (and a
+    # multiply when alpha != 1); each destination row touched is read and written.
+    dst, dim, idx, src = call.tensor(0), call.scalar(1), call.tensor(2), call.tensor(3)
+    alpha = call.scalar(4)
+    n = src.numel
+    touched = min(n, dst.numel)
+    flops = n * (2 if isinstance(alpha, (int, float)) and alpha != 1 else 1)
+    _ = dim
+    return Cost(flops, idx.nbytes_read + src.nbytes_read + 2 * touched * dst.itemsize, VECTOR, dst.dtype)
+
+
+@formula("aten::index_copy_", "aten::index_copy", "aten::index_fill_", aux_children=True)
+def index_copy(call: OpCall) -> Cost | None:
+    dst, dim, idx = call.tensor(0), call.scalar(1), call.tensor(2)
+    src = call.tensor(3)
+    n = idx.numel * _row_numel(dst, dim)
+    reads = idx.nbytes_read + (src.nbytes_read if src is not None else 0)
+    return Cost(0, reads + n * dst.itemsize, VECTOR, dst.dtype)
+
+
+@formula("aten::cat", "aten::_cat")
+def cat(call: OpCall) -> Cost | None:
+    # cat(tensors, dim): every input read once, the output written once. The trace records
+    # a TensorList's shapes but not its dtype, so the bytes are unknown; FLOPs are 0.
+    return Cost(0, None, VECTOR, None)
+
+
+@formula("aten::topk")
+def topk(call: OpCall) -> Cost | None:
+    # topk(self, k, dim, largest, sorted): one comparison per element to select, and
+    # k*ceil(log2 k) per slice to sort the k winners. Writes k values and int64 indices.
+    t, k, dim = call.tensor(0), int(call.scalar(1)), call.scalar(2)
+    dim = -1 if dim is None else dim
+    length = t.dims[int(dim) % len(t.dims)] if t.dims else 1
+    slices = t.numel // length if length else 0
+    flops = t.numel + slices * k * max(0, math.ceil(math.log2(k))) if k > 0 else 0
+    return Cost(flops, t.nbytes_read + slices * k * (t.itemsize + 8), VECTOR, t.dtype)
+
+
+@formula("aten::sort", aux_children=True)
+def sort(call: OpCall) -> Cost | None:
+    # sort(self, dim, descending) or sort.stable(self, stable, dim, descending):
+    # n*ceil(log2 L) comparisons for slices of length L; writes values and int64 indices.
+    # On CUDA the values are first copied into the output by a nested (auxiliary) copy_.
+    t = call.tensor(0)
+    dim = call.scalar(2) if len(call.types) >= 4 else call.scalar(1)
+    dim = -1 if dim is None or isinstance(dim, bool) else dim
+    length = t.dims[int(dim) % len(t.dims)] if t.dims else 1
+    flops = t.numel * max(0, math.ceil(math.log2(length))) if length > 1 else 0
+    return Cost(flops, t.nbytes_read + t.numel * (t.itemsize + 8), VECTOR, t.dtype)
+
+
+@formula("aten::bincount", aux_children=True)
+def bincount(call: OpCall) -> Cost | None:
+    # bincount(self, weights?, minlength): one increment per element (a multiply-add with
+    # weights). The number of bins is max(self)+1, data the trace does not hold: only
+    # `minlength` bins are counted as written, a lower bound. On CUDA it runs min/max
+    # reductions first (auxiliary, costed on their own). The counts are int64; weighted
+    # sums are float32 for float32 weights and float64 for any other weights (CPU and CUDA).
+    t, w = call.tensor(0), call.tensor(1)
+    minlength = call.scalar(2) or 0
+    out_dtype = None if w is None else ("float32" if w.dtype == "float32" else "float64")
+    out_size = dtypes.size_of_dtype(out_dtype) if out_dtype else 8
+    flops = t.numel * (2 if w is not None else 1)
+    reads = t.nbytes_read + (w.nbytes_read if w is not None else 0)
+    return Cost(flops, reads + int(minlength) * out_size, VECTOR, out_dtype)
+
+
+@formula("aten::histc", aux_children=True)
+def histc(call: OpCall) -> Cost | None:
+    # histc(self, bins, min, max): per element subtract, scale, increment = 3.
+    t, bins = call.tensor(0), int(call.scalar(1) or 100)
+    return Cost(3 * t.numel, t.nbytes_read + bins * t.itemsize, VECTOR, t.dtype)
+
+
+@formula("aten::index")
+def index(call: OpCall) -> Cost | None:
+    # self[idx] with one integer index tensor on the leading dim: |idx| rows copied.
+    # The index list is a TensorList (dtype not recorded): int64 assumed, as for
+    # integer indexing; other forms (masks, several indices) are unknown.
+    src = call.tensor(0)
+    idx_dims = call.dims[1] if len(call.dims) > 1 else None
+    if not (isinstance(idx_dims, tuple) and len(idx_dims) == 1 and isinstance(idx_dims[0], tuple)):
+        return None
+    n_idx = math.prod(idx_dims[0])
+    out = n_idx * (src.numel // src.dims[0])
+    return Cost(0, out * src.itemsize + n_idx * 8 + out * src.itemsize, VECTOR, src.dtype)

@@ -1,0 +1,238 @@
+"""The cost registry: FLOPs and compulsory bytes of an op call, from recorded shapes.
+
+A formula is a pure function of one `OpCall` (the op's name, input dims, dtypes,
+strides and scalar arguments as torch.profiler recorded them) that returns a
+`Cost`, or None when the recorded shapes cannot tell (data-dependent sizes,
+sparse operands). Formulas are registered by aten op name with `@formula`;
+registering a name twice is an error.
+
+Conventions (shared by every formula):
+- FLOPs: a multiply is 1, an add is 1; a GEMM is 2*M*N*K (FlopCounterMode's
+  convention). Where FlopCounterMode counts an op, our count equals it.
+- Bytes: the compulsory traffic: each input element read once, each output
+  element written once. Inputs broadcast by a zero stride are counted at their
+  stored size. Caches, re-reads and tiling are not counted: measured DRAM
+  traffic can only be larger (ncu shows by how much).
+
+Ops that do no work of their own are of two kinds, both never costed:
+- views and metadata ops (`VIEW_OPS`): as_strided, view, empty, ...
+- wrappers (`register_wrapper`): ops that always dispatch to another op that does
+  the work (aten::linear -> aten::addmm, aten::relu -> aten::clamp_min). The
+  inner op carries the cost.
+A registered op that, in a given trace, has a costed op nested inside it is a
+dispatcher there (aten::_grouped_mm running one aten::mm per group on the CPU)
+and is not costed either, unless its formula says its nested ops are auxiliary
+work of their own (`aux_children=True`: aten::addmm copying its bias first).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from wlprof.cost import dtypes
+
+MATRIX = "matrix"  # runs on the matrix units: ceiling is the measured GEMM rate of its dtype
+VECTOR = "vector"  # elementwise, reductions, data movement: ceiling is the vector (SIMT) rate
+
+
+@dataclass(frozen=True)
+class Cost:
+    """FLOPs and compulsory bytes of one op call (or one region, for workload costs)."""
+
+    flops: float
+    bytes: float | None  # None: the formula knows the FLOPs but not the traffic
+    unit: str = VECTOR  # MATRIX or VECTOR: which compute ceiling bounds it
+    dtype: str | None = None  # canonical dtype of the arithmetic, for the ceiling lookup
+
+    def __post_init__(self):
+        if self.unit not in (MATRIX, VECTOR):
+            raise ValueError(f"Cost.unit must be {MATRIX!r} or {VECTOR!r} (got {self.unit!r})")
+        if self.flops < 0 or (self.bytes is not None and self.bytes < 0):
+            raise ValueError(f"Cost must be non-negative (got flops={self.flops}, bytes={self.bytes})")
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    dims: tuple[int, ...]
+    type: str
+    strides: tuple[int, ...] | None = None
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def stored(self) -> int:
+        """Distinct elements: dims with a zero stride (broadcast) do not add storage."""
+        if self.strides is None or len(self.strides) != len(self.dims):
+            return self.numel
+        return math.prod(d for d, s in zip(self.dims, self.strides, strict=True) if s != 0)
+
+    @property
+    def itemsize(self) -> int:
+        return dtypes.element_size(self.type) or 0
+
+    @property
+    def dtype(self) -> str | None:
+        return dtypes.canonical(self.type)
+
+    @property
+    def nbytes_read(self) -> int:
+        return self.stored * self.itemsize
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """One op call as torch.profiler recorded it (`record_shapes=True`)."""
+
+    name: str
+    dims: tuple = ()
+    types: tuple = ()
+    strides: tuple = ()
+    concrete: tuple = ()
+    ancestors: tuple[str, ...] = ()  # names of enclosing ops, innermost first
+
+    @classmethod
+    def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = ()) -> OpCall:
+        def tup(x):
+            return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
+
+        return cls(
+            name=name,
+            dims=tup(args.get("Input Dims", [])),
+            types=tuple(args.get("Input type", [])),
+            strides=tup(args.get("Input Strides", [])),
+            concrete=tuple(args.get("Concrete Inputs", [])),
+            ancestors=tuple(ancestors),
+        )
+
+    def tensor(self, i: int) -> TensorArg | None:
+        """Input i as a tensor, or None when it is not a tensor (a scalar, None, a list)."""
+        if i >= len(self.types) or not dtypes.is_tensor_type(self.types[i]):
+            return None
+        dims = self.dims[i] if i < len(self.dims) else ()
+        if not all(isinstance(d, int) for d in dims):
+            return None
+        strides = self.strides[i] if i < len(self.strides) else None
+        if strides is not None and not (isinstance(strides, tuple) and all(isinstance(s, int) for s in strides)):
+            strides = None
+        return TensorArg(tuple(dims), self.types[i], tuple(strides) if strides is not None else None)
+
+    @cached_property
+    def tensors(self) -> list[TensorArg]:
+        """Every tensor input, in order (scalars and lists skipped)."""
+        return [t for i in range(len(self.types)) if (t := self.tensor(i)) is not None]
+
+    def scalar(self, i: int):
+        """Input i's concrete value parsed as JSON-ish ('1' -> 1, '[1, 0]' -> [1, 0], '' -> None)."""
+        if i >= len(self.concrete):
+            return None
+        raw = self.concrete[i]
+        if raw in ("", None):
+            return None
+        try:
+            return json.loads(raw)
+        except (TypeError, ValueError):
+            low = str(raw).strip().lower()
+            if low in ("true", "false"):
+                return low == "true"
+            try:
+                return float(raw)
+            except ValueError:
+                return raw
+
+
+Formula = Callable[[OpCall], "Cost | None"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    formula: Formula
+    aux_children: bool
+
+
+_FORMULAS: dict[str, Entry] = {}
+_WRAPPERS: set[str] = set()
+
+# Ops that never do work on a device: views, metadata and allocation.
+VIEW_OPS: frozenset[str] = frozenset(
+    "aten::" + n
+    for n in (
+        "as_strided view _unsafe_view reshape _reshape_alias view_as expand expand_as t transpose "
+        "permute numpy_T unsqueeze squeeze select slice narrow unbind split split_with_sizes chunk "
+        "alias detach detach_ lift_fresh resolve_conj resolve_neg empty empty_strided empty_like "
+        "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
+        "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim diagonal "
+        "unfold real imag view_as_real view_as_complex _has_compatible_shallow_copy_type "
+        "record_stream contiguous_format _to_dense lift"
+    ).split()
+)
+
+
+def formula(*names: str, aux_children: bool = False) -> Callable[[Formula], Formula]:
+    """Register `fn` as the cost formula of each aten op in `names` (duplicates refused)."""
+
+    def deco(fn: Formula) -> Formula:
+        for name in names:
+            _check_new(name)
+            _FORMULAS[name] = Entry(fn, aux_children)
+        return fn
+
+    return deco
+
+
+def register_wrapper(*names: str) -> None:
+    """Declare ops that always dispatch to another op that does (and is costed for) the work."""
+    for name in names:
+        _check_new(name)
+        _WRAPPERS.add(name)
+
+
+def _check_new(name: str) -> None:
+    if not name.startswith("aten::"):
+        raise ValueError(f"op names are registered with their namespace, e.g. 'aten::mm' (got {name!r})")
+    if name in _FORMULAS or name in _WRAPPERS or name in VIEW_OPS:
+        raise ValueError(f"{name} is already registered in the cost registry")
+
+
+def has_formula(name: str) -> bool:
+    return name in _FORMULAS
+
+
+def is_wrapper(name: str) -> bool:
+    return name in _WRAPPERS
+
+
+def is_view(name: str) -> bool:
+    return name in VIEW_OPS
+
+
+def aux_children(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.aux_children)
+
+
+def registered_ops() -> list[str]:
+    return sorted(_FORMULAS)
+
+
+def wrappers() -> list[str]:
+    return sorted(_WRAPPERS)
+
+
+def cost_of(call: OpCall) -> Cost | None:
+    """The call's cost, or None when no formula applies or the shapes cannot tell."""
+    entry = _FORMULAS.get(call.name)
+    if entry is None:
+        return None
+    try:
+        return entry.formula(call)
+    except (LookupError, TypeError, ValueError, ArithmeticError, AttributeError):
+        # A recorded call whose arguments do not have the shape the formula expects
+        # (another overload, a foreign trace): unknown, never a guess. LookupError covers
+        # an unknown dtype name (KeyError), ArithmeticError an infinite arange bound.
+        return None

@@ -1,0 +1,86 @@
+"""The steps table: per sweep point, the three timings beside the profiled kernel totals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from wlprof.timing import Timings
+
+
+def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
+    """Length of the union of [start, end) intervals: device busy time, overlap counted once."""
+    if len(starts) == 0:
+        return 0.0
+    order = np.argsort(starts)
+    s, e = starts[order], ends[order]
+    total, cur_s, cur_e = 0.0, s[0], e[0]
+    for a, b in zip(s[1:], e[1:], strict=True):
+        if a > cur_e:
+            total += cur_e - cur_s
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    return float(total + cur_e - cur_s)
+
+
+def summarize(kernels: pd.DataFrame, timings: Timings, profiled_steps: int,
+              useful_flops: float | None) -> dict:
+    """One steps-table row (without identity and parameters) for a profiled point."""
+    k = kernels[kernels.step >= 0]
+    steps = sorted(k.step.unique())
+    per_step = k.groupby("step").dur_us.sum()
+    busy = [_busy_us(g.ts_us.to_numpy(), (g.ts_us + g.dur_us).to_numpy()) for _, g in k.groupby("step")]
+    n_steps = max(len(steps), 1)
+    kernel_us = float(per_step.median()) if len(per_step) else math.nan
+    known = k[k.flops.notna()]
+    flops = float(known.flops.sum()) / n_steps if len(known) else math.nan
+    both = k[k.flops.notna() & k["bytes"].notna()]
+    nbytes = float(both["bytes"].sum()) / n_steps if len(both) else math.nan
+    unknown_share = float(k.loc[k.flops.isna(), "dur_us"].sum() / k.dur_us.sum()) if k.dur_us.sum() > 0 else math.nan
+    roofed = k[k.roofline_us.notna()]
+    roof_us = float(roofed.roofline_us.sum()) / n_steps if len(roofed) else math.nan
+    roof_frac = float(roofed.roofline_us.sum() / roofed.dur_us.sum()) if roofed.dur_us.sum() > 0 else math.nan
+    bound = None
+    if len(roofed):
+        by_bound = roofed.groupby("bound").dur_us.sum()
+        bound = str(by_bound.idxmax())
+    top = k.sort_values("dur_us", ascending=False).head(1)
+    lat = timings.latency_median_us
+    with np.errstate(divide="ignore", invalid="ignore"):
+        row = {
+            "latency_us": lat,
+            "latency_p10_us": timings.percentile(0.10),
+            "latency_p90_us": timings.percentile(0.90),
+            "latency_samples_us": list(timings.latency_us),
+            "back_to_back_us": timings.back_to_back_median_us,
+            "back_to_back_samples_us": list(timings.back_to_back_us),
+            "calls_per_batch": timings.calls_per_batch,
+            "graph_us": timings.graph_median_us,
+            "graph_error": timings.graph_error,
+            "kernel_us": kernel_us,
+            "kernel_busy_us": float(np.median(busy)) if busy else math.nan,
+            "kernels_per_step": len(k) / n_steps,
+            "profiled_steps": profiled_steps,
+            "dur_us": kernel_us,
+            "flops": flops,
+            "bytes": nbytes,
+            "flops_source": ",".join(sorted(k.flops_source.dropna().unique())) if len(k) else None,
+            "useful_flops": useful_flops if useful_flops is not None else flops,
+            "unknown_time_share": unknown_share,
+            "intensity_flop_per_byte": flops / nbytes if nbytes and nbytes > 0 else math.nan,
+            "achieved_tflops": flops / kernel_us / 1e6 if kernel_us > 0 else math.nan,
+            "achieved_gbps": nbytes / kernel_us / 1e3 if kernel_us > 0 else math.nan,
+            "achieved_tflops_latency": flops / lat / 1e6 if lat > 0 else math.nan,
+            "ceiling_tflops": float(top.ceiling_tflops.iloc[0]) if len(top) else math.nan,
+            "ceiling_gbps": float(top.ceiling_gbps.iloc[0]) if len(top) else math.nan,
+            "ridge_flop_per_byte": float(top.ridge_flop_per_byte.iloc[0]) if len(top) else math.nan,
+            "bound": bound,
+            "roofline_us": roof_us,
+            "roofline_fraction": roof_frac,
+            "host_overhead_us": lat - kernel_us,
+            "status": "ok",
+        }
+    return row

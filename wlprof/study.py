@@ -1,0 +1,282 @@
+"""Studies: a workload, its parameter sweep and capture settings, run point by point into the store.
+
+A study file (TOML, under `workloads/`) pins down exactly the sweep behind a
+committed result, so anyone can re-run it with `wlprof sweep FILE`:
+
+    [study]
+    name = "gemm_same_flops"
+    workload = "gemm"
+    device = "cuda"          # optional: the GPU when there is one, else the CPU
+    dtype = "bfloat16"       # optional: bf16 on a GPU, fp32 on the CPU
+    description = "..."
+
+    [params]                 # the workload's parameters, as its CLI flags name them
+    shapes = ["2048x2048x2560", "32x4096x81920", "1x4096x2621440"]
+
+    [capture]                # optional: wlprof.capture.CaptureConfig fields
+    profiled_steps = 5
+"""
+
+from __future__ import annotations
+
+import gc
+import platform
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from wlprof.capture import CaptureConfig
+from wlprof.errors import InputError, WlprofError
+
+_STUDY_KEYS = {"name", "workload", "device", "dtype", "description"}
+
+
+@dataclass(frozen=True)
+class Study:
+    workload: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    device: str | None = None
+    dtype: str | None = None
+    capture: CaptureConfig = field(default_factory=CaptureConfig)
+    name: str | None = None
+    description: str | None = None
+    source: str | None = None  # the study file it came from
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "workload": self.workload, "device": self.device, "dtype": self.dtype,
+                "description": self.description, "source": self.source, "params": dict(self.params),
+                "capture": self.capture.to_dict()}
+
+
+def load_study(path: str | Path) -> Study:
+    import tomllib
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("STUDY_FILE", "must be an existing study file (TOML)", str(path))
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError("STUDY_FILE", f"must be valid TOML ({exc})", str(path)) from None
+    unknown = set(doc) - {"study", "params", "capture"}
+    if unknown:
+        raise InputError(f"{path.name}: [{sorted(unknown)[0]}]", "is not a section of a study file "
+                         "(sections: study, params, capture)", sorted(unknown)[0])
+    head = doc.get("study", {})
+    bad = set(head) - _STUDY_KEYS
+    if bad:
+        key = sorted(bad)[0]
+        raise InputError(f"study.{key}", f"is not a study key (keys: {', '.join(sorted(_STUDY_KEYS))})", head[key])
+    if "workload" not in head:
+        raise InputError("study.workload", "is required", None)
+    cap_raw = doc.get("capture", {})
+    known = {f.name for f in fields(CaptureConfig)}
+    for key in cap_raw:
+        if key not in known:
+            raise InputError(f"capture.{key}", f"is not a capture setting (settings: {', '.join(sorted(known))})",
+                             cap_raw[key])
+    return Study(workload=head["workload"], params=dict(doc.get("params", {})), device=head.get("device"),
+                 dtype=head.get("dtype"), capture=CaptureConfig(**cap_raw), name=head.get("name"),
+                 description=head.get("description"), source=str(path))
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    path: Path
+    status: str
+    steps: Any  # pandas DataFrame: one row per point
+    notes: list[str]
+    ceilings_origin: str
+
+
+def versions() -> dict[str, Any]:
+    import importlib.metadata as md
+
+    import torch
+
+    import wlprof
+
+    def ver(pkg):
+        try:
+            return md.version(pkg)
+        except md.PackageNotFoundError:
+            return None
+
+    return {
+        "wlprof": wlprof.__version__,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "torch_geometric": ver("torch-geometric") or ver("torch_geometric"),
+        "pandas": ver("pandas"),
+        "pyarrow": ver("pyarrow"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+Progress = Callable[[int, int, str, str], None]  # (index, total, variant, state)
+
+
+def prepare(study: Study, prefix: str = "--"):
+    """Validate everything a run needs before anything is written: device, dtype, workload, points."""
+    from wlprof import workloads
+    from wlprof.device import resolve_device, resolve_dtype
+
+    dev_arg = "--device" if prefix == "--" else "study.device"
+    dtype_arg = "--dtype" if prefix == "--" else "study.dtype"
+    wl = workloads.get(study.workload)
+    device = resolve_device(study.device, dev_arg)
+    dtype = resolve_dtype(study.dtype, device, dtype_arg)
+    parsed = wl.parse(study.params, device, dtype, prefix)
+    points = wl.points(parsed.spec)
+    labels = [p.variant for p in points]
+    if len(set(labels)) != len(labels):
+        raise InputError("params", "must not repeat a sweep point", sorted({x for x in labels if labels.count(x) > 1}))
+    free = _free_memory(device)
+    if free is not None:
+        for p in points:
+            need = wl.estimate_bytes(p, dtype)
+            if need > 0.9 * free:
+                raise InputError("params", f"must fit in device memory: point '{p.variant}' needs about "
+                                 f"{need / 2**30:.1f} GiB, {free / 2**30:.1f} GiB are free", p.variant)
+    return wl, device, dtype, parsed, points
+
+
+def _free_memory(device) -> int | None:
+    """Bytes free on the device (GPU) or in RAM (CPU), or None where it cannot be told."""
+    import os
+
+    if device.type == "cuda":
+        import torch
+
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def run_study(study: Study, out: str | Path = "traces", progress: Progress | None = None,
+              command: str | None = None, prefix: str = "--") -> RunResult:
+    """Run every point of `study` and write it under `out`; bad input raises before anything is written."""
+    import pandas as pd
+
+    from wlprof import schema
+    from wlprof.ceilings import get_ceilings
+    from wlprof.device import device_info, dtype_name
+    from wlprof.trace.store import RunWriter, check_writable
+
+    wl, device, dtype, parsed, points = prepare(study, prefix)
+    root = check_writable(out, "--out")
+    ceilings, origin = get_ceilings(device)
+    info = device_info(device)
+    manifest = {
+        "command": command if command is not None else " ".join(sys.argv),
+        "study": study.to_dict(),
+        "spec": _jsonable(parsed.spec),
+        "notes": list(parsed.notes),
+        "versions": versions(),
+        "device": info,
+        "dtype": dtype_name(dtype),
+        "ceilings": {**ceilings.to_dict(), "origin": origin},
+        "capture": study.capture.to_dict(),
+        "points": [{"index": i, "variant": p.variant, "params": dict(p.params), "status": "pending"}
+                   for i, p in enumerate(points)],
+    }
+    writer = RunWriter(root, wl.name, manifest)
+    identity = {"run_id": writer.run_id, "workload": wl.name, "device_type": device.type,
+                "device_name": info["name"], "dtype": dtype_name(dtype)}
+    rows = []
+    failures = 0
+    try:
+        for i, point in enumerate(points):
+            if progress:
+                progress(i, len(points), point.variant, "running")
+            entry = writer.manifest["points"][i]
+            try:
+                row, files = _run_point(wl, point, i, device, dtype, study.capture, writer, ceilings, identity)
+                entry.update(status="ok", files=files)
+                rows.append(row)
+            except WlprofError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one failed point must not lose the others
+                failures += 1
+                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+                entry.update(status="failed", error=reason, traceback=traceback.format_exc()[-4000:])
+                failed = {**identity, **point.params, "variant": point.variant, "point": i,
+                          "status": "failed", "error": reason}
+                writer.write_point(i, point.variant, {"steps": pd.DataFrame([failed])}, None)
+                rows.append(failed)
+                _free(device)
+            writer.write_manifest()
+            if progress:
+                progress(i + 1, len(points), point.variant, entry["status"])
+    except BaseException:
+        writer.finish("incomplete")
+        raise
+    status = "complete" if failures == 0 else ("failed" if failures == len(points) else "partial")
+    writer.finish(status)
+    steps = pd.DataFrame(rows)
+    _ = schema
+    return RunResult(writer.run_id, writer.path, status, steps, list(parsed.notes), origin)
+
+
+def _jsonable(spec) -> Any:
+    from dataclasses import asdict, is_dataclass
+
+    return asdict(spec) if is_dataclass(spec) else spec
+
+
+def _free(device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity):
+    from wlprof.capture import capture
+    from wlprof.cost.annotate import annotate
+    from wlprof.schema import SCHEMA_VERSION
+    from wlprof.steps import summarize
+    from wlprof.trace.enrich import enriched_trace
+    from wlprof.trace.join import join
+    from wlprof.trace.parse import read_trace
+
+    raw = writer.path / f".raw-p{index:03d}.json"
+    try:
+        built = wl.build(point, device, dtype)
+        cap = capture(built.step, device, cfg, raw, graph_safe=built.graph_safe)
+        del built.step
+        trace = read_trace(raw)
+        joined = join(trace)
+        kernels, ops = annotate(joined, ceilings, built.region_costs, tf32=cap.tf32)
+        step_row = summarize(kernels, cap.timings, cap.profiled_steps, built.useful_flops)
+        step_row["note"] = built.note
+        columns = {**identity, **dict(point.params), **built.facts, "variant": point.variant, "point": index}
+        for df in (kernels, ops):
+            for name, value in columns.items():
+                df[name] = value
+        step_row.update(columns)
+        chrome = enriched_trace(trace.meta, trace.events, kernels, {
+            "run_id": identity["run_id"], "variant": point.variant, "schema_version": SCHEMA_VERSION,
+            "ceilings": {"copy_gbps": ceilings.copy_gbps, "matrix_tflops": ceilings.matrix_tflops,
+                         "vector_tflops": ceilings.vector_tflops, "source": ceilings.source},
+        })
+        kernels = kernels.drop(columns=["_op_pos", "_event_idx"])
+        import pandas as pd
+
+        files = writer.write_point(index, point.variant,
+                                   {"kernels": kernels, "ops": ops, "steps": pd.DataFrame([step_row])}, chrome)
+        if cfg.keep_raw_trace:
+            files["raw_chrome"] = writer.write_raw_trace(index, point.variant, raw)
+        return step_row, files
+    finally:
+        raw.unlink(missing_ok=True)
+        _free(device)

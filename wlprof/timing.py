@@ -1,0 +1,158 @@
+"""Unprofiled timings of one step: what a caller sees, and what the device spends.
+
+Three numbers, because for small work they differ a lot and the gap is part of
+where FLOPs stop predicting latency:
+
+- `latency`: one call as a caller sees it. GPU: device events around a single call
+  on an idle device (the start event fires at once, so launch and host overhead
+  before the first kernel are inside). CPU: perf_counter around one call.
+- `back_to_back`: time per step with many steps queued between two events (CPU:
+  perf_counter around a batch). Host overhead hides behind device work when the
+  kernels are long, and shows when they are short.
+- `graph`: time per step replaying a CUDA graph that holds several steps: the
+  device's own time, without launch gaps. Only for steps that can be captured
+  (no host syncs); otherwise `graph_error` says why.
+
+Timing follows triton's do_bench habits (warm-up, events, many repeats, median);
+inputs are not rotated and the L2 is not flushed, as in the profiled steps, so
+the numbers compare like with like.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class Timings:
+    latency_us: list[float]
+    back_to_back_us: list[float]
+    calls_per_batch: int
+    graph_us: list[float] | None = None
+    graph_error: str | None = None
+
+    @property
+    def latency_median_us(self) -> float:
+        return statistics.median(self.latency_us)
+
+    @property
+    def back_to_back_median_us(self) -> float:
+        return statistics.median(self.back_to_back_us)
+
+    @property
+    def graph_median_us(self) -> float | None:
+        return statistics.median(self.graph_us) if self.graph_us else None
+
+    def percentile(self, q: float) -> float:
+        xs = sorted(self.latency_us)
+        if not xs:
+            return math.nan
+        i = min(len(xs) - 1, max(0, round(q * (len(xs) - 1))))
+        return xs[i]
+
+
+def _gpu_latency(step: Callable[[], object], reps: int) -> list[float]:
+    import torch
+
+    out = []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) * 1e3)
+    return out
+
+
+def _gpu_batches(run_batch: Callable[[], None], batches: int, per_batch: int) -> list[float]:
+    import torch
+
+    out = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        run_batch()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) * 1e3 / per_batch)
+    return out
+
+
+def _graph(step: Callable[[], object], batches: int, min_batch_us: float, latency_us: float
+           ) -> tuple[list[float] | None, str | None]:
+    import torch
+
+    # several steps per graph, so that one graph launch does not dominate tiny steps
+    steps_per_graph = max(1, min(20, math.ceil(200.0 / max(latency_us, 1e-3))))
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(steps_per_graph):
+                step()
+        graph.replay()
+        torch.cuda.synchronize()
+    except Exception as exc:  # capture refuses host syncs, some allocations, CPU work
+        torch.cuda.synchronize()
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    replays = max(1, math.ceil(min_batch_us / max(latency_us * steps_per_graph, 1e-3)))
+    replays = min(replays, 1000)
+
+    def batch():
+        for _ in range(replays):
+            graph.replay()
+
+    return _gpu_batches(batch, batches, replays * steps_per_graph), None
+
+
+def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, batches: int = 5,
+              min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000, graph: bool = True) -> Timings:
+    """Time an already warmed-up `step` on `device` without the profiler."""
+    gpu = device.type == "cuda"
+    if gpu:
+        lat = _gpu_latency(step, latency_reps)
+    else:
+        lat = []
+        for _ in range(latency_reps):
+            t0 = time.perf_counter()
+            step()
+            lat.append((time.perf_counter() - t0) * 1e6)
+    med = statistics.median(lat)
+    per_batch = int(min(max_calls_per_batch, max(3, math.ceil(min_batch_ms * 1e3 / max(med, 1e-3)))))
+
+    def run_batch():
+        for _ in range(per_batch):
+            step()
+
+    if gpu:
+        b2b = _gpu_batches(run_batch, batches, per_batch)
+    else:
+        b2b = []
+        for _ in range(batches):
+            t0 = time.perf_counter()
+            run_batch()
+            b2b.append((time.perf_counter() - t0) * 1e6 / per_batch)
+
+    g_us, g_err = None, None
+    if gpu and graph:
+        g_us, g_err = _graph(step, batches, min_batch_ms * 1e3, med)
+    elif gpu:
+        g_err = "the workload does host syncs or host work per step: not capturable"
+    else:
+        g_err = "CUDA graphs need a CUDA device"
+    return Timings(latency_us=lat, back_to_back_us=b2b, calls_per_batch=per_batch, graph_us=g_us,
+                   graph_error=g_err)

@@ -1,0 +1,1 @@
+"""Chrome-trace reading, joining and storing: one path for wlprof's runs and foreign traces."""

@@ -1,0 +1,48 @@
+"""JSON in and out, with orjson where it is installed (5-10x faster on large traces)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+try:  # orjson is a declared dependency, but the H200 image does not carry it
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised only where orjson is missing
+    _orjson = None
+
+JSONDecodeError = (json.JSONDecodeError,) + ((_orjson.JSONDecodeError,) if _orjson else ())
+
+
+def loads(data: bytes) -> Any:
+    if _orjson is not None:
+        return _orjson.loads(data)
+    return json.loads(data)
+
+
+def dumps(obj: Any, indent: bool = False) -> bytes:
+    if _orjson is not None:
+        opt = _orjson.OPT_SERIALIZE_NUMPY | (_orjson.OPT_INDENT_2 if indent else 0)
+        return _orjson.dumps(obj, option=opt, default=_default)
+    return json.dumps(obj, indent=2 if indent else None, default=_default).encode()
+
+
+def _default(obj: Any):
+    # numpy scalars and paths appear in manifests and trace args
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes, gunzipped when it is a gzip file (by its magic number, not its name)."""
+    with open(path, "rb") as fh:
+        head = fh.read(2)
+        fh.seek(0)
+        if head == b"\x1f\x8b":
+            with gzip.GzipFile(fileobj=fh) as gz:
+                return gz.read()
+        return fh.read()

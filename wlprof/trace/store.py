@@ -1,0 +1,257 @@
+"""The trace store: one folder per run under the traces folder, every file written atomically.
+
+    traces/
+      <run_id>/
+        _manifest.json                 schema version, versions, device, ceilings, spec, command, status
+        p000-<variant>.parquet         kernels of sweep point 0  <- pandas.read_parquet("traces")
+        _ops/p000-<variant>.parquet    launching ops
+        _steps/p000-<variant>.parquet  timings and totals per step
+        _chrome/p000-<variant>.json.gz enriched Chrome trace (Perfetto, chrome://tracing)
+
+Arrow's dataset discovery skips names starting with '_' or '.', so a plain
+`pandas.read_parquet("traces")` reads exactly the kernels files. Temporary files
+start with '.', and are renamed into place only once complete: a reader never
+sees a half-written file, and a run killed mid-sweep keeps every finished point.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import secrets
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from wlprof import schema
+from wlprof.errors import InputError, StoreError
+from wlprof.trace import jsonio
+
+MANIFEST = "_manifest.json"
+TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps"}
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_parquet(path: Path, table) -> None:
+    import pyarrow.parquet as pq
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def slug(text: str, limit: int = 48) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower()[:limit] or "x"
+
+
+def check_writable(root: str | Path, arg: str = "--out") -> Path:
+    """The traces folder, created if needed; an InputError when it cannot be written."""
+    root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise InputError(arg, "must be a folder wlprof can write traces into, not a file", str(root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".wlprof-write-probe-", dir=root)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(arg, f"must be a folder wlprof can write into ({exc.strerror})", str(root)) from None
+    return root
+
+
+def run_dir(root: str | Path, run_id: str) -> Path:
+    """The folder of `run_id` under `root`; refuses ids that would leave it."""
+    if not RUN_ID_RE.match(run_id) or run_id in (".", ".."):
+        raise InputError("RUN_ID", "must be a run id made of letters, digits, '.', '_' and '-'", run_id)
+    root = Path(root).resolve()
+    path = (root / run_id).resolve()
+    if path.parent != root:
+        raise InputError("RUN_ID", "must name a run inside the traces folder", run_id)
+    return path
+
+
+def utcnow() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class RunWriter:
+    """Creates a run folder and writes its points and manifest, each file atomically."""
+
+    def __init__(self, root: str | Path, workload: str, manifest: dict[str, Any]):
+        root = Path(root)
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        for _ in range(100):
+            run_id = f"{slug(workload, 16)}-{stamp}-{secrets.token_hex(2)}"
+            try:
+                (root / run_id).mkdir(parents=True)  # exclusive: concurrent runs never share a folder
+                break
+            except FileExistsError:
+                continue
+        else:  # pragma: no cover
+            raise StoreError(f"could not create a new run folder under {root}")
+        self.root = root
+        self.run_id = run_id
+        self.path = root / run_id
+        for sub in ("_ops", "_steps", "_chrome"):
+            (self.path / sub).mkdir()
+        self.manifest = dict(manifest)
+        self.manifest.update(
+            schema_version=schema.SCHEMA_VERSION, run_id=run_id, workload=workload, status="running",
+            created_at=utcnow(), finished_at=None, pid=os.getpid(), host=socket.gethostname(),
+        )
+        self.manifest.setdefault("points", [])
+        self.write_manifest()
+
+    def write_manifest(self) -> None:
+        atomic_write_bytes(self.path / MANIFEST, jsonio.dumps(self.manifest, indent=True))
+
+    def point_stem(self, index: int, variant: str) -> str:
+        return f"p{index:03d}-{slug(variant)}"
+
+    def write_point(self, index: int, variant: str, tables: dict[str, Any], chrome: bytes | None) -> dict:
+        """Write one finished point's tables (DataFrames) and Chrome trace; return its file map."""
+        stem = self.point_stem(index, variant)
+        files: dict[str, str] = {}
+        for table, df in tables.items():
+            sub = TABLE_DIRS[table]
+            path = (self.path / sub / f"{stem}.parquet") if sub else (self.path / f"{stem}.parquet")
+            atomic_write_parquet(path, schema.conform(df, table))
+            files[table] = str(path.relative_to(self.path))
+        if chrome is not None:
+            path = self.path / "_chrome" / f"{stem}.json.gz"
+            atomic_write_bytes(path, chrome)
+            files["chrome"] = str(path.relative_to(self.path))
+        return files
+
+    def write_raw_trace(self, index: int, variant: str, raw: Path) -> str:
+        """Keep torch.profiler's own trace beside the enriched one, gzipped."""
+        import gzip
+
+        path = self.path / "_chrome" / f"{self.point_stem(index, variant)}.raw.json.gz"
+        atomic_write_bytes(path, gzip.compress(raw.read_bytes(), compresslevel=6))
+        return str(path.relative_to(self.path))
+
+    def finish(self, status: str) -> None:
+        self.manifest["status"] = status
+        self.manifest["finished_at"] = utcnow()
+        self.write_manifest()
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = jsonio.loads((path / MANIFEST).read_bytes())
+    except FileNotFoundError:
+        raise StoreError(f"{path} is not a wlprof run: it has no {MANIFEST}") from None
+    except jsonio.JSONDecodeError as exc:
+        raise StoreError(f"{path / MANIFEST} is not valid JSON ({exc})") from None
+    schema.check_version(data.get("schema_version", "0"), str(path / MANIFEST))
+    return data
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def effective_status(manifest: dict[str, Any]) -> str:
+    """'running' only while the writing process lives; a run whose writer died is 'incomplete'."""
+    status = manifest.get("status", "unknown")
+    if status == "running" and manifest.get("host") == socket.gethostname():
+        pid = manifest.get("pid")
+        if isinstance(pid, int) and not _pid_alive(pid):
+            return "incomplete"
+    return status
+
+
+def list_runs(root: str | Path) -> list[dict[str, Any]]:
+    """Manifests of every run under `root`, oldest first (unreadable folders skipped)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    runs = []
+    for child in sorted(root.iterdir()):
+        if child.is_dir() and (child / MANIFEST).exists():
+            try:
+                m = read_manifest(child)
+            except StoreError:
+                continue
+            m["status"] = effective_status(m)
+            m["_path"] = str(child)
+            runs.append(m)
+    runs.sort(key=lambda m: (m.get("created_at") or "", m.get("run_id")))
+    return runs
+
+
+def table_files(root: str | Path, table: str) -> list[Path]:
+    root = Path(root)
+    sub = TABLE_DIRS.get(table)
+    if sub is None:
+        raise InputError("table", f"must be one of {sorted(TABLE_DIRS)}", table)
+    run_dirs = [root] if (root / MANIFEST).exists() else [p for p in sorted(root.glob("*")) if p.is_dir()]
+    files: list[Path] = []
+    for d in run_dirs:
+        if d.name.startswith(("_", ".")):
+            continue
+        base = d / sub if sub else d
+        files.extend(sorted(p for p in base.glob("*.parquet") if not p.name.startswith((".", "_"))))
+    return files
+
+
+def load_table(root: str | Path = "traces", table: str = "kernels", **filters):
+    """One table of every run under `root` (or of one run folder) as a pandas DataFrame.
+
+    Older minor schema versions load (their missing columns come back as nulls);
+    a newer major version is refused. `filters` are `column=value` or
+    `column=[values]`, pushed down to the Parquet reader.
+    """
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    root = Path(root)
+    if not root.exists():
+        raise InputError("path", "must be a traces folder or a run folder that exists", str(root))
+    files = table_files(root, table)
+    declared = schema.arrow_schema(table)
+    for name in filters:
+        if name not in declared.names:
+            raise InputError(name, f"is not a column of the {table} table", filters[name])
+    if not files:
+        return declared.empty_table().to_pandas()
+    for f in files:
+        if f.stat().st_size == 0:
+            raise StoreError(f"{f} is empty (0 bytes): not a Parquet file")
+        meta = pq.read_schema(f).metadata or {}
+        schema.check_version(meta.get(schema.METADATA_KEY, b"0").decode(), str(f))
+    dataset = ds.dataset([str(f) for f in files], schema=declared, format="parquet")
+    expr = None
+    for name, value in filters.items():
+        field = ds.field(name)
+        cond = field.isin(list(value)) if isinstance(value, (list, tuple, set)) else field == value
+        expr = cond if expr is None else expr & cond
+    return dataset.to_table(filter=expr).to_pandas()
