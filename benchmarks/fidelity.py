@@ -1,16 +1,20 @@
-"""Profiler fidelity: profiled kernel time per step vs unprofiled device time per step.
+"""Profiler fidelity: profiled kernel time vs unprofiled device time, per op and per step.
 
-For every GPU sweep point whose profiled kernel time per step is at least --min-us
-(default 20 us), compares:
-  kernel_us        sum of CUPTI kernel durations per profiled step (median over steps)
-  back_to_back_us  unprofiled device time per step, steps queued between two events
-  graph_us         unprofiled time per step by CUDA-graph replay (where capturable)
-and shows the single-call latency beside them. Target: kernel/back-to-back within +-3%.
+Per op (needs a GPU; --replay): every distinct op call in the GPU runs of the traces
+folder whose profiled kernel time is at least --min-us (default 20 us) is rebuilt
+from its recorded shapes, strides and dtypes (wlprof.replay) and timed alone,
+unprofiled: single-call latency, back-to-back device time per call, CUDA-graph
+replay. The profiled kernel time per call is the median over its profiled
+instances. Target: within +-3% of the unprofiled device time per call, which is
+the back-to-back time, or the graph-replay time where the host cannot keep the
+device busy (back-to-back more than 5% above graph replay).
 
-    python benchmarks/fidelity.py --traces traces [--out benchmarks/results/.../fidelity.md]
+Per step (no GPU needed): the same comparison for whole sweep points, from the
+steps tables. Multi-kernel steps also carry the device's idle gaps between
+dependent kernels, which unprofiled device time includes and summed kernel time
+does not.
 
-Reads the steps tables of runs already in the traces folder (e.g. from `wlprof sweep
-workloads/*.toml`); it runs nothing itself, so it costs no extra GPU time.
+    python benchmarks/fidelity.py --traces traces --replay --out benchmarks/results/.../fidelity.md
 """
 
 from __future__ import annotations
@@ -22,30 +26,96 @@ from pathlib import Path
 import pandas as pd
 
 
-def fidelity_table(steps: pd.DataFrame, min_us: float = 20.0, tolerance: float = 0.03) -> pd.DataFrame:
+def _reference(b2b: pd.Series, graph: pd.Series) -> tuple[pd.Series, pd.Series]:
+    host_bound = graph.notna() & (b2b > 1.05 * graph)
+    return host_bound.map({True: "graph", False: "back-to-back"}), b2b.where(~host_bound, graph)
+
+
+def step_table(steps: pd.DataFrame, min_us: float = 20.0, tolerance: float = 0.03) -> pd.DataFrame:
     s = steps[(steps.status == "ok") & (steps.device_type == "cuda") & (steps.kernel_us >= min_us)].copy()
-    s["kernel_vs_b2b"] = s.kernel_us / s.back_to_back_us
-    s["kernel_vs_graph"] = s.kernel_us / s.graph_us
-    s["within_tolerance"] = (s.kernel_vs_b2b - 1).abs() <= tolerance
-    return s[["run_id", "workload", "variant", "kernels_per_step", "latency_us", "back_to_back_us", "graph_us",
-              "kernel_us", "kernel_vs_b2b", "kernel_vs_graph", "within_tolerance"]].reset_index(drop=True)
+    s["reference"], ref_us = _reference(s.back_to_back_us, s.graph_us)
+    s["kernel_vs_reference"] = s.kernel_us / ref_us
+    s["within_tolerance"] = (s.kernel_vs_reference - 1).abs() <= tolerance
+    return s.reset_index(drop=True)
 
 
-def to_markdown(t: pd.DataFrame, tolerance: float) -> str:
-    lines = ["| workload | variant | kernels/step | latency 1 call (us) | back-to-back (us/step) | graph (us/step) "
-             f"| profiled kernels (us/step) | kernels / back-to-back | kernels / graph | within +-{100 * tolerance:.0f}% |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|"]
+def op_calls(ops: pd.DataFrame, min_us: float = 20.0) -> pd.DataFrame:
+    """Distinct GPU op calls with their median profiled kernel time per call."""
+    o = ops[(ops.device_type == "cuda") & ops.op_input_dims.notna()]
+    keys = ["workload", "op_name", "op_input_dims", "op_input_types", "op_input_strides", "op_concrete_inputs"]
+    g = o.groupby(keys, dropna=False)
+    calls = g.agg(kernel_us=("dur_us", "median"), instances=("dur_us", "size"), kernels=("kernel_count", "median"),
+                  variant=("variant", "first")).reset_index()
+    return calls[calls.kernel_us >= min_us].reset_index(drop=True)
+
+
+def replay_timings(calls: pd.DataFrame, tolerance: float = 0.03) -> pd.DataFrame:
+    import torch
+
+    from wlprof.replay import ReplayError, replay_op
+    from wlprof.timing import time_step
+
+    device = torch.device("cuda")
+    rows = []
+    for _, c in calls.iterrows():
+        row = c.to_dict()
+        try:
+            fn = replay_op(c.op_name, c.op_input_dims, c.op_input_types, c.op_input_strides,
+                           c.op_concrete_inputs, device)
+            for _ in range(5):
+                fn()
+            t = time_step(fn, device, latency_reps=20, batches=5, min_batch_ms=20.0)
+            row.update(latency_us=t.latency_median_us, back_to_back_us=t.back_to_back_median_us,
+                       graph_us=t.graph_median_us, error=None)
+            del fn
+        except ReplayError as exc:
+            row.update(latency_us=None, back_to_back_us=None, graph_us=None, error=str(exc))
+        torch.cuda.empty_cache()
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    ok = out.error.isna()
+    out["reference"], ref = _reference(out.back_to_back_us.astype(float), out.graph_us.astype(float))
+    out["kernel_vs_reference"] = out.kernel_us / ref
+    out["within_tolerance"] = ok & ((out.kernel_vs_reference - 1).abs() <= tolerance)
+    return out
+
+
+def _f(v, fmt):
+    return fmt.format(v) if pd.notna(v) else "-"
+
+
+def op_markdown(t: pd.DataFrame, tolerance: float) -> str:
+    lines = ["| workload | op | input shapes | profiled kernel (us/call) | latency 1 call (us) | back-to-back (us/call) "
+             f"| graph (us/call) | reference | profiled / reference | within +-{100 * tolerance:.0f}% |",
+             "|---|---|---|---:|---:|---:|---:|---|---:|:---:|"]
     for _, r in t.iterrows():
-        graph = f"{r.graph_us:,.1f}" if pd.notna(r.graph_us) else "-"
-        kg = f"{r.kernel_vs_graph:.3f}" if pd.notna(r.kernel_vs_graph) else "-"
-        lines.append(f"| {r.workload} | {r.variant} | {r.kernels_per_step:.0f} | {r.latency_us:,.1f} | "
-                     f"{r.back_to_back_us:,.1f} | {graph} | {r.kernel_us:,.1f} | {r.kernel_vs_b2b:.3f} | {kg} | "
-                     f"{'yes' if r.within_tolerance else 'NO'} |")
+        if r.error:
+            lines.append(f"| {r.workload} | {r.op_name} | `{r.op_input_dims}` | {r.kernel_us:,.1f} | replay failed: "
+                         f"{r.error[:80]} | | | | | |")
+            continue
+        lines.append(f"| {r.workload} | {r.op_name} | `{r.op_input_dims}` | {r.kernel_us:,.1f} | "
+                     f"{_f(r.latency_us, '{:,.1f}')} | {_f(r.back_to_back_us, '{:,.1f}')} | {_f(r.graph_us, '{:,.1f}')} | "
+                     f"{r.reference} | {r.kernel_vs_reference:.3f} | {'yes' if r.within_tolerance else 'NO'} |")
     n, ok = len(t), int(t.within_tolerance.sum())
-    lines.append("")
-    lines.append(f"{ok} of {n} points within +-{100 * tolerance:.0f}% "
-                 f"(median ratio {t.kernel_vs_b2b.median():.3f}, worst {t.kernel_vs_b2b.sub(1).abs().max():.3f} off)."
-                 if n else "no GPU points at or above the threshold")
+    dev = t.kernel_vs_reference.dropna()
+    lines += ["", f"{ok} of {n} op calls within +-{100 * tolerance:.0f}% (median ratio {dev.median():.3f}, "
+                  f"worst {dev.sub(1).abs().max():.3f} off)." if len(dev) else "no op calls replayed"]
+    return "\n".join(lines) + "\n"
+
+
+def step_markdown(t: pd.DataFrame, tolerance: float) -> str:
+    lines = ["| workload | variant | kernels/step | latency 1 call (us) | back-to-back (us/step) | graph (us/step) "
+             f"| profiled kernels (us/step) | reference | profiled / reference | within +-{100 * tolerance:.0f}% | SM MHz start / end |"
+             ,
+             "|---|---|---:|---:|---:|---:|---:|---|---:|:---:|---|"]
+    for _, r in t.iterrows():
+        lines.append(f"| {r.workload} | {r.variant} | {r.kernels_per_step:.0f} | {r.latency_us:,.1f} | "
+                     f"{r.back_to_back_us:,.1f} | {_f(r.graph_us, '{:,.1f}')} | {r.kernel_us:,.1f} | {r.reference} | "
+                     f"{r.kernel_vs_reference:.3f} | {'yes' if r.within_tolerance else 'NO'} | "
+                     f"{_f(r.get('sm_clock_mhz_start'), '{:.0f}')} / {_f(r.get('sm_clock_mhz_end'), '{:.0f}')} |")
+    n, ok = len(t), int(t.within_tolerance.sum())
+    lines += ["", f"{ok} of {n} sweep points within +-{100 * tolerance:.0f}% (median ratio "
+                  f"{t.kernel_vs_reference.median():.3f})." if n else "no GPU sweep points at or above the threshold"]
     return "\n".join(lines) + "\n"
 
 
@@ -54,16 +124,29 @@ def main(argv=None) -> int:
     ap.add_argument("--traces", default="traces")
     ap.add_argument("--min-us", type=float, default=20.0)
     ap.add_argument("--tolerance", type=float, default=0.03)
+    ap.add_argument("--replay", action="store_true", help="time each op call alone on the GPU (needs CUDA)")
+    ap.add_argument("--workloads", default=None, help="comma-separated workloads to include (default: all)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     import wlprof
 
     steps = wlprof.load(args.traces, table="steps")
-    table = fidelity_table(steps, args.min_us, args.tolerance)
-    md = to_markdown(table, args.tolerance)
-    print(md)
+    if args.workloads:
+        steps = steps[steps.workload.isin(args.workloads.split(","))]
+    md = ["## Per op: profiled kernel time vs the same call timed alone, unprofiled", ""]
+    if args.replay:
+        ops = wlprof.load(args.traces, table="ops")
+        if args.workloads:
+            ops = ops[ops.workload.isin(args.workloads.split(","))]
+        md.append(op_markdown(replay_timings(op_calls(ops, args.min_us), args.tolerance), args.tolerance))
+    else:
+        md.append("(not run: pass --replay on a GPU machine)\n")
+    md += ["## Per sweep point: profiled kernel time per step vs unprofiled device time per step", "",
+           step_markdown(step_table(steps, args.min_us, args.tolerance), args.tolerance)]
+    text = "\n".join(md)
+    print(text)
     if args.out:
-        args.out.write_text(md)
+        args.out.write_text(text)
     return 0
 
 

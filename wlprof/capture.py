@@ -47,6 +47,19 @@ class Capture:
     trace_path: Path
     profiled_steps: int
     tf32: bool
+    sm_clock_mhz: tuple[float | None, float | None] = (None, None)  # before timing, after profiling
+
+
+def sm_clock_mhz(device) -> float | None:
+    """The GPU's current SM clock (NVML through torch), or None where it cannot be read."""
+    if device.type != "cuda":
+        return None
+    try:
+        import torch
+
+        return float(torch.cuda.clock_rate(device))
+    except Exception:  # noqa: BLE001 - pynvml missing or NVML refused: the clock is optional
+        return None
 
 
 def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool = True) -> Capture:
@@ -59,6 +72,7 @@ def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool
         for _ in range(cfg.warmup):
             step()
         synchronize(device)
+        clock_start = sm_clock_mhz(device)
         timings = time_step(step, device, latency_reps=cfg.latency_reps, batches=cfg.batches,
                             min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe)
 
@@ -81,7 +95,9 @@ def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool
                 if i == cfg.profiler_warmup - 1 or i == total - 1:
                     synchronize(device)
                 prof.step()
+    clock_end = sm_clock_mhz(device)
     if not exported:
         raise RuntimeError("torch.profiler did not hand over a trace")
     tf32 = bool(device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32)
-    return Capture(timings=timings, trace_path=trace_path, profiled_steps=cfg.profiled_steps, tf32=tf32)
+    return Capture(timings=timings, trace_path=trace_path, profiled_steps=cfg.profiled_steps, tf32=tf32,
+                   sm_clock_mhz=(clock_start, clock_end))

@@ -104,6 +104,7 @@ KERNEL_OWN = [
     _c("op_name", S, "", "launching op (innermost aten op)"),
     _c("op_input_dims", S, "", "launching op's input shapes, JSON"),
     _c("op_input_types", S, "", "launching op's input dtypes, JSON"),
+    _c("op_input_strides", S, "", "launching op's input strides, JSON"),
     _c("op_concrete_inputs", S, "", "launching op's scalar arguments, JSON"),
     _c("region", S, "", "innermost record_function region (e.g. moe/dispatch)"),
     _c("op_kernel_count", I32, "", "device activities the launching op ran"),
@@ -133,6 +134,7 @@ OP_OWN = [
     _c("op_name", S, "", "op name"),
     _c("op_input_dims", S, "", "input shapes, JSON"),
     _c("op_input_types", S, "", "input dtypes, JSON"),
+    _c("op_input_strides", S, "", "input strides, JSON"),
     _c("op_concrete_inputs", S, "", "scalar arguments, JSON"),
     _c("region", S, "", "innermost record_function region"),
     _c("ts_us", F64, "us", "start on the host (trace clock)"),
@@ -158,10 +160,14 @@ STEP_OWN = [
     _c("kernel_busy_us", F64, "us", "profiled device busy time per step (union of kernel intervals)"),
     _c("kernels_per_step", F64, "", "device activities per step"),
     _c("profiled_steps", I32, "", "steps profiled"),
-    _c("useful_flops", F64, "FLOP", "FLOPs the workload needed per step (MoE: routed tokens only)"),
+    _c("useful_flops", F64, "FLOP", "FLOPs the workload needed per step (MoE: the routed tokens' expert FLOPs)"),
+    _c("executed_flops", F64, "FLOP", "FLOPs the kernels of the workload's compute regions ran per step (MoE: "
+       "moe/expert, padding included); all kernels where the workload names no region"),
     _c("unknown_time_share", F64, "fraction", "share of kernel time whose FLOPs are unknown"),
     _c("host_overhead_us", F64, "us", "latency_us - kernel_us: time the caller waits beyond the kernels"),
     _c("achieved_tflops_latency", F64, "TFLOP/s", "flops / latency_us: the rate a caller sees"),
+    _c("sm_clock_mhz_start", F64, "MHz", "GPU SM clock before the timings (NVML; null where unreadable)"),
+    _c("sm_clock_mhz_end", F64, "MHz", "GPU SM clock after the profiled steps"),
 ]
 
 TABLES: dict[str, list[Column]] = {

@@ -27,7 +27,7 @@ def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
 
 
 def summarize(kernels: pd.DataFrame, timings: Timings, profiled_steps: int,
-              useful_flops: float | None) -> dict:
+              useful_flops: float | None, executed_regions: tuple[str, ...] | None = None) -> dict:
     """One steps-table row (without identity and parameters) for a profiled point."""
     k = kernels[kernels.step >= 0]
     steps = sorted(k.step.unique())
@@ -39,6 +39,11 @@ def summarize(kernels: pd.DataFrame, timings: Timings, profiled_steps: int,
     flops = float(known.flops.sum()) / n_steps if len(known) else math.nan
     both = k[k.flops.notna() & k["bytes"].notna()]
     nbytes = float(both["bytes"].sum()) / n_steps if len(both) else math.nan
+    if executed_regions is None:
+        executed = flops
+    else:
+        ex = known[known.region.isin(executed_regions)]
+        executed = float(ex.flops.sum()) / n_steps
     unknown_share = float(k.loc[k.flops.isna(), "dur_us"].sum() / k.dur_us.sum()) if k.dur_us.sum() > 0 else math.nan
     roofed = k[k.roofline_us.notna()]
     roof_us = float(roofed.roofline_us.sum()) / n_steps if len(roofed) else math.nan
@@ -68,7 +73,8 @@ def summarize(kernels: pd.DataFrame, timings: Timings, profiled_steps: int,
             "flops": flops,
             "bytes": nbytes,
             "flops_source": ",".join(sorted(k.flops_source.dropna().unique())) if len(k) else None,
-            "useful_flops": useful_flops if useful_flops is not None else flops,
+            "useful_flops": useful_flops if useful_flops is not None else executed,
+            "executed_flops": executed,
             "unknown_time_share": unknown_share,
             "intensity_flop_per_byte": flops / nbytes if nbytes and nbytes > 0 else math.nan,
             "achieved_tflops": flops / kernel_us / 1e6 if kernel_us > 0 else math.nan,

@@ -257,8 +257,9 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity)
         trace = read_trace(raw)
         joined = join(trace)
         kernels, ops = annotate(joined, ceilings, built.region_costs, tf32=cap.tf32)
-        step_row = summarize(kernels, cap.timings, cap.profiled_steps, built.useful_flops)
+        step_row = summarize(kernels, cap.timings, cap.profiled_steps, built.useful_flops, built.executed_regions)
         step_row["note"] = built.note
+        step_row["sm_clock_mhz_start"], step_row["sm_clock_mhz_end"] = cap.sm_clock_mhz
         columns = {**identity, **dict(point.params), **built.facts, "variant": point.variant, "point": index}
         for df in (kernels, ops):
             for name, value in columns.items():

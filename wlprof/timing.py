@@ -134,6 +134,17 @@ def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, bat
     med = statistics.median(lat)
     per_batch = int(min(max_calls_per_batch, max(3, math.ceil(min_batch_ms * 1e3 / max(med, 1e-3)))))
 
+    # Graph replay first, back-to-back last: the profiled steps follow right after, so the
+    # back-to-back time and the profiled kernel time are measured at the same clocks (a
+    # long compute-bound sweep heats the GPU and its clocks drift over seconds).
+    g_us, g_err = None, None
+    if gpu and graph:
+        g_us, g_err = _graph(step, batches, min_batch_ms * 1e3, med)
+    elif gpu:
+        g_err = "the workload does host syncs or host work per step: not capturable"
+    else:
+        g_err = "CUDA graphs need a CUDA device"
+
     def run_batch():
         for _ in range(per_batch):
             step()
@@ -146,13 +157,5 @@ def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, bat
             t0 = time.perf_counter()
             run_batch()
             b2b.append((time.perf_counter() - t0) * 1e6 / per_batch)
-
-    g_us, g_err = None, None
-    if gpu and graph:
-        g_us, g_err = _graph(step, batches, min_batch_ms * 1e3, med)
-    elif gpu:
-        g_err = "the workload does host syncs or host work per step: not capturable"
-    else:
-        g_err = "CUDA graphs need a CUDA device"
     return Timings(latency_us=lat, back_to_back_us=b2b, calls_per_batch=per_batch, graph_us=g_us,
                    graph_error=g_err)

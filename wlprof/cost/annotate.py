@@ -120,11 +120,12 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
 
     op_names = ops.name.to_numpy(dtype=object)
     op_idx = ops.idx.to_numpy()
-    dims_s, types_s, conc_s = {}, {}, {}
+    dims_s, types_s, strides_s, conc_s = {}, {}, {}, {}
     for pos in launching:
         args = events[op_idx[pos]].get("args") or {}
         dims_s[pos] = _json(args.get("Input Dims"))
         types_s[pos] = _json(args.get("Input type"))
+        strides_s[pos] = _json(args.get("Input Strides"))
         conc_s[pos] = _json(args.get("Concrete Inputs"))
 
     k = pd.DataFrame({
@@ -144,6 +145,7 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
     k["op_name"] = [op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)]
     k["op_input_dims"] = [dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
     k["op_input_types"] = [types_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
+    k["op_input_strides"] = [strides_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
     k["op_concrete_inputs"] = [conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
     k["region"] = rows.region.to_numpy(dtype=object)
     k["op_kernel_count"] = np.where(has_op, np.nan_to_num(cnt, nan=1), 1).astype(np.int32)
@@ -175,6 +177,7 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         "op_name": first.op_name.to_numpy(),
         "op_input_dims": first.op_input_dims.to_numpy(),
         "op_input_types": first.op_input_types.to_numpy(),
+        "op_input_strides": first.op_input_strides.to_numpy(),
         "op_concrete_inputs": first.op_concrete_inputs.to_numpy(),
         "region": first.region.to_numpy(),
         "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,

@@ -145,8 +145,10 @@ def mv(call: OpCall) -> Cost | None:
     return Cost(2 * m * n, a.nbytes_read + x.nbytes_read + m * a.itemsize, VECTOR, a.dtype)
 
 
-@formula("aten::addmv", aux_children=True)
+@formula("aten::addmv", "aten::addmv_", aux_children=True)
 def addmv(call: OpCall) -> Cost | None:
+    # addmv(bias, A, x): torch.mv runs as addmv_ into its output on CPU and CUDA (cuBLAS
+    # gemv), so mv is then a dispatcher and the cost lands here once.
     bias, a, x = call.tensor(0), call.tensor(1), call.tensor(2)
     m, n = a.dims
     reads = a.nbytes_read + x.nbytes_read + (bias.nbytes_read if bias else 0)

@@ -32,6 +32,9 @@ class Built:
     region_costs: dict[str, Cost] = field(default_factory=dict)  # per step, regions shapes cannot cost
     facts: dict[str, Any] = field(default_factory=dict)  # schema PARAMS columns measured at build
     useful_flops: float | None = None  # FLOPs the computation needs per step, where it differs
+    # regions whose kernels' FLOPs are the step's "executed" FLOPs, to set beside useful_flops
+    # (MoE: ("moe/expert",), padding included); None: every kernel of the step
+    executed_regions: tuple[str, ...] | None = None
     note: str | None = None
 
 
@@ -89,8 +92,15 @@ def get(name: str) -> Workload:
     return _REGISTRY[name]()
 
 
+# Modules that register a workload when imported (each calls @register).
+_WORKLOAD_MODULES = ("gemm", "mlp", "elementwise")
+
+
 def _load_all() -> None:
-    from wlprof.workloads import elementwise, gemm, mlp  # noqa: F401  (registration)
+    import importlib
+
+    for module in _WORKLOAD_MODULES:
+        importlib.import_module(f"wlprof.workloads.{module}")
 
 
 # --- small validators shared by workloads ---------------------------------------------
