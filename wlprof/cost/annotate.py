@@ -72,29 +72,38 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
     launching = np.unique(op_pos[has_op])
     costs = _op_costs(joined, launching)
 
-    # per-op duration totals for the split
-    op_dur = pd.Series(dur[has_op]).groupby(op_pos[has_op]).sum()
-    op_cnt = pd.Series(np.ones(has_op.sum())).groupby(op_pos[has_op]).sum()
+    # An op's cost is split over its kernels by duration. Memsets and memcpys an op runs
+    # beside its kernels (a split-K GEMM zeroing its workspace) get none of it: they are
+    # the implementation's overhead, not compulsory work. An op that runs only copies
+    # (copy_ as a device-to-device memcpy) puts its cost on them.
+    kinds = rows.kind.to_numpy()
+    is_kernel = (kinds == "kernel") | (kinds == "cpu_op")
+    op_has_kernel = pd.Series(is_kernel[has_op]).groupby(op_pos[has_op]).any()
+    eligible = has_op & (is_kernel | ~op_has_kernel.reindex(op_pos).fillna(False).to_numpy(dtype=bool))
+    op_dur = pd.Series(dur[eligible]).groupby(op_pos[eligible]).sum()
+    op_cnt = pd.Series(np.ones(eligible.sum())).groupby(op_pos[eligible]).sum()
     tot = op_dur.reindex(op_pos).to_numpy()
     cnt = op_cnt.reindex(op_pos).to_numpy()
-    share = np.where(has_op, np.where(tot > 0, dur / np.where(tot > 0, tot, 1), 1.0 / np.where(cnt > 0, cnt, 1)),
-                     1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(eligible, np.where(tot > 0, dur / tot, 1.0 / cnt), np.where(has_op, 0.0, 1.0))
+    n_rows_per_op = pd.Series(np.ones(has_op.sum())).groupby(op_pos[has_op]).sum().reindex(op_pos).to_numpy()
 
-    flops = np.full(n, np.nan)
-    nbytes = np.full(n, np.nan)
-    source = np.full(n, UNKNOWN, dtype=object)
-    unit = np.full(n, None, dtype=object)
-    cdtype = np.full(n, None, dtype=object)
-    for i in range(n):
-        c = costs.get(op_pos[i]) if has_op[i] else None
+    n_ops = len(ops)
+    op_flops, op_bytes = np.full(n_ops, np.nan), np.full(n_ops, np.nan)
+    op_unit, op_dtype = np.full(n_ops, None, dtype=object), np.full(n_ops, None, dtype=object)
+    for pos, c in costs.items():
         if c is not None:
-            flops[i] = c.flops * share[i]
-            nbytes[i] = c.bytes * share[i] if c.bytes is not None else np.nan
-            source[i] = FORMULA
-            unit[i] = c.unit
-            cdtype[i] = c.dtype
+            op_flops[pos] = c.flops
+            op_bytes[pos] = np.nan if c.bytes is None else c.bytes
+            op_unit[pos], op_dtype[pos] = c.unit, c.dtype
+    safe_pos = np.where(has_op, op_pos, 0)
+    known = has_op & ~np.isnan(op_flops[safe_pos]) if n_ops else np.zeros(n, bool)
+    flops = np.where(known, op_flops[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
+    nbytes = np.where(known, op_bytes[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
+    source = np.where(known, FORMULA, UNKNOWN).astype(object)
+    unit = np.where(known, op_unit[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
+    cdtype = np.where(known, op_dtype[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     # memcpy/memset whose op has no formula: the trace records the bytes moved
-    kinds = rows.kind.to_numpy()
     names = rows.name.to_numpy(dtype=object)
     tb = rows.transfer_bytes.to_numpy()
     for i in np.flatnonzero((kinds != "kernel") & (kinds != "cpu_op") & (source == UNKNOWN)):
@@ -148,7 +157,7 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
     k["op_input_strides"] = [strides_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
     k["op_concrete_inputs"] = [conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
     k["region"] = rows.region.to_numpy(dtype=object)
-    k["op_kernel_count"] = np.where(has_op, np.nan_to_num(cnt, nan=1), 1).astype(np.int32)
+    k["op_kernel_count"] = np.where(has_op, np.nan_to_num(n_rows_per_op, nan=1), 1).astype(np.int32)
     k["cost_share"] = share
     k["flops"] = flops
     k["bytes"] = nbytes
