@@ -19,7 +19,7 @@ from wlprof.workloads.base import (
     Point,
     Workload,
     argname,
-    positive_int,
+    int_list,
     register,
     reject_unknown,
     str_list,
@@ -32,9 +32,9 @@ VECTOR_OPS = {"copy", "relu", "gelu", "silu", "dot"}
 @dataclass(frozen=True)
 class ElementwiseSpec:
     ops: tuple[str, ...]
-    numel: int
-    matvec_n: int
-    matmul_n: int
+    numel: tuple[int, ...]
+    matvec_n: tuple[int, ...]
+    matmul_n: tuple[int, ...]
 
 
 @register
@@ -49,19 +49,19 @@ class Elementwise(Workload):
         ops = str_list(params.get("ops") or ",".join(OPS), argname("ops", prefix), OPS)
         if not gpu and not any(params.get(k) for k in ("numel", "matvec_n", "matmul_n")):
             notes.append("CPU: 2^24 elements, matvec 4096^2, matmul 1024^2 (GPU default 2^28, 16384^2, 8192^2)")
-        numel = positive_int(params.get("numel") or (1 << 28 if gpu else 1 << 24), argname("numel", prefix))
-        mv = positive_int(params.get("matvec_n") or (16384 if gpu else 4096), argname("matvec_n", prefix))
-        mm = positive_int(params.get("matmul_n") or (8192 if gpu else 1024), argname("matmul_n", prefix))
-        return Parsed(ElementwiseSpec(tuple(ops), numel, mv, mm), tuple(notes))
+        numel = int_list(params.get("numel") or (1 << 28 if gpu else 1 << 24), argname("numel", prefix))
+        mv = int_list(params.get("matvec_n") or (16384 if gpu else 4096), argname("matvec_n", prefix))
+        mm = int_list(params.get("matmul_n") or (8192 if gpu else 1024), argname("matmul_n", prefix))
+        return Parsed(ElementwiseSpec(tuple(ops), tuple(numel), tuple(mv), tuple(mm)), tuple(notes))
 
     def points(self, spec: ElementwiseSpec) -> list[Point]:
         out = []
         for op in spec.ops:
             if op in VECTOR_OPS:
-                out.append(Point(f"{op} n={spec.numel}", {"op": op, "numel": spec.numel}))
+                out += [Point(f"{op} n={x}", {"op": op, "numel": x}) for x in spec.numel]
             else:
-                n = spec.matvec_n if op == "matvec" else spec.matmul_n
-                out.append(Point(f"{op} n={n}", {"op": op, "n": n, "numel": n * n}))
+                sides = spec.matvec_n if op == "matvec" else spec.matmul_n
+                out += [Point(f"{op} n={n}", {"op": op, "n": n, "numel": n * n}) for n in sides]
         return out
 
     def estimate_bytes(self, point: Point, dtype) -> int:
