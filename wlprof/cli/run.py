@@ -79,9 +79,9 @@ def mlp(
 @handle_errors
 def elementwise(
     ops: Annotated[str | None, typer.Option("--ops", help="copy,relu,gelu,silu,dot,matvec,matmul")] = None,
-    numel: Annotated[int | None, typer.Option("--numel", help="Elements for copy/relu/gelu/silu/dot")] = None,
-    matvec_n: Annotated[int | None, typer.Option("--matvec-n", help="Matrix side for matvec")] = None,
-    matmul_n: Annotated[int | None, typer.Option("--matmul-n", help="Matrix side for matmul")] = None,
+    numel: Annotated[str | None, typer.Option("--numel", help="Elements for copy/relu/gelu/silu/dot, e.g. 65536,268435456")] = None,
+    matvec_n: Annotated[str | None, typer.Option("--matvec-n", help="Matrix sides for matvec, e.g. 4096,16384")] = None,
+    matmul_n: Annotated[str | None, typer.Option("--matmul-n", help="Matrix sides for matmul")] = None,
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
     reps: Reps = 30, quiet: Quiet = False,
 ) -> None:
