@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from wlprof.cli import calibrate, ls, run, show, sweep
+from wlprof.cli import calibrate, compare, ls, predict, report, roofline, run, show, sweep
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -17,6 +17,10 @@ app.command("sweep")(sweep.sweep)
 app.command("calibrate")(calibrate.calibrate)
 app.command("ls")(ls.ls)
 app.command("show")(show.show)
+app.command("report")(report.report)
+app.command("roofline")(roofline.roofline)
+app.command("compare")(compare.compare)
+app.command("predict")(predict.predict)
 
 
 def main() -> None:

@@ -1,0 +1,142 @@
+"""Cross-run analysis on constructed data with known answers: the spectrum, compare, the model ladder, plots."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wlprof.analysis import models
+from wlprof.analysis.compare import compare_kernels
+from wlprof.analysis.families import add_family, op_category
+from wlprof.analysis.spectrum import equal_flops_spread, r2_flops_only, r2_linear, spearman, spectrum
+
+
+def _steps(workload, flops, latency, **cols):
+    n = len(flops)
+    return pd.DataFrame({"workload": workload, "status": "ok", "flops": np.asarray(flops, float),
+                         "latency_us": np.asarray(latency, float), "kernel_us": np.asarray(latency, float),
+                         "achieved_tflops": np.asarray(flops, float) / np.asarray(latency, float) / 1e6,
+                         "ceiling_tflops": 800.0, "roofline_fraction": 0.5, "run_id": "r", "variant":
+                         [f"v{i}" for i in range(n)], **cols})
+
+
+def test_perfectly_flops_proportional_family_has_r2_one():
+    flops = [1e9, 2e9, 4e9, 8e9]
+    lat = [f / 5e6 for f in flops]  # 5 TFLOP/s exactly: latency = FLOPs / 5e6 us
+    s = spectrum(_steps("mlp", flops, lat, batch=[1024, 2048, 4096, 8192]))
+    row = s.iloc[0]
+    assert row.family == "dense MLP (large batch)" and row.points == 4
+    assert row.r2_flops_only == pytest.approx(1.0) and row.r2_linear == pytest.approx(1.0)
+    assert row.spearman == pytest.approx(1.0)
+    assert np.isnan(row.equal_flops_spread)  # no two points of equal FLOPs
+    assert row.median_peak_fraction == pytest.approx(5 / 800)
+
+
+def test_equal_flops_variants_give_the_spread():
+    # three GEMMs of 21.47 GFLOP taking 42.5, 198.8 and 4918.2 us: spread 4918.2 / 42.5 = 115.72
+    flops = [21_474_836_480.0] * 3
+    s = spectrum(_steps("gemm", flops, [42.5, 198.8, 4918.2]))
+    assert s.iloc[0].family == "GEMM shapes"
+    assert s.iloc[0].equal_flops_spread == pytest.approx(4918.2 / 42.5)
+    assert equal_flops_spread(np.array([1.0, 1.005, 3.0]), np.array([10.0, 30.0, 7.0])) == pytest.approx(3.0)
+
+
+def test_r2_helpers_on_known_data():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    assert r2_linear(x, 3 * x + 7) == pytest.approx(1.0)
+    # y = 3x + 7 through the origin: a = sum(xy)/sum(x^2) = (10+26+48+76)/30 = 160/30; R^2 < 1
+    a = 160 / 30
+    pred = a * x
+    y = 3 * x + 7
+    expected = 1 - ((y - pred) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    assert r2_flops_only(x, y) == pytest.approx(expected)
+    assert spearman(x, -x) == pytest.approx(-1.0)
+
+
+def test_families_and_categories():
+    df = pd.DataFrame({"workload": ["gemm", "mlp", "mlp", "moe", "gnn", "elementwise"],
+                       "batch": [None, 8, 4096, None, None, None], "routing": [None, None, None, "zipf:1.2", None, None],
+                       "backend": [None, None, None, None, "csr", None]})
+    assert list(add_family(df).family) == ["GEMM shapes", "MLP (small batch)", "dense MLP (large batch)",
+                                           "MoE (zipf)", "GNN (csr)", "roofline micro-kernels"]
+    assert op_category("aten::addmm") == "matmul" and op_category("aten::scatter_add_") == "gather/scatter"
+    assert op_category(None) == "no op (graph replay)" and op_category("aten::weird") == "other"
+
+
+def _kernels(rows):
+    return pd.DataFrame(rows, columns=["step", "op_name", "region", "dur_us", "flops", "bytes"])
+
+
+def test_compare_attributes_the_extra_time():
+    a = _kernels([(0, "aten::mm", "moe/expert", 10.0, 100.0, 10.0), (1, "aten::mm", "moe/expert", 10.0, 100.0, 10.0)])
+    b = _kernels([(0, "aten::mm", "moe/expert", 30.0, 100.0, 10.0), (0, "aten::index_add_", "moe/combine", 20.0, 1, 1),
+                  (1, "aten::mm", "moe/expert", 30.0, 100.0, 10.0), (1, "aten::index_add_", "moe/combine", 20.0, 1, 1)])
+    t = compare_kernels(a, b, ["category"]).set_index("category")
+    # per step: matmul 10 -> 30 (+20), gather/scatter 0 -> 20 (+20): each half of the +40 us
+    assert t.loc["matmul", "diff_us"] == 20 and t.loc["matmul", "ratio"] == 3
+    assert t.loc["gather/scatter", "dur_us_a"] == 0 and t.loc["gather/scatter", "share_of_diff"] == 0.5
+
+
+def _ops(n, seed, scale=1.0):
+    rng = np.random.default_rng(seed)
+    m = rng.integers(1, 4096, n)
+    k = np.full(n, 4096)
+    nn = np.full(n, 4096)
+    flops = 2.0 * m * k * nn
+    nbytes = 2.0 * (m * k + k * nn + m * nn)
+    # a synthetic device: 500 TFLOP/s, 4000 GB/s, plus 3 us per call
+    dur = np.maximum(flops / 500e6, nbytes / 4000e3) * scale + 3.0
+
+    return pd.DataFrame({
+        "run_id": "r", "point": np.arange(n) // 2, "step": np.arange(n) % 2, "workload": "gemm", "op_name": "aten::mm",
+        "op_input_dims": [json.dumps([[int(a), 4096], [4096, 4096]]) for a in m], "flops": flops, "bytes": nbytes,
+        "dur_us": dur, "ceiling_tflops": 800.0, "ceiling_gbps": 4200.0, "cost_dtype": "bfloat16",
+        "roofline_us": np.maximum(flops / 800e6, nbytes / 4200e3), "kernel_count": 1,
+        "roofline_fraction": np.maximum(flops / 800e6, nbytes / 4200e3) / dur,
+    })
+
+
+def test_ladder_scores_are_the_errors_they_claim():
+    train, test = models.features(_ops(300, 0)), models.features(_ops(100, 1))
+    first_m = json.loads(train.op_input_dims.iloc[0])[0][0]
+    assert list(train[["M", "N", "K", "B"]].iloc[0]) == [first_m, 4096, 4096, 1]
+    ladder = models.fit(train)
+    ops_s, steps_s = models.score(ladder, test)
+    by = ops_s[ops_s.family == "all"].set_index("model")
+    # L0 peak predicts FLOPs / 800 TFLOP/s: far too fast for the 500 TFLOP/s + 3 us device
+    assert by.loc["L0 peak", "within_10pct"] < 0.2
+    assert by.loc["L3 profile", "median_ape"] < 0.05  # the profile-based model learns this device
+    # the scoring itself: a perfect prediction has zero error; a 2x one has |error| 1.0
+    perfect = models.Ladder(1.0, {}, {}, None, [])
+    t = test.assign(flops=test.dur_us * 1.0)
+    o, _ = models.score(perfect, t)
+    assert o[(o.model == "L0 fitted") & (o.family == "all")].median_ape.iloc[0] == pytest.approx(0.0)
+    assert o[(o.model == "L0 fitted") & (o.family == "all")].within_10pct.iloc[0] == 1.0
+    double = models.Ladder(0.5, {}, {}, None, [])
+    o, s = models.score(double, t)
+    assert o[(o.model == "L0 fitted") & (o.family == "all")].median_ape.iloc[0] == pytest.approx(1.0)
+    assert s[(s.model == "L0 fitted") & (s.family == "all")].step_median_ape.iloc[0] == pytest.approx(1.0)
+
+
+def test_matrix_dims_of_recorded_calls():
+    assert models.matrix_dims("aten::addmm", "[[1024],[64,512],[512,1024],[],[]]") == (64, 1024, 512, 1)
+    assert models.matrix_dims("aten::bmm", "[[8,4,16],[8,16,32]]") == (4, 32, 16, 8)
+    assert models.matrix_dims("aten::_grouped_mm", "[[64,256],[4,256,128],[4]]") == (16, 128, 256, 4)
+    assert all(np.isnan(models.matrix_dims("aten::gelu", "[[10]]")))
+
+
+def test_figures_are_drawn(tmp_path):
+    from wlprof.plots import figures
+
+    ops = add_family(_ops(20, 0).assign(intensity_flop_per_byte=lambda d: d.flops / d["bytes"],
+                                        achieved_tflops=lambda d: d.flops / d.dur_us / 1e6))
+    fig = figures.roofline(ops, {"copy_gbps": 4200.0, "matrix_tflops": {"bfloat16": 800.0}, "vector_tflops": 50.0})
+    path = tmp_path / "r.png"
+    fig.savefig(path)
+    assert path.stat().st_size > 10_000
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and "FLOP/byte" in ax.get_xlabel() and "TFLOP/s" in ax.get_ylabel()
+    assert len(ax.collections) >= 1 and len(ax.collections[0].get_offsets()) == 20

@@ -1,0 +1,49 @@
+"""Two runs (or two sweep points) side by side: where did the extra time go?"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wlprof.analysis.families import add_category
+
+STEP_COLUMNS = ["latency_us", "back_to_back_us", "graph_us", "kernel_us", "host_overhead_us", "kernels_per_step",
+                "flops", "useful_flops", "executed_flops", "bytes", "achieved_tflops", "achieved_gbps"]
+
+
+def per_step(kernels: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Kernel time, count, FLOPs and bytes per profiled step, grouped by `by`."""
+    k = add_category(kernels[kernels.step >= 0])
+    k["region"] = k.region.fillna("(none)")
+    steps = max(k.step.nunique(), 1)
+    g = k.groupby(by, dropna=False)
+    return pd.DataFrame({
+        "dur_us": g.dur_us.sum() / steps,
+        "kernels": g.size() / steps,
+        "flops": g.flops.sum(min_count=1) / steps,
+        "bytes": g["bytes"].sum(min_count=1) / steps,
+    })
+
+
+def compare_kernels(a: pd.DataFrame, b: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per group: time per step in A and B, B - A, B / A and the group's share of the total difference."""
+    pa, pb = per_step(a, by), per_step(b, by)
+    out = pa.merge(pb, how="outer", left_index=True, right_index=True, suffixes=("_a", "_b")).fillna({"dur_us_a": 0.0, "dur_us_b": 0.0,
+                                                                       "kernels_a": 0.0, "kernels_b": 0.0})
+    out["diff_us"] = out.dur_us_b - out.dur_us_a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["ratio"] = np.where(out.dur_us_a > 0, out.dur_us_b / out.dur_us_a, np.inf)
+    total = out.diff_us.sum()
+    out["share_of_diff"] = out.diff_us / total if total != 0 else np.nan
+    return out.sort_values("diff_us", key=np.abs, ascending=False).reset_index()
+
+
+def compare_steps(a: pd.Series, b: pd.Series) -> pd.DataFrame:
+    """The steps-table numbers of two sweep points, with B / A."""
+    rows = []
+    for c in STEP_COLUMNS:
+        va, vb = a.get(c), b.get(c)
+        va = float(va) if va is not None and pd.notna(va) else np.nan
+        vb = float(vb) if vb is not None and pd.notna(vb) else np.nan
+        rows.append({"metric": c, "a": va, "b": vb, "ratio": vb / va if va else np.nan})
+    return pd.DataFrame(rows)

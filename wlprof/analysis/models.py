@@ -1,0 +1,197 @@
+"""The ladder of performance models, Level 0 to 3, scored on runs they did not see.
+
+Each model predicts the device time of one launching op (the summed time of the
+kernels it ran: predicting per op keeps the measured duration out of the
+features, which a per-kernel cost share would leak) and, composed by summing
+over a step's ops, the step's kernel time.
+
+- L0 peak:      FLOPs / the measured peak of the op's unit and dtype.
+- L0 fitted:    FLOPs / one throughput fitted on the training ops (time-weighted).
+- L1 shape:     FLOPs / (peak x efficiency of the op's shape class), the class being
+                the GEMM's skinny dimension (1, <=16, <=128, <=1024, larger) for matrix ops
+                and the op category otherwise; efficiencies fitted on the training ops.
+- L2 roofline:  max(FLOPs / peak, bytes / bandwidth) with the measured ceilings.
+- L2 fitted:    the roofline time over the median roofline fraction of the op's category.
+- L3 profile:   a gradient-boosted regression (scikit-learn) of log time on op and shape
+                features: category, log FLOPs, bytes, roofline time, GEMM M/N/K/batch,
+                element size, kernels per op.
+
+Scores, per family of the test runs: the share of ops predicted within +-10%, the
+median absolute percentage error, and for the composed step time the median error
+and the share of steps within +-5%.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from wlprof.analysis.families import add_category, add_family
+
+MODELS = ["L0 peak", "L0 fitted", "L1 shape", "L2 roofline", "L2 fitted", "L3 profile"]
+_MATRIX = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_grouped_mm", "aten::mv",
+           "aten::addmv", "aten::addmv_", "aten::dot", "aten::_scaled_mm"}
+
+
+def matrix_dims(op_name: str, dims_json) -> tuple[float, float, float, float]:
+    """(M, N, K, batch) of a recorded matrix op; NaNs for other ops or unreadable dims."""
+    nan = (math.nan,) * 4
+    if op_name not in _MATRIX or dims_json is None or (isinstance(dims_json, float) and math.isnan(dims_json)):
+        return nan
+    try:
+        d = json.loads(dims_json) if isinstance(dims_json, str) else dims_json
+        if op_name in ("aten::mm", "aten::_scaled_mm"):
+            (m, k), (_, n) = d[0], d[1]
+            return m, n, k, 1
+        if op_name == "aten::addmm":
+            (m, k), (_, n) = d[1], d[2]
+            return m, n, k, 1
+        if op_name == "aten::bmm":
+            (b, m, k), (_, _, n) = d[0], d[1]
+            return m, n, k, b
+        if op_name == "aten::baddbmm":
+            (b, m, k), (_, _, n) = d[1], d[2]
+            return m, n, k, b
+        if op_name == "aten::_grouped_mm":
+            a, w = d[0], d[1]
+            if len(a) == 2 and len(w) == 3:
+                return a[0] / w[0], w[2], a[1], w[0]  # mean rows per group
+            return nan
+        if op_name == "aten::mv":
+            (m, k) = d[0]
+            return m, 1, k, 1
+        if op_name in ("aten::addmv", "aten::addmv_"):
+            (m, k) = d[1]
+            return m, 1, k, 1
+        if op_name == "aten::dot":
+            return 1, 1, d[0][0], 1
+    except (ValueError, TypeError, IndexError, KeyError):
+        pass
+    return nan
+
+
+def shape_class(row) -> str:
+    if row.category != "matmul" or math.isnan(row.M):
+        return row.category
+    skinny = min(row.M, row.N)
+    for limit, label in ((1, "1"), (16, "<=16"), (128, "<=128"), (1024, "<=1024")):
+        if skinny <= limit:
+            return f"matmul {label}"
+    return "matmul >1024"
+
+
+def features(ops: pd.DataFrame) -> pd.DataFrame:
+    """The op rows the ladder can score (known FLOPs and bytes, positive time), with model features."""
+    o = add_family(add_category(ops))
+    o = o[o.flops.notna() & o["bytes"].notna() & (o.dur_us > 0) & o.ceiling_tflops.notna()].copy()
+    dims = [matrix_dims(n, d) for n, d in zip(o.op_name, o.op_input_dims, strict=True)]
+    o[["M", "N", "K", "B"]] = pd.DataFrame(dims, index=o.index, columns=["M", "N", "K", "B"])
+    o["shape_class"] = [shape_class(r) for r in o[["category", "M", "N"]].itertuples()]
+    o["itemsize"] = o.cost_dtype.map({"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8, "int64": 8,
+                                      "int32": 4}).fillna(4)
+    return o
+
+
+def _peak_us(o: pd.DataFrame) -> np.ndarray:
+    return o.flops.to_numpy() / (o.ceiling_tflops.to_numpy() * 1e6)
+
+
+@dataclass
+class Ladder:
+    throughput: float  # L0 fitted, FLOP/us
+    class_efficiency: dict[str, float]  # L1
+    category_roofline: dict[str, float]  # L2 fitted
+    l3: object | None  # sklearn estimator
+    l3_columns: list[str]
+
+    def predict(self, o: pd.DataFrame) -> dict[str, np.ndarray]:
+        peak = _peak_us(o)
+        eff = o.shape_class.map(self.class_efficiency).fillna(np.nan).to_numpy()
+        fallback = o.flops.to_numpy() / self.throughput
+        l1 = np.where(np.isnan(eff), fallback, peak / np.where(np.isnan(eff), 1, eff))
+        rf = o.category.map(self.category_roofline).to_numpy(dtype=float)
+        l2f = o.roofline_us.to_numpy() / np.where(np.isnan(rf) | (rf <= 0), 1.0, rf)
+        out = {
+            "L0 peak": peak,
+            "L0 fitted": o.flops.to_numpy() / self.throughput,
+            "L1 shape": l1,
+            "L2 roofline": o.roofline_us.to_numpy(),
+            "L2 fitted": l2f,
+        }
+        if self.l3 is not None:
+            out["L3 profile"] = 10 ** self.l3.predict(_l3_matrix(o, self.l3_columns))
+        return out
+
+
+def _l3_frame(o: pd.DataFrame) -> pd.DataFrame:
+    lg = lambda s: np.log10(np.maximum(s.to_numpy(dtype=float), 0) + 1)  # noqa: E731
+    f = pd.DataFrame({
+        "log_flops": lg(o.flops),
+        "log_bytes": lg(o["bytes"]),
+        "log_roofline_ns": lg(o.roofline_us * 1e3),
+        "log_M": lg(o.M.fillna(0)),
+        "log_N": lg(o.N.fillna(0)),
+        "log_K": lg(o.K.fillna(0)),
+        "log_B": lg(o.B.fillna(0)),
+        "itemsize": o.itemsize.to_numpy(dtype=float),
+        "kernels": o.kernel_count.to_numpy(dtype=float),
+    }, index=o.index)
+    for cat in sorted(o.category.unique()):
+        f[f"cat={cat}"] = (o.category == cat).to_numpy(dtype=float)
+    return f
+
+
+def _l3_matrix(o: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    f = _l3_frame(o)
+    return f.reindex(columns=columns, fill_value=0.0).to_numpy()
+
+
+def fit(train: pd.DataFrame, l3: bool = True, seed: int = 0) -> Ladder:
+    """Fit the ladder's free parameters on training ops (output of `features`)."""
+    if train.empty:
+        raise ValueError("the training selection has no op with known FLOPs and bytes")
+    throughput = float(train.flops.sum() / train.dur_us.sum())
+    achieved_vs_peak = _peak_us(train) / train.dur_us.to_numpy()
+    class_eff = (pd.Series(achieved_vs_peak, index=train.index).groupby(train.shape_class).median()
+                 .replace(0, np.nan).dropna().to_dict())
+    cat_roof = train.roofline_fraction.groupby(train.category).median().dropna().to_dict()
+    est, cols = None, []
+    if l3:
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        f = _l3_frame(train)
+        cols = list(f.columns)
+        est = HistGradientBoostingRegressor(max_iter=600, learning_rate=0.05, max_leaf_nodes=31,
+                                            min_samples_leaf=3, l2_regularization=1e-3, random_state=seed)
+        est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
+    return Ladder(throughput, class_eff, cat_roof, est, cols)
+
+
+def _ape(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    return np.abs(pred - true) / true
+
+
+def score(ladder: Ladder, test: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-op scores, per-step scores), each per model and family (plus an 'all' family)."""
+    preds = ladder.predict(test)
+    true = test.dur_us.to_numpy()
+    op_rows, step_rows = [], []
+    keys = ["run_id", "point", "step"]
+    for model, p in preds.items():
+        t = test.assign(pred=p, ape=_ape(p, true))
+        for fam, g in [("all", t), *t.groupby("family")]:
+            op_rows.append({"model": model, "family": fam, "ops": len(g),
+                            "within_10pct": float((g.ape <= 0.10).mean()),
+                            "median_ape": float(g.ape.median())})
+            steps = g.groupby(keys).agg(pred=("pred", "sum"), true=("dur_us", "sum"))
+            sape = _ape(steps.pred.to_numpy(), steps.true.to_numpy())
+            step_rows.append({"model": model, "family": fam, "steps": len(steps),
+                              "step_within_5pct": float((sape <= 0.05).mean()),
+                              "step_median_ape": float(np.median(sape)) if len(sape) else np.nan})
+    return pd.DataFrame(op_rows), pd.DataFrame(step_rows)
+
+

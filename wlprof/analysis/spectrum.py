@@ -1,0 +1,96 @@
+"""How well FLOPs explain latency, per workload family: the seed note's table, measured.
+
+For each family of sweep points: the rank correlation of latency with FLOPs, the
+R^2 of a linear fit latency ~ FLOPs (with intercept) and of the FLOPs-only model
+latency = FLOPs / T (one fitted throughput, through the origin), the latency
+spread among variants of equal FLOPs (max / min), and the median fraction of the
+compute peak and of the roofline the family reached.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wlprof.analysis.families import add_family
+
+
+def r2(y: np.ndarray, pred: np.ndarray) -> float:
+    ss_res = float(np.sum((y - pred) ** 2))
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    if ss_tot == 0:
+        return 1.0 if ss_res == 0 else float("nan")
+    return 1.0 - ss_res / ss_tot
+
+
+def r2_linear(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 2 or np.ptp(x) == 0:
+        return float("nan")
+    slope, intercept = np.polyfit(x, y, 1)
+    return r2(y, slope * x + intercept)
+
+
+def r2_flops_only(x: np.ndarray, y: np.ndarray) -> float:
+    """R^2 of y = x / T with T fitted by least squares through the origin (Level 0, fitted)."""
+    if len(x) < 2 or not np.any(x):
+        return float("nan")
+    a = float(np.dot(x, y) / np.dot(x, x))
+    return r2(y, a * x)
+
+
+def equal_flops_groups(flops: np.ndarray, rel_tol: float = 0.01) -> np.ndarray:
+    """Group ids: points whose FLOPs are within rel_tol of their group's smallest share an id."""
+    order = np.argsort(flops)
+    gid = np.empty(len(flops), dtype=int)
+    current, base = -1, None
+    for i in order:
+        f = flops[i]
+        if base is None or f > base * (1 + rel_tol):
+            current += 1
+            base = f
+        gid[i] = current
+    return gid
+
+
+def equal_flops_spread(flops: np.ndarray, latency: np.ndarray, rel_tol: float = 0.01) -> float:
+    """The largest max/min latency ratio among groups of >= 2 points with equal FLOPs (NaN: no such group)."""
+    if len(flops) < 2:
+        return float("nan")
+    gid = equal_flops_groups(flops, rel_tol)
+    best = float("nan")
+    for g in np.unique(gid):
+        lat = latency[gid == g]
+        if len(lat) >= 2 and lat.min() > 0:
+            ratio = float(lat.max() / lat.min())
+            best = ratio if np.isnan(best) else max(best, ratio)
+    return best
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    if len(x) < 2:
+        return float("nan")
+    return float(pd.Series(x).rank().corr(pd.Series(y).rank()))
+
+
+def spectrum(steps: pd.DataFrame, latency: str = "latency_us", rel_tol: float = 0.01) -> pd.DataFrame:
+    """One row per family: how well FLOPs explain `latency` (a steps-table column) there."""
+    s = add_family(steps[(steps.get("status", "ok") == "ok") & steps.flops.notna() & steps[latency].notna()])
+    rows = []
+    for fam, g in s.groupby("family", sort=False):
+        x, y = g.flops.to_numpy(float), g[latency].to_numpy(float)
+        peak = (g.achieved_tflops / g.ceiling_tflops).replace([np.inf, -np.inf], np.nan)
+        rows.append({
+            "family": fam,
+            "points": len(g),
+            "flops_min": float(x.min()),
+            "flops_max": float(x.max()),
+            "latency_min_us": float(y.min()),
+            "latency_max_us": float(y.max()),
+            "spearman": spearman(x, y),
+            "r2_linear": r2_linear(x, y),
+            "r2_flops_only": r2_flops_only(x, y),
+            "equal_flops_spread": equal_flops_spread(x, y, rel_tol),
+            "median_peak_fraction": float(peak.median()) if peak.notna().any() else float("nan"),
+            "median_roofline_fraction": float(g.roofline_fraction.median()),
+        })
+    return pd.DataFrame(rows)

@@ -1,0 +1,59 @@
+"""`wlprof compare A B`: two runs or sweep points side by side — where did the extra time go?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wlprof.cli.common import console, handle_errors
+
+
+def _select(traces: Path, spec: str, arg: str):
+    """'RUN' or 'RUN:VARIANT' -> (steps row, kernels) of one sweep point."""
+    from wlprof.analysis.selection import load_runs
+    from wlprof.errors import InputError
+
+    run, _, variant = spec.partition(":")
+    steps = load_runs(traces, "steps", [run], arg)
+    variants = list(steps.variant)
+    if not variant:
+        if len(variants) != 1:
+            raise InputError(arg, f"names a run with {len(variants)} sweep points: add ':VARIANT', one of {variants}",
+                             spec)
+        variant = variants[0]
+    if variant not in variants:
+        raise InputError(arg, f"must name a sweep point of {run}, one of {variants}", variant)
+    kernels = load_runs(traces, "kernels", [run], arg)
+    return steps[steps.variant == variant].iloc[0], kernels[kernels.variant == variant], f"{run}:{variant}"
+
+
+@handle_errors
+def compare(
+    a: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT (the baseline)")],
+    b: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT")],
+    traces: Annotated[Path, typer.Option("--traces", help="Traces folder.")] = Path("traces"),
+    top: Annotated[int, typer.Option("--top", help="Rows per table.")] = 12,
+) -> None:
+    """Timings, then kernel time per step by op category, by phase and by kernel, with B - A and B / A."""
+    from wlprof.analysis.compare import compare_kernels, compare_steps
+    from wlprof.analysis.summary import short_kernel_name
+    from wlprof.cli.markdown import rich_table
+    from wlprof.errors import InputError
+
+    sa, ka, la = _select(traces, a, "A")
+    sb, kb, lb = _select(traces, b, "B")
+    if sa.device_name != sb.device_name:
+        raise InputError("B", f"must come from the same device as A ({sa.device_name})", sb.device_name)
+    con = console()
+    con.print(rich_table(compare_steps(sa, sb), {"metric": "per step", "a": f"A {la}", "b": f"B {lb}",
+                                                  "ratio": "B / A"}, title="timings and totals"))
+    cols = {"dur_us_a": "A µs/step", "dur_us_b": "B µs/step", "diff_us": "B - A µs", "ratio": "B / A",
+            "share_of_diff": "share of the difference", "kernels_a": "A kernels", "kernels_b": "B kernels"}
+    for by, title in ((["category"], "by op category"), (["region"], "by phase (record_function region)")):
+        t = compare_kernels(ka, kb, by)
+        con.print(rich_table(t.head(top), {by[0]: by[0], **cols}, title=title))
+    ka2, kb2 = ka.assign(kernel=ka.name.map(short_kernel_name)), kb.assign(kernel=kb.name.map(short_kernel_name))
+    t = compare_kernels(ka2, kb2, ["op_name", "kernel"])
+    con.print(rich_table(t.head(top), {"op_name": "op", "kernel": "kernel", **cols}, title="by kernel"))

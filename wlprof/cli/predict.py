@@ -1,0 +1,61 @@
+"""`wlprof predict --train RUNS --test RUNS`: the Level 0-3 performance models, scored on unseen runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wlprof.cli.common import console, handle_errors
+
+
+@handle_errors
+def predict(
+    train: Annotated[list[str], typer.Option("--train", help="Run ids to fit on (comma-separated or repeated).")],
+    test: Annotated[list[str], typer.Option("--test", help="Run ids to score on.")],
+    traces: Annotated[Path, typer.Option("--traces", help="Traces folder.")] = Path("traces"),
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the scores as Markdown to this file.")] = None,
+    allow_mixed_devices: Annotated[bool, typer.Option("--allow-mixed-devices")] = False,
+) -> None:
+    """Fit the ladder on --train runs and score every level per family on --test runs."""
+    from wlprof.analysis import models
+    from wlprof.analysis.selection import load_runs, split_runs
+    from wlprof.cli.markdown import rich_table, table
+    from wlprof.errors import InputError
+
+    tr, te = split_runs(train), split_runs(test)
+    if not tr:
+        raise InputError("--train", "must name at least one run", train)
+    if not te:
+        raise InputError("--test", "must name at least one run", test)
+    overlap = sorted(set(tr) & set(te))
+    if overlap:
+        raise InputError("--test", "must not overlap --train (a model is scored on runs it did not see)", overlap)
+    ops_tr = load_runs(traces, "ops", tr, "--train", None, allow_mixed_devices)
+    ops_te = load_runs(traces, "ops", te, "--test", None, allow_mixed_devices)
+    devices = sorted(set(ops_tr.device_name) | set(ops_te.device_name))
+    if len(devices) > 1 and not allow_mixed_devices:
+        raise InputError("--test", "must come from the device --train came from, or pass --allow-mixed-devices",
+                         devices)
+    f_tr, f_te = models.features(ops_tr), models.features(ops_te)
+    if f_te.empty:
+        raise InputError("--test", "must contain op calls with known FLOPs and bytes", te)
+    ladder = models.fit(f_tr)
+    op_scores, step_scores = models.score(ladder, f_te)
+    merged = op_scores.merge(step_scores, on=["model", "family"])
+    cols = {"model": "model", "family": "family", "ops": "op calls", "within_10pct": "within ±10%",
+            "median_ape": "median |error|", "steps": "steps", "step_within_5pct": "steps within ±5%",
+            "step_median_ape": "step median |error|"}
+    con = console()
+    coverage = len(f_te) / max(len(ops_te), 1)
+    con.print(f"trained on {len(f_tr)} op calls from {len(tr)} runs; scored on {len(f_te)} op calls "
+              f"({coverage:.0%} of the test runs' op calls have known FLOPs and bytes)")
+    con.print(rich_table(merged, cols, title="Level 0-3 performance models on held-out runs"))
+    if out is not None:
+        from wlprof.trace.store import atomic_write_bytes
+
+        text = (f"Trained on {', '.join(tr)}; tested on {', '.join(te)} ({devices[0]}).\n\n"
+                + table(merged, cols))
+        atomic_write_bytes(out, text.encode())
+        con.print(f"wrote {out}")

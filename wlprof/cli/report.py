@@ -1,0 +1,41 @@
+"""`wlprof report`: how well FLOPs explain latency, per family, across the runs in the traces folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wlprof.cli.common import console, handle_errors
+
+Traces = Annotated[Path, typer.Option("--traces", help="Traces folder.")]
+
+
+@handle_errors
+def report(
+    runs: Annotated[list[str] | None, typer.Argument(help="Run ids (default: every run).")] = None,
+    traces: Traces = Path("traces"),
+    out: Annotated[Path | None, typer.Option("--out", help="Write report.md and PNG figures into this folder.")] = None,
+    workload: Annotated[str | None, typer.Option("--workload", help="Only this workload.")] = None,
+    allow_mixed_devices: Annotated[bool, typer.Option("--allow-mixed-devices")] = False,
+) -> None:
+    """The spectrum: rank correlation, R², spread at equal FLOPs, fraction of peak and roofline, per family."""
+    from wlprof.analysis.report import build_report
+    from wlprof.analysis.selection import load_runs, split_runs
+    from wlprof.cli.markdown import SPECTRUM_COLUMNS, rich_table
+
+    ids = split_runs(runs)
+    steps = load_runs(traces, "steps", ids, "RUNS", workload, allow_mixed_devices)
+    ops = load_runs(traces, "ops", ids, "RUNS", workload, allow_mixed_devices)
+    kernels = load_runs(traces, "kernels", ids, "RUNS", workload, allow_mixed_devices)
+    rep = build_report(steps, ops, kernels)
+    con = console()
+    con.print(rich_table(rep.spectrum_latency, SPECTRUM_COLUMNS,
+                         title="How well FLOPs explain latency (one call, as a caller sees it)"))
+    con.print(rich_table(rep.spectrum_kernel, SPECTRUM_COLUMNS, title="... and kernel time per step"))
+    if out is not None:
+        from wlprof.cli.report_files import write_report
+
+        path = write_report(rep, out, traces)
+        con.print(f"wrote {path} and its figures")

@@ -1,0 +1,57 @@
+"""Writing the report folder: report.md and its PNG figures, each file atomically."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from wlprof.analysis.report import Report
+from wlprof.errors import InputError
+
+
+def _save(fig, path: Path) -> None:
+    from wlprof.trace.store import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    atomic_write_bytes(path, buf.getvalue())
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def write_report(rep: Report, out: Path, traces: Path) -> Path:
+    from wlprof.analysis.selection import ceilings_of
+    from wlprof.cli.markdown import SPECTRUM_COLUMNS, table
+    from wlprof.plots import figures
+    from wlprof.trace.store import atomic_write_bytes, check_writable
+
+    out = check_writable(out, "--out")
+    if out.resolve() == Path(traces).resolve():
+        raise InputError("--out", "must not be the traces folder (the report would be read as traces)", str(out))
+    runs = sorted(rep.steps.run_id.unique())
+    ceilings = ceilings_of(traces, runs[0])
+    device = rep.steps.device_name.iloc[0]
+    peak = max((ceilings.get("matrix_tflops") or {"x": 1.0}).values())
+    lines = [f"# Where FLOPs stop predicting latency — {device}", "",
+             f"Runs: {', '.join(runs)}  ", f"Ceilings ({ceilings.get('source')}, {ceilings.get('measured_at')}): "
+             f"copy {ceilings.get('copy_gbps', 0):,.0f} GB/s; "
+             + ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in sorted((ceilings.get('matrix_tflops') or {}).items())),
+             "", "## How well FLOPs explain latency, per family", "",
+             "Latency of one call, as a caller sees it:", "", table(rep.spectrum_latency, SPECTRUM_COLUMNS),
+             "Kernel time per step:", "", table(rep.spectrum_kernel, SPECTRUM_COLUMNS)]
+    figs = {"roofline.png": figures.roofline(rep.ops, ceilings, f"Roofline of every op call ({device})"),
+            "latency_vs_flops.png": figures.latency_vs_flops(rep.steps, peak, rep.fitted_tflops)}
+    if (rep.steps.workload == "mlp").any():
+        figs["tflops_vs_batch.png"] = figures.tflops_vs_batch(rep.steps)
+    for wl, t in rep.phases.items():
+        if wl in ("moe", "gnn"):
+            figs[f"phases_{wl}.png"] = figures.phases(t, f"{wl.upper()}: kernel time per step by phase")
+    for name, fig in figs.items():
+        _save(fig, out / name)
+        lines += [f"![{name}]({name})", ""]
+    for wl, t in rep.phases.items():
+        lines += [f"## {wl}: kernel time per step by phase (µs)", "", table(t.reset_index(names="variant")), ""]
+    path = out / "report.md"
+    atomic_write_bytes(path, "\n".join(lines).encode())
+    return path

@@ -1,0 +1,35 @@
+"""`wlprof roofline RUN... -o roofline.png`: every op call of the runs on the measured roofline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wlprof.cli.common import handle_errors
+
+
+@handle_errors
+def roofline(
+    runs: Annotated[list[str], typer.Argument(help="Run ids.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="PNG file to write.")] = Path("roofline.png"),
+    traces: Annotated[Path, typer.Option("--traces", help="Traces folder.")] = Path("traces"),
+    allow_mixed_devices: Annotated[bool, typer.Option("--allow-mixed-devices")] = False,
+) -> None:
+    """Draw the roofline (measured ceilings) with every op call as a point."""
+    from wlprof.analysis.families import add_family
+    from wlprof.analysis.selection import ceilings_of, load_runs, split_runs
+    from wlprof.cli.report_files import _save
+    from wlprof.errors import InputError
+    from wlprof.plots import figures
+    from wlprof.trace.store import check_writable
+
+    ids = split_runs(runs)
+    if output.suffix.lower() != ".png":
+        raise InputError("--output", "must be a .png file", str(output))
+    check_writable(output.parent if str(output.parent) else Path("."), "--output")
+    ops = add_family(load_runs(traces, "ops", ids, "RUNS", None, allow_mixed_devices))
+    fig = figures.roofline(ops, ceilings_of(traces, ids[0]), f"Roofline: {', '.join(ids)}")
+    _save(fig, output)
+    typer.echo(f"wrote {output} ({len(ops)} op calls)")

@@ -1,0 +1,1 @@
+"""Figures (matplotlib, PNG): drawing only; every number comes from wlprof.analysis."""
