@@ -71,6 +71,8 @@ PARAMS = [
     _c("imbalance", F64, "", "MoE: max expert load / mean expert load"),
     _c("dropped_tokens", I64, "", "MoE: token-expert assignments dropped by capacity"),
     _c("grouped_path", S, "", "MoE: which grouped-GEMM path ran (torch._grouped_mm, fallback)"),
+    _c("expert_counts", S, "", "MoE: token-expert assignments per expert, a JSON list in expert order"),
+    _c("capacity", I64, "rows", "MoE: rows per expert buffer of the padded dispatch (dropless: the largest load)"),
     _c("graph", S, "", "GNN: graph generator (uniform, rmat, zipf:s, karate)"),
     _c("scale", I64, "", "GNN: log2 of the node count"),
     _c("nodes", I64, "", "GNN: nodes"),

@@ -88,3 +88,8 @@ def elementwise(
     """The roofline note's micro-kernels, from ReLU (1/4 FLOP/byte) to matmul (n/3)."""
     _go("elementwise", {"ops": ops, "numel": numel, "matvec_n": matvec_n, "matmul_n": matmul_n},
         device, dtype, out, steps, warmup, reps, quiet)
+
+
+from wlprof.cli.run_moe import moe  # noqa: E402
+
+app.command("moe")(handle_errors(moe))

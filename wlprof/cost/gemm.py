@@ -38,6 +38,10 @@ def _mm(a: TensorArg, b: TensorArg, extra_reads: int = 0) -> Cost:
     if k != k2:
         raise ValueError("inner dimensions differ")
     flops = 2 * m * n * k
+    if m * n == 0:
+        # an empty product (a group with no rows: _grouped_mm on the CPU calls mm for every
+        # group) reads nothing it must
+        return Cost(0, 0, MATRIX, a.dtype)
     nbytes = a.nbytes_read + b.nbytes_read + extra_reads + _out_bytes(m * n, a)
     return Cost(flops, nbytes, MATRIX, a.dtype)
 

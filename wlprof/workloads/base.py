@@ -93,7 +93,7 @@ def get(name: str) -> Workload:
 
 
 # Modules that register a workload when imported (each calls @register).
-_WORKLOAD_MODULES = ("gemm", "mlp", "elementwise")
+_WORKLOAD_MODULES = ("gemm", "mlp", "elementwise", "moe")
 
 
 def _load_all() -> None:
