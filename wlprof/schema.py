@@ -83,6 +83,8 @@ PARAMS = [
     _c("max_in_degree", I64, "", "GNN: largest in-degree"),
     _c("mean_in_degree", F64, "", "GNN: mean in-degree"),
     _c("isolated_share", F64, "fraction", "GNN: share of nodes with no edges"),
+    _c("edge_factor", I64, "", "GNN: edges drawn per node before duplicates and self-loops are removed"),
+    _c("feature_transform", B, "", "GNN: whether the step runs a Linear feature transform (always for PyG layers)"),
 ]
 
 KERNEL_OWN = [

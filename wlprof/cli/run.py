@@ -93,3 +93,7 @@ def elementwise(
 from wlprof.cli.run_moe import moe  # noqa: E402
 
 app.command("moe")(handle_errors(moe))
+
+from wlprof.cli.run_gnn import gnn  # noqa: E402
+
+app.command("gnn")(handle_errors(gnn))

@@ -93,7 +93,7 @@ def get(name: str) -> Workload:
 
 
 # Modules that register a workload when imported (each calls @register).
-_WORKLOAD_MODULES = ("gemm", "mlp", "elementwise", "moe")
+_WORKLOAD_MODULES = ("gemm", "mlp", "elementwise", "moe", "gnn")
 
 
 def _load_all() -> None:

@@ -1,0 +1,383 @@
+"""The GNN aggregation workload: parsing, the useful cost by hand, backends agreeing, end to end.
+
+The cost of gnn/aggregate is the workload's (shapes cannot tell a sparse matrix's
+nnz): worked out by hand below for a 4-node graph, fp32 = 4 bytes, bf16 = 2,
+int64 indices = 8.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from wlprof.cost import VECTOR
+from wlprof.errors import InputError
+from wlprof.workloads import gnn, graphs
+
+CPU = torch.device("cpu")
+F32 = torch.float32
+
+# The hand graph: 4 nodes, 5 edges (src -> dst) 0->1, 0->2, 1->2, 3->2, 2->0, in PyG's
+# coalesced order (by source, then destination). In-degrees: [1, 1, 3, 0]; node 3 receives nothing.
+HAND = torch.tensor([[0, 0, 1, 2, 3], [1, 2, 2, 0, 2]])
+HAND_N = 4
+
+
+def _parse(**params):
+    return gnn.Gnn().parse(params, CPU, F32)
+
+
+def _reference(edge_index: torch.Tensor, n: int, x: torch.Tensor, reduction: str) -> torch.Tensor:
+    """Dense aggregate: A[dst, src] counts edges; max by a loop. Empty neighbourhoods give 0."""
+    a = torch.zeros(n, n, dtype=torch.float64)
+    a.index_put_((edge_index[1], edge_index[0]), torch.ones(edge_index.size(1), dtype=torch.float64),
+                 accumulate=True)
+    xd = x.double()
+    if reduction == "sum":
+        return a @ xd
+    if reduction == "mean":
+        return (a @ xd) / a.sum(1, keepdim=True).clamp(min=1)
+    out = torch.zeros_like(xd)
+    for v in range(n):
+        srcs = edge_index[0][edge_index[1] == v]
+        if len(srcs):
+            out[v] = xd[srcs].max(0).values
+    return out
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def test_cpu_defaults():
+    parsed = _parse()
+    s = parsed.spec
+    assert s.graphs == ("rmat",) and s.scales == (12,) and s.features == (32,)
+    assert s.backends == ("scatter", "index_add", "segment", "csr") and s.reductions == ("sum",)
+    assert s.edge_factor == 16 and s.transform is False
+    assert any("CPU" in n for n in parsed.notes)
+
+
+def test_points_cross_product_and_labels():
+    wl = gnn.Gnn()
+    spec = wl.parse({"graph": "uniform,zipf:1.50,karate", "scale": "6,8", "features": "4,8",
+                     "backend": "scatter,pyg:sage", "reduction": "sum,mean"}, CPU, F32).spec
+    pts = wl.points(spec)
+    # uniform and zipf: 2 scales each; karate ignores scale: (2 + 2 + 1) * 2 features * 2 backends * 2 reductions
+    assert len(pts) == 5 * 2 * 2 * 2 == 40
+    labels = [p.variant for p in pts]
+    assert len(set(labels)) == len(labels)
+    assert "zipf:1.5 s8 F4 / scatter / mean" in labels
+    assert "karate F8 / pyg:sage / sum" in labels
+    k = next(p for p in pts if p.variant == "karate F8 / pyg:sage / sum")
+    assert k.params["scale"] is None and k.params["edge_factor"] is None
+    assert k.params["feature_transform"] is True  # a PyG layer always runs its Linear
+    u = next(p for p in pts if p.variant == "uniform s6 F4 / scatter / sum")
+    assert u.params == {"graph": "uniform", "scale": 6, "edge_factor": 16, "features": 4, "backend": "scatter",
+                        "reduction": "sum", "feature_transform": False}
+
+
+@pytest.mark.parametrize("params, arg, value", [
+    ({"graph": "erdos"}, "--graph", "erdos"),
+    ({"graph": "zipf"}, "--graph", "zipf"),
+    ({"graph": "zipf:-1"}, "--graph", "zipf:-1"),
+    ({"graph": "zipf:abc"}, "--graph", "zipf:abc"),
+    ({"backend": "cusparse"}, "--backend", "cusparse"),
+    ({"backend": "pyg:gin"}, "--backend", "pyg:gin"),
+    ({"features": "0"}, "--features", "0"),
+    ({"features": "-8"}, "--features", "-8"),
+    ({"features": "32,x"}, "--features", "x"),
+    ({"scale": "41"}, "--scale", 41),
+    ({"edge_factor": 0}, "--edge-factor", 0),
+    ({"reduction": "prod"}, "--reduction", "prod"),
+    ({"backend": "csr", "reduction": "max"}, "--reduction", "max"),
+    ({"backend": "index_add", "reduction": "max"}, "--reduction", "max"),
+    ({"backend": "pyg:gcn", "reduction": "mean"}, "--reduction", "mean"),
+    ({"backend": "pyg:sage-csr", "reduction": "max"}, "--reduction", "max"),
+    ({"transform": "yes"}, "--transform", "yes"),
+    ({"heads": 4}, "--heads", 4),
+])
+def test_bad_input_names_the_argument(params, arg, value):
+    with pytest.raises(InputError) as exc:
+        _parse(**params)
+    assert exc.value.arg == arg
+    assert exc.value.value == value
+
+
+def test_parse_warns_when_e_times_f_passes_2_pow_31():
+    # 16 * 2^20 edges drawn * 128 = 2^31: not past it; * 256 = 2^32: past it
+    notes = _parse(scale="20", features="128,256").notes
+    assert any("2^31" in n and "s20 F256" in n and "F128" not in n for n in notes)
+    assert not any("2^31" in n for n in _parse(scale="12", features="256").notes)
+
+
+def test_csr_refuses_a_dtype_sparse_mm_lacks():
+    # the CPU's MKL SpMM has no bfloat16; the gather/scatter backends run in it
+    with pytest.raises(InputError) as exc:
+        gnn.Gnn().parse({"backend": "scatter,csr"}, CPU, torch.bfloat16)
+    assert exc.value.arg == "--dtype" and exc.value.value == "bfloat16"
+    gnn.Gnn().parse({"backend": "scatter,segment"}, CPU, torch.bfloat16)
+
+
+def test_study_file_prefix():
+    with pytest.raises(InputError) as exc:
+        gnn.Gnn().parse({"features": 0}, CPU, F32, prefix="params.")
+    assert exc.value.arg == "params.features"
+
+
+# ---------------------------------------------------------------- cost by hand
+
+
+def test_aggregate_cost_by_hand():
+    # 4 nodes, 5 edges, F = 3, fp32:
+    # sum: flops = E*F = 5*3 = 15
+    #      bytes = E*F*4 (a source row per message) + E*8 (an index per message) + N*F*4 (output)
+    #            = 60 + 40 + 48 = 148
+    c = gnn.aggregate_cost(5, 4, 3, "sum", 4, "float32")
+    assert (c.flops, c.bytes, c.unit, c.dtype) == (15, 148, VECTOR, "float32")
+    # mean: + N*F = 4*3 = 12 divides: 27; bytes unchanged
+    assert gnn.aggregate_cost(5, 4, 3, "mean", 4, "float32").flops == 27
+    assert gnn.aggregate_cost(5, 4, 3, "mean", 4, "float32").bytes == 148
+    # max: one compare per message element: 15
+    assert gnn.aggregate_cost(5, 4, 3, "max", 4, "float32").flops == 15
+    # bf16: bytes = 5*3*2 + 5*8 + 4*3*2 = 30 + 40 + 24 = 94
+    assert gnn.aggregate_cost(5, 4, 3, "sum", 2, "bfloat16").bytes == 94
+    # GCN through a CSR adjacency: M = E + N = 9 messages (a self-loop per node), the edge-weight
+    # multiply fused in: flops = 9*3 + 9*3 = 54; bytes = 9*3*4 + 9*8 + 4*3*4 + 9*4 = 108+72+48+36 = 264
+    w = gnn.aggregate_cost(9, 4, 3, "sum", 4, "float32", weighted=True)
+    assert (w.flops, w.bytes) == (54, 264)
+
+
+@pytest.mark.parametrize("backend", ["scatter", "index_add", "segment", "csr"])
+def test_built_region_cost_on_the_hand_graph(backend):
+    built = gnn.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
+    assert set(built.region_costs) == {"gnn/aggregate"}
+    c = built.region_costs["gnn/aggregate"]
+    assert (c.flops, c.bytes) == (15, 148)  # as derived in test_aggregate_cost_by_hand
+
+
+@pytest.mark.parametrize("backend, messages", [
+    ("pyg:gcn", 5 + 4), ("pyg:gcn-csr", 5 + 4),  # GCN adds a self-loop per node
+    ("pyg:gat", 5 + 4), ("pyg:gat-csr", 5 + 4),  # so does GAT
+    ("pyg:sage", 5), ("pyg:sage-csr", 5),
+])
+def test_pyg_layers_count_their_messages(backend, messages):
+    built = gnn.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
+    c = built.region_costs["gnn/aggregate"]
+    weighted = backend == "pyg:gcn-csr"  # GCN's edge-weight multiply inside the fused SpMM
+    assert c.flops == messages * 3 * (2 if weighted else 1)
+    assert c.bytes == messages * 3 * 4 + messages * 8 + HAND_N * 3 * 4 + (messages * 4 if weighted else 0)
+
+
+def test_split_warning_past_2_pow_31(monkeypatch):
+    p = {"features": 3, "backend": "scatter", "reduction": "sum"}
+    assert gnn.build_step(HAND, HAND_N, p, CPU, F32).note is None  # 5*3 = 15 elements
+    # the threshold lowered below E*F = 15: the point carries the warning
+    monkeypatch.setattr(gnn, "SPLIT_ELEMENTS", 14)
+    note = gnn.build_step(HAND, HAND_N, p, CPU, F32).note
+    assert note is not None and "E*F = 15" in note
+
+
+# ---------------------------------------------------------------- every backend, one aggregate
+
+
+def _graphs():
+    out = [("hand", HAND, HAND_N)]
+    for name, raw, n in [
+        ("uniform", graphs.uniform(64, 16 * 64, CPU), 64),
+        ("rmat", graphs.rmat(6, 16 * 64, CPU), 64),
+        ("zipf", graphs.zipf(64, 16 * 64, 1.5, CPU), 64),
+    ]:
+        out.append((name, graphs.simplify(raw, n), n))
+    ei, n = graphs.karate(CPU)
+    out.append(("karate", ei, n))
+    return out
+
+
+GRAPHS = _graphs()
+
+
+@pytest.mark.parametrize("name, ei, n", GRAPHS, ids=[g[0] for g in GRAPHS])
+@pytest.mark.parametrize("backend, reduction", [(b, r) for b in gnn.RAW_BACKENDS for r in gnn.BACKENDS[b]])
+def test_raw_backends_agree_with_a_dense_reference(name, ei, n, backend, reduction):
+    f = 5
+    built = gnn.build_step(ei, n, {"features": f, "backend": backend, "reduction": reduction}, CPU, F32)
+    with torch.inference_mode():
+        out = built.step()
+    ref = _reference(ei, n, gnn.node_features(n, f, CPU, F32), reduction)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_hand_graph_aggregate_values():
+    # x = node ids repeated: sum at node 2 = x0 + x1 + x3 = 0 + 1 + 3 = 4; mean 4/3; max 3;
+    # node 3 receives nothing: 0 for every reduction
+    x = torch.arange(4.0).unsqueeze(1)
+    assert _reference(HAND, 4, x, "sum").squeeze(1).tolist() == [2, 0, 4, 0]
+    assert _reference(HAND, 4, x, "max").squeeze(1).tolist() == [2, 0, 3, 0]
+
+
+@pytest.mark.parametrize("kind", ["gcn", "sage", "gat"])
+def test_pyg_edge_index_and_csr_agree(kind):
+    _, ei, n = GRAPHS[2]  # rmat
+    outs = []
+    for backend in (f"pyg:{kind}", f"pyg:{kind}-csr"):
+        built = gnn.build_step(ei, n, {"features": 6, "backend": backend, "reduction": "sum"}, CPU, F32)
+        with torch.inference_mode():
+            outs.append(built.step())
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean", "max"])
+def test_pyg_sage_aggregates_like_the_raw_backends(reduction):
+    # SAGEConv: lin_l(aggregate(x)) + lin_r(x), with the same seeded layer and features
+    _, ei, n = GRAPHS[1]
+    f = 6
+    built = gnn.build_step(ei, n, {"features": f, "backend": "pyg:sage", "reduction": reduction}, CPU, F32)
+    conv = gnn.make_conv("pyg:sage", reduction, f, CPU, F32)
+    x = gnn.node_features(n, f, CPU, F32)
+    with torch.inference_mode():
+        out = built.step()
+        expected = conv.lin_l(_reference(ei, n, x, reduction).float()) + conv.lin_r(x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_pyg_gcn_is_the_normalized_propagation():
+    # GCN: D^-1/2 (A + I) D^-1/2 (x W^T) + b, with D the in-degree counting the self-loop
+    _, ei, n = GRAPHS[1]
+    f = 6
+    built = gnn.build_step(ei, n, {"features": f, "backend": "pyg:gcn", "reduction": "sum"}, CPU, F32)
+    conv = gnn.make_conv("pyg:gcn", "sum", f, CPU, F32)
+    x = gnn.node_features(n, f, CPU, F32).double()
+    a = torch.zeros(n, n, dtype=torch.float64)
+    a[ei[1], ei[0]] = 1.0
+    a += torch.eye(n, dtype=torch.float64)
+    d = a.sum(1).pow(-0.5)
+    expected = (d[:, None] * a * d[None, :]) @ (x @ conv.lin.weight.double().T) + conv.bias.double()
+    with torch.inference_mode():
+        out = built.step()
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_transform_adds_a_linear():
+    p = {"features": 3, "backend": "csr", "reduction": "sum", "feature_transform": True}
+    built = gnn.build_step(HAND, HAND_N, p, CPU, F32)
+    with torch.inference_mode():
+        assert built.step().shape == (4, 3)
+
+
+# ---------------------------------------------------------------- memory estimate
+
+
+def test_memory_estimate_counts_messages_and_graph():
+    wl = gnn.Gnn()
+    dt = torch.bfloat16
+    pts = {p.params["backend"]: p for p in wl.points(wl.parse(
+        {"scale": "20", "features": "256", "backend": "scatter,csr"}, CPU, F32).spec)}
+    n, e, f = 1 << 20, 16 << 20, 256
+    scatter, csr = wl.estimate_bytes(pts["scatter"], dt), wl.estimate_bytes(pts["csr"], dt)
+    # at least edge_index (2*E*8) + x and output (2*N*F*2); scatter adds the [E, F] messages
+    assert csr >= 2 * e * 8 + 2 * n * f * 2
+    assert scatter >= csr - (n + 1) * 4 - e * 4 - e * 2 + e * f * 2
+    assert scatter > 8 * 2**30  # E*F*2 = 2^24 * 256 * 2 = 8 GiB of messages alone
+
+
+# ---------------------------------------------------------------- end to end through the CLI
+
+
+def _cli(args, tmp_path, monkeypatch):
+    from wlprof.cli.main import app
+
+    monkeypatch.chdir(tmp_path)
+    return CliRunner().invoke(app, ["run", "gnn", *args, "--out", str(tmp_path / "traces"), "--quiet",
+                                    "--steps", "2", "--warmup", "1", "--reps", "3"])
+
+
+def _per_step(k: pd.DataFrame, variant: str) -> pd.DataFrame:
+    return k[(k.variant == variant) & (k.step >= 0)]
+
+
+@pytest.mark.slow
+def test_cli_raw_backends_end_to_end(tmp_path, monkeypatch):
+    res = _cli(["--graph", "uniform,rmat", "--scale", "6", "--features", "8",
+                "--backend", "scatter,index_add,segment,csr"], tmp_path, monkeypatch)
+    assert res.exit_code == 0, res.output
+    k = pd.read_parquet(tmp_path / "traces")
+    assert set(k.backend) == {"scatter", "index_add", "segment", "csr"}
+    for variant, g in k.groupby("variant"):
+        e, n, f = int(g.edges.iloc[0]), int(g.nodes.iloc[0]), 8
+        assert n == 64 and g.edge_factor.iloc[0] == 16 and not g.feature_transform.iloc[0]
+        g = _per_step(k, variant)
+        agg = g[g.region == "gnn/aggregate"]
+        assert len(agg) and (agg.flops_source == "workload").all()
+        for _, s in g.groupby("step"):
+            a = s[s.region == "gnn/aggregate"]
+            assert a.flops.sum() == pytest.approx(e * f)  # E*F adds
+            assert a["bytes"].sum() == pytest.approx(e * f * 4 + e * 8 + n * f * 4)
+            # nothing else computes: the whole step is E*F (the gather moves bytes only)
+            assert s.flops.sum() == pytest.approx(e * f)
+            assert set(s.region) <= {"gnn/gather", "gnn/aggregate"}
+        if g.backend.iloc[0] == "csr":
+            # the nested sparse addmm is inside the region: never a dense-equivalent 2*n*n*F formula
+            assert (g.flops_source != "formula").all()
+            assert not (g.region == "gnn/gather").any()
+            addmm = g[g.op_name == "aten::addmm"]
+            assert len(addmm) and (addmm.flops_source == "workload").all()
+            # what the profiler's dense sizes would claim: 2*n*n*F = 2*64*64*8 = 65536, not E*F
+            assert g.flops.sum() / g.step.nunique() == pytest.approx(e * f) != 2 * n * n * f
+        else:
+            gather = g[g.region == "gnn/gather"]
+            assert set(gather.op_name) == {"aten::index_select"}
+            assert (gather.flops == 0).all() and (gather.flops_source == "formula").all()
+
+
+@pytest.mark.slow
+def test_cli_pyg_regions_nest(tmp_path, monkeypatch):
+    res = _cli(["--graph", "karate", "--features", "4", "--backend", "pyg:gcn,pyg:sage-csr,pyg:gat"],
+               tmp_path, monkeypatch)
+    assert res.exit_code == 0, res.output
+    k = pd.read_parquet(tmp_path / "traces")
+    n, e, f = 34, 156, 4
+    gcn = _per_step(k, "karate F4 / pyg:gcn / sum")
+    assert set(gcn.region) == {"gnn/transform", "gnn/gather", "gnn/message", "gnn/aggregate", "gnn/layer"}
+    assert "aten::index_select" in set(gcn[gcn.region == "gnn/gather"].op_name)
+    assert "aten::scatter_add_" in set(gcn[gcn.region == "gnn/aggregate"].op_name)
+    assert "aten::mul" in set(gcn[gcn.region == "gnn/message"].op_name)
+    assert set(gcn[gcn.region == "gnn/transform"].op_name) <= {"aten::mm", "aten::addmm", "aten::copy_"}
+    for _, s in gcn.groupby("step"):
+        assert s[s.region == "gnn/aggregate"].flops.sum() == pytest.approx((e + n) * f)  # self-loops added
+    sage = _per_step(k, "karate F4 / pyg:sage-csr / sum")
+    assert "gnn/gather" not in set(sage.region)  # fused: torch.sparse.mm reads rows in place
+    assert (sage[sage.region == "gnn/aggregate"].flops_source == "workload").all()
+    gat = _per_step(k, "karate F4 / pyg:gat / sum")
+    assert {"gnn/attention", "gnn/gather", "gnn/message", "gnn/aggregate"} <= set(gat.region)
+    att = gat[gat.region == "gnn/attention"]
+    assert {"aten::exp", "aten::scatter_add_"} <= set(att.op_name)  # the softmax, costed by formula
+    assert (att.flops_source != "workload").all()
+
+
+@pytest.mark.slow
+def test_cli_transform_region(tmp_path, monkeypatch):
+    res = _cli(["--graph", "karate", "--features", "4", "--backend", "scatter", "--transform"],
+               tmp_path, monkeypatch)
+    assert res.exit_code == 0, res.output
+    k = pd.read_parquet(tmp_path / "traces")
+    assert k.variant.iloc[0] == "karate F4 / scatter / sum +linear" and k.feature_transform.all()
+    s = k[(k.step == k.step.max()) & (k.region == "gnn/transform")]
+    # Linear(4, 4) on 34 rows: 2*34*4*4 = 1088 FLOPs, by the addmm formula
+    assert s.flops.sum() == pytest.approx(1088)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--graph", "erdos"], "--graph must be one of"),
+    (["--backend", "cusparse"], "--backend must be one of"),
+    (["--features", "0"], "--features must be a positive integer (got '0')"),
+    (["--backend", "csr", "--reduction", "max"], "--reduction must be one backend csr supports"),
+    (["--scale", "40"], "must fit in device memory: point 'rmat s40 F32 / scatter / sum'"),
+])
+def test_cli_bad_input_writes_nothing(args, needle, tmp_path, monkeypatch):
+    res = _cli(args, tmp_path, monkeypatch)
+    assert res.exit_code == 2
+    assert needle in res.output
+    out = tmp_path / "traces"
+    assert not out.exists() or not any(out.iterdir())

@@ -1,0 +1,159 @@
+"""Graph generators for the GNN workload: vectorized, O(E), on the device, from a seeded generator.
+
+Every generator returns an edge list `[2, E]` (int64; row 0 the source, row 1 the
+destination: PyG's `edge_index` with its default source-to-target flow) with
+exactly the requested number of edges. A generator draws each edge independently,
+so the raw list is a multigraph: it may hold duplicate edges and self-loops, as the
+Graph500 generator's output does. `simplify` removes both (one sort, done once at
+build time, outside any timed step) and leaves the edges in PyG's coalesced order
+(sorted by source, then destination, as `torch_geometric.utils.coalesce` does).
+
+PyG's own random generators (`erdos_renyi_graph`, `barabasi_albert_graph`, ...)
+build an n x n structure and are O(n^2): unusable at 2^20 nodes (FIELD-NOTES.md).
+
+- `uniform`: G(n, m), every endpoint uniform. Drawn with replacement: about
+  m^2 / (2 n^2) duplicates and m / n self-loops are expected (128 and 16 at
+  2^20 nodes, 2^24 edges), removed by `simplify`. In-degrees are Binomial(m, 1/n),
+  near Poisson(m / n): no hubs.
+- `rmat`: the Graph500 Kronecker generator (Graph500 specification, "Graph
+  Generation": the reference Octave `kronecker_generator`): for each of `scale`
+  bit levels, one quadrant of the adjacency matrix per edge with the initiator
+  probabilities A = 0.57, B = 0.19, C = 0.19 (D = 1 - A - B - C = 0.05), then the
+  vertex labels permuted at random (so hubs are not all at low ids). Both in- and
+  out-degrees are heavy-tailed.
+- `zipf`: uniform sources, destinations drawn with probability proportional to
+  rank^-s over the n nodes (ranks permuted onto node ids): a few destination
+  hubs take most edges (s = 1.5: the top node gets about 1 / zeta(1.5) = 38 % of
+  the raw edges).
+- `karate`: PyG's built-in KarateClub (34 nodes, 156 directed edges, undirected
+  and without self-loops; no download).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+# Graph500 specification, Kronecker generator initiator: A, B, C (D = 1 - A - B - C).
+GRAPH500_A, GRAPH500_B, GRAPH500_C = 0.57, 0.19, 0.19
+GRAPH500_EDGE_FACTOR = 16  # Graph500: edges = edge factor * 2^scale
+
+
+def _generator(device: torch.device, seed: int) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+def uniform(num_nodes: int, num_edges: int, device: torch.device, seed: int = 0) -> torch.Tensor:
+    """G(n, m): both endpoints of every edge uniform over the nodes (drawn with replacement)."""
+    g = _generator(device, seed)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=g, device=device)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=g, device=device)
+    return torch.stack([src, dst])
+
+
+def rmat(scale: int, num_edges: int, device: torch.device, seed: int = 0, a: float = GRAPH500_A,
+         b: float = GRAPH500_B, c: float = GRAPH500_C, permute: bool = True) -> torch.Tensor:
+    """RMAT / Kronecker edges over 2^scale nodes, as the Graph500 reference generator draws them.
+
+    Per bit level, per edge: the row (source) bit is 1 with probability C + D; the
+    column (destination) bit is then 0 with probability A / (A + B) after a 0 row
+    bit and C / (C + D) after a 1. Two uniforms per edge per level: O(E * scale)
+    work, O(E) memory. Vertex labels are permuted at the end, as the reference does
+    (`permute=False` keeps the Kronecker labels, whose bits show the initiator).
+    """
+    if not (a > 0 and b >= 0 and c >= 0 and a + b + c < 1):
+        raise ValueError(f"RMAT initiator must have a > 0, b, c >= 0 and a + b + c < 1 (got {a}, {b}, {c})")
+    g = _generator(device, seed)
+    ab = a + b
+    a_norm, c_norm = a / ab, c / (1.0 - ab)
+    src = torch.zeros(num_edges, dtype=torch.int64, device=device)
+    dst = torch.zeros(num_edges, dtype=torch.int64, device=device)
+    for level in range(scale):
+        row_bit = torch.rand(num_edges, generator=g, device=device) > ab
+        # threshold for the column bit: a_norm after a 0 row bit, c_norm after a 1
+        thresh = row_bit.to(torch.float32).mul_(c_norm - a_norm).add_(a_norm)
+        col_bit = torch.rand(num_edges, generator=g, device=device) > thresh
+        del thresh
+        src.add_(row_bit.to(torch.int64).mul_(1 << level))
+        dst.add_(col_bit.to(torch.int64).mul_(1 << level))
+        del row_bit, col_bit
+    if not permute:
+        return torch.stack([src, dst])
+    perm = torch.randperm(1 << scale, generator=g, device=device)
+    return torch.stack([perm[src], perm[dst]])
+
+
+def zipf(num_nodes: int, num_edges: int, s: float, device: torch.device, seed: int = 0) -> torch.Tensor:
+    """Uniform sources; destinations Zipf(s) over the nodes: P(rank k) proportional to k^-s.
+
+    Inverse-CDF sampling: the CDF over n ranks (float64, O(n)) and one binary search
+    per edge (O(E log n)); no n^2 and no categorical sampler limits (CUDA's
+    multinomial takes at most 2^24 categories).
+    """
+    if s < 0 or not math.isfinite(s):
+        raise ValueError(f"zipf exponent must be a finite number >= 0 (got {s})")
+    g = _generator(device, seed)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=g, device=device)
+    weights = torch.arange(1, num_nodes + 1, dtype=torch.float64, device=device).pow_(-s)
+    cdf = weights.cumsum_(0)
+    cdf.div_(cdf[-1].clone())
+    u = torch.rand(num_edges, dtype=torch.float64, generator=g, device=device)
+    rank = torch.searchsorted(cdf, u, right=True).clamp_(max=num_nodes - 1)
+    del cdf, u
+    perm = torch.randperm(num_nodes, generator=g, device=device)
+    return torch.stack([src, perm[rank]])
+
+
+def karate(device: torch.device) -> tuple[torch.Tensor, int]:
+    """PyG's KarateClub (built in, no download): its edge_index and node count."""
+    from torch_geometric.datasets import KarateClub
+
+    data = KarateClub()[0]
+    return data.edge_index.to(device), int(data.num_nodes)
+
+
+def simplify(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """The edge list without self-loops and duplicate edges, sorted by (source, destination).
+
+    One sort of the edge keys source * n + destination (PyG's coalesced order).
+    Syncs with the host (the number of distinct edges): a build-time step.
+    """
+    src, dst = edge_index[0], edge_index[1]
+    keep = src != dst
+    key = (src * num_nodes + dst)[keep]
+    key = torch.unique(key, sorted=True)  # sort-based on every device
+    return torch.stack([torch.div(key, num_nodes, rounding_mode="floor"), key % num_nodes])
+
+
+@dataclass(frozen=True)
+class DegreeStats:
+    nodes: int
+    edges: int
+    max_in_degree: int
+    mean_in_degree: float
+    isolated_share: float  # nodes with no edge at all (neither in nor out)
+    zero_in_share: float  # nodes that receive no message (their aggregate is 0)
+
+    def facts(self) -> dict:
+        return {"nodes": self.nodes, "edges": self.edges, "max_in_degree": self.max_in_degree,
+                "mean_in_degree": self.mean_in_degree, "isolated_share": self.isolated_share}
+
+
+def in_degree(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    return torch.bincount(edge_index[1], minlength=num_nodes)
+
+
+def degree_stats(edge_index: torch.Tensor, num_nodes: int) -> DegreeStats:
+    e = int(edge_index.size(1))
+    deg_in = in_degree(edge_index, num_nodes)
+    deg_out = torch.bincount(edge_index[0], minlength=num_nodes)
+    isolated = int(((deg_in == 0) & (deg_out == 0)).sum())
+    zero_in = int((deg_in == 0).sum())
+    return DegreeStats(
+        nodes=num_nodes, edges=e, max_in_degree=int(deg_in.max()) if num_nodes else 0,
+        mean_in_degree=e / num_nodes if num_nodes else 0.0,
+        isolated_share=isolated / num_nodes if num_nodes else 0.0,
+        zero_in_share=zero_in / num_nodes if num_nodes else 0.0,
+    )
