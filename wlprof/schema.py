@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: op strides, SM clocks, executed FLOPs, MoE/GNN columns
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -170,6 +170,8 @@ STEP_OWN = [
     _c("unknown_time_share", F64, "fraction", "share of kernel time whose FLOPs are unknown"),
     _c("host_overhead_us", F64, "us", "latency_us - kernel_us: time the caller waits beyond the kernels"),
     _c("achieved_tflops_latency", F64, "TFLOP/s", "flops / latency_us: the rate a caller sees"),
+    _c("achieved_tflops_useful", F64, "TFLOP/s", "useful_flops / kernel_us"),
+    _c("achieved_tflops_executed", F64, "TFLOP/s", "executed_flops / kernel_us"),
     _c("sm_clock_mhz_start", F64, "MHz", "GPU SM clock before the timings (NVML; null where unreadable)"),
     _c("sm_clock_mhz_end", F64, "MHz", "GPU SM clock after the profiled steps"),
 ]

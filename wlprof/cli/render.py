@@ -27,21 +27,31 @@ def steps_table(steps: pd.DataFrame, title: str):
     from rich.table import Table
 
     t = Table(title=title, title_justify="left", show_lines=False)
-    for col, justify in [("variant", "left"), ("latency\n1 call µs", "right"), ("back-to-back\nµs/step", "right"),
-                         ("graph\nµs/step", "right"), ("kernels\nµs/step", "right"), ("FLOPs", "right"),
-                         ("bytes", "right"), ("TFLOP/s", "right"), ("GB/s", "right"), ("FLOP/B", "right"),
-                         ("bound", "left"), ("roofline", "right")]:
+    # where a workload's useful FLOPs differ from what its kernels ran (MoE padding, routing),
+    # show the rate against both
+    ok = steps[steps.get("status", pd.Series("ok", index=steps.index)).fillna("ok") != "failed"]
+    useful = "useful_flops" in ok and (ok.useful_flops.fillna(0) != ok.flops.fillna(0)).any()
+    cols = [("variant", "left"), ("latency\n1 call µs", "right"), ("back-to-back\nµs/step", "right"),
+            ("graph\nµs/step", "right"), ("kernels\nµs/step", "right"), ("FLOPs", "right"), ("bytes", "right"),
+            ("TFLOP/s", "right")]
+    if useful:
+        cols += [("useful\nFLOPs", "right"), ("TFLOP/s\nuseful", "right"), ("TFLOP/s\nexecuted", "right")]
+    cols += [("GB/s", "right"), ("FLOP/B", "right"), ("bound", "left"), ("roofline", "right")]
+    for col, justify in cols:
         t.add_column(col, justify=justify)
     for _, r in steps.iterrows():
         if r.get("status") == "failed":
-            t.add_row(str(r["variant"]), f"[red]failed: {r.get('error')}[/red]", *[""] * 10)
+            t.add_row(str(r["variant"]), f"[red]failed: {r.get('error')}[/red]", *[""] * (len(cols) - 2))
             continue
-        t.add_row(
-            str(r["variant"]), _num(r["latency_us"]), _num(r["back_to_back_us"]), _num(r.get("graph_us")),
-            _num(r["kernel_us"]), _si(r["flops"]), _si(r["bytes"], "B"), _num(r["achieved_tflops"], "{:,.2f}"),
-            _num(r["achieved_gbps"], "{:,.0f}"), _num(r["intensity_flop_per_byte"], "{:,.2f}"),
-            str(r["bound"] or "-"), _num(100 * r["roofline_fraction"] if r["roofline_fraction"] == r["roofline_fraction"] else None, "{:.0f}%"),
-        )
+        frac = r["roofline_fraction"]
+        row = [str(r["variant"]), _num(r["latency_us"]), _num(r["back_to_back_us"]), _num(r.get("graph_us")),
+               _num(r["kernel_us"]), _si(r["flops"]), _si(r["bytes"], "B"), _num(r["achieved_tflops"], "{:,.2f}")]
+        if useful:
+            row += [_si(r["useful_flops"]), _num(r.get("achieved_tflops_useful"), "{:,.2f}"),
+                    _num(r.get("achieved_tflops_executed"), "{:,.2f}")]
+        row += [_num(r["achieved_gbps"], "{:,.0f}"), _num(r["intensity_flop_per_byte"], "{:,.2f}"),
+                str(r["bound"] or "-"), _num(100 * frac if frac == frac else None, "{:.0f}%")]
+        t.add_row(*row)
     return t
 
 
