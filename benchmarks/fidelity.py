@@ -49,34 +49,69 @@ def op_calls(ops: pd.DataFrame, min_us: float = 20.0) -> pd.DataFrame:
     return calls[calls.kernel_us >= min_us].reset_index(drop=True)
 
 
-def replay_timings(calls: pd.DataFrame, tolerance: float = 0.03) -> pd.DataFrame:
+def events_per_call_us(fn, n: int = 60) -> float:
+    """Median of device events recorded around each of n calls queued back to back.
+
+    The host runs ahead, so each pair of events brackets one call's kernels on the
+    device without the idle gap between calls: the unprofiled analogue of a kernel's
+    duration (plus the events' own few hundred nanoseconds).
+    """
+    import statistics
+
     import torch
 
-    from wlprof.replay import ReplayError, replay_op
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    torch.cuda.synchronize()
+    for s, e in zip(starts, ends, strict=True):
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends, strict=True))
+
+
+def replay_timings(calls: pd.DataFrame, tolerance: float = 0.03) -> pd.DataFrame:
+    import math
+
+    import torch
+
+    from wlprof.capture import sm_clock_mhz
+    from wlprof.replay import ReplayError, input_bytes, replay_op
     from wlprof.timing import time_step
 
     device = torch.device("cuda")
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size
     rows = []
     for _, c in calls.iterrows():
         row = c.to_dict()
+        # enough input sets to cycle through twice the L2, within 8 GB
+        ws = max(input_bytes(c.op_input_dims, c.op_input_types), 1)
+        copies = int(min(32, max(1, math.ceil(2 * l2 / ws)), max(1, 8 * 2**30 // ws)))
         try:
             fn = replay_op(c.op_name, c.op_input_dims, c.op_input_types, c.op_input_strides,
-                           c.op_concrete_inputs, device)
+                           c.op_concrete_inputs, device, copies=copies)
             for _ in range(5):
                 fn()
+            clock0 = sm_clock_mhz(device)
             t = time_step(fn, device, latency_reps=20, batches=5, min_batch_ms=20.0)
-            row.update(latency_us=t.latency_median_us, back_to_back_us=t.back_to_back_median_us,
-                       graph_us=t.graph_median_us, error=None)
+            ev = events_per_call_us(fn)
+            row.update(copies=copies, latency_us=t.latency_median_us, back_to_back_us=t.back_to_back_median_us,
+                       graph_us=t.graph_median_us, events_us=ev, clock_start=clock0, clock_end=sm_clock_mhz(device),
+                       error=None)
             del fn
         except ReplayError as exc:
-            row.update(latency_us=None, back_to_back_us=None, graph_us=None, error=str(exc))
+            row.update(copies=copies, latency_us=None, back_to_back_us=None, graph_us=None, events_us=None,
+                       clock_start=None, clock_end=None, error=str(exc))
         torch.cuda.empty_cache()
         rows.append(row)
     out = pd.DataFrame(rows)
     ok = out.error.isna()
     out["reference"], ref = _reference(out.back_to_back_us.astype(float), out.graph_us.astype(float))
     out["kernel_vs_reference"] = out.kernel_us / ref
+    out["kernel_vs_events"] = out.kernel_us / out.events_us.astype(float)
     out["within_tolerance"] = ok & ((out.kernel_vs_reference - 1).abs() <= tolerance)
+    out["events_within_tolerance"] = ok & ((out.kernel_vs_events - 1).abs() <= tolerance)
     return out
 
 
@@ -85,21 +120,32 @@ def _f(v, fmt):
 
 
 def op_markdown(t: pd.DataFrame, tolerance: float) -> str:
+    pct = f"{100 * tolerance:.0f}%"
     lines = ["| workload | op | input shapes | profiled kernel (us/call) | latency 1 call (us) | back-to-back (us/call) "
-             f"| graph (us/call) | reference | profiled / reference | within +-{100 * tolerance:.0f}% |",
-             "|---|---|---|---:|---:|---:|---:|---|---:|:---:|"]
+             f"| graph (us/call) | events per queued call (us) | profiled / reference | within +-{pct} "
+             f"| profiled / events | within +-{pct} | input sets | SM MHz |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|:---:|---:|:---:|---:|---|"]
     for _, r in t.iterrows():
         if r.error:
             lines.append(f"| {r.workload} | {r.op_name} | `{r.op_input_dims}` | {r.kernel_us:,.1f} | replay failed: "
-                         f"{r.error[:80]} | | | | | |")
+                         f"{r.error[:80]} | | | | | | | | | |")
             continue
         lines.append(f"| {r.workload} | {r.op_name} | `{r.op_input_dims}` | {r.kernel_us:,.1f} | "
                      f"{_f(r.latency_us, '{:,.1f}')} | {_f(r.back_to_back_us, '{:,.1f}')} | {_f(r.graph_us, '{:,.1f}')} | "
-                     f"{r.reference} | {r.kernel_vs_reference:.3f} | {'yes' if r.within_tolerance else 'NO'} |")
-    n, ok = len(t), int(t.within_tolerance.sum())
-    dev = t.kernel_vs_reference.dropna()
-    lines += ["", f"{ok} of {n} op calls within +-{100 * tolerance:.0f}% (median ratio {dev.median():.3f}, "
-                  f"worst {dev.sub(1).abs().max():.3f} off)." if len(dev) else "no op calls replayed"]
+                     f"{_f(r.events_us, '{:,.1f}')} | {r.kernel_vs_reference:.3f} ({r.reference}) | "
+                     f"{'yes' if r.within_tolerance else 'NO'} | {r.kernel_vs_events:.3f} | "
+                     f"{'yes' if r.events_within_tolerance else 'NO'} | {r.copies} | "
+                     f"{_f(r.clock_start, '{:.0f}')}-{_f(r.clock_end, '{:.0f}')} |")
+    n = len(t)
+    lines += [""]
+    for col, label in (("kernel_vs_reference", "unprofiled device time per call (back-to-back, or graph where "
+                                               "launch-bound)"),
+                       ("kernel_vs_events", "events around each queued call")):
+        dev = t[col].dropna()
+        ok = int(t["within_tolerance" if col == "kernel_vs_reference" else "events_within_tolerance"].sum())
+        if len(dev):
+            lines.append(f"- against {label}: {ok} of {n} op calls within +-{pct} (median ratio {dev.median():.3f}, "
+                         f"worst {dev.sub(1).abs().max():.3f} off)")
     return "\n".join(lines) + "\n"
 
 

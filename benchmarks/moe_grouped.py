@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     rows = []
     for _, s in steps.iterrows():
         counts = json.loads(s.expert_counts)
-        bare = bare_expert_us(counts, int(s.d_model), int(s.d_ff), s.activation, s.dtype)
+        bare = bare_expert_us(counts, int(s["d_model"]), int(s["d_ff"]), s["activation"], s["dtype"])
         prof = float(expert.get((s.run_id, s.variant), float("nan")))
         ref = bare["bare_graph_us"] or bare["bare_b2b_us"]
         rows.append({"run_id": s.run_id, "variant": s.variant, "tokens": s.tokens, "grouped_path": s.grouped_path,

@@ -217,6 +217,12 @@ def test_cli_end_to_end_regions_facts_and_flops(tmp_path, isolated_cache, monkey
         # dropless: loop and grouped compute the 8 routed rows, 8 * 3264 = 26,112; padded
         # computes 4 experts x capacity 5 (the largest load) = 20 rows, 20 * 3264 = 65,280
         assert expert == pytest.approx(65_280 if variant.endswith("padded") else 26_112, rel=1e-9), variant
+    # grouped: the workload states moe/expert's cost (the formula would read all 4 experts'
+    # weights; only the 2 active ones are read). fp32, R = 8 rows, A = 2, d = 16, f = 32, E = 4:
+    # 4*(3*8*16 + 3*2*16*32 + 8*8*32) + 12*4 = 4*(384 + 3072 + 2048) + 48 = 22,064 bytes
+    g = k[(k.dispatch == "grouped") & (k.region == "moe/expert") & (k.step >= 0)]
+    assert (g.flops_source == "workload").all()
+    assert g.groupby("step")["bytes"].sum().tolist() == pytest.approx([22_064] * g.step.nunique())
     row = k.iloc[0]
     assert (row.tokens, row.experts, row.top_k, row.d_model, row.d_ff, row.activation) == (8, 4, 1, 16, 32, "swiglu")
     assert json.loads(row.expert_counts) == [5, 3, 0, 0]

@@ -71,8 +71,44 @@ def _fill(t, gen):
 
 
 def replay_op(name: str, input_dims, input_types, input_strides, concrete_inputs, device,
-              seed: int = 0) -> Callable[[], Any]:
-    """A zero-argument callable that runs aten op `name` on fresh inputs of the recorded layout."""
+              seed: int = 0, copies: int = 1) -> Callable[[], Any]:
+    """A zero-argument callable that runs aten op `name` on fresh inputs of the recorded layout.
+
+    With `copies` > 1 it cycles through that many independent input sets, so that
+    repeated calls do not find their inputs in the cache (an op inside a real step
+    rarely does: the ops before it evict them).
+    """
+    if copies < 1:
+        raise ReplayError(f"copies must be at least 1 (got {copies})")
+    calls = [_replay_once(name, input_dims, input_types, input_strides, concrete_inputs, device, seed + i)
+             for i in range(copies)]
+    if copies == 1:
+        return calls[0]
+    state = {"i": 0}
+
+    def cycle():
+        fn = calls[state["i"]]
+        state["i"] = (state["i"] + 1) % copies
+        return fn()
+
+    return cycle
+
+
+def input_bytes(input_dims, input_types) -> int:
+    """Bytes of the tensor inputs of a recorded call (dense sizes)."""
+    import math
+
+    dims, types = _loads(input_dims) or [], _loads(input_types) or []
+    total = 0
+    for d, t in zip(dims, types, strict=False):
+        size = dtypes.element_size(t)
+        if size and isinstance(d, list) and all(isinstance(x, int) for x in d):
+            total += math.prod(d) * size
+    return total
+
+
+def _replay_once(name: str, input_dims, input_types, input_strides, concrete_inputs, device,
+                 seed: int) -> Callable[[], Any]:
     import torch
 
     if not name.startswith("aten::"):

@@ -19,6 +19,14 @@ for s in l3_grid_gemm l3_grid_elementwise l3_grid_gather; do
   step "study $s"; timeout 200 $WL sweep workloads/$s.toml -o "$T/grid" -q
 done
 step "fixtures"; timeout 120 $WL sweep tests/fixtures/studies/h200_fixture_gnn.toml -o "$T/fixtures" -q
+# Call A's traces, carried in .gpu_in/traces_a (device call with carry=[".gpu_in"]):
+if [ -d .gpu_in/traces_a ]; then
+  step "fidelity (core studies of call A, per op replayed with rotating inputs)"
+  timeout 300 python3 benchmarks/fidelity.py --traces .gpu_in/traces_a --replay --workloads gemm,mlp,elementwise \
+    --out "$OUT/fidelity.md"
+  step "grouped MoE vs bare torch._grouped_mm (MoE runs of call A)"
+  timeout 150 python3 benchmarks/moe_grouped.py --traces .gpu_in/traces_a --out "$OUT/moe_grouped.md"
+fi
 step "done"; nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
 } 2>&1 | grep -v -e '^USDT' -e 'Profiler clears events' -e '_warn_once' | tee "$OUT/log_b.txt"
 tar czf "$OUT/traces_b.tgz" -C "$T" traces

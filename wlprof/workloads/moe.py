@@ -111,6 +111,29 @@ class MoeSpec:
 # --------------------------------------------------------------------------- FLOPs
 
 
+def grouped_expert_cost(rows: int, active: int, experts: int, d_model: int, d_ff: int, ffn: str,
+                        itemsize: int, dtype: str | None):
+    """The grouped dispatch's moe/expert cost, stated by the workload.
+
+    torch._grouped_mm's shapes say how many experts there are, not which received
+    tokens: an expert with an empty group has its weights skipped, so the formula
+    (every expert's weights read) overstates the bytes when routing is concentrated.
+    Per op, as the formulas count them, with only the `active` experts' weights read:
+    SwiGLU: x@W1 and x@W3 (R*d + A*d*f + R*f each), silu (2*R*f), gating mul (3*R*f),
+    h@W2 (R*f + A*f*d + R*d), and the int32 offs of each grouped call (4*E each):
+    s*(3*R*d + 3*A*d*f + 8*R*f) + 12*E bytes. GELU: s*(2*R*d + 2*A*d*f + 4*R*f) + 8*E.
+    FLOPs: rows * flops_per_row (no padding in this dispatch).
+    """
+    from wlprof.cost.registry import MATRIX, Cost
+
+    r, a, d, f = rows, active, d_model, d_ff
+    if ffn == "swiglu":
+        nbytes = itemsize * (3 * r * d + 3 * a * d * f + 8 * r * f) + 12 * experts
+    else:
+        nbytes = itemsize * (2 * r * d + 2 * a * d * f + 4 * r * f) + 8 * experts
+    return Cost(float(rows * flops_per_row(d_model, d_ff, ffn)), float(nbytes), MATRIX, dtype)
+
+
 def flops_per_row(d_model: int, d_ff: int, ffn: str) -> int:
     """Expert FFN FLOPs for one token-expert row, as wlprof's formulas count its kernels."""
     from wlprof.cost.elementwise import BINARY_FLOPS, UNARY_FLOPS
@@ -408,6 +431,8 @@ class Moe(Workload):
     def build(self, point: Point, device, dtype) -> Built:
         import torch
 
+        from wlprof.device import dtype_name
+
         p = point.params
         tensors = make_tensors(p, device, dtype)
         routing = routing_for(p)
@@ -429,6 +454,7 @@ class Moe(Workload):
         gates = torch.as_tensor(routing.gates, device=device).to(dtype)
         dispatch = p["dispatch"]
         graph_safe = True
+        region_costs = {}
         kept = int(counts.sum())
         if dispatch == "loop":
             step = _loop_step(tensors, ids, gates, p)
@@ -448,10 +474,13 @@ class Moe(Workload):
             note += f"; grouped path: {path}" + (f" ({why})" if why else "")
             graph_safe = path != PATH_TORCH_LOOP  # torch's per-group path reads offs on the host
             step = _grouped_step(tensors, ids, gates, p, path, counts)
+            region_costs["moe/expert"] = grouped_expert_cost(
+                kept, st.active_experts, p["experts"], p["d_model"], p["d_ff"], p["activation"],
+                dtype.itemsize, dtype_name(dtype))
         else:
             raise ValueError(f"dispatch must be one of {DISPATCHES} (got {dispatch!r})")
         return Built(step=step, graph_safe=graph_safe, facts=facts, useful_flops=float(kept * per_row),
-                     executed_regions=("moe/expert",), note=note)
+                     executed_regions=("moe/expert",), region_costs=region_costs, note=note)
 
 
 # --------------------------------------------------------------------------- steps
