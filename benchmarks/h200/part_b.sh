@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # H200, device call B: the GNN studies, the Level-3 training grid (GEMM shapes,
-# micro-kernel sizes, gather/scatter sizes) and the GNN test fixtures.
+# micro-kernel sizes, gather/scatter sizes), the GNN test fixtures, and, with call A's
+# traces carried in .gpu_in/traces_a, the per-op fidelity and grouped-GEMM benchmarks.
 # Run from the repository root on the device machine:  bash benchmarks/h200/part_b.sh
 set -u -o pipefail
 OUT=${OUT:-/tmp/wlprof-out}; mkdir -p "$OUT"
