@@ -12,9 +12,13 @@ over a step's ops, the step's kernel time.
                 and the op category otherwise; efficiencies fitted on the training ops.
 - L2 roofline:  max(FLOPs / peak, bytes / bandwidth) with the measured ceilings.
 - L2 fitted:    the roofline time over the median roofline fraction of the op's category.
-- L3 profile:   a gradient-boosted regression (scikit-learn) of log time on op and shape
-                features: category, log FLOPs, bytes, roofline time, GEMM M/N/K/batch,
-                element size, kernels per op.
+- L3 profile:   measured latency, as the seed note's Level 3: an op call whose op, shapes,
+                dtypes, scalars and data (graph, routing) were profiled in the training runs
+                is predicted by its median measured time there; any other call by a
+                gradient-boosted regression (scikit-learn) of log time on op and shape
+                features (op, log FLOPs, bytes, roofline time, GEMM M/N/K/batch and tile
+                count, element size, kernels per op, the graph's in-degrees, the routing's
+                imbalance).
 
 Scores, per family of the test runs: the share of ops predicted within +-10%, the
 median absolute percentage error, and for the composed step time the median error
@@ -88,6 +92,11 @@ def features(ops: pd.DataFrame) -> pd.DataFrame:
     """The op rows the ladder can score (known FLOPs and bytes, positive time), with model features."""
     o = add_family(add_category(ops))
     o = o[o.flops.notna() & o["bytes"].notna() & (o.dur_us > 0) & o.ceiling_tflops.notna()].copy()
+    for c in ("op_input_types", "op_concrete_inputs"):
+        if c not in o:
+            o[c] = None
+    if "intensity_flop_per_byte" not in o:
+        o["intensity_flop_per_byte"] = o.flops / o["bytes"].where(o["bytes"] > 0)
     dims = [matrix_dims(n, d) for n, d in zip(o.op_name, o.op_input_dims, strict=True)]
     o[["M", "N", "K", "B"]] = pd.DataFrame(dims, index=o.index, columns=["M", "N", "K", "B"])
     o["shape_class"] = [shape_class(r) for r in o[["category", "M", "N"]].itertuples()]
@@ -100,6 +109,23 @@ def _peak_us(o: pd.DataFrame) -> np.ndarray:
     return o.flops.to_numpy() / (o.ceiling_tflops.to_numpy() * 1e6)
 
 
+# Workload columns that change an op's time where its shapes do not (data-dependent work).
+DATA_COLUMNS = ["graph", "scale", "edge_factor", "max_in_degree", "expert_counts"]
+
+
+def call_key(o: pd.DataFrame) -> pd.Series:
+    """What identifies an op call for the profile lookup: op, shapes, dtypes, scalars and data."""
+    parts = [o.op_name.astype(str), o.op_input_dims.astype(str), o.op_input_types.astype(str),
+             o.op_concrete_inputs.astype(str)]
+    for c in DATA_COLUMNS:
+        if c in o:
+            parts.append(o[c].astype(str))
+    key = parts[0]
+    for p in parts[1:]:
+        key = key + "|" + p
+    return key
+
+
 @dataclass
 class Ladder:
     throughput: float  # L0 fitted, FLOP/us
@@ -107,6 +133,7 @@ class Ladder:
     category_roofline: dict[str, float]  # L2 fitted
     l3: object | None  # sklearn estimator
     l3_columns: list[str]
+    l3_profile: dict[str, float] | None = None  # call key -> median measured time (us)
 
     def predict(self, o: pd.DataFrame) -> dict[str, np.ndarray]:
         peak = _peak_us(o)
@@ -123,12 +150,23 @@ class Ladder:
             "L2 fitted": l2f,
         }
         if self.l3 is not None:
-            out["L3 profile"] = 10 ** self.l3.predict(_l3_matrix(o, self.l3_columns))
+            reg = 10 ** self.l3.predict(_l3_matrix(o, self.l3_columns))
+            measured = call_key(o).map(self.l3_profile or {}).to_numpy(dtype=float)
+            out["L3 profile"] = np.where(np.isnan(measured), reg, measured)
         return out
+
+    def profiled_share(self, o: pd.DataFrame) -> float:
+        """Share of `o`'s op calls the L3 lookup answers from measured calls."""
+        return float(call_key(o).isin(set(self.l3_profile or {})).mean()) if len(o) else float("nan")
 
 
 def _l3_frame(o: pd.DataFrame) -> pd.DataFrame:
     lg = lambda s: np.log10(np.maximum(s.to_numpy(dtype=float), 0) + 1)  # noqa: E731
+
+    def col(name):
+        return pd.to_numeric(o[name], errors="coerce").fillna(0) if name in o else pd.Series(0.0, index=o.index)
+
+    tiles = np.ceil(o.M.fillna(0) / 128) * np.ceil(o.N.fillna(0) / 128) * o.B.fillna(1)
     f = pd.DataFrame({
         "log_flops": lg(o.flops),
         "log_bytes": lg(o["bytes"]),
@@ -139,9 +177,16 @@ def _l3_frame(o: pd.DataFrame) -> pd.DataFrame:
         "log_B": lg(o.B.fillna(0)),
         "itemsize": o.itemsize.to_numpy(dtype=float),
         "kernels": o.kernel_count.to_numpy(dtype=float),
+        "log_tiles": lg(tiles),
+        "log_intensity": lg(o.intensity_flop_per_byte.fillna(0) * 1e3),
+        "log_mean_in_degree": lg(col("mean_in_degree")),
+        "log_max_in_degree": lg(col("max_in_degree")),
+        "imbalance": col("imbalance").to_numpy(dtype=float),
     }, index=o.index)
     for cat in sorted(o.category.unique()):
         f[f"cat={cat}"] = (o.category == cat).to_numpy(dtype=float)
+    for op in sorted(o.op_name.astype(str).unique()):
+        f[f"op={op}"] = (o.op_name == op).to_numpy(dtype=float)
     return f
 
 
@@ -165,10 +210,11 @@ def fit(train: pd.DataFrame, l3: bool = True, seed: int = 0) -> Ladder:
 
         f = _l3_frame(train)
         cols = list(f.columns)
-        est = HistGradientBoostingRegressor(max_iter=600, learning_rate=0.05, max_leaf_nodes=31,
+        est = HistGradientBoostingRegressor(max_iter=800, learning_rate=0.05, max_leaf_nodes=31,
                                             min_samples_leaf=3, l2_regularization=1e-3, random_state=seed)
         est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
-    return Ladder(throughput, class_eff, cat_roof, est, cols)
+    profile = train.dur_us.groupby(call_key(train)).median().to_dict() if l3 else None
+    return Ladder(throughput, class_eff, cat_roof, est, cols, profile)
 
 
 def _ape(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
