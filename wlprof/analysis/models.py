@@ -115,11 +115,13 @@ DATA_COLUMNS = ["graph", "scale", "edge_factor", "max_in_degree", "expert_counts
 
 def call_key(o: pd.DataFrame) -> pd.Series:
     """What identifies an op call for the profile lookup: op, shapes, dtypes, scalars and data."""
-    parts = [o.op_name.astype(str), o.op_input_dims.astype(str), o.op_input_types.astype(str),
-             o.op_concrete_inputs.astype(str)]
-    for c in DATA_COLUMNS:
-        if c in o:
-            parts.append(o[c].astype(str))
+    def text(col: pd.Series) -> pd.Series:
+        # missing values become "" (pandas' string dtype would keep them missing, and a
+        # missing part would make the whole key missing)
+        return col.astype(object).where(col.notna(), "").map(str)
+
+    parts = [text(o[c]) for c in ("op_name", "op_input_dims", "op_input_types", "op_concrete_inputs")]
+    parts += [text(o[c]) for c in DATA_COLUMNS if c in o]
     key = parts[0]
     for p in parts[1:]:
         key = key + "|" + p
