@@ -24,6 +24,12 @@ def phase_table(kernels: pd.DataFrame) -> pd.DataFrame:
     """Kernel time per step by region: one row per variant, one column per region."""
     k = kernels[kernels.step >= 0].copy()
     k["region"] = k.region.fillna("(none)")
+    # the same variant name in several runs (MoE routings at 128 and 8192 tokens): label by tokens
+    dup = k.groupby("variant").run_id.nunique() > 1
+    if dup.any():
+        extra = k.tokens.map(lambda v: f" · {int(v)} tok") if "tokens" in k and k.tokens.notna().all() \
+            else " · " + k.run_id.astype(str)
+        k["variant"] = k.variant.where(~k.variant.map(dup), k.variant + extra)
     steps = k.groupby(["run_id", "variant"]).step.nunique()
     t = k.groupby(["run_id", "variant", "region"]).dur_us.sum().unstack("region").fillna(0.0)
     t = t.div(steps, axis=0)

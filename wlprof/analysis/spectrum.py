@@ -72,11 +72,33 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(pd.Series(x).rank().corr(pd.Series(y).rank()))
 
 
-def spectrum(steps: pd.DataFrame, latency: str = "latency_us", rel_tol: float = 0.01) -> pd.DataFrame:
-    """One row per family: how well FLOPs explain `latency` (a steps-table column) there."""
-    s = add_family(steps[(steps.get("status", "ok") == "ok") & steps.flops.notna() & steps[latency].notna()])
+_WORKLOAD_LABELS = {"moe": "MoE", "gnn": "GNN", "mlp": "MLP"}
+
+
+def workload_flops(steps: pd.DataFrame) -> pd.Series:
+    """The FLOPs a FLOPs-based model would be given: the workload's useful FLOPs (MoE: the
+    routed tokens' expert work, padding excluded) where recorded, else the kernels' FLOPs."""
+    if "useful_flops" in steps:
+        return steps.useful_flops.fillna(steps.flops)
+    return steps.flops
+
+
+def spectrum(steps: pd.DataFrame, latency: str = "latency_us", rel_tol: float = 0.01,
+             workload_totals: bool = True) -> pd.DataFrame:
+    """One row per family: how well FLOPs explain `latency` (a steps-table column) there.
+
+    With `workload_totals`, a workload split over several families (MoE by routing, GNN
+    by backend) also gets a row of its own: the spread across routings or backends.
+    """
+    s = steps[(steps.get("status", "ok") == "ok") & steps.flops.notna() & steps[latency].notna()]
+    s = add_family(s.assign(flops=workload_flops(s)))
+    groups = list(s.groupby("family", sort=False))
+    if workload_totals:
+        for wl, g in s.groupby("workload", sort=False):
+            if g.family.nunique() > 1:
+                groups.append((f"{_WORKLOAD_LABELS.get(wl, wl)} (all)", g))
     rows = []
-    for fam, g in s.groupby("family", sort=False):
+    for fam, g in groups:
         x, y = g.flops.to_numpy(float), g[latency].to_numpy(float)
         peak = (g.achieved_tflops / g.ceiling_tflops).replace([np.inf, -np.inf], np.nan)
         rows.append({

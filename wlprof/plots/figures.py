@@ -21,8 +21,13 @@ def _plt():
 
 def _colors(labels):
     plt = _plt()
-    cmap = plt.get_cmap("tab10")
-    return {lab: cmap(i % 10) for i, lab in enumerate(sorted(set(labels)))}
+    cmap = plt.get_cmap("tab20")
+    return {lab: cmap(i % 20) for i, lab in enumerate(sorted(set(labels)))}
+
+
+def _markers(labels):
+    shapes = "osD^v<>PX*"
+    return {lab: shapes[(i // 20 + i) % len(shapes)] for i, lab in enumerate(sorted(set(labels)))}
 
 
 def roofline(ops: pd.DataFrame, ceilings: dict, title: str = "Roofline"):
@@ -40,13 +45,13 @@ def roofline(ops: pd.DataFrame, ceilings: dict, title: str = "Roofline"):
             ax.plot(x, np.minimum(peak, bw * x / 1e3), ls, color="black", lw=1.2,
                     label=f"{label}: {peak:,.0f} TFLOP/s, {bw:,.0f} GB/s (measured)")
     if not d.empty:
-        colors = _colors(d.family)
+        colors, markers = _colors(d.family), _markers(d.family)
         t = d.dur_us.to_numpy()
         sizes = 10 + 190 * np.sqrt(t / t.max())
         for fam, g in d.groupby("family"):
             idx = d.index.get_indexer(g.index)
             ax.scatter(g.intensity_flop_per_byte, g.achieved_tflops, s=sizes[idx], alpha=0.55,
-                       color=colors[fam], edgecolors="none", label=fam)
+                       color=colors[fam], marker=markers[fam], edgecolors="none", label=fam)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP/byte, compulsory bytes)")
@@ -61,12 +66,15 @@ def roofline(ops: pd.DataFrame, ceilings: dict, title: str = "Roofline"):
 def latency_vs_flops(steps: pd.DataFrame, peak_tflops: float, fitted_tflops: float | None = None,
                      latency: str = "latency_us"):
     """Latency against FLOPs on log-log axes, one colour per family, with the FLOPs-only predictions."""
+    from wlprof.analysis.spectrum import workload_flops
+
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
-    d = steps[(steps.flops > 0) & (steps[latency] > 0)]
-    colors = _colors(d.family)
+    d = steps.assign(flops=workload_flops(steps))
+    d = d[(d.flops > 0) & (d[latency] > 0)]
+    colors, markers = _colors(d.family), _markers(d.family)
     for fam, g in d.groupby("family"):
-        ax.scatter(g.flops, g[latency], s=28, alpha=0.8, color=colors[fam], label=fam)
+        ax.scatter(g.flops, g[latency], s=28, alpha=0.8, color=colors[fam], marker=markers[fam], label=fam)
     if not d.empty:
         x = np.logspace(np.log10(d.flops.min()) - 0.3, np.log10(d.flops.max()) + 0.3, 100)
         ax.plot(x, x / (peak_tflops * 1e6), "k-", lw=1, label=f"L0: FLOPs / peak ({peak_tflops:,.0f} TFLOP/s)")
@@ -75,7 +83,7 @@ def latency_vs_flops(steps: pd.DataFrame, peak_tflops: float, fitted_tflops: flo
                     label=f"L0 fitted: FLOPs / {fitted_tflops:,.1f} TFLOP/s")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("FLOPs per step")
+    ax.set_xlabel("FLOPs per step (the workload's useful FLOPs)")
     ax.set_ylabel({"latency_us": "latency of one call (µs)", "kernel_us": "kernel time per step (µs)"}.get(
         latency, latency))
     ax.set_title("Latency vs FLOPs: where FLOPs stop predicting latency")
