@@ -1,0 +1,80 @@
+"""wlprof report / roofline / compare / predict on committed H200 runs, and their refusals."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import H200, h200_run
+from typer.testing import CliRunner
+
+from wlprof.cli.main import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """The H200 fixture runs in a traces folder of their own (tests never write into tests/)."""
+    root = tmp_path_factory.mktemp("traces")
+    for run in H200.iterdir():
+        shutil.copytree(run, root / run.name)
+    return root
+
+
+def test_report_writes_markdown_and_figures(traces, tmp_path):
+    out = tmp_path / "report"
+    res = invoke("report", "--traces", traces, "--out", out)
+    assert res.exit_code == 0, res.output
+    text = (out / "report.md").read_text()
+    assert "NVIDIA H200" in text and "How well FLOPs explain latency" in text
+    for fam in ("GEMM shapes", "MLP (small batch)", "MoE (dispersed)", "GNN (csr)"):
+        assert fam in text
+    for png in ("roofline.png", "latency_vs_flops.png", "tflops_vs_batch.png", "phases_moe.png", "phases_gnn.png"):
+        assert (out / png).stat().st_size > 10_000, png
+    assert "![roofline.png](roofline.png)" in text
+
+
+def test_roofline_and_compare(traces, tmp_path):
+    moe = h200_run("moe").name
+    png = tmp_path / "r.png"
+    res = invoke("roofline", moe, "--traces", traces, "-o", png)
+    assert res.exit_code == 0 and png.stat().st_size > 10_000, res.output
+    res = invoke("compare", f"{moe}:concentrated / grouped", f"{moe}:dispersed / grouped", "--traces", traces)
+    assert res.exit_code == 0, res.output
+    assert "moe/expert" in res.output and "by op category" in res.output and "latency_us" in res.output
+    res = invoke("compare", moe, f"{moe}:dispersed / grouped", "--traces", traces)
+    assert res.exit_code == 2 and "add ':VARIANT'" in res.output
+
+
+def test_predict_scores_the_ladder_on_unseen_runs(traces):
+    tr = f"{h200_run('gemm').name},{h200_run('mlp').name}"
+    res = invoke("predict", "--train", tr, "--test", h200_run("moe").name, "--traces", traces)
+    assert res.exit_code == 0, res.output
+    for model in ("L0 peak", "L0 fitted", "L1 shape", "L2 roofline", "L2 fitted", "L3 profile"):
+        assert model in res.output
+    res = invoke("predict", "--train", tr, "--test", h200_run("gemm").name, "--traces", traces)
+    assert res.exit_code == 2 and "--test must not overlap --train" in res.output
+
+
+def test_refusals_name_the_argument(traces, tmp_path, isolated_cache):
+    res = invoke("report", "nosuch-run", "--traces", traces)
+    assert res.exit_code == 2 and "RUNS must name runs" in res.output and "nosuch-run" in res.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = invoke("report", "--traces", empty)
+    assert res.exit_code == 2 and "RUNS must select at least one finished sweep point" in res.output
+    res = invoke("report", "--traces", traces, "--out", traces)
+    assert res.exit_code == 2 and "--out must not be the traces folder" in res.output
+    # a CPU run beside H200 runs: mixing devices needs saying so
+    mixed = tmp_path / "mixed"
+    shutil.copytree(traces, mixed)
+    res = invoke("run", "gemm", "--shapes", "8x8x8", "-o", mixed, "--steps", "1", "--warmup", "1", "--reps", "2", "-q")
+    assert res.exit_code == 0, res.output
+    res = invoke("report", "--traces", mixed)
+    assert res.exit_code == 2 and "--allow-mixed-devices" in res.output and "NVIDIA H200" in res.output
+    assert invoke("report", "--traces", mixed, "--allow-mixed-devices").exit_code == 0
