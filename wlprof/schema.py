@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.1"  # 1.1: op strides, SM clocks, executed FLOPs, MoE/GNN columns
+SCHEMA_VERSION = "1.2"  # 1.1: op strides, SM clocks, executed FLOPs, MoE/GNN columns; 1.2: ingest columns
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -85,6 +85,8 @@ PARAMS = [
     _c("isolated_share", F64, "fraction", "GNN: share of nodes with no edges"),
     _c("edge_factor", I64, "", "GNN: edges drawn per node before duplicates and self-loops are removed"),
     _c("feature_transform", B, "", "GNN: whether the step runs a Linear feature transform (always for PyG layers)"),
+    _c("rank", I64, "", "ingest: distributed rank of the trace file (its distributedInfo.rank, else file order)"),
+    _c("source_file", S, "", "ingest: the trace file the rows came from"),
 ]
 
 KERNEL_OWN = [
@@ -206,7 +208,8 @@ def conform(df, table: str) -> pa.Table:
     import pandas as pd
 
     schema = arrow_schema(table)
-    extra = [c for c in df.columns if c not in schema.names]
+    # columns starting with "_" are a caller's private bookkeeping, never written
+    extra = [c for c in df.columns if c not in schema.names and not str(c).startswith("_")]
     if extra:
         raise ValueError(f"columns not declared in wlprof.schema ({table}): {extra}")
     arrays = []
@@ -217,8 +220,9 @@ def conform(df, table: str) -> pa.Table:
                 values = [None if v is None or (isinstance(v, float) and pd.isna(v)) else list(v) for v in col]
                 arrays.append(pa.array(values, type=f.type))
             else:
-                values = col.astype(object).where(col.notna(), None) if col.dtype == object else col
-                arrays.append(pa.array(values, type=f.type, from_pandas=True))
+                # from_pandas: None and NaN are nulls; object columns are read in place
+                arrays.append(pa.array(col.to_numpy(dtype=object) if col.dtype == object else col,
+                                       type=f.type, from_pandas=True))
         else:
             arrays.append(pa.nulls(len(df), type=f.type))
     return pa.Table.from_arrays(arrays, schema=schema)

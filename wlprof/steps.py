@@ -26,10 +26,12 @@ def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
     return float(total + cur_e - cur_s)
 
 
-def summarize(kernels: pd.DataFrame, timings: Timings, profiled_steps: int,
+def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: int,
               useful_flops: float | None, executed_regions: tuple[str, ...] | None = None) -> dict:
     """One steps-table row (without identity and parameters) for a profiled point."""
-    k = kernels[kernels.step >= 0]
+    cols = ["step", "ts_us", "dur_us", "flops", "bytes", "flops_source", "roofline_us", "bound",
+            "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "region"]
+    k = kernels.loc[kernels.step >= 0, cols]  # only the columns needed: a large trace's rows are wide
     steps = sorted(k.step.unique())
     per_step = k.groupby("step").dur_us.sum()
     busy = [_busy_us(g.ts_us.to_numpy(), (g.ts_us + g.dur_us).to_numpy()) for _, g in k.groupby("step")]
@@ -53,18 +55,18 @@ def summarize(kernels: pd.DataFrame, timings: Timings, profiled_steps: int,
         by_bound = roofed.groupby("bound").dur_us.sum()
         bound = str(by_bound.idxmax())
     top = k.sort_values("dur_us", ascending=False).head(1)
-    lat = timings.latency_median_us
+    lat = timings.latency_median_us if timings is not None else math.nan  # ingested traces: not measured
     with np.errstate(divide="ignore", invalid="ignore"):
         row = {
             "latency_us": lat,
-            "latency_p10_us": timings.percentile(0.10),
-            "latency_p90_us": timings.percentile(0.90),
-            "latency_samples_us": list(timings.latency_us),
-            "back_to_back_us": timings.back_to_back_median_us,
-            "back_to_back_samples_us": list(timings.back_to_back_us),
-            "calls_per_batch": timings.calls_per_batch,
-            "graph_us": timings.graph_median_us,
-            "graph_error": timings.graph_error,
+            "latency_p10_us": timings.percentile(0.10) if timings else math.nan,
+            "latency_p90_us": timings.percentile(0.90) if timings else math.nan,
+            "latency_samples_us": list(timings.latency_us) if timings else None,
+            "back_to_back_us": timings.back_to_back_median_us if timings else math.nan,
+            "back_to_back_samples_us": list(timings.back_to_back_us) if timings else None,
+            "calls_per_batch": timings.calls_per_batch if timings else None,
+            "graph_us": timings.graph_median_us if timings else None,
+            "graph_error": timings.graph_error if timings else "an ingested trace: no unprofiled timings",
             "kernel_us": kernel_us,
             "kernel_busy_us": float(np.median(busy)) if busy else math.nan,
             "kernels_per_step": len(k) / n_steps,
@@ -79,7 +81,7 @@ def summarize(kernels: pd.DataFrame, timings: Timings, profiled_steps: int,
             "intensity_flop_per_byte": flops / nbytes if nbytes and nbytes > 0 else math.nan,
             "achieved_tflops": flops / kernel_us / 1e6 if kernel_us > 0 else math.nan,
             "achieved_gbps": nbytes / kernel_us / 1e3 if kernel_us > 0 else math.nan,
-            "achieved_tflops_latency": flops / lat / 1e6 if lat > 0 else math.nan,
+            "achieved_tflops_latency": flops / lat / 1e6 if lat > 0 else math.nan,  # NaN > 0 is False
             "achieved_tflops_useful": (useful_flops if useful_flops is not None else executed) / kernel_us / 1e6
             if kernel_us > 0 else math.nan,
             "achieved_tflops_executed": executed / kernel_us / 1e6 if kernel_us > 0 else math.nan,

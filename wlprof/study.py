@@ -93,10 +93,10 @@ class RunResult:
     ceilings_origin: str
 
 
-def versions() -> dict[str, Any]:
+def versions(import_torch: bool = True) -> dict[str, Any]:
+    """Versions of what a run used; `import_torch=False` reads torch's from package metadata
+    (ingesting a trace needs no torch, and importing it costs seconds and hundreds of MB)."""
     import importlib.metadata as md
-
-    import torch
 
     import wlprof
 
@@ -106,11 +106,18 @@ def versions() -> dict[str, Any]:
         except md.PackageNotFoundError:
             return None
 
+    if import_torch:
+        import torch
+
+        torch_v, cuda_v = torch.__version__, torch.version.cuda
+        cudnn_v = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    else:
+        torch_v, cuda_v, cudnn_v = ver("torch"), None, None
     return {
         "wlprof": wlprof.__version__,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "torch": torch_v,
+        "cuda": cuda_v,
+        "cudnn": cudnn_v,
         "torch_geometric": ver("torch-geometric") or ver("torch_geometric"),
         "pandas": ver("pandas"),
         "pyarrow": ver("pyarrow"),
@@ -162,19 +169,38 @@ def _free_memory(device) -> int | None:
 
 
 def run_study(study: Study, out: str | Path = "traces", progress: Progress | None = None,
-              command: str | None = None, prefix: str = "--") -> RunResult:
-    """Run every point of `study` and write it under `out`; bad input raises before anything is written."""
-    import pandas as pd
+              command: str | None = None, prefix: str = "--", resume: str | None = None) -> RunResult:
+    """Run every point of `study` and write it under `out`; bad input raises before anything is written.
 
-    from wlprof import schema
-    from wlprof.ceilings import get_ceilings
+    `resume=RUN_ID` finishes an interrupted run of the same study: points already written
+    are kept, the others are run, with the ceilings the run started with.
+    """
+    from wlprof.ceilings import Ceilings, get_ceilings
     from wlprof.device import device_info, dtype_name
-    from wlprof.trace.store import RunWriter, check_writable
+    from wlprof.trace.store import RunWriter, check_writable, effective_status, read_manifest, run_dir
 
     wl, device, dtype, parsed, points = prepare(study, prefix)
     root = check_writable(out, "--out")
-    ceilings, origin = get_ceilings(device)
     info = device_info(device)
+    if resume is not None:
+        path = run_dir(root, resume)
+        if not path.is_dir():
+            raise InputError("--resume", f"must name a run in {root}/ (see `wlprof ls`)", resume)
+        m = read_manifest(path)
+        if effective_status(m) == "running":
+            raise InputError("--resume", f"must name a run that is not running (its process {m.get('pid')} is)",
+                             resume)
+        same = (m.get("workload") == wl.name and m.get("spec") == _jsonable_roundtrip(parsed.spec)
+                and m.get("dtype") == dtype_name(dtype) and (m.get("device") or {}).get("name") == info["name"]
+                and [p.get("variant") for p in m.get("points", [])] == [p.variant for p in points])
+        if not same:
+            raise InputError("--resume", "must name a run of this same study (workload, parameters, device, "
+                             "dtype)", resume)
+        writer = RunWriter.reopen(root, resume)
+        ceilings = Ceilings.from_dict(m["ceilings"])
+        origin = f"the run's own: {m['ceilings'].get('origin')}"
+        return _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress)
+    ceilings, origin = get_ceilings(device)
     manifest = {
         "command": command if command is not None else " ".join(sys.argv),
         "study": study.to_dict(),
@@ -189,15 +215,35 @@ def run_study(study: Study, out: str | Path = "traces", progress: Progress | Non
                    for i, p in enumerate(points)],
     }
     writer = RunWriter(root, wl.name, manifest)
+    return _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress)
+
+
+def _jsonable_roundtrip(spec) -> Any:
+    """The spec as the manifest stores it (tuples come back from JSON as lists)."""
+    from wlprof.trace import jsonio
+
+    return jsonio.loads(jsonio.dumps(_jsonable(spec)))
+
+
+def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress) -> RunResult:
+    import pandas as pd
+
+    from wlprof.device import dtype_name
+
     identity = {"run_id": writer.run_id, "workload": wl.name, "device_type": device.type,
                 "device_name": info["name"], "dtype": dtype_name(dtype)}
     rows = []
     failures = 0
     try:
         for i, point in enumerate(points):
+            entry = writer.manifest["points"][i]
+            if writer.point_done(i):  # a resumed run: this point is already written
+                rows.append(pd.read_parquet(writer.path / entry["files"]["steps"]).iloc[0].to_dict())
+                if progress:
+                    progress(i + 1, len(points), point.variant, "kept")
+                continue
             if progress:
                 progress(i, len(points), point.variant, "running")
-            entry = writer.manifest["points"][i]
             try:
                 row, files = _run_point(wl, point, i, device, dtype, study.capture, writer, ceilings, identity)
                 entry.update(status="ok", files=files)
@@ -222,7 +268,6 @@ def run_study(study: Study, out: str | Path = "traces", progress: Progress | Non
     status = "complete" if failures == 0 else ("failed" if failures == len(points) else "partial")
     writer.finish(status)
     steps = pd.DataFrame(rows)
-    _ = schema
     return RunResult(writer.run_id, writer.path, status, steps, list(parsed.notes), origin)
 
 

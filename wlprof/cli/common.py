@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from wlprof.errors import InputError, WlprofError
+from wlprof.errors import InputError, TraceFormatError, WlprofError
 
 OutOption = Annotated[Path, typer.Option("--out", "-o", help="Traces folder (one sub-folder per run).")]
 DEFAULT_OUT = Path("traces")
@@ -33,7 +33,7 @@ def handle_errors(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except InputError as exc:
+        except (InputError, TraceFormatError) as exc:  # bad input: an argument, or a file's content
             fail(str(exc), 2)
         except WlprofError as exc:
             fail(str(exc), 1)

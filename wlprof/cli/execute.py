@@ -9,7 +9,7 @@ from pathlib import Path
 from wlprof.cli.common import console
 
 
-def execute(study, out: Path, quiet: bool = False, prefix: str = "--") -> None:
+def execute(study, out: Path, quiet: bool = False, prefix: str = "--", resume: str | None = None) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from wlprof.cli import render
@@ -28,7 +28,7 @@ def execute(study, out: Path, quiet: bool = False, prefix: str = "--") -> None:
 
     command = "wlprof " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     with progress:
-        result = run_study(study, out=out, progress=on_progress, command=command, prefix=prefix)
+        result = run_study(study, out=out, progress=on_progress, command=command, prefix=prefix, resume=resume)
     con = console()
     for note in result.notes:
         con.print(f"[dim]note: {note}[/dim]")

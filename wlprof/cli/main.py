@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from wlprof.cli import calibrate, compare, ls, predict, report, roofline, run, show, sweep
+from wlprof.cli import calibrate, compare, ingest, ls, predict, report, roofline, run, show, sweep
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -21,6 +21,7 @@ app.command("report")(report.report)
 app.command("roofline")(roofline.roofline)
 app.command("compare")(compare.compare)
 app.command("predict")(predict.predict)
+app.command("ingest")(ingest.ingest)
 
 
 def main() -> None:

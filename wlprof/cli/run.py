@@ -31,9 +31,11 @@ Steps = Annotated[int, typer.Option("--steps", help="Profiled steps per point.")
 Warmup = Annotated[int, typer.Option("--warmup", help="Unprofiled warm-up calls per point.")]
 Reps = Annotated[int, typer.Option("--reps", help="Single-call latency samples per point.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+Resume = Annotated[str | None, typer.Option(
+    "--resume", help="Finish an interrupted run of this same sweep (RUN_ID from `wlprof ls`), keeping its finished points.")]
 
 
-def _go(workload: str, params: dict, device, dtype, out, steps, warmup, reps, quiet) -> None:
+def _go(workload: str, params: dict, device, dtype, out, steps, warmup, reps, quiet, resume=None) -> None:
     from wlprof.capture import CaptureConfig
     from wlprof.cli.execute import execute
     from wlprof.errors import InputError
@@ -46,7 +48,8 @@ def _go(workload: str, params: dict, device, dtype, out, steps, warmup, reps, qu
                 "capture.latency_reps": "--reps"}.get(exc.arg, exc.arg)
         raise InputError(flag, exc.rule, exc.value) from None
     params = {k: v for k, v in params.items() if v is not None}
-    execute(Study(workload=workload, params=params, device=device, dtype=dtype, capture=cfg), out, quiet)
+    execute(Study(workload=workload, params=params, device=device, dtype=dtype, capture=cfg), out, quiet,
+            resume=resume)
 
 
 @app.command("gemm")
@@ -54,10 +57,10 @@ def _go(workload: str, params: dict, device, dtype, out, steps, warmup, reps, qu
 def gemm(
     shapes: Annotated[str | None, typer.Option("--shapes", help="MxKxN,... (default: the note's three 21.5-GFLOP shapes)")] = None,
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
-    reps: Reps = 30, quiet: Quiet = False,
+    reps: Reps = 30, quiet: Quiet = False, resume: Resume = None,
 ) -> None:
     """GEMMs of equal FLOPs and different shapes."""
-    _go("gemm", {"shapes": shapes}, device, dtype, out, steps, warmup, reps, quiet)
+    _go("gemm", {"shapes": shapes}, device, dtype, out, steps, warmup, reps, quiet, resume)
 
 
 @app.command("mlp")
@@ -68,11 +71,11 @@ def mlp(
     d_ff: Annotated[int | None, typer.Option("--d-ff", help="Hidden width (GPU 16384, CPU 2048)")] = None,
     activation: Annotated[str, typer.Option("--activation", help="gelu, relu or silu")] = "gelu",
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
-    reps: Reps = 30, quiet: Quiet = False,
+    reps: Reps = 30, quiet: Quiet = False, resume: Resume = None,
 ) -> None:
     """A dense MLP block at several batch sizes."""
     _go("mlp", {"batch": batch, "d_model": d_model, "d_ff": d_ff, "activation": activation},
-        device, dtype, out, steps, warmup, reps, quiet)
+        device, dtype, out, steps, warmup, reps, quiet, resume)
 
 
 @app.command("elementwise")
@@ -83,11 +86,11 @@ def elementwise(
     matvec_n: Annotated[str | None, typer.Option("--matvec-n", help="Matrix sides for matvec, e.g. 4096,16384")] = None,
     matmul_n: Annotated[str | None, typer.Option("--matmul-n", help="Matrix sides for matmul")] = None,
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
-    reps: Reps = 30, quiet: Quiet = False,
+    reps: Reps = 30, quiet: Quiet = False, resume: Resume = None,
 ) -> None:
     """The roofline note's micro-kernels, from ReLU (1/4 FLOP/byte) to matmul (n/3)."""
     _go("elementwise", {"ops": ops, "numel": numel, "matvec_n": matvec_n, "matmul_n": matmul_n},
-        device, dtype, out, steps, warmup, reps, quiet)
+        device, dtype, out, steps, warmup, reps, quiet, resume)
 
 
 from wlprof.cli.run_moe import moe  # noqa: E402

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import DEFAULT_OUT
-from wlprof.cli.run import Device, Dtype, Out, Quiet, Reps, Steps, Warmup, _go
+from wlprof.cli.run import Device, Dtype, Out, Quiet, Reps, Resume, Steps, Warmup, _go
 
 
 def gnn(
@@ -37,9 +37,9 @@ def gnn(
         "--transform/--no-transform", help="Raw backends: a Linear(F, F) after the aggregation "
         "(gnn/transform). PyG layers always run theirs")] = False,
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
-    reps: Reps = 30, quiet: Quiet = False,
+    reps: Reps = 30, quiet: Quiet = False, resume: Resume = None,
 ) -> None:
     """GNN aggregation: graph x features x backend x reduction, with the aggregation costed from the graph."""
     _go("gnn", {"graph": graph, "scale": scale, "edge_factor": edge_factor, "features": features,
                 "backend": backend, "reduction": reduction, "transform": transform},
-        device, dtype, out, steps, warmup, reps, quiet)
+        device, dtype, out, steps, warmup, reps, quiet, resume)

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import DEFAULT_OUT
-from wlprof.cli.run import Device, Dtype, Out, Quiet, Reps, Steps, Warmup, _go
+from wlprof.cli.run import Device, Dtype, Out, Quiet, Reps, Resume, Steps, Warmup, _go
 
 
 def moe(
@@ -33,9 +33,9 @@ def moe(
     capacity_factor: Annotated[float | None, typer.Option(
         "--capacity-factor", help="padded: capacity = ceil(cf * tokens * top_k / experts); 0 = dropless (default)")] = None,
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
-    reps: Reps = 30, quiet: Quiet = False,
+    reps: Reps = 30, quiet: Quiet = False, resume: Resume = None,
 ) -> None:
     """An MoE layer: controlled routing x dispatch implementation (loop, padded, grouped)."""
     _go("moe", {"routing": routing, "dispatch": dispatch, "tokens": tokens, "experts": experts, "top_k": top_k,
                 "d_model": d_model, "d_ff": d_ff, "ffn": ffn, "capacity_factor": capacity_factor},
-        device, dtype, out, steps, warmup, reps, quiet)
+        device, dtype, out, steps, warmup, reps, quiet, resume)

@@ -16,6 +16,8 @@ def sweep(
     out: OutOption = DEFAULT_OUT,
     device: Annotated[str | None, typer.Option("--device", help="Override the study's device.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    resume: Annotated[str | None, typer.Option(
+        "--resume", help="Finish an interrupted run of this study (RUN_ID), keeping its finished points.")] = None,
 ) -> None:
     """Run the sweep of a study file (workloads/*.toml) into the traces folder."""
     from dataclasses import replace
@@ -26,4 +28,4 @@ def sweep(
     study = load_study(study_file)
     if device is not None:
         study = replace(study, device=device)
-    execute(study, out, quiet, prefix="params.")
+    execute(study, out, quiet, prefix="params.", resume=resume)

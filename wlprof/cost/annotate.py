@@ -24,15 +24,25 @@ from wlprof.trace.join import Joined, ancestors
 FORMULA, WORKLOAD, UNKNOWN = "formula", "workload", "unknown"
 
 
+def _obj(values) -> pd.Series | np.ndarray:
+    """A column of Python strings kept as object dtype: rows share their string objects.
+
+    pandas 3 would otherwise copy every row's string into an Arrow buffer (a kernel's
+    250-character name, once per row), which on a million-event trace costs hundreds
+    of MB; the Parquet writer builds Arrow strings once per file instead.
+    """
+    return pd.Series(np.asarray(values, dtype=object), dtype=object)
+
+
 def _json(v) -> str | None:
     return None if v is None else json.dumps(v, separators=(",", ":"))
 
 
 def _op_costs(joined: Joined, op_positions: np.ndarray) -> dict[int, Cost | None]:
     ops = joined.ops
-    events = joined.trace.events
+    trace = joined.trace
     names = ops.name.to_numpy(dtype=object)
-    idx = ops.idx.to_numpy()
+    args_id = ops.args_id.to_numpy()
     dispatcher = ops.dispatcher.to_numpy()
     parent = ops.parent.to_numpy()
     memo: dict[tuple, Cost | None] = {}
@@ -41,12 +51,10 @@ def _op_costs(joined: Joined, op_positions: np.ndarray) -> dict[int, Cost | None
         if dispatcher[pos]:
             out[pos] = None
             continue
-        args = events[idx[pos]].get("args") or {}
         anc = ancestors(names, parent, pos)
-        key = (names[pos], repr(args.get("Input Dims")), repr(args.get("Input type")),
-               repr(args.get("Input Strides")), repr(args.get("Concrete Inputs")), anc)
+        key = (names[pos], args_id[pos], anc)  # distinct recorded inputs share an args id
         if key not in memo:
-            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc))
+            memo[key] = cost_of(OpCall.from_args(names[pos], trace.args_table[args_id[pos]], anc))
         out[pos] = memo[key]
     return out
 
@@ -63,7 +71,6 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
     """The kernels and ops tables (contract columns, without run identity or parameters)."""
     rows = joined.rows
     ops = joined.ops
-    events = joined.trace.events
     has_op = rows.has_op.to_numpy()
     op_pos = rows.op_pos.to_numpy()
     dur = rows.dur_ns.to_numpy().astype(float)
@@ -128,19 +135,21 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
             share[mask] = sh
 
     op_names = ops.name.to_numpy(dtype=object)
-    op_idx = ops.idx.to_numpy()
+    args_ids = ops.args_id.to_numpy()
+    table = joined.trace.args_table
+    by_args: dict[int, tuple] = {}  # JSON of each distinct recorded input, once
+    for a in np.unique(args_ids[launching]) if len(launching) else []:
+        args = table[a]
+        by_args[a] = (_json(args.get("Input Dims")), _json(args.get("Input type")),
+                      _json(args.get("Input Strides")), _json(args.get("Concrete Inputs")))
     dims_s, types_s, strides_s, conc_s = {}, {}, {}, {}
     for pos in launching:
-        args = events[op_idx[pos]].get("args") or {}
-        dims_s[pos] = _json(args.get("Input Dims"))
-        types_s[pos] = _json(args.get("Input type"))
-        strides_s[pos] = _json(args.get("Input Strides"))
-        conc_s[pos] = _json(args.get("Concrete Inputs"))
+        dims_s[pos], types_s[pos], strides_s[pos], conc_s[pos] = by_args[args_ids[pos]]
 
     k = pd.DataFrame({
         "step": rows.step.to_numpy().astype(np.int32),
-        "kind": kinds,
-        "name": names,
+        "kind": _obj(kinds),
+        "name": _obj(names),
         "stream": rows.stream.to_numpy(),
         "device_index": rows.device_index.to_numpy().astype(np.int32),
         "ts_us": rows.ts_ns.to_numpy() / 1000.0,
@@ -148,22 +157,23 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
     })
     for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread"):
         k[c] = rows[c].to_numpy().astype(np.int32)
-    for c in ("shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "correlation", "launch_api", "has_op"):
+    for c in ("shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "correlation", "has_op"):
         k[c] = rows[c].to_numpy()
+    k["launch_api"] = _obj(rows["launch_api"].to_numpy(dtype=object))
     k["external_id"] = rows.ext_id.to_numpy()
-    k["op_name"] = [op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)]
-    k["op_input_dims"] = [dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
-    k["op_input_types"] = [types_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
-    k["op_input_strides"] = [strides_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
-    k["op_concrete_inputs"] = [conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)]
-    k["region"] = rows.region.to_numpy(dtype=object)
+    k["op_name"] = _obj([op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    k["op_input_dims"] = _obj([dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    k["op_input_types"] = _obj([types_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    k["op_input_strides"] = _obj([strides_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    k["op_concrete_inputs"] = _obj([conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    k["region"] = _obj(rows.region.to_numpy(dtype=object))
     k["op_kernel_count"] = np.where(has_op, np.nan_to_num(n_rows_per_op, nan=1), 1).astype(np.int32)
     k["cost_share"] = share
     k["flops"] = flops
     k["bytes"] = nbytes
-    k["flops_source"] = source
-    k["cost_unit"] = unit
-    k["cost_dtype"] = cdtype
+    k["flops_source"] = _obj(source)
+    k["cost_unit"] = _obj(unit)
+    k["cost_dtype"] = _obj(cdtype)
     k["_op_pos"] = np.where(has_op, op_pos, -1)
     k["_event_idx"] = rows.idx.to_numpy()
     add_roofline(k, ceilings, tf32)
@@ -183,21 +193,21 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     o = pd.DataFrame({
         "step": first.step.to_numpy(),
         "external_id": first.external_id.to_numpy(),
-        "op_name": first.op_name.to_numpy(),
-        "op_input_dims": first.op_input_dims.to_numpy(),
-        "op_input_types": first.op_input_types.to_numpy(),
-        "op_input_strides": first.op_input_strides.to_numpy(),
-        "op_concrete_inputs": first.op_concrete_inputs.to_numpy(),
-        "region": first.region.to_numpy(),
+        "op_name": _obj(first.op_name.to_numpy(dtype=object)),
+        "op_input_dims": _obj(first.op_input_dims.to_numpy(dtype=object)),
+        "op_input_types": _obj(first.op_input_types.to_numpy(dtype=object)),
+        "op_input_strides": _obj(first.op_input_strides.to_numpy(dtype=object)),
+        "op_concrete_inputs": _obj(first.op_concrete_inputs.to_numpy(dtype=object)),
+        "region": _obj(first.region.to_numpy(dtype=object)),
         "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,
         "cpu_dur_us": ops.dur_ns.to_numpy()[pos] / 1000.0,
         "kernel_count": g.size().to_numpy().astype(np.int32),
         "dur_us": g.dur_us.sum().to_numpy(),
         "flops": g.flops.sum(min_count=1).to_numpy(),
         "bytes": g["bytes"].sum(min_count=1).to_numpy(),
-        "flops_source": first.flops_source.to_numpy(),
-        "cost_unit": first.cost_unit.to_numpy(),
-        "cost_dtype": first.cost_dtype.to_numpy(),
+        "flops_source": _obj(first.flops_source.to_numpy(dtype=object)),
+        "cost_unit": _obj(first.cost_unit.to_numpy(dtype=object)),
+        "cost_dtype": _obj(first.cost_dtype.to_numpy(dtype=object)),
     })
     # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes
     # are in the trace but whose kernels have no formula is unknown as a whole
@@ -242,4 +252,4 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
         df["ridge_flop_per_byte"] = peak * 1e3 / bw
         df["roofline_us"] = roof
         df["roofline_fraction"] = np.where(dur > 0, roof / dur, np.nan)
-    df["bound"] = np.where(np.isnan(roof), None, np.where(t_compute >= t_memory, "compute", "memory"))
+    df["bound"] = _obj(np.where(np.isnan(roof), None, np.where(t_compute >= t_memory, "compute", "memory")))

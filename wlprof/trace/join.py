@@ -49,9 +49,12 @@ def _sweep(trace: RawTrace):
     pos = np.concatenate([np.arange(n_ann), np.arange(n_ops), np.arange(n_lau)])
     ts = np.concatenate([ann.ts_ns.to_numpy(), ops.ts_ns.to_numpy(), lau.ts_ns.to_numpy()]).astype(np.int64)
     dur = np.concatenate([ann.dur_ns.to_numpy(), ops.dur_ns.to_numpy(), lau.dur_ns.to_numpy()]).astype(np.int64)
-    thread = pd.concat([ann.pid + "/" + ann.tid, ops.pid + "/" + ops.tid, lau.pid + "/" + lau.tid],
-                       ignore_index=True)
-    thread_code = pd.factorize(thread)[0] if len(thread) else np.zeros(0, np.int64)
+    pids = np.concatenate([ann.pid.to_numpy(), ops.pid.to_numpy(), lau.pid.to_numpy()]).astype(np.int64)
+    tids = np.concatenate([ann.tid.to_numpy(), ops.tid.to_numpy(), lau.tid.to_numpy()]).astype(np.int64)
+    if len(pids):
+        thread_code = np.unique(np.stack([pids, tids], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    else:
+        thread_code = np.zeros(0, np.int64)
     # outer before inner: by thread, start, longer first, annotation before op before launch
     order = np.lexsort((kind, -dur, ts, thread_code))
 

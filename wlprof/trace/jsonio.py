@@ -15,10 +15,10 @@ except ImportError:  # pragma: no cover - exercised only where orjson is missing
 JSONDecodeError = (json.JSONDecodeError,) + ((_orjson.JSONDecodeError,) if _orjson else ())
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes | bytearray | memoryview) -> Any:
     if _orjson is not None:
         return _orjson.loads(data)
-    return json.loads(data)
+    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
 
 
 def dumps(obj: Any, indent: bool = False) -> bytes:
@@ -37,12 +37,28 @@ def _default(obj: Any):
     raise TypeError(f"not JSON serializable: {type(obj).__name__}")
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes, gunzipped when it is a gzip file (by its magic number, not its name)."""
+def read_bytes(path: str | Path) -> bytearray:
+    """The file's bytes, gunzipped when it is a gzip file (by its magic number, not its name).
+
+    A bytearray read in place (no second copy), so a large trace can be parsed chunk by
+    chunk where it lies.
+    """
+    import os
+
     with open(path, "rb") as fh:
         head = fh.read(2)
         fh.seek(0)
         if head == b"\x1f\x8b":
             with gzip.GzipFile(fileobj=fh) as gz:
-                return gz.read()
-        return fh.read()
+                out = bytearray()
+                while True:
+                    block = gz.read(16 << 20)
+                    if not block:
+                        return out
+                    out += block
+        size = os.fstat(fh.fileno()).st_size
+        buf = bytearray(size)
+        n = fh.readinto(buf)
+        if n != size:
+            del buf[n:]
+        return buf

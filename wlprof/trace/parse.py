@@ -10,14 +10,25 @@ Categories read (FIELD-NOTES, torch 2.11 on the H200 and 2.13 on the CPU):
 - `user_annotation`: `record_function` regions and `ProfilerStep#N`;
 - `cuda_runtime` / `cuda_driver`: API calls; launches carry `correlation`;
 - `kernel`, `gpu_memcpy`, `gpu_memset`: device activity, with `correlation`.
-Everything else (flows, python functions, metadata) is kept in `events` for the
-enriched trace but not tabulated.
+Everything else (flows, python functions, metadata) is skipped by the tables.
+
+Large traces: the event array is parsed in chunks of about 32 MB, split at the
+boundaries between events (a newline and the array's indentation before each `{`:
+JSON strings cannot hold a raw newline, so the split is structural), with Python's
+cyclic garbage collector paused (the event dicts hold no cycles; collecting while
+millions of them are allocated costs more than the parse). Each chunk's dicts are
+turned into columns and dropped before the next chunk is parsed, so memory stays
+near the file's size. An op's recorded inputs are kept once per distinct value
+(`RawTrace.args_table`). A file whose events are not laid out one after another
+with newlines (minified JSON) is parsed whole instead.
 """
 
 from __future__ import annotations
 
+import gc
 import gzip
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,187 +42,451 @@ from wlprof.trace import jsonio
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
 NO_ID = -1
+CHUNK_BYTES = 8 << 20  # ~28k events: their dicts take ~50 MB while a chunk is tabulated
+ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 
 
 @dataclass
 class RawTrace:
-    """The tables of one trace file, plus its raw events for writing an enriched copy."""
+    """The tables of one trace file; its raw events only when asked to keep them."""
 
     path: str
     meta: dict[str, Any]
-    events: list[dict]
-    ops: pd.DataFrame  # cpu_op
+    events: list[dict] | None  # None unless read with keep_events=True
+    ops: pd.DataFrame  # cpu_op (with args_id into args_table)
     annotations: pd.DataFrame  # user_annotation
     launches: pd.DataFrame  # cuda_runtime / cuda_driver
     device: pd.DataFrame  # kernel / gpu_memcpy / gpu_memset
+    args_table: list[dict] = field(default_factory=list)  # distinct recorded op inputs
     warnings: list[str] = field(default_factory=list)
+    event_count: int = 0
 
     @property
     def has_device_activity(self) -> bool:
         return len(self.device) > 0
 
+    def op_args(self, pos: int) -> dict:
+        """The recorded inputs of op row `pos` (Input Dims, Input type, Input Strides, Concrete Inputs)."""
+        return self.args_table[int(self.ops.args_id.iat[pos])]
 
-def _ns(us) -> int:
-    return int(round(float(us) * 1000.0))
+
+@contextmanager
+def _gc_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
-def load_events(path: str | Path) -> tuple[dict, list[dict]]:
-    """The trace's top-level metadata and its event list, or a TraceFormatError saying why not."""
-    path = Path(path)
+def _read(path: Path) -> bytes:
     try:
         data = jsonio.read_bytes(path)
     except FileNotFoundError:
         raise TraceFormatError(str(path), "no such file") from None
     except IsADirectoryError:
         raise TraceFormatError(str(path), "is a folder, not a trace file") from None
-    except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
-    if not data.strip():
+    except OSError as exc:
+        raise TraceFormatError(str(path), f"cannot be read ({exc.strerror or exc})") from None
+    if not data[:4096].strip() and not data.strip():  # the whole-file strip only for a blank start
         raise TraceFormatError(str(path), "is empty")
+    return data
+
+
+def _loads(path: Path, data: bytes, offset: int = 0) -> Any:
     try:
-        doc = jsonio.loads(data)
+        return jsonio.loads(data)
     except jsonio.JSONDecodeError as exc:
         pos = getattr(exc, "pos", None)
-        where = f" at byte {pos}" if pos is not None else ""
+        where = f" at byte {offset + pos}" if pos is not None else ""
         raise TraceFormatError(str(path), f"invalid JSON{where} ({exc})") from None
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(str(path), f"not UTF-8 text at byte {exc.start}") from None
+        raise TraceFormatError(str(path), f"not UTF-8 text at byte {offset + exc.start}") from None
+
+
+def _split(doc: Any, path: Path) -> tuple[dict, list]:
     if isinstance(doc, list):  # the JSON Array Format of the Trace Event spec
-        meta, events = {}, doc
-    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-        meta = {k: v for k, v in doc.items() if k != "traceEvents"}
-        events = doc["traceEvents"]
-    else:
-        raise TraceFormatError(
-            str(path), "not a Chrome trace: expected an object with a 'traceEvents' list"
-        )
-    return meta, events
+        return {}, doc
+    if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        return {k: v for k, v in doc.items() if k != "traceEvents"}, doc["traceEvents"]
+    raise TraceFormatError(str(path), "not a Chrome trace: expected an object with a 'traceEvents' list")
 
 
-def _int(v, default=NO_ID) -> int:
-    if v is None:
-        return default
+def load_events(path: str | Path) -> tuple[dict, list]:
+    """The trace's top-level metadata and its whole event list (small traces)."""
+    path = Path(path)
+    data = _read(path)
+    with _gc_paused():
+        return _split(_loads(path, data), path)
+
+
+class _NotStreamable(Exception):
+    """The file's layout is not one event per indented block: parse it whole instead."""
+
+
+HEAD_LIMIT = 64 << 20  # the metadata before "traceEvents" is small; past this, parse whole
+
+
+def _open_stream(path: Path):
+    fh = open(path, "rb")
+    head = fh.read(2)
+    fh.seek(0)
+    if head == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=fh)
+    return fh
+
+
+def _stream_events(path: Path, on_meta):
+    """Yield (byte offset, event list) chunk by chunk, reading the file as it goes.
+
+    Memory stays near one chunk: the file is never held whole. Calls `on_meta(meta)`
+    with the top-level metadata (everything but the event list) at the end. Raises
+    _NotStreamable, before yielding anything, when the layout does not allow it.
+    """
     try:
-        return int(v)
-    except (TypeError, ValueError):
-        return default
-
-
-def _triple(v) -> tuple[int, int, int]:
-    if isinstance(v, list) and len(v) == 3:
+        stream = _open_stream(path)
+    except OSError as exc:
+        raise TraceFormatError(str(path), f"cannot be read ({exc.strerror or exc})") from None
+    with stream:
         try:
-            return int(v[0]), int(v[1]), int(v[2])
-        except (TypeError, ValueError):
-            pass
-    return (0, 0, 0)
+            head = bytearray()
+            while True:
+                block = stream.read(1 << 20)
+                head += block
+                key = head.find(b'"traceEvents"')
+                if key >= 0:
+                    colon = head.find(b":", key + 13)
+                    bracket = head.find(b"[", colon + 1) if colon >= 0 else -1
+                    first = bracket + 1
+                    while 0 < first < len(head) and head[first] in b" \t\r\n":
+                        first += 1
+                    if bracket >= 0 and first < len(head):
+                        break
+                if not block or len(head) > HEAD_LIMIT:
+                    raise _NotStreamable()
+            if head[key + 13:colon].strip() or head[colon + 1:bracket].strip():
+                raise _NotStreamable()
+            indent = bytes(head[bracket + 1:first])
+            if b"\n" not in indent or head[first] != ord("{"):
+                raise _NotStreamable()
+            indent = indent[indent.rfind(b"\n"):]
+            boundary = b"}," + indent + b"{"
+            ending = b"}" + indent + b"]"
+            prefix = bytes(head[:key])
+            consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
+            buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
+            del head
+            eof = False
+            while True:
+                if not eof:
+                    block = stream.read(CHUNK_BYTES)
+                    if block:
+                        buf += block
+                    else:
+                        eof = True
+                if not eof:
+                    k = buf.rfind(boundary)
+                    if k < 0 or k < CHUNK_BYTES // 2 and len(buf) < 4 * CHUNK_BYTES:
+                        continue  # read on until a chunk's worth of whole events is buffered
+                    stop = k + 1
+                else:
+                    end = buf.find(ending)
+                    if end < 0:
+                        raise TraceFormatError(str(path), "ends before its event list is closed (truncated?)")
+                    stop = end + 1
+                    trailer = bytes(buf[stop + len(ending) - 1:])
+                saved = buf[stop]
+                buf[0], buf[stop] = 0x5B, 0x5D
+                chunk = _loads(path, memoryview(buf)[:stop + 1], offset=consumed)
+                buf[stop] = saved
+                yield consumed, chunk
+                del chunk
+                if eof:
+                    on_meta(_split(_loads(path, prefix + b'"traceEvents": []' + trailer), path)[0])
+                    return
+                del buf[1:stop + 1]  # keep the spare byte; the next chunk starts after the comma
+                consumed += stop + 1
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
 
 
-def read_trace(path: str | Path) -> RawTrace:
-    """Parse a Chrome trace written by torch.profiler into event tables."""
-    meta, events = load_events(path)
-    return tabulate(str(path), meta, events)
+class _Tables:
+    """Column accumulators for one trace: each chunk's dicts become numpy arrays, then are dropped.
+
+    Per event only the fields are picked out (one pass, local names bound once);
+    conversions (microseconds to integer nanoseconds, ids to int64) run vectorized
+    per chunk, and names are kept as codes into one list of distinct names.
+    """
+
+    def __init__(self):
+        self.parts: dict[str, dict[str, list[np.ndarray]]] = {"ops": {}, "ann": {}, "lau": {}, "dev": {}}
+        self.args_ids: dict[bytes, int] = {}
+        self.args_table: list[dict] = []
+        self.names: dict[str, int] = {}
+        self.threads: dict[str, int] = {}  # non-numeric pid/tid strings -> negative codes
+        self.skipped = 0
+        self.count = 0
+
+    def add(self, events: list, base: int) -> None:
+        self.count += len(events)
+        names = self.names
+        name_code = names.setdefault
+        o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args = ([] for _ in range(8))
+        a_idx, a_name, a_pid, a_tid, a_ts, a_dur = ([] for _ in range(6))
+        l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext = ([] for _ in range(8))
+        d_idx, d_kind, d_name, d_pid, d_tid, d_ts, d_dur, d_corr, d_ext, d_stream, d_dev = ([] for _ in range(11))
+        d_grid, d_block, d_regs, d_smem, d_bps, d_wps, d_bytes = ([] for _ in range(7))
+        args_ids, args_table = self.args_ids, self.args_table
+        dumps = jsonio.dumps
+        empty: dict = {}
+        for i, ev in enumerate(events, base):
+            if type(ev) is not dict or ev.get("ph") != "X":
+                continue
+            cat = ev.get("cat")
+            if type(cat) is not str or cat not in _TABLE_CATS:
+                continue
+            ts = ev.get("ts")
+            if type(ts) not in (float, int):
+                self.skipped += 1
+                continue
+            dur = ev.get("dur", 0)
+            if type(dur) not in (float, int):
+                self.skipped += 1
+                continue
+            args = ev.get("args")
+            if type(args) is not dict:
+                args = empty
+            name = ev.get("name")
+            code = name_code(name if type(name) is str else str(name), len(names))
+            if cat == "cpu_op":
+                o_idx.append(i)
+                o_name.append(code)
+                o_pid.append(ev.get("pid"))
+                o_tid.append(ev.get("tid"))
+                o_ts.append(ts)
+                o_dur.append(dur)
+                o_ext.append(args.get("External id"))
+                g = args.get
+                key = dumps((g("Input Dims"), g("Input type"), g("Input Strides"), g("Concrete Inputs")))
+                aid = args_ids.get(key)
+                if aid is None:
+                    aid = args_ids[key] = len(args_table)
+                    args_table.append({k: g(k) for k in ARG_KEYS if g(k) is not None})
+                o_args.append(aid)
+            elif cat == "user_annotation":
+                a_idx.append(i)
+                a_name.append(code)
+                a_pid.append(ev.get("pid"))
+                a_tid.append(ev.get("tid"))
+                a_ts.append(ts)
+                a_dur.append(dur)
+            elif cat in LAUNCH_CATS:
+                l_idx.append(i)
+                l_name.append(code)
+                l_pid.append(ev.get("pid"))
+                l_tid.append(ev.get("tid"))
+                l_ts.append(ts)
+                l_dur.append(dur)
+                l_corr.append(args.get("correlation"))
+                l_ext.append(args.get("External id"))
+            else:
+                d_idx.append(i)
+                d_kind.append(cat)
+                d_name.append(code)
+                d_pid.append(ev.get("pid"))
+                d_tid.append(ev.get("tid"))
+                d_ts.append(ts)
+                d_dur.append(dur)
+                d_corr.append(args.get("correlation"))
+                d_ext.append(args.get("External id"))
+                d_stream.append(args.get("stream", ev.get("tid")))
+                d_dev.append(args.get("device", ev.get("pid")))
+                d_grid.append(args.get("grid"))
+                d_block.append(args.get("block"))
+                d_regs.append(args.get("registers per thread"))
+                d_smem.append(args.get("shared memory"))
+                d_bps.append(args.get("blocks per SM"))
+                d_wps.append(args.get("warps per SM"))
+                d_bytes.append(args.get("bytes"))
+        thr = self._thread_ids
+        self._store("ops", idx=_ints(o_idx), name=np.asarray(o_name, np.int64), pid=thr(o_pid),
+                    tid=thr(o_tid), ts_ns=_ns(o_ts), dur_ns=_ns(o_dur), ext_id=_ids(o_ext),
+                    args_id=np.asarray(o_args, np.int64))
+        self._store("ann", idx=_ints(a_idx), name=np.asarray(a_name, np.int64), pid=thr(a_pid), tid=thr(a_tid),
+                    ts_ns=_ns(a_ts), dur_ns=_ns(a_dur))
+        self._store("lau", idx=_ints(l_idx), name=np.asarray(l_name, np.int64), pid=thr(l_pid), tid=thr(l_tid),
+                    ts_ns=_ns(l_ts), dur_ns=_ns(l_dur), correlation=_ids(l_corr), ext_id=_ids(l_ext))
+        gx, gy, gz = _triples(d_grid)
+        bx, by, bz = _triples(d_block)
+        self._store("dev", idx=_ints(d_idx), kind=np.asarray([DEVICE_CATS[c] for c in d_kind], dtype=object),
+                    name=np.asarray(d_name, np.int64), pid=thr(d_pid), tid=thr(d_tid), ts_ns=_ns(d_ts),
+                    dur_ns=_ns(d_dur), correlation=_ids(d_corr), ext_id=_ids(d_ext), stream=_ids(d_stream),
+                    device_index=_ids(d_dev), grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
+                    registers_per_thread=_ids(d_regs, 0), shared_memory_bytes=_ids(d_smem, 0),
+                    blocks_per_sm=_floats(d_bps), warps_per_sm=_floats(d_wps), transfer_bytes=_ids(d_bytes, 0))
+
+    def _thread_ids(self, values: list) -> np.ndarray:
+        """pid/tid as int64 (Kineto writes ints); any other value gets a stable negative code."""
+        try:
+            return np.asarray(values, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            codes = self.threads
+            out = []
+            for v in values:
+                if type(v) is int:
+                    out.append(v)
+                else:
+                    out.append(-1 - codes.setdefault(str(v), len(codes)))
+            return np.asarray(out, dtype=np.int64)
+
+    def _store(self, table: str, **cols: np.ndarray) -> None:
+        part = self.parts[table]
+        for k, v in cols.items():
+            part.setdefault(k, []).append(v)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        names = np.array(list(self.names), dtype=object)
+        out = {}
+        for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
+            cols = {k: np.concatenate(v) if v else np.array([]) for k, v in self.parts[table].items()}
+            if "name" in cols:
+                codes = cols["name"].astype(np.int64)
+                cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
+            # object columns stay object (pandas would otherwise convert every string to Arrow)
+            out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
+                                     for k, v in cols.items()})
+        return out
+
+
+def _ints(values: list) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+def _ns(values: list) -> np.ndarray:
+    """Microseconds (float or int) to integer nanoseconds."""
+    return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
+
+
+def _ids(values: list, default: int = NO_ID) -> np.ndarray:
+    """Integer ids; None, bools and anything not a number become `default`."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)  # None -> nan
+    except (TypeError, ValueError):
+        arr = np.array([_num(v) for v in values], dtype=np.float64)
+    bad = ~np.isfinite(arr)
+    out = np.where(bad, default, arr).astype(np.int64)
+    return out
+
+
+def _num(v) -> float:
+    if v is None or isinstance(v, bool):
+        return np.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return np.nan
+
+
+def _floats(values: list) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = np.array([_num(v) for v in values], dtype=np.float64)
+    return np.nan_to_num(arr, nan=0.0)
+
+
+def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    out = np.zeros((len(values), 3), dtype=np.int64)
+    for i, v in enumerate(values):
+        if type(v) is list and len(v) == 3:
+            try:
+                out[i] = (int(v[0]), int(v[1]), int(v[2]))
+            except (TypeError, ValueError, OverflowError):
+                pass
+    return out[:, 0], out[:, 1], out[:, 2]
+
+
+_TABLE_CATS = {"cpu_op", "user_annotation", *LAUNCH_CATS, *DEVICE_CATS}
+DEV_COLUMNS = ("idx", "kind", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation", "ext_id", "stream",
+               "device_index", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+               "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "transfer_bytes")
+DEV_INTS = ("idx", "ts_ns", "dur_ns", "correlation", "ext_id", "stream", "device_index", "grid_x", "grid_y",
+            "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "shared_memory_bytes",
+            "transfer_bytes")
+
+
+def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
+    """Parse a Chrome trace written by torch.profiler into event tables.
+
+    `keep_events=False` (ingesting large traces) parses the event array chunk by
+    chunk and keeps no event dicts; `True` keeps them for writing an enriched copy.
+    """
+    path = Path(path)
+    tables = _Tables()
+    meta: dict = {}
+    events = None
+    with _gc_paused():
+        streamed = False
+        if not keep_events:
+            tables_s = _Tables()
+            got: list[dict] = []
+            try:
+                base = 0
+                for _offset, chunk in _stream_events(path, got.append):
+                    tables_s.add(chunk, base)
+                    base += len(chunk)
+                streamed = True
+                tables, meta = tables_s, got[0]
+            except _NotStreamable:
+                pass
+        if not streamed:
+            data = _read(path)
+            meta, events = _split(_loads(path, data), path)
+            del data
+            tables.add(events, 0)
+        frames = tables.frames()
+    warnings = []
+    if tables.skipped:
+        warnings.append(f"{tables.skipped} complete events without a usable ts/dur were skipped")
+    return RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
+                    args_table=tables.args_table, warnings=warnings, event_count=tables.count, **frames)
 
 
 def tabulate(path: str, meta: dict, events: list) -> RawTrace:
-    ops: dict[str, list] = {k: [] for k in ("idx", "name", "pid", "tid", "ts_ns", "dur_ns", "ext_id")}
-    ann: dict[str, list] = {k: [] for k in ("idx", "name", "pid", "tid", "ts_ns", "dur_ns")}
-    lau: dict[str, list] = {
-        k: [] for k in ("idx", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation", "ext_id")
-    }
-    dev_cols = ("idx", "kind", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation", "ext_id",
-                "stream", "device_index", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
-                "block_z", "registers_per_thread", "shared_memory_bytes", "blocks_per_sm",
-                "warps_per_sm", "transfer_bytes")
-    dev: dict[str, list] = {k: [] for k in dev_cols}
-    skipped = 0
-    for i, ev in enumerate(events):
-        if not isinstance(ev, dict) or ev.get("ph") != "X":
-            continue
-        cat = ev.get("cat")
+    """Tables of an event list already in memory (events are kept)."""
+    tables = _Tables()
+    with _gc_paused():
+        tables.add(events, 0)
+        frames = tables.frames()
+    return RawTrace(path=path, meta=meta, events=events, args_table=tables.args_table,
+                    event_count=tables.count, **frames)
+
+
+def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]:
+    """The trace's metadata and the events at positions `wanted` (in file order), chunk by chunk.
+
+    Used to write a small enriched trace of a large one (`wlprof ingest --chrome-top`)
+    without holding every event at once. Metadata events (`ph` "M") are kept too, so
+    viewers name the processes and threads.
+    """
+    path = Path(path)
+    out: list[dict] = []
+
+    def keep(e, i):
+        return i in wanted or (isinstance(e, dict) and e.get("ph") == "M")
+
+    with _gc_paused():
+        got: list[dict] = []
         try:
-            ts, dur = _ns(ev["ts"]), _ns(ev.get("dur", 0))
-        except (KeyError, TypeError, ValueError):
-            skipped += 1
-            continue
-        args = ev.get("args")
-        if not isinstance(args, dict):
-            args = {}
-        name = ev.get("name")
-        if not isinstance(name, str):
-            name = str(name)
-        if cat == "cpu_op":
-            ops["idx"].append(i)
-            ops["name"].append(name)
-            ops["pid"].append(ev.get("pid"))
-            ops["tid"].append(ev.get("tid"))
-            ops["ts_ns"].append(ts)
-            ops["dur_ns"].append(dur)
-            ops["ext_id"].append(_int(args.get("External id")))
-        elif cat == "user_annotation":
-            ann["idx"].append(i)
-            ann["name"].append(name)
-            ann["pid"].append(ev.get("pid"))
-            ann["tid"].append(ev.get("tid"))
-            ann["ts_ns"].append(ts)
-            ann["dur_ns"].append(dur)
-        elif cat in LAUNCH_CATS:
-            lau["idx"].append(i)
-            lau["name"].append(name)
-            lau["pid"].append(ev.get("pid"))
-            lau["tid"].append(ev.get("tid"))
-            lau["ts_ns"].append(ts)
-            lau["dur_ns"].append(dur)
-            lau["correlation"].append(_int(args.get("correlation")))
-            lau["ext_id"].append(_int(args.get("External id")))
-        elif cat in DEVICE_CATS:
-            gx, gy, gz = _triple(args.get("grid"))
-            bx, by, bz = _triple(args.get("block"))
-            dev["idx"].append(i)
-            dev["kind"].append(DEVICE_CATS[cat])
-            dev["name"].append(name)
-            dev["pid"].append(ev.get("pid"))
-            dev["tid"].append(ev.get("tid"))
-            dev["ts_ns"].append(ts)
-            dev["dur_ns"].append(dur)
-            dev["correlation"].append(_int(args.get("correlation")))
-            dev["ext_id"].append(_int(args.get("External id")))
-            dev["stream"].append(_int(args.get("stream", ev.get("tid"))))
-            dev["device_index"].append(_int(args.get("device", ev.get("pid"))))
-            dev["grid_x"].append(gx)
-            dev["grid_y"].append(gy)
-            dev["grid_z"].append(gz)
-            dev["block_x"].append(bx)
-            dev["block_y"].append(by)
-            dev["block_z"].append(bz)
-            dev["registers_per_thread"].append(_int(args.get("registers per thread"), 0))
-            dev["shared_memory_bytes"].append(_int(args.get("shared memory"), 0))
-            dev["blocks_per_sm"].append(float(args.get("blocks per SM", np.nan) or 0.0))
-            dev["warps_per_sm"].append(float(args.get("warps per SM", np.nan) or 0.0))
-            dev["transfer_bytes"].append(_int(args.get("bytes"), 0))
-    warnings = []
-    if skipped:
-        warnings.append(f"{skipped} complete events without a usable ts/dur were skipped")
-    return RawTrace(
-        path=path,
-        meta=meta,
-        events=events,
-        ops=_frame(ops, ints=("idx", "ts_ns", "dur_ns", "ext_id")),
-        annotations=_frame(ann, ints=("idx", "ts_ns", "dur_ns")),
-        launches=_frame(lau, ints=("idx", "ts_ns", "dur_ns", "correlation", "ext_id")),
-        device=_frame(dev, ints=("idx", "ts_ns", "dur_ns", "correlation", "ext_id", "stream",
-                                 "device_index", "grid_x", "grid_y", "grid_z", "block_x",
-                                 "block_y", "block_z", "registers_per_thread",
-                                 "shared_memory_bytes", "transfer_bytes")),
-        warnings=warnings,
-    )
-
-
-def _frame(cols: dict[str, list], ints: tuple[str, ...]) -> pd.DataFrame:
-    df = pd.DataFrame(cols)
-    for c in ints:
-        df[c] = df[c].astype("int64") if len(df) else pd.Series([], dtype="int64")
-    # pid/tid are ints in Kineto's output but strings in some viewers' traces
-    for c in ("pid", "tid"):
-        if c in df:
-            df[c] = df[c].astype(str)
-    return df
+            base = 0
+            for _offset, chunk in _stream_events(path, got.append):
+                out.extend(e for i, e in enumerate(chunk, base) if keep(e, i))
+                base += len(chunk)
+            return got[0], out
+        except _NotStreamable:
+            meta, events = _split(_loads(path, _read(path)), path)
+            return meta, [e for i, e in enumerate(events) if keep(e, i)]

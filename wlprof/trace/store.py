@@ -27,6 +27,7 @@ from typing import Any
 
 from wlprof import schema
 from wlprof.errors import InputError, StoreError
+from wlprof.memory import release
 from wlprof.trace import jsonio
 
 MANIFEST = "_manifest.json"
@@ -48,13 +49,22 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_parquet(path: Path, table) -> None:
+ROW_GROUP = 16_384  # rows converted to Arrow at a time: a wide kernels row is ~1 KB there
+
+
+def atomic_write_parquet(path: Path, df, table: str) -> None:
+    """Write DataFrame `df` as wlprof table `table`, converted and written one row group at a time
+    (a million-row table never exists twice in memory), to a temporary name then renamed."""
     import pyarrow.parquet as pq
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        with pq.ParquetWriter(tmp, schema.arrow_schema(table), compression="zstd") as writer:
+            for start in range(0, max(len(df), 1), ROW_GROUP):
+                writer.write_table(schema.conform(df.iloc[start:start + ROW_GROUP], table))
+                if len(df) > ROW_GROUP:
+                    release()
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -96,15 +106,25 @@ def utcnow() -> str:
 
 
 class RunWriter:
-    """Creates a run folder and writes its points and manifest, each file atomically."""
+    """Creates a run folder and writes its points and manifest, each file atomically.
 
-    def __init__(self, root: str | Path, workload: str, manifest: dict[str, Any]):
+    With `staged=True` the run is written under a hidden name (`.staging-<run_id>`,
+    skipped by every reader) and appears under its run id only at `finish`; `abort`
+    removes it. `wlprof ingest` stages, so a failed ingest leaves the store as it was.
+    """
+
+    def __init__(self, root: str | Path, workload: str, manifest: dict[str, Any], prefix: str | None = None,
+                 staged: bool = False):
         root = Path(root)
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
         for _ in range(100):
-            run_id = f"{slug(workload, 16)}-{stamp}-{secrets.token_hex(2)}"
+            run_id = f"{slug(prefix or workload, 24)}-{stamp}-{secrets.token_hex(2)}"
+            final = root / run_id
+            path = root / f".staging-{run_id}" if staged else final
+            if final.exists():
+                continue
             try:
-                (root / run_id).mkdir(parents=True)  # exclusive: concurrent runs never share a folder
+                path.mkdir(parents=True)  # exclusive: concurrent runs never share a folder
                 break
             except FileExistsError:
                 continue
@@ -112,7 +132,9 @@ class RunWriter:
             raise StoreError(f"could not create a new run folder under {root}")
         self.root = root
         self.run_id = run_id
-        self.path = root / run_id
+        self.path = path
+        self.final_path = final
+        self.staged = staged
         for sub in ("_ops", "_steps", "_chrome"):
             (self.path / sub).mkdir()
         self.manifest = dict(manifest)
@@ -133,16 +155,38 @@ class RunWriter:
         """Write one finished point's tables (DataFrames) and Chrome trace; return its file map."""
         stem = self.point_stem(index, variant)
         files: dict[str, str] = {}
-        for table, df in tables.items():
-            sub = TABLE_DIRS[table]
-            path = (self.path / sub / f"{stem}.parquet") if sub else (self.path / f"{stem}.parquet")
-            atomic_write_parquet(path, schema.conform(df, table))
-            files[table] = str(path.relative_to(self.path))
         if chrome is not None:
             path = self.path / "_chrome" / f"{stem}.json.gz"
             atomic_write_bytes(path, chrome)
             files["chrome"] = str(path.relative_to(self.path))
+        # the kernels file last: `pandas.read_parquet(traces)` never sees a point whose other
+        # tables are missing (a process killed in between leaves only hidden-folder files)
+        for table in sorted(tables, key=lambda t: t == "kernels"):
+            sub = TABLE_DIRS[table]
+            path = (self.path / sub / f"{stem}.parquet") if sub else (self.path / f"{stem}.parquet")
+            atomic_write_parquet(path, tables[table], table)
+            files[table] = str(path.relative_to(self.path))
         return files
+
+    @classmethod
+    def reopen(cls, root: str | Path, run_id: str) -> RunWriter:
+        """An existing run, to finish its pending points (`--resume`)."""
+        path = run_dir(root, run_id)
+        manifest = read_manifest(path)
+        self = cls.__new__(cls)
+        self.root, self.run_id, self.path, self.final_path, self.staged = Path(root), run_id, path, path, False
+        self.manifest = manifest
+        self.manifest.update(status="running", pid=os.getpid(), host=socket.gethostname(), resumed_at=utcnow())
+        self.write_manifest()
+        return self
+
+    def point_done(self, index: int) -> bool:
+        """True when point `index` finished: marked ok, with its files on disk."""
+        pts = self.manifest.get("points", [])
+        if index >= len(pts) or pts[index].get("status") != "ok":
+            return False
+        files = pts[index].get("files") or {}
+        return all(k in files and (self.path / files[k]).exists() for k in ("kernels", "ops", "steps"))
 
     def write_raw_trace(self, index: int, variant: str, raw: Path) -> str:
         """Keep torch.profiler's own trace beside the enriched one, gzipped."""
@@ -156,6 +200,16 @@ class RunWriter:
         self.manifest["status"] = status
         self.manifest["finished_at"] = utcnow()
         self.write_manifest()
+        if self.staged:
+            os.rename(self.path, self.final_path)  # atomic on one file system; refuses to replace a folder
+            self.path = self.final_path
+
+    def abort(self) -> None:
+        """Remove a staged run (nothing of it was ever visible)."""
+        import shutil
+
+        if self.staged and self.path.exists():
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
@@ -196,6 +250,8 @@ def list_runs(root: str | Path) -> list[dict[str, Any]]:
         return []
     runs = []
     for child in sorted(root.iterdir()):
+        if child.name.startswith((".", "_")):
+            continue  # staged (being written) or not a run
         if child.is_dir() and (child / MANIFEST).exists():
             try:
                 m = read_manifest(child)

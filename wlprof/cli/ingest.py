@@ -1,0 +1,56 @@
+"""`wlprof ingest PATH`: a torch.profiler trace (or a folder of per-rank traces) into the traces folder."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wlprof.cli.common import DEFAULT_OUT, OutOption, console, handle_errors
+
+
+@handle_errors
+def ingest(
+    path: Annotated[Path, typer.Argument(help="A trace (.json or .json.gz) or a folder of per-rank traces.")],
+    out: OutOption = DEFAULT_OUT,
+    name: Annotated[str | None, typer.Option("--name", help="Name the run (its id starts with it).")] = None,
+    chrome_top: Annotated[int | None, typer.Option(
+        "--chrome-top", help="Also write an enriched Chrome trace of the N longest kernels.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Per-kernel FLOPs, bytes and achieved rates for any torch.profiler trace, through wlprof's parser."""
+    import time
+
+    from rich.table import Table
+
+    from wlprof.ingest import ingest as run_ingest
+
+    err = console(stderr=True)
+    t0 = time.perf_counter()
+
+    def progress(i: int, n: int, name_: str) -> None:
+        if not quiet:
+            err.print(f"[dim]reading {i + 1}/{n}: {name_}[/dim]")
+
+    command = "wlprof " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    res = run_ingest(path, out, name=name, chrome_top=chrome_top, command=command, progress=progress)
+    con = console()
+    t = Table(title=f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", title_justify="left")
+    for col in ("file", "rank", "events", "kernel rows", "kernel time (ms)", "unknown FLOPs (share of time)",
+                "longest unknown ops"):
+        t.add_column(col)
+    for f in res.files:
+        share = f.unknown_us / f.kernel_us if f.kernel_us else float("nan")
+        t.add_row(Path(f.path).name, str(f.rank), f"{f.events:,}", f"{f.kernels:,}", f"{f.kernel_us / 1e3:,.2f}",
+                  f"{share:.1%}", ", ".join(f"{op} {us / 1e3:,.2f} ms" for op, us in f.top_unknown[:3]))
+    con.print(t)
+    con.print(f"{res.unknown_share:.1%} of kernel time has no FLOP formula (kept as flops_source = unknown)")
+    con.print(f"ceilings: {res.ceilings_origin}")
+    con.print(f"written: {res.path}  (pandas.read_parquet({str(out)!r}), or wlprof.load({str(out)!r}, "
+              f"run_id={res.run_id!r}))")
+    for f in res.files:
+        if f.chrome:
+            con.print(f"Chrome trace of the longest kernels (Perfetto): {res.path / f.chrome}")

@@ -1,0 +1,213 @@
+"""`wlprof ingest`: any torch.profiler trace through the same parser, join and cost registry.
+
+A file, or a folder of per-rank files (`tensorboard_trace_handler` output), becomes a
+run in the traces folder with workload "ingest": one sweep point per file, a `rank`
+column (the trace's `distributedInfo.rank`, else the file's order) and its
+`source_file`. Kernels with no launching op are kept and flagged (`has_op`), ops with
+no formula stay `unknown`, and the summary says what share of GPU time that is.
+
+The run is staged under a hidden name and appears only when every file has been
+read: a bad file leaves the store as it was. Large traces are parsed chunk by chunk
+(`wlprof.trace.parse`) and no event is kept; `chrome_top=N` re-reads the file once
+more to write an enriched trace of the N longest kernels, small enough for Perfetto.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wlprof.errors import InputError, TraceFormatError, WlprofError
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+@dataclass
+class IngestedFile:
+    path: str
+    rank: int
+    events: int
+    kernels: int
+    kernel_us: float
+    unknown_us: float
+    top_unknown: list[tuple[str, float]] = field(default_factory=list)
+    chrome: str | None = None
+
+
+@dataclass
+class IngestResult:
+    run_id: str
+    path: Path
+    files: list[IngestedFile]
+    ceilings_origin: str
+
+    @property
+    def unknown_share(self) -> float:
+        total = sum(f.kernel_us for f in self.files)
+        return sum(f.unknown_us for f in self.files) / total if total else float("nan")
+
+
+def trace_files(path: str | Path, arg: str = "PATH") -> list[Path]:
+    """The trace files of a file or folder argument, sorted; an InputError when there are none."""
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    if p.is_dir():
+        files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith((".", "_"))
+                       and f.name.endswith(TRACE_SUFFIXES))
+        if not files:
+            raise InputError(arg, "must be a trace file or a folder holding *.json or *.json.gz traces", str(p))
+        return files
+    raise InputError(arg, "must be an existing trace file or folder", str(p))
+
+
+def _rank(meta: dict, default: int) -> int:
+    info = meta.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return info["rank"]
+    return default
+
+
+def _device(meta: dict, has_device: bool) -> tuple[str, str]:
+    props = meta.get("deviceProperties")
+    if has_device:
+        name = props[0].get("name") if isinstance(props, list) and props and isinstance(props[0], dict) else None
+        return "cuda", str(name or "unknown GPU")
+    return "cpu", str(meta.get("host_name") or "cpu")
+
+
+def _ceilings(device_type: str, device_name: str, meta: dict):
+    """Measured ceilings for the trace's device, if this machine cached them; datasheets are never used."""
+    from wlprof import ceilings as C
+
+    if device_type == "cpu" and meta.get("host_name") not in (None, socket.gethostname()):
+        return None, f"no ceilings: the trace comes from another host ({meta.get('host_name')})"
+    path = C.cache_path(device_type, device_name if device_type == "cuda" else _this_cpu())
+    if path.exists():
+        from wlprof.trace import jsonio
+
+        try:
+            return C.Ceilings.from_dict(jsonio.loads(path.read_bytes())), f"cache: {path}"
+        except (ValueError, TypeError, KeyError):
+            pass
+    return None, (f"no measured ceilings for {device_name} (run `wlprof calibrate` on that device): "
+                  "no roofline columns; datasheet values are never used in their place")
+
+
+def _this_cpu() -> str:
+    from wlprof.device import cpu_model
+
+    return cpu_model()
+
+
+def ingest(path: str | Path, out: str | Path = "traces", name: str | None = None, chrome_top: int | None = None,
+           command: str | None = None, progress: Callable[[int, int, str], None] | None = None) -> IngestResult:
+    """Read every trace of `path` into a new run under `out`; nothing is written unless all succeed."""
+    import pandas as pd
+
+    from wlprof import study
+    from wlprof.cost.annotate import annotate
+    from wlprof.memory import release
+    from wlprof.steps import summarize
+    from wlprof.trace.join import join
+    from wlprof.trace.parse import read_trace
+    from wlprof.trace.store import RUN_ID_RE, RunWriter, check_writable, slug
+
+    if name is not None and not RUN_ID_RE.match(slug(name)):
+        raise InputError("--name", "must contain letters or digits", name)
+    if chrome_top is not None and chrome_top < 1:
+        raise InputError("--chrome-top", "must be a positive number of kernels", chrome_top)
+    files = trace_files(path)
+    root = check_writable(out, "--out")
+    manifest: dict[str, Any] = {
+        "command": command, "study": {"name": name, "workload": "ingest", "source": str(path)},
+        "versions": study.versions(import_torch=False), "notes": [],
+        "points": [{"index": i, "variant": f.name, "source_file": str(f), "status": "pending"}
+                   for i, f in enumerate(files)],
+    }
+    writer = RunWriter(root, "ingest", manifest, prefix=name or "ingest", staged=True)
+    done: list[IngestedFile] = []
+    origin = ""
+    try:
+        for i, f in enumerate(files):
+            if progress:
+                progress(i, len(files), f.name)
+            trace = read_trace(f, keep_events=False)
+            release()
+            if len(trace.ops) + len(trace.device) + len(trace.launches) == 0:
+                raise TraceFormatError(str(f), "has no torch.profiler events (cpu_op, kernel, cuda_runtime): "
+                                                "not a torch.profiler trace")
+            joined = join(trace)
+            release()
+            device_type, device_name = _device(trace.meta, trace.has_device_activity)
+            ceilings, origin = _ceilings(device_type, device_name, trace.meta)
+            kernels, ops = annotate(joined, ceilings)
+            release()
+            rank = _rank(trace.meta, i)
+            variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
+            ident = {"run_id": writer.run_id, "workload": "ingest", "variant": variant, "point": i,
+                     "device_type": device_type, "device_name": device_name, "rank": rank,
+                     "source_file": str(f)}
+            for df in (kernels, ops):
+                for k, v in ident.items():
+                    df[k] = v
+            steps_n = int(kernels.step[kernels.step >= 0].nunique())
+            row = summarize(kernels, None, steps_n, None)
+            row.update(ident)
+            row["note"] = "; ".join(trace.warnings) or None
+            chrome = None
+            if chrome_top:
+                chrome = _top_chrome(f, trace.meta, kernels, joined, chrome_top, writer.run_id, variant)
+            unknown = kernels[kernels.flops_source == "unknown"]
+            top_unknown = (unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum()
+                           .sort_values(ascending=False).head(5))
+            files_written = writer.write_point(i, variant, {
+                "kernels": kernels, "ops": ops,
+                "steps": pd.DataFrame([row])}, chrome)
+            writer.manifest["points"][i].update(status="ok", files=files_written, rank=rank, events=trace.event_count)
+            writer.manifest.setdefault("device", {"type": device_type, "name": device_name})
+            writer.manifest["ceilings"] = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
+            writer.write_manifest()
+            done.append(IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
+                                     float(unknown.dur_us.sum()), list(top_unknown.items()),
+                                     files_written.get("chrome")))
+            del trace, joined, kernels, ops
+            release()
+        writer.finish("complete")
+    except (WlprofError, KeyboardInterrupt):
+        writer.abort()
+        raise
+    except BaseException:
+        writer.abort()
+        raise
+    return IngestResult(writer.run_id, writer.path, done, origin)
+
+
+def _top_chrome(path: Path, meta: dict, kernels, joined, top: int, run_id: str, variant: str) -> bytes:
+    """An enriched trace of the `top` longest kernels, their launches and ops, and every annotation."""
+    import numpy as np
+
+    from wlprof.schema import SCHEMA_VERSION
+    from wlprof.trace.enrich import enriched_trace
+    from wlprof.trace.parse import select_events
+
+    k = kernels.nlargest(top, "dur_us")
+    wanted = set(int(i) for i in k._event_idx)
+    launches = joined.trace.launches
+    corr = set(int(c) for c in k.correlation if c >= 0)
+    wanted |= set(int(i) for i in launches.idx[launches.correlation.isin(corr)])
+    pos = k._op_pos.to_numpy()
+    wanted |= set(int(i) for i in joined.ops.idx.to_numpy()[pos[pos >= 0]])
+    wanted |= set(int(i) for i in joined.trace.annotations.idx)
+    meta2, events = select_events(path, wanted)
+    order = sorted(wanted)
+    position = {e: p for p, e in enumerate(order)}
+    kept = [e for e in events if not (isinstance(e, dict) and e.get("ph") == "M")]
+    metas = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
+    sub = k.assign(_event_idx=np.array([position[int(i)] + len(metas) for i in k._event_idx]))
+    return enriched_trace(meta2 or meta, metas + kept, sub, {"run_id": run_id, "variant": variant,
+                                                             "schema_version": SCHEMA_VERSION,
+                                                             "top_kernels": top})
