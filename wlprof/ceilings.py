@@ -114,31 +114,14 @@ def save(ceilings: Ceilings) -> Path:
 
 
 def _median_us(fn, device, reps: int, warmup: int) -> float:
-    """Median of `reps` individually timed calls (device events on a GPU, perf_counter on the CPU)."""
-    import time
-
-    import torch
+    """Median of `reps` individually timed calls after `warmup` untimed ones."""
+    from wlprof.device import synchronize
+    from wlprof.timing import single_call_us
 
     for _ in range(warmup):
         fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        times = []
-        for _ in range(reps):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3)
-        return statistics.median(times)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(times)
+    synchronize(device)
+    return statistics.median(single_call_us(fn, device, reps))
 
 
 def calibrate(device, quick: bool = False) -> Ceilings:

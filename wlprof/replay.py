@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wlprof.cost import dtypes
+from wlprof.cost.registry import parse_scalar
 from wlprof.errors import WlprofError
 
 
@@ -28,21 +29,6 @@ def _loads(v):
     if v is None or isinstance(v, (list, tuple)):
         return v
     return json.loads(v)
-
-
-def _scalar(raw: str):
-    if raw in ("", None):
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        low = raw.strip().lower()
-        if low in ("true", "false"):
-            return low == "true"
-        try:
-            return float(raw)
-        except ValueError:
-            return raw
 
 
 def _tensor(dims, strides, type_str, device, gen):
@@ -127,7 +113,7 @@ def _replay_once(name: str, input_dims, input_types, input_strides, concrete_inp
         elif t == "TensorList":
             raise ReplayError(f"{name}: tensor-list inputs record no dtype and cannot be rebuilt")
         else:
-            args.append(_scalar(conc[i] if i < len(conc) else ""))
+            args.append(parse_scalar(conc[i] if i < len(conc) else ""))
     # The trace records every argument in schema order, keyword-only ones included
     # (addmm's beta and alpha): bind them by name against each overload until one runs.
     errors = []

@@ -55,6 +55,19 @@ class Timings:
         return xs[i]
 
 
+def single_call_us(step: Callable[[], object], device, reps: int) -> list[float]:
+    """`reps` individually timed calls, in µs: device events around each call on an idle GPU,
+    perf_counter on the CPU."""
+    if device.type == "cuda":
+        return _gpu_latency(step, reps)
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        out.append((time.perf_counter() - t0) * 1e6)
+    return out
+
+
 def _gpu_latency(step: Callable[[], object], reps: int) -> list[float]:
     import torch
 
@@ -123,14 +136,7 @@ def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, bat
               min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000, graph: bool = True) -> Timings:
     """Time an already warmed-up `step` on `device` without the profiler."""
     gpu = device.type == "cuda"
-    if gpu:
-        lat = _gpu_latency(step, latency_reps)
-    else:
-        lat = []
-        for _ in range(latency_reps):
-            t0 = time.perf_counter()
-            step()
-            lat.append((time.perf_counter() - t0) * 1e6)
+    lat = single_call_us(step, device, latency_reps)
     med = statistics.median(lat)
     per_batch = int(min(max_calls_per_batch, max(3, math.ceil(min_batch_ms * 1e3 / max(med, 1e-3)))))
 

@@ -129,21 +129,24 @@ class OpCall:
 
     def scalar(self, i: int):
         """Input i's concrete value parsed as JSON-ish ('1' -> 1, '[1, 0]' -> [1, 0], '' -> None)."""
-        if i >= len(self.concrete):
-            return None
-        raw = self.concrete[i]
-        if raw in ("", None):
-            return None
+        return parse_scalar(self.concrete[i]) if i < len(self.concrete) else None
+
+
+def parse_scalar(raw):
+    """A recorded `Concrete Inputs` string as a value: '1' -> 1, '[1, 0]' -> [1, 0], 'False' -> False,
+    '1.0000000000000001e-05' -> 1e-05, '' -> None; anything else stays the string it is."""
+    if raw in ("", None):
+        return None
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError):
+        low = str(raw).strip().lower()
+        if low in ("true", "false"):
+            return low == "true"
         try:
-            return json.loads(raw)
+            return float(raw)
         except (TypeError, ValueError):
-            low = str(raw).strip().lower()
-            if low in ("true", "false"):
-                return low == "true"
-            try:
-                return float(raw)
-            except ValueError:
-                return raw
+            return raw
 
 
 Formula = Callable[[OpCall], "Cost | None"]
