@@ -456,16 +456,6 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                     args_table=tables.args_table, warnings=warnings, event_count=tables.count, **frames)
 
 
-def tabulate(path: str, meta: dict, events: list) -> RawTrace:
-    """Tables of an event list already in memory (events are kept)."""
-    tables = _Tables()
-    with _gc_paused():
-        tables.add(events, 0)
-        frames = tables.frames()
-    return RawTrace(path=path, meta=meta, events=events, args_table=tables.args_table,
-                    event_count=tables.count, **frames)
-
-
 def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]:
     """The trace's metadata and the events at positions `wanted` (in file order), chunk by chunk.
 
