@@ -1,4 +1,8 @@
-"""Property tests: on any event stream the parser raises only wlprof's own errors, and the join holds."""
+"""Property tests: on any event stream the parser raises only wlprof's own errors, and the join holds.
+
+Derandomized so CI is reproducible; explore further with `pytest --hypothesis-seed=N` (seeds 1-13
+were run clean; seed 1 found the three bugs fixed in wlprof.trace.parse and OpCall.from_args).
+"""
 
 from __future__ import annotations
 
@@ -55,7 +59,8 @@ def _run(doc, tmp_path, layout):
     return trace, joined, kernels, ops
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(doc=docs, layout=st.sampled_from(["whole", "lines"]))
 def test_only_wlprof_errors_and_the_join_invariants_hold(tmp_path, doc, layout):
     got = _run(doc, tmp_path, layout)
@@ -78,7 +83,8 @@ def test_only_wlprof_errors_and_the_join_invariants_hold(tmp_path, doc, layout):
     assert (kernels.dur_us.dropna() >= -1e-3).all() or joined.device_trace
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=200))
 def test_arbitrary_bytes_raise_only_wlprof_errors(tmp_path, data):
     path = tmp_path / "b.json"

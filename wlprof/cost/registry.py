@@ -101,12 +101,15 @@ class OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
+        def strs(x):  # a recorded list of strings; anything else in a foreign trace is ignored
+            return tuple(v if isinstance(v, str) else "" for v in x) if isinstance(x, list) else ()
+
         return cls(
             name=name,
             dims=tup(args.get("Input Dims", [])),
-            types=tuple(args.get("Input type", [])),
+            types=strs(args.get("Input type", [])),
             strides=tup(args.get("Input Strides", [])),
-            concrete=tuple(args.get("Concrete Inputs", [])),
+            concrete=strs(args.get("Concrete Inputs", [])),
             ancestors=tuple(ancestors),
         )
 

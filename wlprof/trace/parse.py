@@ -332,16 +332,14 @@ class _Tables:
     def _thread_ids(self, values: list) -> np.ndarray:
         """pid/tid as int64 (Kineto writes ints); any other value gets a stable negative code."""
         try:
-            return np.asarray(values, dtype=np.int64)
+            arr = np.asarray(values, dtype=np.int64)
+            if arr.ndim == 1 and len(arr) == len(values):
+                return arr
         except (TypeError, ValueError, OverflowError):
-            codes = self.threads
-            out = []
-            for v in values:
-                if type(v) is int:
-                    out.append(v)
-                else:
-                    out.append(-1 - codes.setdefault(str(v), len(codes)))
-            return np.asarray(out, dtype=np.int64)
+            pass
+        codes = self.threads
+        return np.asarray([v if type(v) is int and abs(v) < 2**62 else -1 - codes.setdefault(str(v), len(codes))
+                           for v in values], dtype=np.int64)
 
     def _store(self, table: str, **cols: np.ndarray) -> None:
         part = self.parts[table]
@@ -371,19 +369,26 @@ def _ns(values: list) -> np.ndarray:
     return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
 
 
-def _ids(values: list, default: int = NO_ID) -> np.ndarray:
-    """Integer ids; None, bools and anything not a number become `default`."""
+def _numbers(values: list) -> np.ndarray:
+    """One float per value (None and non-numbers: NaN), fast when the values are plain numbers."""
     try:
         arr = np.asarray(values, dtype=np.float64)  # None -> nan
-    except (TypeError, ValueError):
-        arr = np.array([_num(v) for v in values], dtype=np.float64)
-    bad = ~np.isfinite(arr)
-    out = np.where(bad, default, arr).astype(np.int64)
-    return out
+        if arr.ndim == 1 and len(arr) == len(values):
+            return arr
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.array([_num(v) for v in values], dtype=np.float64).reshape(len(values))
+
+
+def _ids(values: list, default: int = NO_ID) -> np.ndarray:
+    """Integer ids; None, non-numbers and out-of-range values become `default`."""
+    arr = _numbers(values)
+    bad = ~np.isfinite(arr) | (np.abs(arr) > 2**62)
+    return np.where(bad, default, arr).astype(np.int64)
 
 
 def _num(v) -> float:
-    if v is None or isinstance(v, bool):
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float, str)):
         return np.nan
     try:
         return float(v)
@@ -392,11 +397,7 @@ def _num(v) -> float:
 
 
 def _floats(values: list) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        arr = np.array([_num(v) for v in values], dtype=np.float64)
-    return np.nan_to_num(arr, nan=0.0)
+    return np.nan_to_num(_numbers(values), nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
