@@ -43,7 +43,11 @@ def _sweep(trace: RawTrace):
     parents are positions in `trace.ops` (-1: none), regions the innermost
     non-step annotation's name, steps the number of the enclosing step annotation.
     """
-    ops, ann, lau = trace.ops, trace.annotations, trace.launches
+    ops, ann, lau_all = trace.ops, trace.annotations, trace.launches
+    # A launch whose External id names an op is placed by that op (done in `join`); only the
+    # others (CUDA-graph replays, launches outside any op) need placing by time.
+    unresolved = np.flatnonzero(~lau_all.ext_id.isin(ops.ext_id[ops.ext_id != NO_ID]).to_numpy())
+    lau = lau_all.iloc[unresolved]
     n_ops, n_ann, n_lau = len(ops), len(ann), len(lau)
     kind = np.concatenate([np.zeros(n_ann, np.int8), np.ones(n_ops, np.int8), np.full(n_lau, 2, np.int8)])
     pos = np.concatenate([np.arange(n_ann), np.arange(n_ops), np.arange(n_lau)])
@@ -63,9 +67,10 @@ def _sweep(trace: RawTrace):
     op_step = np.full(n_ops, -1, np.int64)
     ann_names = ann.name.tolist()
     ann_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in ann_names]
-    lau_parent = np.full(n_lau, -1, np.int64)
-    lau_region: list = [None] * n_lau
-    lau_step = np.full(n_lau, -1, np.int64)
+    n_all = len(lau_all)
+    lau_parent = np.full(n_all, -1, np.int64)
+    lau_region: list = [None] * n_all
+    lau_step = np.full(n_all, -1, np.int64)
 
     stack: list[tuple[int, int, object, int]] = []  # (end_ns, innermost op, region, step) for children
     current_thread = -1
@@ -92,20 +97,38 @@ def _sweep(trace: RawTrace):
             else:
                 stack.append((end, parent_op, ann_names[p], step))
         else:
-            lau_parent[p] = parent_op
-            lau_region[p] = region
-            lau_step[p] = step
+            q = unresolved[p]
+            lau_parent[q] = parent_op
+            lau_region[q] = region
+            lau_step[q] = step
+    # launches placed by their op
+    ext_to_op = pd.Series(np.arange(n_ops), index=ops.ext_id.to_numpy())
+    ext_to_op = ext_to_op[~ext_to_op.index.duplicated() & (ext_to_op.index != NO_ID)]
+    resolved = np.setdiff1d(np.arange(n_all), unresolved, assume_unique=True)
+    if len(resolved):
+        op_of = ext_to_op.reindex(lau_all.ext_id.to_numpy()[resolved]).to_numpy().astype(np.int64)
+        lau_parent[resolved] = op_of
+        lau_step[resolved] = op_step[op_of]
+        for q, o in zip(resolved.tolist(), op_of.tolist(), strict=True):
+            lau_region[q] = op_region[o]
     return op_parent, op_region, op_step, lau_region, lau_step, lau_parent
 
 
 def _flag_ops(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
     names = ops.name.to_numpy(dtype=object)
     n = len(ops)
-    is_view = np.fromiter((cost.is_view(x) for x in names), bool, n)
-    is_wrapper = np.fromiter((cost.is_wrapper(x) for x in names), bool, n)
-    has_formula = np.fromiter((cost.has_formula(x) for x in names), bool, n)
-    is_support = np.fromiter((x in cost.SUPPORT_OPS for x in names), bool, n)
-    aux = np.fromiter((cost.aux_children(x) for x in names), bool, n)
+    # the registry's answers per distinct name, then spread to the rows (a large trace has
+    # hundreds of thousands of ops and a few hundred names)
+    codes, uniq = pd.factorize(names) if n else (np.zeros(0, np.int64), np.array([], dtype=object))
+
+    def per_name(pred) -> np.ndarray:
+        return np.array([bool(pred(x)) for x in uniq], dtype=bool)[codes] if n else np.zeros(0, bool)
+
+    is_view = per_name(cost.is_view)
+    is_wrapper = per_name(cost.is_wrapper)
+    has_formula = per_name(cost.has_formula)
+    is_support = per_name(lambda x: x in cost.SUPPORT_OPS)
+    aux = per_name(cost.aux_children)
 
     # costed descendants: walk up from every costed op (stop where already marked)
     costed = has_formula & ~is_support

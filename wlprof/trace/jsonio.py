@@ -21,6 +21,10 @@ def loads(data: bytes | bytearray | memoryview) -> Any:
     return json.loads(bytes(data) if isinstance(data, memoryview) else data)
 
 
+# A key function for hot loops: orjson.dumps itself where it is installed (no wrapper call).
+dumps_fast = _orjson.dumps if _orjson is not None else (lambda obj: json.dumps(obj).encode())
+
+
 def dumps(obj: Any, indent: bool = False) -> bytes:
     if _orjson is not None:
         opt = _orjson.OPT_SERIALIZE_NUMPY | (_orjson.OPT_INDENT_2 if indent else 0)
