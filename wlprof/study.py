@@ -286,6 +286,8 @@ def _free(device) -> None:
 
 
 def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity):
+    import pandas as pd
+
     from wlprof.capture import capture
     from wlprof.cost.annotate import annotate
     from wlprof.schema import SCHEMA_VERSION
@@ -298,7 +300,7 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity)
     try:
         built = wl.build(point, device, dtype)
         cap = capture(built.step, device, cfg, raw, graph_safe=built.graph_safe)
-        del built.step
+        del built.step  # the step's closure holds the point's tensors: free them before parsing
         trace = read_trace(raw)
         joined = join(trace)
         kernels, ops = annotate(joined, ceilings, built.region_costs, tf32=cap.tf32)
@@ -315,9 +317,6 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity)
             "ceilings": {"copy_gbps": ceilings.copy_gbps, "matrix_tflops": ceilings.matrix_tflops,
                          "vector_tflops": ceilings.vector_tflops, "source": ceilings.source},
         })
-        kernels = kernels.drop(columns=["_op_pos", "_event_idx"])
-        import pandas as pd
-
         files = writer.write_point(index, point.variant,
                                    {"kernels": kernels, "ops": ops, "steps": pd.DataFrame([step_row])}, chrome)
         if cfg.keep_raw_trace:
