@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.2"  # 1.1: op strides, SM clocks, executed FLOPs, MoE/GNN columns; 1.2: ingest columns
+SCHEMA_VERSION = "1.3"  # 1.1: op strides, SM clocks, executed FLOPs, MoE/GNN columns; 1.2: ingest columns;
+# 1.3: the data seed of MoE and GNN points
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -85,6 +86,7 @@ PARAMS = [
     _c("isolated_share", F64, "fraction", "GNN: share of nodes with no edges"),
     _c("edge_factor", I64, "", "GNN: edges drawn per node before duplicates and self-loops are removed"),
     _c("feature_transform", B, "", "GNN: whether the step runs a Linear feature transform (always for PyG layers)"),
+    _c("seed", I64, "", "MoE/GNN: seed of the generated data (routing draw, graph draw, inputs)"),
     _c("rank", I64, "", "ingest: distributed rank of the trace file (its distributedInfo.rank, else file order)"),
     _c("source_file", S, "", "ingest: the trace file the rows came from"),
 ]

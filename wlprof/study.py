@@ -83,6 +83,26 @@ def load_study(path: str | Path) -> Study:
                  description=head.get("description"), source=str(path))
 
 
+def override_params(study: Study, assignments: list[str], arg: str = "--set") -> Study:
+    """The study with [params] overridden by KEY=VALUE strings (VALUE as TOML, else a string)."""
+    from dataclasses import replace
+
+    import tomllib
+
+    params = dict(study.params)
+    for a in assignments:
+        key, sep, raw = a.partition("=")
+        key = key.strip()
+        if not sep or not key or not key.replace("_", "").isalnum():
+            raise InputError(arg, "must be KEY=VALUE with KEY a parameter name (e.g. seed=1)", a)
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        params[key] = value
+    return replace(study, params=params)
+
+
 @dataclass
 class RunResult:
     run_id: str

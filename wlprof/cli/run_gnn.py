@@ -36,10 +36,13 @@ def gnn(
     transform: Annotated[bool, typer.Option(
         "--transform/--no-transform", help="Raw backends: a Linear(F, F) after the aggregation "
         "(gnn/transform). PyG layers always run theirs")] = False,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Seed of the graph draw and node features (default 0; layer weights keep seed 0)")] = None,
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
     reps: Reps = 30, quiet: Quiet = False, resume: Resume = None,
 ) -> None:
     """GNN aggregation: graph x features x backend x reduction, with the aggregation costed from the graph."""
     _go("gnn", {"graph": graph, "scale": scale, "edge_factor": edge_factor, "features": features,
-                "backend": backend, "reduction": reduction, "transform": transform},
+                "backend": backend, "reduction": reduction, "transform": transform,
+                "seed": seed},
         device, dtype, out, steps, warmup, reps, quiet, resume)

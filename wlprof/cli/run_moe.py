@@ -32,10 +32,14 @@ def moe(
     ffn: Annotated[str | None, typer.Option("--ffn", help="Expert FFN: swiglu (default) or gelu")] = None,
     capacity_factor: Annotated[float | None, typer.Option(
         "--capacity-factor", help="padded: capacity = ceil(cf * tokens * top_k / experts); 0 = dropless (default)")] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Seed of the routing draw (dispersed counts, token order, gates), input and weights "
+        "(default 0)")] = None,
     device: Device = None, dtype: Dtype = None, out: Out = DEFAULT_OUT, steps: Steps = 5, warmup: Warmup = 5,
     reps: Reps = 30, quiet: Quiet = False, resume: Resume = None,
 ) -> None:
     """An MoE layer: controlled routing x dispatch implementation (loop, padded, grouped)."""
     _go("moe", {"routing": routing, "dispatch": dispatch, "tokens": tokens, "experts": experts, "top_k": top_k,
-                "d_model": d_model, "d_ff": d_ff, "ffn": ffn, "capacity_factor": capacity_factor},
+                "d_model": d_model, "d_ff": d_ff, "ffn": ffn, "capacity_factor": capacity_factor,
+                "seed": seed},
         device, dtype, out, steps, warmup, reps, quiet, resume)

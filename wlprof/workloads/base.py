@@ -120,6 +120,23 @@ def positive_int(value: Any, arg: str) -> int:
     return v
 
 
+def seed_param(value: Any, arg: str, default: int) -> int:
+    """A data seed: an integer >= 0 (None: `default`)."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise InputError(arg, "must be an integer >= 0", value)
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise InputError(arg, "must be an integer >= 0", value) from None
+    if v != value and not (isinstance(value, str) and value.strip().lstrip("+").isdigit()):
+        raise InputError(arg, "must be an integer >= 0", value)
+    if v < 0:
+        raise InputError(arg, "must be an integer >= 0", value)
+    return v
+
+
 def int_list(value: Any, arg: str) -> list[int]:
     """'1,8,64' or [1, 8, 64] -> [1, 8, 64], each positive."""
     if isinstance(value, str):

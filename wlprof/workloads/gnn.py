@@ -79,7 +79,8 @@ that much more traffic than the SpMM's for the same aggregate.
 
 Defaults: rmat, the four raw backends, sum, no transform; scale 20 and 128
 features on a GPU (E*F = 2^31 at edge factor 16: F = 256 passes it and is warned
-about), scale 12 and 32 features on the CPU. Graphs and features are seeded, but
+about), scale 12 and 32 features on the CPU. Graphs and features are seeded (`seed`,
+default 0: another seed draws another graph of the same generator and sizes), but
 CPU and CUDA draw different streams: the same point is not the same graph on both.
 """
 
@@ -102,6 +103,7 @@ from wlprof.workloads.base import (
     positive_int,
     register,
     reject_unknown,
+    seed_param,
     str_list,
 )
 
@@ -125,7 +127,8 @@ RAW_BACKENDS = ("scatter", "index_add", "segment", "csr")
 INDEX_BYTES = 8  # int64 indices: PyG's edge_index dtype
 MAX_SCALE = 40
 SPLIT_ELEMENTS = 2**31  # CUDA kernels index with 32 bits: larger ops are split into several launches
-SEED = 0  # graphs and features are fixed per (graph, scale, edge factor): every backend sees the same
+SEED = 0  # default seed: graphs and features are fixed per (graph, scale, edge factor, seed), so every
+# backend of a sweep sees the same graph
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,7 @@ class GnnSpec:
     backends: tuple[str, ...]
     reductions: tuple[str, ...]
     transform: bool
+    seed: int = SEED
 
 
 def parse_graph(value: str, arg: str) -> str:
@@ -221,7 +225,7 @@ class Gnn(Workload):
     # ------------------------------------------------------------------ parse
 
     def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
-        known = {"graph", "scale", "edge_factor", "features", "backend", "reduction", "transform"}
+        known = {"graph", "scale", "edge_factor", "features", "backend", "reduction", "transform", "seed"}
         reject_unknown(params, known, prefix)
         gpu = device.type == "cuda"
         notes = []
@@ -266,7 +270,8 @@ class Gnn(Workload):
                          "an op over more than 2^31 elements into several kernels")
         spec = GnnSpec(tuple(dict.fromkeys(names)), tuple(dict.fromkeys(scales)), edge_factor,
                        tuple(dict.fromkeys(features)), tuple(dict.fromkeys(backends)),
-                       tuple(dict.fromkeys(reductions)), transform)
+                       tuple(dict.fromkeys(reductions)), transform,
+                       seed_param(params.get("seed"), argname("seed", prefix), SEED))
         return Parsed(spec, tuple(notes))
 
     def points(self, spec: GnnSpec) -> list[Point]:
@@ -286,6 +291,7 @@ class Gnn(Workload):
                                 "edge_factor": None if scale is None else spec.edge_factor,
                                 "features": f, "backend": backend, "reduction": reduction,
                                 "feature_transform": (not raw) or spec.transform,
+                                "seed": spec.seed,
                             }))
         return out
 
@@ -322,7 +328,8 @@ class Gnn(Workload):
 
         from wlprof.workloads import graphs
 
-        key = (p["graph"], p["scale"], p["edge_factor"], str(device))
+        seed = data_seed(p)
+        key = (p["graph"], p["scale"], p["edge_factor"], seed, str(device))
         if self._graph_key == key:
             return self._graph
         self._graph_key, self._graph = None, None  # free the previous graph before drawing the next
@@ -333,11 +340,11 @@ class Gnn(Workload):
             n = 1 << p["scale"]
             m = p["edge_factor"] * n
             if graph == "uniform":
-                raw = graphs.uniform(n, m, device, SEED)
+                raw = graphs.uniform(n, m, device, seed)
             elif graph == "rmat":
-                raw = graphs.rmat(p["scale"], m, device, SEED)
+                raw = graphs.rmat(p["scale"], m, device, seed)
             else:
-                raw = graphs.zipf(n, m, zipf_exponent(graph), device, SEED)
+                raw = graphs.zipf(n, m, zipf_exponent(graph), device, seed)
         edge_index = graphs.simplify(raw, n)
         del raw
         if device.type == "cuda":
@@ -353,11 +360,17 @@ class Gnn(Workload):
         return built
 
 
-def node_features(num_nodes: int, features: int, device, dtype):
+def data_seed(params: Mapping[str, Any]) -> int:
+    """The point's seed (runs recorded before the `seed` parameter existed used SEED)."""
+    v = params.get("seed")
+    return SEED if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
+
+
+def node_features(num_nodes: int, features: int, device, dtype, seed: int = SEED):
     """The step's input x [nodes, features]: seeded, the same for every backend of a graph."""
     import torch
 
-    gen = torch.Generator(device=device).manual_seed(SEED + 1)
+    gen = torch.Generator(device=device).manual_seed(seed + 1)
     return torch.randn(num_nodes, features, generator=gen, device=device, dtype=torch.float32).to(dtype)
 
 
@@ -368,7 +381,7 @@ def build_step(edge_index, num_nodes: int, params: Mapping[str, Any], device, dt
     from wlprof.device import dtype_name
 
     f, backend, reduction = params["features"], params["backend"], params["reduction"]
-    x = node_features(num_nodes, f, device, dtype)
+    x = node_features(num_nodes, f, device, dtype, data_seed(params))
     with warnings.catch_warnings():
         # torch warns that sparse CSR support is in beta on every CSR tensor it builds
         warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")

@@ -7,7 +7,9 @@ outputs weighted by its gates. Expert weights are stored as nn.Linear stores the
 [experts, out, in], and every dispatch reads the same tensors.
 
 Routing is fixed at build time (`wlprof.workloads.routing`): every dispatch of a
-sweep sees identical assignments for a routing spec and token count. The router
+sweep sees identical assignments for a routing spec, token count and `seed` (default
+0; another seed redraws dispersed counts, the token order, gates, input and weights,
+while the other synthetic routings keep their exact counts). The router
 still runs in every step (region `moe/router`) so its cost is measured, but the
 dispatch uses the precomputed assignment.
 
@@ -77,13 +79,14 @@ from wlprof.workloads.base import (
     positive_int,
     register,
     reject_unknown,
+    seed_param,
     str_list,
 )
 
 FFNS = ["swiglu", "gelu"]
 DISPATCHES = ["loop", "padded", "grouped"]
 DEFAULT_ROUTINGS = ("concentrated", "balanced", "dispersed")
-SEED = 0  # routing, gates, input and weights: one fixed seed, so runs and dispatches compare
+SEED = 0  # default seed of routing, gates, input and weights: runs and dispatches of one seed compare
 
 GPU_DEFAULTS = {"tokens": 128, "experts": 64, "top_k": 1, "d_model": 4096, "d_ff": 14336}
 CPU_DEFAULTS = {"tokens": 64, "experts": 32, "top_k": 1, "d_model": 256, "d_ff": 512}
@@ -106,6 +109,7 @@ class MoeSpec:
     d_ff: int
     ffn: str
     capacity_factor: float
+    seed: int = SEED
 
 
 # --------------------------------------------------------------------------- FLOPs
@@ -179,7 +183,7 @@ class MoeTensors:
     w2: Any  # [experts, d_model, d_ff]
 
 
-def router_inputs(tokens: int, experts: int, d_model: int):
+def router_inputs(tokens: int, experts: int, d_model: int, seed: int = SEED):
     """The layer's input [tokens, d_model] and router weight [experts, d_model], float32 on the CPU.
 
     Drawn on the CPU with a seeded generator, so the `router` routing is the same on
@@ -187,7 +191,7 @@ def router_inputs(tokens: int, experts: int, d_model: int):
     """
     import torch
 
-    cpu = torch.Generator().manual_seed(SEED)
+    cpu = torch.Generator().manual_seed(seed)
     x = torch.randn(tokens, d_model, generator=cpu)
     w_router = torch.randn(experts, d_model, generator=cpu) / math.sqrt(d_model)
     return x, w_router
@@ -198,10 +202,11 @@ def make_tensors(params: Mapping[str, Any], device, dtype) -> MoeTensors:
     import torch
 
     e, d, f = params["experts"], params["d_model"], params["d_ff"]
-    x_cpu, wr_cpu = router_inputs(params["tokens"], e, d)
+    seed = data_seed(params)
+    x_cpu, wr_cpu = router_inputs(params["tokens"], e, d, seed)
     # The expert weights (22.5 GB at the GPU defaults) are drawn in place on the device,
     # N(0, 1/fan_in) so that activations stay O(1) in every dtype.
-    gen = torch.Generator(device=device).manual_seed(SEED + 1)
+    gen = torch.Generator(device=device).manual_seed(seed + 1)
 
     def weight(*shape, fan_in):
         return torch.empty(*shape, device=device, dtype=dtype).normal_(0.0, fan_in ** -0.5, generator=gen)
@@ -218,16 +223,23 @@ def routing_for(params: Mapping[str, Any]) -> rt.Routing:
     Depends on the routing spec and sizes only (never on the dispatch or device), so every
     dispatch of a sweep sees the same assignments.
     """
-    return _routing(params["routing"], params["tokens"], params["experts"], params["top_k"], params["d_model"])
+    return _routing(params["routing"], params["tokens"], params["experts"], params["top_k"], params["d_model"],
+                    data_seed(params))
+
+
+def data_seed(params: Mapping[str, Any]) -> int:
+    """The point's seed (runs recorded before the `seed` parameter existed used SEED)."""
+    v = params.get("seed")
+    return SEED if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
 
 
 @functools.lru_cache(maxsize=16)
-def _routing(label: str, tokens: int, experts: int, top_k: int, d_model: int) -> rt.Routing:
+def _routing(label: str, tokens: int, experts: int, top_k: int, d_model: int, seed: int = SEED) -> rt.Routing:
     spec = rt.parse_spec(label, "routing")
     if spec.kind == "router":
-        x, w_router = router_inputs(tokens, experts, d_model)
+        x, w_router = router_inputs(tokens, experts, d_model, seed)
         return rt.route_by_router(x, w_router, top_k)
-    return rt.generate(spec, tokens, experts, top_k, SEED)
+    return rt.generate(spec, tokens, experts, top_k, seed)
 
 
 def _act(ffn: str):
@@ -315,7 +327,8 @@ class Moe(Workload):
     name = "moe"
     summary = "an MoE layer: controlled routing x dispatch (loop, padded, grouped) at the same useful FLOPs"
 
-    KNOWN = {"routing", "dispatch", "tokens", "experts", "top_k", "d_model", "d_ff", "ffn", "capacity_factor"}
+    KNOWN = {"routing", "dispatch", "tokens", "experts", "top_k", "d_model", "d_ff", "ffn", "capacity_factor",
+             "seed"}
 
     def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
         reject_unknown(params, self.KNOWN, prefix)
@@ -339,6 +352,7 @@ class Moe(Workload):
         if len(ffn) != 1:
             raise InputError(a["ffn"], "must name one FFN (swiglu or gelu)", params.get("ffn"))
         cf = self._capacity_factor(params.get("capacity_factor"), a["capacity_factor"])
+        seed = seed_param(params.get("seed"), a["seed"], SEED)
 
         dispatches = str_list(_opt(params, "dispatch", ",".join(DISPATCHES)), a["dispatch"], DISPATCHES)
         if params.get("capacity_factor") is not None and "padded" not in dispatches:
@@ -365,7 +379,7 @@ class Moe(Workload):
             self._check_grouped(device, dtype, d_model, d_ff, a, prefix)
 
         spec = MoeSpec(tuple(s.label for s in specs), tuple(dispatches), tuple(tokens), experts, top_k,
-                       d_model, d_ff, ffn[0], cf)
+                       d_model, d_ff, ffn[0], cf, seed)
         per_row = flops_per_row(d_model, d_ff, ffn[0])
         notes.append(f"useful_flops: {per_row:,} FLOP per routed token-expert pair ({ffn[0]} expert FFN); "
                      "executed_flops: the moe/expert kernels' FLOPs, padding included")
@@ -412,6 +426,7 @@ class Moe(Workload):
                         "tokens": t, "experts": spec.experts, "top_k": spec.top_k, "routing": r, "dispatch": d,
                         "capacity_factor": spec.capacity_factor if d == "padded" else None,
                         "d_model": spec.d_model, "d_ff": spec.d_ff, "activation": spec.ffn,
+                        "seed": spec.seed,
                     }))
         return out
 

@@ -1,0 +1,108 @@
+"""The data seed of MoE and GNN points, and `wlprof sweep --set` to re-run a study on another draw."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from wlprof.cli.main import app
+from wlprof.errors import InputError
+from wlprof.workloads import get
+from wlprof.workloads import gnn as gnn_mod
+from wlprof.workloads import moe as moe_mod
+
+CPU = torch.device("cpu")
+F32 = torch.float32
+runner = CliRunner()
+
+
+def _moe_point(seed, routing="dispersed"):
+    wl = get("moe")
+    params = {"tokens": "64", "experts": 32, "top_k": 1, "d_model": 16, "d_ff": 32, "routing": routing,
+              "dispatch": "loop"}
+    if seed is not None:
+        params["seed"] = seed
+    return wl.points(wl.parse(params, CPU, F32).spec)[0]
+
+
+def test_moe_seed_defaults_to_zero_and_redraws_dispersed_counts():
+    p0, p_none, p1 = _moe_point(0), _moe_point(None), _moe_point(1)
+    assert p_none.params["seed"] == 0 and p1.params["seed"] == 1
+    c0, c1 = moe_mod.routing_for(p0.params).counts(), moe_mod.routing_for(p1.params).counts()
+    # dispersed: every expert gets 1 + its share of the 32 remaining assignments (64 tokens, 32 experts)
+    assert c0.sum() == c1.sum() == 64 and c0.min() >= 1 and c1.min() >= 1
+    assert not np.array_equal(c0, c1)
+    np.testing.assert_array_equal(c0, moe_mod.routing_for(p_none.params).counts())
+    # a run recorded before the parameter existed has no seed: it used the default
+    legacy = {k: v for k, v in p0.params.items() if k != "seed"}
+    np.testing.assert_array_equal(moe_mod.routing_for(legacy).counts(), c0)
+
+
+def test_moe_seed_keeps_exact_counts_but_redraws_token_order_and_inputs():
+    b0, b1 = moe_mod.routing_for(_moe_point(0, "balanced").params), moe_mod.routing_for(_moe_point(1, "balanced").params)
+    np.testing.assert_array_equal(b0.counts(), b1.counts())  # 64 over 32 experts: 2 each, whatever the seed
+    assert (b0.counts() == 2).all()
+    assert not np.array_equal(b0.expert_ids, b1.expert_ids)
+    t0 = moe_mod.make_tensors(_moe_point(0, "balanced").params, CPU, F32)
+    t1 = moe_mod.make_tensors(_moe_point(1, "balanced").params, CPU, F32)
+    assert t0.x.shape == t1.x.shape and not torch.equal(t0.x, t1.x)
+
+
+def test_gnn_seed_redraws_the_graph_and_features():
+    wl0, wl1 = gnn_mod.Gnn(), gnn_mod.Gnn()
+    params = {"graph": "uniform", "scale": 8, "edge_factor": 4, "features": 8, "backend": "scatter"}
+    p0 = wl0.points(wl0.parse(params, CPU, F32).spec)[0]
+    p1 = wl1.points(wl1.parse({**params, "seed": 1}, CPU, F32).spec)[0]
+    assert (p0.params["seed"], p1.params["seed"]) == (0, 1)
+    e0, n0, _ = wl0._graph_for(p0.params, CPU)
+    e1, n1, _ = wl1._graph_for(p1.params, CPU)
+    assert n0 == n1 == 256
+    assert e0.shape != e1.shape or not torch.equal(e0, e1)
+    x0, x1 = gnn_mod.node_features(n0, 8, CPU, F32, 0), gnn_mod.node_features(n0, 8, CPU, F32, 1)
+    assert not torch.equal(x0, x1)
+    torch.testing.assert_close(x0, gnn_mod.node_features(n0, 8, CPU, F32))  # default seed 0
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "x", True])
+def test_bad_seed_names_the_argument(bad):
+    with pytest.raises(InputError, match=r"--seed must be an integer >= 0"):
+        get("moe").parse({"seed": bad}, CPU, F32)
+    with pytest.raises(InputError, match=r"params.seed must be an integer >= 0"):
+        gnn_mod.Gnn().parse({"seed": bad}, CPU, F32, prefix="params.")
+
+
+def test_sweep_set_overrides_a_study_parameter(tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text('[study]\nworkload = "moe"\n[params]\ntokens = [64]\nexperts = 32\nd_model = 16\n'
+                     'd_ff = 32\nrouting = "dispersed"\ndispatch = "grouped"\n'
+                     '[capture]\nprofiled_steps = 1\nlatency_reps = 2\nwarmup = 1\nbatches = 1\n')
+    out = tmp_path / "t"
+    res = runner.invoke(app, ["sweep", str(study), "-o", str(out), "-q", "--set", "seed=7"])
+    assert res.exit_code == 0, res.output
+    k = pd.read_parquet(out)
+    assert set(k.seed) == {7}
+    expected = moe_mod.routing_for({**_moe_point(7).params}).counts().tolist()
+    assert json.loads(k.expert_counts.iloc[0]) == expected
+    manifest = json.loads(next(out.glob("*/_manifest.json")).read_text())
+    assert manifest["study"]["params"]["seed"] == 7
+
+
+@pytest.mark.parametrize(("setting", "needle"), [
+    ("seed", "--set must be KEY=VALUE"),
+    ("=3", "--set must be KEY=VALUE"),
+    ("seed=-2", "params.seed must be an integer >= 0 (got -2)"),
+    ("colour=red", "params.colour is not a parameter of this workload"),
+])
+def test_sweep_bad_set_is_refused_and_writes_nothing(tmp_path, setting, needle):
+    study = tmp_path / "s.toml"
+    study.write_text('[study]\nworkload = "moe"\n[params]\ntokens = [64]\nd_model = 16\nd_ff = 32\n')
+    out = tmp_path / "t"
+    res = runner.invoke(app, ["sweep", str(study), "-o", str(out), "--set", setting])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert not out.exists()
