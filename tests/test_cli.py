@@ -167,3 +167,16 @@ def test_entry_point_in_a_subprocess_records_the_command(tmp_path, cpu_ceilings_
     # relu: 4096 FLOPs (one compare each) over 4*4096 + 4*4096 = 32,768 bytes: intensity 1/8 in fp32
     relu = df[df.op == "relu"].groupby("step")[["flops", "bytes"]].sum().iloc[0]
     assert relu.flops == 4096 and relu["bytes"] == 32_768
+
+
+def test_binary_micro_kernels_mul_and_add(tmp_path):
+    out = tmp_path / "traces"
+    res = invoke("run", "elementwise", "--ops", "mul,add", "--numel", "1000", "-o", out, *FAST)
+    assert res.exit_code == 0, res.output
+    df = pd.read_parquet(out)
+    for op, aten in (("mul", "aten::mul"), ("add", "aten::add")):
+        step = df[(df.op == op) & (df.step >= 0)].groupby("step")
+        # 1000 FLOPs (one per element) over two fp32 inputs read and one output written:
+        # 3 * 4 * 1000 = 12,000 bytes, intensity 1/12
+        assert (step.flops.sum() == 1000).all() and (step["bytes"].sum() == 12_000).all()
+        assert set(df[df.op == op].op_name) == {aten}

@@ -58,7 +58,7 @@ PARAMS = [
     _c("d_model", I64, "", "MLP/MoE: model width"),
     _c("d_ff", I64, "", "MLP/MoE: hidden width of the feed-forward layer"),
     _c("activation", S, "", "MLP/MoE: activation (gelu, silu, swiglu)"),
-    _c("op", S, "", "micro-kernel: copy, relu, gelu, silu, dot, matvec, matmul"),
+    _c("op", S, "", "micro-kernel: copy, relu, gelu, silu, mul, add, dot, matvec, matmul"),
     _c("numel", I64, "elements", "micro-kernel: elements of the main operand"),
     _c("tokens", I64, "", "MoE: tokens per step"),
     _c("experts", I64, "", "MoE: number of experts"),

@@ -12,13 +12,20 @@ over a step's ops, the step's kernel time.
                 and the op category otherwise; efficiencies fitted on the training ops.
 - L2 roofline:  max(FLOPs / peak, bytes / bandwidth) with the measured ceilings.
 - L2 fitted:    the roofline time over the median roofline fraction of the op's category.
-- L3 profile:   measured latency, as the seed note's Level 3: an op call whose op, shapes,
-                dtypes, scalars and data (graph, routing) were profiled in the training runs
-                is predicted by its median measured time there; any other call by a
-                gradient-boosted regression (scikit-learn) of log time on op and shape
-                features (op, log FLOPs, bytes, roofline time, GEMM M/N/K/batch and tile
-                count, element size, kernels per op, the graph's in-degrees, the routing's
-                imbalance).
+- L3 profile:   measured latency, as the seed note's Level 3 (offline profiling), answered
+                by the first of three sources that knows the call (`Ladder.sources` counts them):
+                1. measured: the call's op, shapes, dtypes, scalars and data (the graph
+                   drawn, the expert counts) were profiled in the training runs: their
+                   median measured time;
+                2. nearest: a call of the same op, dtypes, scalars and data distribution
+                   (graph generator, scale and edge factor; routing, tokens, experts, top-k)
+                   was profiled at shapes within a factor 2 of this one in every dimension:
+                   the nearest one's time, scaled by the ratio of the two roofline times (a
+                   new draw of a graph or routing, an expert's group of 37 rows beside 36);
+                3. regression: anything else, by a gradient-boosted regression (scikit-learn)
+                   of log time on op and shape features (op, log FLOPs, bytes, roofline time,
+                   GEMM M/N/K/batch and tile count, element size, kernels per op, the
+                   graph's in-degrees, the routing's imbalance).
 
 Scores, per family of the test runs: the share of ops predicted within +-10%, the
 median absolute percentage error, and for the composed step time the median error
@@ -111,21 +118,90 @@ def _peak_us(o: pd.DataFrame) -> np.ndarray:
 
 # Workload columns that change an op's time where its shapes do not (data-dependent work).
 DATA_COLUMNS = ["graph", "scale", "edge_factor", "max_in_degree", "expert_counts"]
+# The distribution the data was drawn from, without the draw: a nearest neighbour must share it.
+DISTRIBUTION_COLUMNS = ["graph", "scale", "edge_factor", "routing", "tokens", "experts", "top_k"]
+# Ops whose index inputs are recorded as "" (a tensor list), or whose output size is data.
+_INDEX_OPS = {"aten::index", "aten::index_put_", "aten::_index_put_impl_", "aten::nonzero", "aten::masked_select",
+              "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim", "aten::_local_scalar_dense"}
+_INDEX_TYPES = ("long int", "int", "short int", "signed char", "unsigned char", "bool")
+NEAREST_MAX_RATIO = 2.0  # a neighbour's every dimension within this factor of the call's
+SOURCES = ("measured", "nearest", "regression")
 
 
-def call_key(o: pd.DataFrame) -> pd.Series:
-    """What identifies an op call for the profile lookup: op, shapes, dtypes, scalars and data."""
-    def text(col: pd.Series) -> pd.Series:
-        # missing values become "" (pandas' string dtype would keep them missing, and a
-        # missing part would make the whole key missing)
-        return col.astype(object).where(col.notna(), "").map(str)
+def _text(col: pd.Series) -> pd.Series:
+    # missing values become "" (pandas' string dtype would keep them missing, and a
+    # missing part would make the whole key missing)
+    return col.astype(object).where(col.notna(), "").map(str)
 
-    parts = [text(o[c]) for c in ("op_name", "op_input_dims", "op_input_types", "op_concrete_inputs")]
-    parts += [text(o[c]) for c in DATA_COLUMNS if c in o]
+
+def _join(parts: list[pd.Series]) -> pd.Series:
     key = parts[0]
     for p in parts[1:]:
         key = key + "|" + p
     return key
+
+
+def call_key(o: pd.DataFrame) -> pd.Series:
+    """What identifies an op call for the profile lookup: op, shapes, dtypes, scalars and, for a
+    data-dependent call, its data (the graph drawn, the expert counts)."""
+    parts = [_text(o[c]) for c in ("op_name", "op_input_dims", "op_input_types", "op_concrete_inputs")]
+    parts += _data_parts(o, DATA_COLUMNS)
+    return _join(parts)
+
+
+def data_dependent(o: pd.DataFrame) -> pd.Series:
+    """Whether a call's time can depend on its data: it takes an integer or bool tensor (indices,
+    offsets, masks) or is an index op. A GEMM's or an activation's time depends on shapes alone."""
+    def one(name, types) -> bool:
+        if name in _INDEX_OPS:
+            return True
+        try:
+            t = json.loads(types) if isinstance(types, str) else types
+        except ValueError:
+            return True
+        return isinstance(t, list) and any(x in _INDEX_TYPES for x in t)
+
+    pairs = pd.Series(list(zip(o.op_name, o.op_input_types, strict=True)), index=o.index)
+    verdict = {p: one(*p) for p in pairs.unique()}
+    return pairs.map(verdict).astype(bool)
+
+
+def _data_parts(o: pd.DataFrame, columns: list[str]) -> list[pd.Series]:
+    """The data columns of data-dependent calls; blank for the others (their time ignores the data)."""
+    dep = data_dependent(o) if len(o) else pd.Series(dtype=bool)
+    return [_text(o[c]).where(dep, "") for c in columns if c in o]
+
+
+def _flat_dims(dims_json) -> tuple[str, list[float]]:
+    """(the nesting of a call's input dims, their numbers): '[[64,4096],[4096]]' -> ('2,1', [64, 4096, 4096])."""
+    try:
+        d = json.loads(dims_json) if isinstance(dims_json, str) else dims_json
+    except ValueError:
+        return "?", []
+    if not isinstance(d, list):
+        return "?", []
+    shape, nums = [], []
+    for t in d:
+        if isinstance(t, list):
+            shape.append(str(len(t)))
+            nums.extend(float(x) for x in t if isinstance(x, (int, float)))
+        else:
+            shape.append("s")
+    return ",".join(shape), nums
+
+
+def neighbour_key(o: pd.DataFrame) -> tuple[pd.Series, list[np.ndarray]]:
+    """(the group a call's nearest neighbour must come from, the call's log2 dims).
+
+    The group: op, dtypes, scalars, the nesting of its input dims and the data's
+    distribution (never the draw).
+    """
+    flat = [_flat_dims(d) for d in o.op_input_dims]
+    parts = [_text(o[c]) for c in ("op_name", "op_input_types", "op_concrete_inputs")]
+    parts.append(pd.Series([f for f, _ in flat], index=o.index))
+    parts += _data_parts(o, DISTRIBUTION_COLUMNS)
+    logs = [np.log2(np.maximum(np.asarray(n, dtype=float), 0) + 1) for _, n in flat]
+    return _join(parts), logs
 
 
 @dataclass
@@ -136,6 +212,8 @@ class Ladder:
     l3: object | None  # sklearn estimator
     l3_columns: list[str]
     l3_profile: dict[str, float] | None = None  # call key -> median measured time (us)
+    # neighbour key -> (log2 dims [calls, dims], median time (us), roofline time (us)) of the profiled calls
+    l3_neighbours: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     def predict(self, o: pd.DataFrame) -> dict[str, np.ndarray]:
         peak = _peak_us(o)
@@ -152,10 +230,40 @@ class Ladder:
             "L2 fitted": l2f,
         }
         if self.l3 is not None:
-            reg = 10 ** self.l3.predict(_l3_matrix(o, self.l3_columns))
-            measured = call_key(o).map(self.l3_profile or {}).to_numpy(dtype=float)
-            out["L3 profile"] = np.where(np.isnan(measured), reg, measured)
+            out["L3 profile"] = self._l3(o)[0]
         return out
+
+    def _l3(self, o: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(L3's prediction, the source that answered: an index into SOURCES) per call."""
+        pred = call_key(o).map(self.l3_profile or {}).to_numpy(dtype=float, copy=True)
+        source = np.where(np.isnan(pred), -1, 0)
+        todo = np.flatnonzero(np.isnan(pred))
+        if len(todo) and self.l3_neighbours:
+            sub = o.iloc[todo]
+            keys, logs = neighbour_key(sub)
+            roof = sub.roofline_us.to_numpy(dtype=float)
+            limit = math.log2(NEAREST_MAX_RATIO) + 1e-9
+            for i, (k, x) in enumerate(zip(keys, logs, strict=True)):
+                group = self.l3_neighbours.get(k)
+                if group is None or group[0].shape[1] != len(x):
+                    continue
+                dist = np.abs(group[0] - x).max(axis=1) if len(x) else np.zeros(len(group[0]))
+                near = np.flatnonzero(dist <= limit)
+                if len(near):
+                    pred[todo[i]] = _interpolate(roof[i], group[2][near], group[1][near], dist[near])
+                    source[todo[i]] = 1
+        rest = np.flatnonzero(np.isnan(pred))
+        if len(rest):
+            pred[rest] = 10 ** self.l3.predict(_l3_matrix(o.iloc[rest], self.l3_columns))
+            source[rest] = 2
+        return pred, source
+
+    def sources(self, o: pd.DataFrame) -> dict[str, float]:
+        """Share of `o`'s op calls each L3 source answers (measured, nearest, regression)."""
+        if self.l3 is None or not len(o):
+            return {s: float("nan") for s in SOURCES}
+        src = self._l3(o)[1]
+        return {s: float((src == i).mean()) for i, s in enumerate(SOURCES)}
 
     def profiled_share(self, o: pd.DataFrame) -> float:
         """Share of `o`'s op calls the L3 lookup answers from measured calls."""
@@ -216,7 +324,46 @@ def fit(train: pd.DataFrame, l3: bool = True, seed: int = 0) -> Ladder:
                                             min_samples_leaf=3, l2_regularization=1e-3, random_state=seed)
         est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
     profile = train.dur_us.groupby(call_key(train)).median().to_dict() if l3 else None
-    return Ladder(throughput, class_eff, cat_roof, est, cols, profile)
+    return Ladder(throughput, class_eff, cat_roof, est, cols, profile, _neighbours(train) if l3 else None)
+
+
+def _interpolate(roof: float, roofs: np.ndarray, times: np.ndarray, dist: np.ndarray) -> float:
+    """A call's time from profiled neighbours of the same op: the nearest neighbour below and
+    above its roofline time, joined by a straight line t = a + b * roofline (the intercept a is
+    the launch and latency floor that small kernels sit on); on one side only, the two nearest
+    on that side (slope >= 0); a single neighbour, its time plus the difference in roofline time."""
+    exact = dist == 0
+    if exact.any():  # the same shapes on another draw of the data
+        return float(np.median(times[exact]))
+    order = np.argsort(dist, kind="stable")
+    lo = [k for k in order if roofs[k] <= roof]
+    hi = [k for k in order if roofs[k] >= roof]
+    if lo and hi and roofs[hi[0]] > roofs[lo[0]]:
+        a, b = lo[0], hi[0]
+    else:
+        side = lo or hi
+        pts = [side[0]] + [k for k in side[1:] if roofs[k] != roofs[side[0]]][:1]
+        if len(pts) < 2:
+            k = side[0]
+            return float(max(times[k] + roof - roofs[k], times[k] * roof / roofs[k] if roofs[k] > 0 else 0.0))
+        a, b = pts
+    slope = max((times[b] - times[a]) / (roofs[b] - roofs[a]), 0.0)
+    return float(max(times[a] + slope * (roof - roofs[a]), 1e-3))
+
+
+def _neighbours(train: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The profiled calls by neighbour group: one row per distinct call (median time and roofline)."""
+    per_call = train.assign(_key=call_key(train)).groupby("_key", sort=False).agg(
+        dur=("dur_us", "median"), roof=("roofline_us", "median"), first=("dur_us", lambda s: s.index[0]))
+    firsts = train.loc[per_call["first"].to_numpy()]
+    keys, logs = neighbour_key(firsts)
+    out: dict[str, tuple[list, list, list]] = {}
+    for k, x, d, r in zip(keys, logs, per_call.dur.to_numpy(), per_call.roof.to_numpy(), strict=True):
+        g = out.setdefault(k, ([], [], []))
+        if g[0] and len(g[0][0]) != len(x):
+            continue  # same nesting, different numbers of dims: cannot happen for one op's calls
+        g[0].append(x), g[1].append(d), g[2].append(r)
+    return {k: (np.array(x, dtype=float).reshape(len(x), -1), np.array(d), np.array(r)) for k, (x, d, r) in out.items()}
 
 
 def _ape(pred: np.ndarray, true: np.ndarray) -> np.ndarray:

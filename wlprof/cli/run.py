@@ -81,7 +81,7 @@ def mlp(
 @app.command("elementwise")
 @handle_errors
 def elementwise(
-    ops: Annotated[str | None, typer.Option("--ops", help="copy,relu,gelu,silu,dot,matvec,matmul")] = None,
+    ops: Annotated[str | None, typer.Option("--ops", help="copy,relu,gelu,silu,mul,add,dot,matvec,matmul")] = None,
     numel: Annotated[str | None, typer.Option("--numel", help="Elements for copy/relu/gelu/silu/dot, e.g. 65536,268435456")] = None,
     matvec_n: Annotated[str | None, typer.Option("--matvec-n", help="Matrix sides for matvec, e.g. 4096,16384")] = None,
     matmul_n: Annotated[str | None, typer.Option("--matmul-n", help="Matrix sides for matmul")] = None,

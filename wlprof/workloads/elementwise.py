@@ -1,7 +1,8 @@
 """The roofline note's micro-kernels: one op each, intensities from 1/4 to n/3.
 
 In bf16 (seed note 000, section 2): ReLU 1/4 FLOP/byte, GELU 5, dot product 1/2,
-matrix-vector 1, matrix-matrix n/3. A copy is the bandwidth reference. GPU
+matrix-vector 1, matrix-matrix n/3. A copy is the bandwidth reference; `mul` and
+`add` (two same-size inputs, 1/6) are the binary kernels MoE and GNN steps are full of. GPU
 defaults: 2^28 elements (512 MiB per bf16 tensor, far past the 60 MB L2), a
 16384^2 matrix for matvec, 8192^2 for matmul. CPU defaults: 2^24 elements,
 4096^2 and 1024^2.
@@ -25,8 +26,8 @@ from wlprof.workloads.base import (
     str_list,
 )
 
-OPS = ["copy", "relu", "gelu", "silu", "dot", "matvec", "matmul"]
-VECTOR_OPS = {"copy", "relu", "gelu", "silu", "dot"}
+OPS = ["copy", "relu", "gelu", "silu", "mul", "add", "dot", "matvec", "matmul"]
+VECTOR_OPS = {"copy", "relu", "gelu", "silu", "mul", "add", "dot"}
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ElementwiseSpec:
 @register
 class Elementwise(Workload):
     name = "elementwise"
-    summary = "roofline micro-kernels: copy, relu, gelu, silu, dot, matvec, matmul"
+    summary = "roofline micro-kernels: copy, relu, gelu, silu, mul, add, dot, matvec, matmul"
 
     def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
         reject_unknown(params, {"ops", "numel", "matvec_n", "matmul_n"}, prefix)
@@ -90,6 +91,9 @@ class Elementwise(Workload):
                 step = lambda: F.gelu(x)  # noqa: E731
             elif op == "silu":
                 step = lambda: F.silu(x)  # noqa: E731
+            elif op in ("mul", "add"):
+                y = randn(p["numel"])
+                step = (lambda: torch.mul(x, y)) if op == "mul" else (lambda: torch.add(x, y))
             else:
                 y = randn(p["numel"])
                 step = lambda: torch.dot(x, y)  # noqa: E731
