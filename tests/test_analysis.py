@@ -153,3 +153,89 @@ def test_l3_answers_profiled_calls_from_their_measured_time():
     assert np.allclose(pred, models.call_key(same).map(med).to_numpy())
     unseen = models.features(_ops(50, 7).assign(op_input_dims=lambda d: d.op_input_dims + " "))
     assert ladder.profiled_share(unseen) == 0.0  # new shapes: the regression answers
+
+
+# ------------------------------------------------------------- L3: which calls share a profile
+
+
+def _calls(rows, **cols):
+    """Op rows (op, dims, types, strides, dur_us, roofline_us) for the L3 lookups."""
+    df = pd.DataFrame(rows, columns=["op_name", "op_input_dims", "op_input_types", "op_input_strides", "dur_us",
+                                     "roofline_us"])
+    n = len(df)
+    base = {"run_id": "r", "point": 0, "step": np.arange(n), "workload": "moe", "op_concrete_inputs": "[]",
+            "flops": df.roofline_us * 1e6, "bytes": df.roofline_us * 4e3, "ceiling_tflops": 1.0,
+            "ceiling_gbps": 4000.0, "cost_dtype": "bfloat16", "kernel_count": 1,
+            "roofline_fraction": df.roofline_us / df.dur_us}
+    return models.features(df.assign(**{**base, **cols}))
+
+
+MM = ("aten::mm", "[[64,4096],[4096,14336]]", '["c10::BFloat16","c10::BFloat16"]', "[[4096,1],[1,4096]]")
+INDEX_ADD = ("aten::index_add_", "[[8192,4096],[],[300],[300,4096]]",
+             '["c10::BFloat16","Scalar","long int","c10::BFloat16"]', "[[4096,1],[],[1],[4096,1]]")
+CSR = ("aten::addmm", "[[1048576,64],[1048576,1048576],[1048576,64],[],[],[0,0]]",
+       '["float","float","float","Scalar","Scalar","float"]', "[[64,1],[],[64,1],[],[],[1,1]]")
+INDEX = ("aten::index", "[[8192,4096],[]]", '["c10::BFloat16",""]', "[[4096,1],[]]")
+
+
+def test_data_dependence_from_the_recorded_inputs():
+    calls = _calls([(*MM, 30.0, 20.0), (*INDEX_ADD, 5.0, 1.0), (*CSR, 1000.0, 100.0), (*INDEX, 4.0, 1.0)])
+    # dense GEMM: shapes only; index_add_ takes int64 indices; the CSR adjacency is a tensor
+    # recorded with dims but no strides (sparse); aten::index's index list is recorded as ""
+    assert list(models.data_dependent(calls)) == [False, True, True, True]
+
+
+def test_profile_lookup_ignores_the_data_of_a_dense_op_only():
+    counts = {"expert_counts": "[64,0]", "routing": "concentrated", "dispatch": "loop"}
+    train = _calls([(*MM, 30.0, 20.0), (*INDEX_ADD, 5.0, 1.0)], **counts)
+    other_draw = _calls([(*MM, 99.0, 20.0), (*INDEX_ADD, 99.0, 1.0)],
+                        **{**counts, "expert_counts": "[32,32]", "routing": "balanced"})
+    ladder = models.fit(train)
+    pred = ladder.predict(other_draw)["L3 profile"]
+    # the GEMM of the same shapes is the same GEMM whatever the routing: its measured 30 us;
+    # index_add_ over other expert counts is not the profiled call (and no neighbour shares
+    # its routing), so the regression answers, not the 5 us lookup
+    assert pred[0] == 30.0
+    assert ladder.sources(other_draw) == {"measured": 0.5, "nearest": 0.0, "regression": 0.5}
+
+
+def test_nearest_profiled_shapes_interpolate_on_the_roofline():
+    # mul of n bf16 elements: roofline 6n bytes / 4000 GB/s; measured t = 2 us + 3 * roofline
+    roof = lambda n: 6 * n / 4000e3  # noqa: E731  (us)
+    rows = [("aten::mul", f"[[{n}],[{n}]]", '["c10::BFloat16","c10::BFloat16"]', "[[1],[1]]", 2 + 3 * roof(n),
+             roof(n)) for n in (1_000_000, 3_000_000)]
+    ladder = models.fit(_calls(rows))
+    test_rows = [("aten::mul", f"[[{n}],[{n}]]", '["c10::BFloat16","c10::BFloat16"]', "[[1],[1]]", 1.0, roof(n))
+                 for n in (2_000_000, 1_500_000, 9_000_000)]
+    test = _calls(test_rows)
+    pred = ladder.predict(test)["L3 profile"]
+    # 2M and 1.5M lie between the profiled 1M and 3M: the line through them is t = 2 + 3 * roofline,
+    # 2 + 3 * 3 = 11 us and 2 + 3 * 2.25 = 8.75 us; 9M is 3x past the largest: no neighbour
+    assert pred[0] == pytest.approx(2 + 3 * roof(2_000_000))
+    assert pred[1] == pytest.approx(2 + 3 * roof(1_500_000))
+    assert ladder.sources(test) == pytest.approx({"measured": 0.0, "nearest": 2 / 3, "regression": 1 / 3})
+
+
+def test_one_neighbour_adds_the_roofline_difference():
+    r1, r2 = 1.5, 1.8  # us: 1M and 1.2M bf16 mul
+    ladder = models.fit(_calls([("aten::mul", "[[1000000],[1000000]]", '["c10::BFloat16","c10::BFloat16"]',
+                                 "[[1],[1]]", 4.0, r1)]))
+    test = _calls([("aten::mul", "[[1200000],[1200000]]", '["c10::BFloat16","c10::BFloat16"]', "[[1],[1]]",
+                    1.0, r2)])
+    # the profiled 4 us plus the 0.3 us more the roofline asks for
+    assert ladder.predict(test)["L3 profile"][0] == pytest.approx(4.3)
+
+
+def test_noise_floor_is_the_median_of_the_other_steps():
+    calls = _calls([(*MM, t, 20.0) for t in (10.0, 20.0, 40.0)] + [(*INDEX_ADD, 5.0, 1.0)])
+    calls["step"] = [0, 1, 2, 0]
+    floor = models.remeasured(calls)
+    # step 0 against (20, 40): 30; step 1 against (10, 40): 25; step 2 against (10, 20): 15;
+    # index_add_ ran in one step only: no re-measurement
+    assert floor[:3].tolist() == [30.0, 25.0, 15.0] and np.isnan(floor[3])
+    o, s = models.score_predictions(calls, {"floor": floor})
+    row = o[o.family == "all"].iloc[0]
+    # |30-10|/10 = 2, |25-20|/20 = 0.25, |15-40|/40 = 0.625: none within 10%, median 0.625
+    assert row.ops == 3 and row.within_10pct == 0 and row.median_ape == pytest.approx(0.625)
+    # the step holding the index_add_ (step 0) has no composed prediction; steps 1 and 2 do
+    assert s[s.family == "all"].steps.iloc[0] == 2

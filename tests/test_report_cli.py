@@ -55,8 +55,14 @@ def test_predict_scores_the_ladder_on_unseen_runs(traces):
     tr = f"{h200_run('gemm').name},{h200_run('mlp').name}"
     res = invoke("predict", "--train", tr, "--test", h200_run("moe").name, "--traces", traces)
     assert res.exit_code == 0, res.output
-    for model in ("L0 peak", "L0 fitted", "L1 shape", "L2 roofline", "L2 fitted", "L3 profile"):
+    for model in ("L0 peak", "L0 fitted", "L1 shape", "L2 roofline", "L2 fitted", "L3 profile", "noise floor"):
         assert model in res.output
+    # which source answered L3: the three shares are printed and add up to the whole
+    import re
+
+    line = next(x for x in res.output.splitlines() if x.startswith("L3 answered from:"))
+    shares = dict((k, int(v)) for k, v in re.findall(r"(measured|nearest|regression) (\d+)%", line))
+    assert set(shares) == {"measured", "nearest", "regression"} and 99 <= sum(shares.values()) <= 101
     res = invoke("predict", "--train", tr, "--test", h200_run("gemm").name, "--traces", traces)
     assert res.exit_code == 2 and "--test must not overlap --train" in res.output
 

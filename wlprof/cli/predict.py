@@ -45,17 +45,22 @@ def predict(
     op_scores, step_scores = models.score(ladder, f_te)
     merged = op_scores.merge(step_scores, on=["model", "family"])
     cols = {"model": "model", "family": "family", "ops": "op calls", "within_10pct": "within ±10%",
-            "median_ape": "median |error|", "steps": "steps", "step_within_5pct": "steps within ±5%",
+            "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps", "step_within_5pct": "steps within ±5%",
             "step_median_ape": "step median |error|"}
     con = console()
     coverage = len(f_te) / max(len(ops_te), 1)
     con.print(f"trained on {len(f_tr)} op calls from {len(tr)} runs; scored on {len(f_te)} op calls "
               f"({coverage:.0%} of the test runs' op calls have known FLOPs and bytes)")
+    sources = ladder.sources(f_te)
+    con.print("L3 answered from: " + ", ".join(f"{k} {v:.0%}" for k, v in sources.items())
+              + f" (measured: the call was profiled in --train; nearest: shapes within {models.NEAREST_MAX_RATIO:g}x; "
+              "regression: neither). The noise floor: the same call in the other profiled steps of its run.")
     con.print(rich_table(merged, cols, title="Level 0-3 performance models on held-out runs"))
     if out is not None:
         from wlprof.trace.store import atomic_write_bytes
 
-        text = (f"Trained on {', '.join(tr)}; tested on {', '.join(te)} ({devices[0]}).\n\n"
+        text = (f"Trained on {', '.join(tr)}; tested on {', '.join(te)} ({devices[0]}). L3 answered from: "
+                + ", ".join(f"{k} {v:.1%}" for k, v in sources.items()) + ".\n\n"
                 + table(merged, cols))
         atomic_write_bytes(out, text.encode())
         con.print(f"wrote {out}")
