@@ -84,3 +84,24 @@ def test_refusals_name_the_argument(traces, tmp_path, isolated_cache):
     res = invoke("report", "--traces", mixed)
     assert res.exit_code == 2 and "--allow-mixed-devices" in res.output and "NVIDIA H200" in res.output
     assert invoke("report", "--traces", mixed, "--allow-mixed-devices").exit_code == 0
+
+
+def test_predict_fits_on_an_offline_profile_in_its_own_folder(traces, tmp_path):
+    offline = tmp_path / "offline"
+    offline.mkdir()
+    for kind in ("gemm", "mlp"):
+        shutil.copytree(traces / h200_run(kind).name, offline / h200_run(kind).name)
+    # no --train: every run of --train-traces is the profile
+    res = invoke("predict", "--train-traces", offline, "--test", h200_run("moe").name, "--traces", traces,
+                 "--out", tmp_path / "scores.md")
+    assert res.exit_code == 0, res.output
+    assert "trained on" in res.output and "from 2 runs" in res.output
+    text = (tmp_path / "scores.md").read_text()
+    assert h200_run("gemm").name in text and "| L3 profile | all |" in text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = invoke("predict", "--train-traces", empty, "--test", h200_run("moe").name, "--traces", traces)
+    assert res.exit_code == 2 and "--train-traces must hold at least one run to fit on" in res.output
+    # without --train and --train-traces every run of --traces is training, the test runs too
+    res = invoke("predict", "--test", h200_run("moe").name, "--traces", traces)
+    assert res.exit_code == 2 and "--test must not overlap --train" in res.output

@@ -12,27 +12,42 @@ from wlprof.cli.common import console, handle_errors
 
 @handle_errors
 def predict(
-    train: Annotated[list[str], typer.Option("--train", help="Run ids to fit on (comma-separated or repeated).")],
     test: Annotated[list[str], typer.Option("--test", help="Run ids to score on.")],
+    train: Annotated[list[str] | None, typer.Option(
+        "--train", help="Run ids to fit on (comma-separated or repeated); default: every run in --train-traces")] = None,
     traces: Annotated[Path, typer.Option("--traces", help="Traces folder.")] = Path("traces"),
+    train_traces: Annotated[Path | None, typer.Option(
+        "--train-traces", help="Traces folder of the --train runs, e.g. an offline profile kept apart "
+        "(default: --traces)")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the scores as Markdown to this file.")] = None,
     allow_mixed_devices: Annotated[bool, typer.Option("--allow-mixed-devices")] = False,
 ) -> None:
-    """Fit the ladder on --train runs and score every level per family on --test runs."""
+    """Fit the ladder on --train runs and score every level per family on --test runs.
+
+    The Level-3 use: profile offline into a folder of its own, then
+    `wlprof predict --train-traces offline --test RUN...` scores what the profile predicts.
+    """
     from wlprof.analysis import models
     from wlprof.analysis.selection import load_runs, split_runs
     from wlprof.cli.markdown import rich_table, table
     from wlprof.errors import InputError
+    from wlprof.trace.store import list_runs
 
+    train_root = train_traces if train_traces is not None else traces
     tr, te = split_runs(train), split_runs(test)
-    if not tr:
+    if train is not None and not tr:
         raise InputError("--train", "must name at least one run", train)
+    if not tr:
+        tr = [m["run_id"] for m in list_runs(train_root)]
+        if not tr:
+            raise InputError("--train-traces" if train_traces is not None else "--traces",
+                             "must hold at least one run to fit on", str(train_root))
     if not te:
         raise InputError("--test", "must name at least one run", test)
     overlap = sorted(set(tr) & set(te))
     if overlap:
         raise InputError("--test", "must not overlap --train (a model is scored on runs it did not see)", overlap)
-    ops_tr = load_runs(traces, "ops", tr, "--train", None, allow_mixed_devices)
+    ops_tr = load_runs(train_root, "ops", tr, "--train", None, allow_mixed_devices)
     ops_te = load_runs(traces, "ops", te, "--test", None, allow_mixed_devices)
     devices = sorted(set(ops_tr.device_name) | set(ops_te.device_name))
     if len(devices) > 1 and not allow_mixed_devices:
@@ -45,8 +60,8 @@ def predict(
     op_scores, step_scores = models.score(ladder, f_te)
     merged = op_scores.merge(step_scores, on=["model", "family"])
     cols = {"model": "model", "family": "family", "ops": "op calls", "within_10pct": "within ±10%",
-            "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps", "step_within_5pct": "steps within ±5%",
-            "step_median_ape": "step median |error|"}
+            "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps",
+            "step_within_5pct": "steps within ±5%", "step_median_ape": "step median |error|"}
     con = console()
     coverage = len(f_te) / max(len(ops_te), 1)
     con.print(f"trained on {len(f_tr)} op calls from {len(tr)} runs; scored on {len(f_te)} op calls "
