@@ -113,7 +113,7 @@ def main(argv=None) -> int:
         tr, te = feats[feats.run_id != run], feats[feats.run_id == run]
         lad = models.fit(tr)
         p = lad.predict(te)
-        sources.append(lad._l3(te)[1])
+        sources.append(lad.l3_predict(te)[1])
         preds.append(te.assign(**{f"pred {k}": v for k, v in p.items()}))
     held = pd.concat(preds)
     src = np.concatenate(sources)

@@ -244,10 +244,10 @@ class Ladder:
             "L2 fitted": l2f,
         }
         if self.l3 is not None:
-            out["L3 profile"] = self._l3(o)[0]
+            out["L3 profile"] = self.l3_predict(o)[0]
         return out
 
-    def _l3(self, o: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    def l3_predict(self, o: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(L3's prediction, the source that answered: an index into SOURCES) per call."""
         pred = call_key(o).map(self.l3_profile or {}).to_numpy(dtype=float, copy=True)
         source = np.where(np.isnan(pred), -1, 0)
@@ -276,7 +276,7 @@ class Ladder:
         """Share of `o`'s op calls each L3 source answers (measured, nearest, regression)."""
         if self.l3 is None or not len(o):
             return {s: float("nan") for s in SOURCES}
-        src = self._l3(o)[1]
+        src = self.l3_predict(o)[1]
         return {s: float((src == i).mean()) for i, s in enumerate(SOURCES)}
 
     def profiled_share(self, o: pd.DataFrame) -> float:
