@@ -14,9 +14,10 @@ over a step's ops, the step's kernel time.
 - L2 fitted:    the roofline time over the median roofline fraction of the op's category.
 - L3 profile:   measured latency, as the seed note's Level 3 (offline profiling), answered
                 by the first of three sources that knows the call (`Ladder.sources` counts them):
-                1. measured: the call's op, shapes, dtypes, scalars and data (the graph
-                   drawn, the expert counts) were profiled in the training runs: their
-                   median measured time;
+                1. measured: the call's op, shapes, dtypes and scalars were profiled in the
+                   training runs (for a data-dependent op, `data_dependent`, on the same data:
+                   graph, expert counts, seed, and the backend or dispatch that ordered it):
+                   their median measured time;
                 2. nearest: a call of the same op, dtypes, scalars and data distribution
                    (graph generator, scale and edge factor; routing, tokens, experts, top-k)
                    was profiled at shapes within a factor 2 of this one in every dimension:
@@ -120,13 +121,16 @@ def _peak_us(o: pd.DataFrame) -> np.ndarray:
 # and the backend or dispatch that ordered it (a scatter over destination-sorted edges, as a CSR
 # backend leaves them, contends more than over source-sorted ones: 2,577 against 1,545 us for the
 # same shapes and graph, PyG GAT on the H200).
-DATA_COLUMNS = ["graph", "scale", "edge_factor", "max_in_degree", "expert_counts", "backend", "dispatch"]
+DATA_COLUMNS = ["graph", "scale", "edge_factor", "max_in_degree", "expert_counts", "backend", "dispatch", "seed"]
 # The distribution the data was drawn from, without the draw: a nearest neighbour must share it.
 DISTRIBUTION_COLUMNS = ["graph", "scale", "edge_factor", "routing", "tokens", "experts", "top_k", "backend",
                         "dispatch"]
-# Ops whose index inputs are recorded as "" (a tensor list), or whose output size is data.
+# Ops whose index inputs are recorded as "" (a tensor list), whose output size is data, or whose
+# time follows the values (topk over [128, 64] router logits took 5.15 us on one draw and 7.81 us
+# on another, each within 3% over 15 calls: torch 2.11 on the H200).
 _INDEX_OPS = {"aten::index", "aten::index_put_", "aten::_index_put_impl_", "aten::nonzero", "aten::masked_select",
-              "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim", "aten::_local_scalar_dense"}
+              "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim", "aten::_local_scalar_dense",
+              "aten::topk", "aten::sort", "aten::argsort", "aten::kthvalue", "aten::median", "aten::mode"}
 _INDEX_TYPES = ("long int", "int", "short int", "signed char", "unsigned char", "bool")
 NEAREST_MAX_RATIO = 2.0  # a neighbour's every dimension within this factor of the call's
 SOURCES = ("measured", "nearest", "regression")
@@ -156,7 +160,7 @@ def call_key(o: pd.DataFrame) -> pd.Series:
 def data_dependent(o: pd.DataFrame) -> pd.Series:
     """Whether a call's time can depend on its data, not only its shapes: it takes an integer or
     bool tensor (indices, offsets, masks), a sparse tensor (dims recorded without strides: a CSR
-    adjacency), or is an index op. A dense GEMM's or an activation's time depends on shapes alone."""
+    adjacency), or is an index or selection op. A dense GEMM's or an activation's time depends on shapes alone."""
     def load(v):
         try:
             return json.loads(v) if isinstance(v, str) else v
