@@ -186,17 +186,18 @@ def test_data_dependence_from_the_recorded_inputs():
 
 
 def test_profile_lookup_ignores_the_data_of_a_dense_op_only():
-    counts = {"expert_counts": "[64,0]", "routing": "concentrated", "dispatch": "loop"}
+    counts = {"expert_counts": "[64,0]", "routing": "concentrated", "dispatch": "loop",
+              "variant": "concentrated / loop"}
     train = _calls([(*MM, 30.0, 20.0), (*INDEX_ADD, 5.0, 1.0)], **counts)
     other_draw = _calls([(*MM, 99.0, 20.0), (*INDEX_ADD, 99.0, 1.0)],
-                        **{**counts, "expert_counts": "[32,32]", "routing": "balanced"})
+                        **{**counts, "expert_counts": "[32,32]", "routing": "balanced", "variant": "balanced / loop"})
     ladder = models.fit(train)
     pred = ladder.predict(other_draw)["L3 profile"]
     # the GEMM of the same shapes is the same GEMM whatever the routing: its measured 30 us;
     # index_add_ over other expert counts is not the profiled call (and no neighbour shares
     # its routing), so the regression answers, not the 5 us lookup
     assert pred[0] == 30.0
-    assert ladder.sources(other_draw) == {"measured": 0.5, "nearest": 0.0, "regression": 0.5}
+    assert ladder.sources(other_draw) == {"same point": 0.0, "same call": 0.5, "nearest": 0.0, "regression": 0.5}
 
 
 def test_nearest_profiled_shapes_interpolate_on_the_roofline():
@@ -213,7 +214,8 @@ def test_nearest_profiled_shapes_interpolate_on_the_roofline():
     # 2 + 3 * 3 = 11 us and 2 + 3 * 2.25 = 8.75 us; 9M is 3x past the largest: no neighbour
     assert pred[0] == pytest.approx(2 + 3 * roof(2_000_000))
     assert pred[1] == pytest.approx(2 + 3 * roof(1_500_000))
-    assert ladder.sources(test) == pytest.approx({"measured": 0.0, "nearest": 2 / 3, "regression": 1 / 3})
+    assert ladder.sources(test) == pytest.approx({"same point": 0.0, "same call": 0.0, "nearest": 2 / 3,
+                                                  "regression": 1 / 3})
 
 
 def test_one_neighbour_adds_the_roofline_difference():
@@ -239,3 +241,14 @@ def test_noise_floor_is_the_median_of_the_other_steps():
     assert row.ops == 3 and row.within_10pct == 0 and row.median_ape == pytest.approx(0.625)
     # the step holding the index_add_ (step 0) has no composed prediction; steps 1 and 2 do
     assert s[s.family == "all"].steps.iloc[0] == 2
+
+
+def test_the_same_sweep_point_answers_before_the_same_call_elsewhere():
+    train = _calls([(*MM, 30.0, 20.0), (*MM, 40.0, 20.0), (*MM, 44.0, 20.0)])
+    train["variant"] = ["grid 64x4096x14336", "moe step", "moe step"]
+    test = _calls([(*MM, 1.0, 20.0), (*MM, 1.0, 20.0)])
+    test["variant"] = ["moe step", "another point"]
+    ladder = models.fit(train)
+    # in its own point the GEMM took 40 and 44 us (median 42); elsewhere, the median of all three is 40
+    assert ladder.predict(test)["L3 profile"].tolist() == [42.0, 40.0]
+    assert ladder.sources(test) == {"same point": 0.5, "same call": 0.5, "nearest": 0.0, "regression": 0.0}

@@ -13,24 +13,31 @@ over a step's ops, the step's kernel time.
 - L2 roofline:  max(FLOPs / peak, bytes / bandwidth) with the measured ceilings.
 - L2 fitted:    the roofline time over the median roofline fraction of the op's category.
 - L3 profile:   measured latency, as the seed note's Level 3 (offline profiling), answered
-                by the first of three sources that knows the call (`Ladder.sources` counts them):
-                1. measured: the call's op, shapes, dtypes and scalars were profiled in the
-                   training runs (for a data-dependent op, `data_dependent`, on the same data:
-                   graph, expert counts, seed, and the backend or dispatch that ordered it):
-                   their median measured time;
-                2. nearest: a call of the same op, dtypes, scalars and data distribution
-                   (graph generator, scale and edge factor; routing, tokens, experts, top-k)
-                   was profiled at shapes within a factor 2 of this one in every dimension:
-                   the nearest one's time, scaled by the ratio of the two roofline times (a
-                   new draw of a graph or routing, an expert's group of 37 rows beside 36);
-                3. regression: anything else, by a gradient-boosted regression (scikit-learn)
+                by the first of four sources that knows the call (`Ladder.sources` counts them):
+                1. same point: the call (`call_key`) was profiled in the same sweep point
+                   (workload and variant) of the training runs, the same step around it: its
+                   median measured time there. How a kernel is run changes its time: an 8192^3
+                   bf16 GEMM took 1,387 us in a grid's short capture (SM clock 1980 MHz at its
+                   end) and 1,585 us in the roofline study's longer one (1515 MHz at its end);
+                2. same call: the call's op, shapes, dtypes and scalars were profiled anywhere
+                   in the training runs (for a data-dependent op, `data_dependent`, on the same
+                   data: graph, expert counts, seed, and the backend or dispatch that ordered
+                   it): their median measured time;
+                3. nearest: calls of the same op, dtypes and scalars (for a data-dependent op,
+                   of the same data distribution: graph generator, scale and edge factor;
+                   routing, tokens, experts, top-k; backend or dispatch) were profiled at shapes
+                   within a factor 2 of this one in every dimension: `_interpolate` between
+                   them on the roofline time (a new draw of a graph or routing, an expert's
+                   group of 37 rows beside 36);
+                4. regression: anything else, by a gradient-boosted regression (scikit-learn)
                    of log time on op and shape features (op, log FLOPs, bytes, roofline time,
                    GEMM M/N/K/batch and tile count, element size, kernels per op, the
                    graph's in-degrees, the routing's imbalance).
 
-Scores, per family of the test runs: the share of ops predicted within +-10%, the
-median absolute percentage error, and for the composed step time the median error
-and the share of steps within +-5%.
+Scores, per family of the test runs: the share of ops predicted within +-10% (and the
+share of kernel time those hold), the median absolute percentage error, and for the
+composed step time the median error and the share of steps within +-5%; beside the
+models, the noise floor (`remeasured`): the same call in the other steps of its run.
 """
 
 from __future__ import annotations
@@ -133,7 +140,7 @@ _INDEX_OPS = {"aten::index", "aten::index_put_", "aten::_index_put_impl_", "aten
               "aten::topk", "aten::sort", "aten::argsort", "aten::kthvalue", "aten::median", "aten::mode"}
 _INDEX_TYPES = ("long int", "int", "short int", "signed char", "unsigned char", "bool")
 NEAREST_MAX_RATIO = 2.0  # a neighbour's every dimension within this factor of the call's
-SOURCES = ("measured", "nearest", "regression")
+SOURCES = ("same point", "same call", "nearest", "regression")
 
 
 def _text(col: pd.Series) -> pd.Series:
@@ -190,6 +197,14 @@ def _data_parts(o: pd.DataFrame, columns: list[str]) -> list[pd.Series]:
     return [_text(o[c]).where(dep, "") for c in columns if c in o]
 
 
+def point_key(o: pd.DataFrame, key: pd.Series | None = None) -> pd.Series:
+    """`call_key` within its sweep point (workload and variant): the same call in the same step
+    context, as a profile of the same study made earlier would have it."""
+    key = call_key(o) if key is None else key
+    blank = pd.Series("", index=o.index)
+    return _join([key, *(_text(o[c]) if c in o else blank for c in ("workload", "variant"))])
+
+
 def _flat_dims(dims_json) -> tuple[str, list[float]]:
     """(the nesting of a call's input dims, their numbers): '[[64,4096],[4096]]' -> ('2,1', [64, 4096, 4096])."""
     try:
@@ -230,6 +245,7 @@ class Ladder:
     l3: object | None  # sklearn estimator
     l3_columns: list[str]
     l3_profile: dict[str, float] | None = None  # call key -> median measured time (us)
+    l3_point: dict[str, float] | None = None  # call key in its sweep point -> median measured time (us)
     # neighbour key -> (log2 dims [calls, dims], median time (us), roofline time (us)) of the profiled calls
     l3_neighbours: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
@@ -253,8 +269,12 @@ class Ladder:
 
     def l3_predict(self, o: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(L3's prediction, the source that answered: an index into SOURCES) per call."""
-        pred = call_key(o).map(self.l3_profile or {}).to_numpy(dtype=float, copy=True)
+        key = call_key(o)
+        pred = point_key(o, key).map(self.l3_point or {}).to_numpy(dtype=float, copy=True)
         source = np.where(np.isnan(pred), -1, 0)
+        miss = np.isnan(pred)
+        pred[miss] = key[miss].map(self.l3_profile or {}).to_numpy(dtype=float)
+        source[miss & ~np.isnan(pred)] = 1
         todo = np.flatnonzero(np.isnan(pred))
         if len(todo) and self.l3_neighbours:
             sub = o.iloc[todo]
@@ -269,15 +289,15 @@ class Ladder:
                 near = np.flatnonzero(dist <= limit)
                 if len(near):
                     pred[todo[i]] = _interpolate(roof[i], group[2][near], group[1][near], dist[near])
-                    source[todo[i]] = 1
+                    source[todo[i]] = 2
         rest = np.flatnonzero(np.isnan(pred))
         if len(rest):
             pred[rest] = 10 ** self.l3.predict(_l3_matrix(o.iloc[rest], self.l3_columns))
-            source[rest] = 2
+            source[rest] = 3
         return pred, source
 
     def sources(self, o: pd.DataFrame) -> dict[str, float]:
-        """Share of `o`'s op calls each L3 source answers (measured, nearest, regression)."""
+        """Share of `o`'s op calls each L3 source answers (SOURCES)."""
         if self.l3 is None or not len(o):
             return {s: float("nan") for s in SOURCES}
         src = self.l3_predict(o)[1]
@@ -341,8 +361,12 @@ def fit(train: pd.DataFrame, l3: bool = True, seed: int = 0) -> Ladder:
         est = HistGradientBoostingRegressor(max_iter=800, learning_rate=0.05, max_leaf_nodes=31,
                                             min_samples_leaf=3, l2_regularization=1e-3, random_state=seed)
         est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
-    profile = train.dur_us.groupby(call_key(train)).median().to_dict() if l3 else None
-    return Ladder(throughput, class_eff, cat_roof, est, cols, profile, _neighbours(train) if l3 else None)
+    profile = point = None
+    if l3:
+        key = call_key(train)
+        profile = train.dur_us.groupby(key).median().to_dict()
+        point = train.dur_us.groupby(point_key(train, key)).median().to_dict()
+    return Ladder(throughput, class_eff, cat_roof, est, cols, profile, point, _neighbours(train) if l3 else None)
 
 
 def _interpolate(roof: float, roofs: np.ndarray, times: np.ndarray, dist: np.ndarray) -> float:

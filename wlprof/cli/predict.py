@@ -68,8 +68,9 @@ def predict(
               f"({coverage:.0%} of the test runs' op calls have known FLOPs and bytes)")
     sources = ladder.sources(f_te)
     con.print("L3 answered from: " + ", ".join(f"{k} {v:.0%}" for k, v in sources.items())
-              + f" (measured: the call was profiled in --train; nearest: shapes within {models.NEAREST_MAX_RATIO:g}x; "
-              "regression: neither). The noise floor: the same call in the other profiled steps of its run.")
+              + " (same point: the call profiled in the same sweep point of --train; same call: profiled "
+              f"elsewhere there; nearest: shapes within {models.NEAREST_MAX_RATIO:g}x; regression: none of these). "
+              "The noise floor: the same call in the other profiled steps of its run.")
     con.print(rich_table(merged, cols, title="Level 0-3 performance models on held-out runs"))
     if out is not None:
         from wlprof.trace.store import atomic_write_bytes
