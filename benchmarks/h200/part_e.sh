@@ -13,7 +13,6 @@ step() { echo; echo "=== $(date -u +%H:%M:%S) $*"; }
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
 python3 -c "import torch, torch_geometric as g; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'pyg', g.__version__)"
-git log -1 --format='commit %H' 2>/dev/null || true
 step "calibrate"; timeout 120 $WL calibrate
 for s in gemm_same_flops mlp_batch roofline_kernels; do
   step "study $s"; timeout 200 $WL sweep workloads/$s.toml -o "$T/traces" -q
