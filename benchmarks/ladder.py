@@ -1,9 +1,9 @@
 """Score the Level 0-3 performance models on held-out runs, three ways.
 
-1. Offline profile (the seed note's Level 3): fit on the runs of one capture (its studies,
-   the MoE and GNN ones on another data draw, plus the L3 grids) and score on the studies of
-   another capture, made in another session on the same kind of device; then the other way
-   round. `--offline` names the second capture's traces folder.
+1. Offline profile (the seed note's Level 3): fit on the study runs of one capture (plus the
+   L3 grids) and score on the studies of another capture, made in another session on the same
+   kind of device, the MoE and GNN ones on another data draw; every ordered pair of captures.
+   `--offline` names the other captures' traces folders (repeatable).
 2. The grid alone: fit on the L3 training-grid runs (workloads/l3_grid_*.toml) and score on
    every study run (what `wlprof predict --train GRID --test STUDIES` prints).
 3. Leave one study out: for each study run of `--traces`, fit on every other run there (the
@@ -13,7 +13,8 @@ Every table ends with the noise floor: each call predicted by the same call in t
 profiled steps of its own run.
 
     python benchmarks/ladder.py --traces benchmarks/results/<date>-h200/traces \
-        --offline benchmarks/results/<date>-h200/offline --out ladder.md
+        --offline benchmarks/results/<date>-h200/offline --offline benchmarks/results/<date>-h200/offline_e \
+        --out ladder.md
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def _split(traces: Path) -> tuple[pd.DataFrame, list[str], list[str]]:
     runs = list_runs(traces)
     grid = [m["run_id"] for m in runs if (m.get("study") or {}).get("name", "").startswith("l3_grid")]
     studies = [m["run_id"] for m in runs if m["run_id"] not in grid]
-    return models.features(wlprof.load(traces, table="ops")), grid, studies
+    feats = models.features(wlprof.load(traces, table="ops"))
+    names = {m["run_id"]: (m.get("study") or {}).get("name") or m["run_id"] for m in runs}
+    return feats.assign(study=feats.run_id.map(names)), grid, studies
 
 
 def _sources(shares: dict[str, float]) -> str:
@@ -60,6 +63,20 @@ def by_duration(test: pd.DataFrame, preds: dict[str, np.ndarray]) -> pd.DataFram
     return out.rename_axis("op call's kernel time").reset_index()
 
 
+def draw_spread(captures) -> pd.DataFrame:
+    """Per family, the spread (max / min) of each sweep point's step kernel time across captures."""
+    per = []
+    for name, ops, _ in captures:
+        step = ops.groupby(["family", "study", "variant", "step"]).dur_us.sum()
+        per.append(step.groupby(["family", "study", "variant"]).median().rename(name))
+    t = pd.concat(per, axis=1).dropna()
+    ratio = t.max(axis=1) / t.min(axis=1)
+    g = ratio.groupby(level="family")
+    out = pd.DataFrame({"points": g.size(), "median spread": g.median().round(3), "largest spread": g.max().round(3),
+                        "its point": g.idxmax().map(lambda k: f"{k[1]}: {k[2]}")})
+    return out.reset_index()
+
+
 def _merged(op_scores: pd.DataFrame, step_scores: pd.DataFrame) -> pd.DataFrame:
     return op_scores.merge(step_scores, on=["model", "family"])
 
@@ -67,7 +84,8 @@ def _merged(op_scores: pd.DataFrame, step_scores: pd.DataFrame) -> pd.DataFrame:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", type=Path, required=True, help="the studies to score, and the grids")
-    ap.add_argument("--offline", type=Path, default=None, help="a second capture: the offline profile")
+    ap.add_argument("--offline", type=Path, action="append", default=[],
+                    help="another capture of the same studies (repeatable)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     from wlprof.analysis import models
@@ -79,27 +97,50 @@ def main(argv=None) -> int:
     grids = feats[feats.run_id.isin(grid)]
     study_ops = feats[feats.run_id.isin(studies)]
 
-    if args.offline is not None:
-        off, off_grid, off_studies = _split(args.offline)
+    captures = [(args.traces.name, study_ops, studies)]
+    for folder in args.offline:
+        off, off_grid, off_studies = _split(folder)
         grids = pd.concat([grids, off[off.run_id.isin(off_grid)]])
-        off_study_ops = off[off.run_id.isin(off_studies)]
+        captures.append((folder.name, off[off.run_id.isin(off_studies)], off_studies))
+    if len(captures) > 1:
         lines += ["## 1. Offline profile: fit on one capture, score on another", "",
-                  "The seed note's Level 3: profile the kernels offline, predict a later run. The two captures "
-                  "ran the same study files in different sessions on the same kind of device; the MoE and GNN "
-                  "studies of the second one on another data draw (`--set seed=1`: other dispersed counts, "
-                  "token order, gates and inputs; other graphs of the same generators). Both fit on the L3 grids "
-                  "too.", ""]
-        for name, tr, te, te_runs in (
-                (f"fit on `{args.offline.name}`, score on `{args.traces.name}`", off_study_ops, study_ops, studies),
-                (f"fit on `{args.traces.name}`, score on `{args.offline.name}`", study_ops, off_study_ops,
-                 off_studies)):
-            ladder = models.fit(pd.concat([tr, grids]))
-            buckets = by_duration(te, {"L3 profile within ±10%": ladder.predict(te)["L3 profile"],
-                                       "noise floor within ±10%": models.remeasured(te)})
-            lines += [f"### {name[0].upper()}{name[1:]}", "",
-                      f"Test runs: {', '.join(te_runs)} ({len(te)} op calls). L3 answered from: "
-                      f"{_sources(ladder.sources(te))}.", "", table(_merged(*models.score(ladder, te)), COLS), "",
-                      "By the call's kernel time:", "", table(buckets, {c: c for c in buckets.columns}), ""]
+                  "The seed note's Level 3: profile the kernels offline, predict a later run. The captures ran "
+                  "the same study files in different sessions on the same kind of device, the MoE and GNN studies "
+                  "on different data draws (`--set seed=N`: other dispersed counts, token order, gates and inputs; "
+                  "other graphs of the same generators). Every fit includes the L3 grids.", ""]
+        summary, details = [], []
+        for fit_name, tr, _ in captures:
+            for test_name, te, te_runs in captures:
+                if fit_name == test_name:
+                    continue
+                ladder = models.fit(pd.concat([tr, grids]))
+                ops, steps = models.score(ladder, te)
+                merged = _merged(ops, steps)
+                for model in ("L3 profile", models.NOISE_FLOOR):
+                    row = merged[(merged.model == model) & (merged.family == "all")].iloc[0].to_dict()
+                    summary.append({"fit on": fit_name, "scored on": test_name, **row})
+                if not details:  # the first pair in full, per family
+                    buckets = by_duration(te, {"L3 profile within ±10%": ladder.predict(te)["L3 profile"],
+                                               "noise floor within ±10%": models.remeasured(te)})
+                    details += [f"### Fit on `{fit_name}`, score on `{test_name}`, per family", "",
+                                f"Test runs: {', '.join(te_runs)} ({len(te)} op calls). L3 answered from: "
+                                f"{_sources(ladder.sources(te))}.", "", table(merged, COLS), "",
+                                "By the call's kernel time:", "", table(buckets, {c: c for c in buckets.columns}), ""]
+            if len(captures) > 2:  # the profile of every other capture, all draws together
+                tr = pd.concat([c[1] for c in captures if c[0] != fit_name])
+                ladder = models.fit(pd.concat([tr, grids]))
+                merged = _merged(*models.score(ladder, captures[[c[0] for c in captures].index(fit_name)][1]))
+                for model in ("L3 profile", models.NOISE_FLOOR):
+                    row = merged[(merged.model == model) & (merged.family == "all")].iloc[0].to_dict()
+                    summary.append({"fit on": "every other capture", "scored on": fit_name, **row})
+        cols = {"fit on": "fit on", "scored on": "scored on", **COLS}
+        cols.pop("family")
+        spread = draw_spread(captures)
+        lines += ["Every ordered pair of captures, and each capture scored by the profile of all the others, "
+                  "all families:", "", table(pd.DataFrame(summary), cols), "",
+                  "How far the captures' step times lie apart (each sweep point's median kernel time per step, "
+                  "max over min across the captures), per family: what a profile of one capture cannot know "
+                  "of another.", "", table(spread, {c: c for c in spread.columns}), "", *details]
 
     ladder = models.fit(grids)
     lines += ["## 2. Fit on the training grid alone, score on the studies", "",
