@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 COLS = {"model": "model", "family": "family", "ops": "op calls", "within_10pct": "within ±10%",
-        "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps", "step_within_5pct": "steps within ±5%",
-        "step_median_ape": "step median |error|"}
+        "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps",
+        "step_within_5pct": "steps within ±5%", "step_median_ape": "step median |error|"}
 
 
 def _split(traces: Path) -> tuple[pd.DataFrame, list[str], list[str]]:
@@ -54,7 +54,8 @@ BUCKETS = [0, 2, 5, 10, 50, np.inf]  # us
 
 def by_duration(test: pd.DataFrame, preds: dict[str, np.ndarray]) -> pd.DataFrame:
     """Share of calls within +-10% per kernel-time bucket: how much of a miss is timer resolution."""
-    labels = [f"{a:g}-{b:g} µs" if np.isfinite(b) else f"> {a:g} µs" for a, b in zip(BUCKETS[:-1], BUCKETS[1:], strict=True)]
+    labels = [f"{a:g}-{b:g} µs" if np.isfinite(b) else f"> {a:g} µs"
+              for a, b in zip(BUCKETS[:-1], BUCKETS[1:], strict=True)]
     bucket = pd.cut(test.dur_us, BUCKETS, labels=labels)
     out = pd.DataFrame({"calls": test.groupby(bucket, observed=False).size()})
     for name, p in preds.items():
@@ -109,16 +110,19 @@ def main(argv=None) -> int:
                   "on different data draws (`--set seed=N`: other dispersed counts, token order, gates and inputs; "
                   "other graphs of the same generators). Every fit includes the L3 grids.", ""]
         summary, details = [], []
+
+        def overall(merged: pd.DataFrame, fit_on: str, scored_on: str) -> None:
+            for model in ("L3 profile", models.NOISE_FLOOR):
+                row = merged[(merged.model == model) & (merged.family == "all")].iloc[0].to_dict()
+                summary.append({"fit on": fit_on, "scored on": scored_on, **row})
+
         for fit_name, tr, _ in captures:
+            ladder = models.fit(pd.concat([tr, grids]))
             for test_name, te, te_runs in captures:
-                if fit_name == test_name:
+                if test_name == fit_name:
                     continue
-                ladder = models.fit(pd.concat([tr, grids]))
-                ops, steps = models.score(ladder, te)
-                merged = _merged(ops, steps)
-                for model in ("L3 profile", models.NOISE_FLOOR):
-                    row = merged[(merged.model == model) & (merged.family == "all")].iloc[0].to_dict()
-                    summary.append({"fit on": fit_name, "scored on": test_name, **row})
+                merged = _merged(*models.score(ladder, te))
+                overall(merged, fit_name, test_name)
                 if not details:  # the first pair in full, per family
                     buckets = by_duration(te, {"L3 profile within ±10%": ladder.predict(te)["L3 profile"],
                                                "noise floor within ±10%": models.remeasured(te)})
@@ -126,13 +130,11 @@ def main(argv=None) -> int:
                                 f"Test runs: {', '.join(te_runs)} ({len(te)} op calls). L3 answered from: "
                                 f"{_sources(ladder.sources(te))}.", "", table(merged, COLS), "",
                                 "By the call's kernel time:", "", table(buckets, {c: c for c in buckets.columns}), ""]
-            if len(captures) > 2:  # the profile of every other capture, all draws together
-                tr = pd.concat([c[1] for c in captures if c[0] != fit_name])
-                ladder = models.fit(pd.concat([tr, grids]))
-                merged = _merged(*models.score(ladder, captures[[c[0] for c in captures].index(fit_name)][1]))
-                for model in ("L3 profile", models.NOISE_FLOOR):
-                    row = merged[(merged.model == model) & (merged.family == "all")].iloc[0].to_dict()
-                    summary.append({"fit on": "every other capture", "scored on": fit_name, **row})
+        if len(captures) > 2:  # each capture against the profile of all the others, every draw together
+            for test_name, te, _ in captures:
+                others = pd.concat([c[1] for c in captures if c[0] != test_name])
+                overall(_merged(*models.score(models.fit(pd.concat([others, grids])), te)),
+                        "every other capture", test_name)
         cols = {"fit on": "fit on", "scored on": "scored on", **COLS}
         cols.pop("family")
         spread = draw_spread(captures)

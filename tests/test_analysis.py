@@ -146,13 +146,16 @@ def test_l3_answers_profiled_calls_from_their_measured_time():
     train = models.features(_ops(200, 0))
     ladder = models.fit(train)
     same = train.assign(run_id="other")  # the same calls, measured again elsewhere
-    assert ladder.profiled_share(same) == 1.0
+    assert ladder.sources(same)["same point"] == 1.0
     pred = ladder.predict(same)["L3 profile"]
     # every call appears once per (point, step) here, so its median is its own time
     med = train.groupby(models.call_key(train)).dur_us.median()
     assert np.allclose(pred, models.call_key(same).map(med).to_numpy())
     unseen = models.features(_ops(50, 7).assign(op_input_dims=lambda d: d.op_input_dims + " "))
-    assert ladder.profiled_share(unseen) == 0.0  # new shapes: the regression answers
+    # the dims text differs, so no call is the same call; their parsed shapes lie among the
+    # profiled ones, so neighbours answer
+    src = ladder.sources(unseen)
+    assert src["same point"] == src["same call"] == 0.0 and src["nearest"] == 1.0
 
 
 # ------------------------------------------------------------- L3: which calls share a profile

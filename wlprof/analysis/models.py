@@ -158,7 +158,8 @@ def _join(parts: list[pd.Series]) -> pd.Series:
 
 def call_key(o: pd.DataFrame) -> pd.Series:
     """What identifies an op call for the profile lookup: op, shapes, dtypes, scalars and, for a
-    data-dependent call, its data (the graph drawn, the expert counts)."""
+    data-dependent call (`data_dependent`), its data (DATA_COLUMNS: the graph drawn, the expert
+    counts, the seed, the backend or dispatch that ordered the indices)."""
     parts = [_text(o[c]) for c in ("op_name", "op_input_dims", "op_input_types", "op_concrete_inputs")]
     parts += _data_parts(o, DATA_COLUMNS)
     return _join(parts)
@@ -271,8 +272,8 @@ class Ladder:
         """(L3's prediction, the source that answered: an index into SOURCES) per call."""
         key = call_key(o)
         pred = point_key(o, key).map(self.l3_point or {}).to_numpy(dtype=float, copy=True)
-        source = np.where(np.isnan(pred), -1, 0)
         miss = np.isnan(pred)
+        source = np.where(miss, -1, 0)
         pred[miss] = key[miss].map(self.l3_profile or {}).to_numpy(dtype=float)
         source[miss & ~np.isnan(pred)] = 1
         todo = np.flatnonzero(np.isnan(pred))
@@ -302,10 +303,6 @@ class Ladder:
             return {s: float("nan") for s in SOURCES}
         src = self.l3_predict(o)[1]
         return {s: float((src == i).mean()) for i, s in enumerate(SOURCES)}
-
-    def profiled_share(self, o: pd.DataFrame) -> float:
-        """Share of `o`'s op calls the L3 lookup answers from measured calls."""
-        return float(call_key(o).isin(set(self.l3_profile or {})).mean()) if len(o) else float("nan")
 
 
 def _l3_frame(o: pd.DataFrame) -> pd.DataFrame:
