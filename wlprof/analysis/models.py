@@ -349,21 +349,19 @@ def fit(train: pd.DataFrame, l3: bool = True, seed: int = 0) -> Ladder:
     class_eff = (pd.Series(achieved_vs_peak, index=train.index).groupby(train.shape_class).median()
                  .replace(0, np.nan).dropna().to_dict())
     cat_roof = train.roofline_fraction.groupby(train.category).median().dropna().to_dict()
-    est, cols = None, []
-    if l3:
-        from sklearn.ensemble import HistGradientBoostingRegressor
+    if not l3:
+        return Ladder(throughput, class_eff, cat_roof, None, [])
+    from sklearn.ensemble import HistGradientBoostingRegressor
 
-        f = _l3_frame(train)
-        cols = list(f.columns)
-        est = HistGradientBoostingRegressor(max_iter=800, learning_rate=0.05, max_leaf_nodes=31,
-                                            min_samples_leaf=3, l2_regularization=1e-3, random_state=seed)
-        est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
-    profile = point = None
-    if l3:
-        key = call_key(train)
-        profile = train.dur_us.groupby(key).median().to_dict()
-        point = train.dur_us.groupby(point_key(train, key)).median().to_dict()
-    return Ladder(throughput, class_eff, cat_roof, est, cols, profile, point, _neighbours(train) if l3 else None)
+    f = _l3_frame(train)
+    cols = list(f.columns)
+    est = HistGradientBoostingRegressor(max_iter=800, learning_rate=0.05, max_leaf_nodes=31,
+                                        min_samples_leaf=3, l2_regularization=1e-3, random_state=seed)
+    est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
+    key = call_key(train)
+    profile = train.dur_us.groupby(key).median().to_dict()
+    point = train.dur_us.groupby(point_key(train, key)).median().to_dict()
+    return Ladder(throughput, class_eff, cat_roof, est, cols, profile, point, _neighbours(train, key))
 
 
 def _interpolate(roof: float, roofs: np.ndarray, times: np.ndarray, dist: np.ndarray) -> float:
@@ -391,10 +389,10 @@ def _interpolate(roof: float, roofs: np.ndarray, times: np.ndarray, dist: np.nda
     return float(max(times[a] + slope * (roof - roofs[a]), 1e-3))
 
 
-def _neighbours(train: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _neighbours(train: pd.DataFrame, key: pd.Series) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The profiled calls by neighbour group: one row per distinct call (median time and roofline)."""
     # positions, not labels: a training set concatenated from several runs repeats index labels
-    per_call = train.assign(_key=call_key(train), _pos=np.arange(len(train))).groupby("_key", sort=False).agg(
+    per_call = train.assign(_key=key, _pos=np.arange(len(train))).groupby("_key", sort=False).agg(
         dur=("dur_us", "median"), roof=("roofline_us", "median"), first=("_pos", "first"))
     firsts = train.iloc[per_call["first"].to_numpy()]
     keys, logs = neighbour_key(firsts)
