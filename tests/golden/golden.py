@@ -1,0 +1,127 @@
+"""The golden comparison: a fixed CPU study and two ingests, reduced to what does not depend on timing.
+
+`python tests/golden/golden.py` rewrites the golden files (commit them with the reason);
+`tests/integration/test_golden.py` runs the same study and compares. Kept are the
+tables' columns and Arrow types, and every value that is a function of the code
+and the recorded shapes: op names, shapes, regions, FLOPs, bytes and their sources,
+parameters and workload facts. Dropped are times and what is derived from them
+(durations, rates, cost shares, roofline placement against this machine's ceilings)
+and ids that depend on the process (run ids, External ids, correlations).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+REPO = HERE.parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
+
+FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
+STUDY = [
+    ["gemm", "--shapes", "16x32x64,1x32x256"],
+    ["mlp", "--batch", "1,4", "--d-model", "32", "--d-ff", "64"],
+    ["elementwise", "--ops", "copy,relu,gelu,mul,dot,matvec,matmul", "--numel", "4096", "--matvec-n", "64",
+     "--matmul-n", "32"],
+    ["moe", "--routing", "concentrated,balanced", "--dispatch", "loop,padded,grouped", "--tokens", "16",
+     "--experts", "4", "--top-k", "2", "--d-model", "32", "--d-ff", "64"],
+    ["gnn", "--graph", "karate,rmat", "--scale", "6", "--features", "8",
+     "--backend", "scatter,index_add,segment,csr,pyg:gcn,pyg:sage"],
+]
+INGESTS = [
+    FIXTURES / "h200" / "moe-20261129-094804-ffc6" / "_chrome" / "p000-dispersed-loop.raw.json.gz",
+    FIXTURES / "h200_probe_ops.json.gz",
+]
+TRACES_OPTION = "--out"  # the option naming the traces folder
+
+# Columns whose values depend on timing, this machine's ceilings or the process.
+VOLATILE = {
+    "run_id", "source_file", "ts_us", "dur_us", "cpu_dur_us", "cost_share", "achieved_tflops", "achieved_gbps",
+    "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "bound", "roofline_us", "roofline_fraction",
+    "external_id", "correlation", "latency_us", "latency_p10_us", "latency_p90_us", "latency_samples_us",
+    "back_to_back_us", "back_to_back_samples_us", "calls_per_batch", "graph_us", "graph_error", "kernel_us",
+    "kernel_busy_us", "host_overhead_us", "unknown_time_share", "achieved_tflops_latency",
+    "achieved_tflops_useful", "achieved_tflops_executed", "sm_clock_mhz_start", "sm_clock_mhz_end",
+}
+# On a workload-costed row (its region's cost split by duration) FLOPs and bytes are timing too;
+# their sums per step and region are not.
+SPLIT = ("flops", "bytes", "intensity_flop_per_byte")
+
+
+def run_all(tmp: Path, invoke) -> dict[str, Path]:
+    """Run the study and the ingests into folders under `tmp` with `invoke(args) -> exit code`."""
+    roots = {}
+    for args in STUDY:
+        root = tmp / args[0]
+        code = invoke(["run", *args, *FAST, TRACES_OPTION, str(root)])
+        if code != 0:
+            raise RuntimeError(f"wlprof run {' '.join(args)} exited {code}")
+        roots[args[0]] = root
+    for path in INGESTS:
+        root = tmp / f"ingest-{path.name.split('.')[0]}"
+        code = invoke(["ingest", str(path), TRACES_OPTION, str(root), "-q"])
+        if code != 0:
+            raise RuntimeError(f"wlprof ingest {path} exited {code}")
+        roots[root.name] = root
+    return roots
+
+
+def reduce(root: Path) -> dict:
+    """The timing-free content of every table of the one run under `root`."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    import wlprof
+
+    out = {}
+    for table in ("kernels", "ops", "steps"):
+        df = wlprof.load(root, table=table)
+        sub = {"kernels": "", "ops": "_ops", "steps": "_steps"}[table]
+        files = sorted((next(p for p in root.iterdir() if p.is_dir()) / sub).glob("*.parquet"))
+        schema = pq.read_schema(files[0])
+        out[f"{table}_schema"] = [[f.name, str(f.type)] for f in schema]
+        order = [c for c in ("point", "step", "ts_us") if c in df]
+        df = df.sort_values(order, kind="stable").reset_index(drop=True)
+        if table != "steps" and "flops_source" in df:
+            stated = df.flops_source == "workload"
+            sums = (df[stated].groupby(["point", "step", "region"])[["flops", "bytes"]].sum().reset_index()
+                    if stated.any() else pd.DataFrame(columns=["point", "step", "region", "flops", "bytes"]))
+            out[f"{table}_workload_sums"] = sums
+            df.loc[stated, list(SPLIT)] = float("nan")
+        df = df.drop(columns=[c for c in df.columns if c in VOLATILE])
+        out[table] = df[[c for c in df.columns if df[c].notna().any()]]  # presence: the schema lists
+    return out
+
+
+def write(tmp: Path) -> None:
+    from typer.testing import CliRunner
+
+    from wlprof.cli.main import app
+
+    runner = CliRunner()
+
+    def invoke(args):
+        res = runner.invoke(app, args)
+        if res.exit_code != 0:
+            print(res.output, file=sys.stderr)
+        return res.exit_code
+
+    roots = run_all(tmp, invoke)
+    manifest = {}
+    for name, root in roots.items():
+        for key, value in reduce(root).items():
+            if key.endswith("_schema"):
+                manifest[f"{name}/{key}"] = value
+            else:
+                value.to_parquet(HERE / f"{name}-{key}.parquet", index=False)
+    (HERE / "schemas.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        write(Path(d))
+    print(f"wrote the golden files under {HERE}")

@@ -1,0 +1,46 @@
+"""The golden comparison: a fixed CPU study and two ingests give the committed tables (timings aside)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent / "golden"))
+import golden  # noqa: E402
+
+from wlprof.cli.main import app  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, cpu_ceilings_dir):
+    import os
+
+    os.environ["WLPROF_CACHE_DIR"] = str(cpu_ceilings_dir)
+    runner = CliRunner()
+
+    def invoke(args):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+        return res.exit_code
+
+    return golden.run_all(tmp_path_factory.mktemp("golden"), invoke)
+
+
+def test_tables_equal_the_golden_files(runs):
+    schemas = json.loads((golden.HERE / "schemas.json").read_text())
+    for name, root in runs.items():
+        for key, got in golden.reduce(root).items():
+            if key.endswith("_schema"):
+                assert got == schemas[f"{name}/{key}"], f"{name} {key}: columns or types changed"
+                continue
+            want = pd.read_parquet(golden.HERE / f"{name}-{key}.parquet")
+            assert list(got.columns) == list(want.columns), f"{name} {key}: columns differ"
+            pd.testing.assert_frame_equal(got.reset_index(drop=True), want, check_dtype=False, rtol=1e-9,
+                                          obj=f"{name} {key}")
