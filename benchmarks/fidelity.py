@@ -75,9 +75,9 @@ def replay_timings(calls: pd.DataFrame, tolerance: float = 0.03) -> pd.DataFrame
     import math
 
     import torch
+    from replay import ReplayError, input_bytes, replay_op
 
     from wlprof.capture import sm_clock_mhz
-    from wlprof.replay import ReplayError, input_bytes, replay_op
     from wlprof.timing import time_step
 
     device = torch.device("cuda")

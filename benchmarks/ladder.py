@@ -35,7 +35,7 @@ def _split(traces: Path) -> tuple[pd.DataFrame, list[str], list[str]]:
     """(op features of every run, grid run ids, study run ids) of a traces folder."""
     import wlprof
     from wlprof.analysis import models
-    from wlprof.trace.store import list_runs
+    from wlprof.store.runs import list_runs
 
     runs = list_runs(traces)
     grid = [m["run_id"] for m in runs if (m.get("study") or {}).get("name", "").startswith("l3_grid")]

@@ -41,7 +41,7 @@ def run_markdown(traces: Path, run_id: str, top: int = 5) -> str:
     import wlprof
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli.markdown import table
-    from wlprof.trace.store import read_manifest
+    from wlprof.store.runs import read_manifest
 
     path = traces / run_id
     m = read_manifest(path)
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for run_id in args.runs:
-        from wlprof.trace.store import read_manifest
+        from wlprof.store.runs import read_manifest
 
         m = read_manifest(args.traces / run_id)
         name = (m.get("study") or {}).get("name") or m["workload"]

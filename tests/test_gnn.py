@@ -14,7 +14,10 @@ from typer.testing import CliRunner
 
 from wlprof.cost import VECTOR
 from wlprof.errors import InputError
-from wlprof.workloads import gnn, graphs
+from wlprof.workloads import gnn
+from wlprof.workloads.gnn import costs as gnn_costs
+from wlprof.workloads.gnn import graphs
+from wlprof.workloads.gnn import steps as gnn_steps
 
 CPU = torch.device("cpu")
 F32 = torch.float32
@@ -134,24 +137,24 @@ def test_aggregate_cost_by_hand():
     # sum: flops = E*F = 5*3 = 15
     #      bytes = E*F*4 (a source row per message) + E*8 (an index per message) + N*F*4 (output)
     #            = 60 + 40 + 48 = 148
-    c = gnn.aggregate_cost(5, 4, 3, "sum", 4, "float32")
+    c = gnn_costs.aggregate_cost(5, 4, 3, "sum", 4, "float32")
     assert (c.flops, c.bytes, c.unit, c.dtype) == (15, 148, VECTOR, "float32")
     # mean: + N*F = 4*3 = 12 divides: 27; bytes unchanged
-    assert gnn.aggregate_cost(5, 4, 3, "mean", 4, "float32").flops == 27
-    assert gnn.aggregate_cost(5, 4, 3, "mean", 4, "float32").bytes == 148
+    assert gnn_costs.aggregate_cost(5, 4, 3, "mean", 4, "float32").flops == 27
+    assert gnn_costs.aggregate_cost(5, 4, 3, "mean", 4, "float32").bytes == 148
     # max: one compare per message element: 15
-    assert gnn.aggregate_cost(5, 4, 3, "max", 4, "float32").flops == 15
+    assert gnn_costs.aggregate_cost(5, 4, 3, "max", 4, "float32").flops == 15
     # bf16: bytes = 5*3*2 + 5*8 + 4*3*2 = 30 + 40 + 24 = 94
-    assert gnn.aggregate_cost(5, 4, 3, "sum", 2, "bfloat16").bytes == 94
+    assert gnn_costs.aggregate_cost(5, 4, 3, "sum", 2, "bfloat16").bytes == 94
     # GCN through a CSR adjacency: M = E + N = 9 messages (a self-loop per node), the edge-weight
     # multiply fused in: flops = 9*3 + 9*3 = 54; bytes = 9*3*4 + 9*8 + 4*3*4 + 9*4 = 108+72+48+36 = 264
-    w = gnn.aggregate_cost(9, 4, 3, "sum", 4, "float32", weighted=True)
+    w = gnn_costs.aggregate_cost(9, 4, 3, "sum", 4, "float32", weighted=True)
     assert (w.flops, w.bytes) == (54, 264)
 
 
 @pytest.mark.parametrize("backend", ["scatter", "index_add", "segment", "csr"])
 def test_built_region_cost_on_the_hand_graph(backend):
-    built = gnn.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
+    built = gnn_steps.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
     assert set(built.region_costs) == {"gnn/aggregate"}
     c = built.region_costs["gnn/aggregate"]
     assert (c.flops, c.bytes) == (15, 148)  # as derived in test_aggregate_cost_by_hand
@@ -163,7 +166,7 @@ def test_built_region_cost_on_the_hand_graph(backend):
     ("pyg:sage", 5), ("pyg:sage-csr", 5),
 ])
 def test_pyg_layers_count_their_messages(backend, messages):
-    built = gnn.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
+    built = gnn_steps.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
     c = built.region_costs["gnn/aggregate"]
     weighted = backend == "pyg:gcn-csr"  # GCN's edge-weight multiply inside the fused SpMM
     assert c.flops == messages * 3 * (2 if weighted else 1)
@@ -172,10 +175,10 @@ def test_pyg_layers_count_their_messages(backend, messages):
 
 def test_split_warning_past_2_pow_31(monkeypatch):
     p = {"features": 3, "backend": "scatter", "reduction": "sum"}
-    assert gnn.build_step(HAND, HAND_N, p, CPU, F32).note is None  # 5*3 = 15 elements
+    assert gnn_steps.build_step(HAND, HAND_N, p, CPU, F32).note is None  # 5*3 = 15 elements
     # the threshold lowered below E*F = 15: the point carries the warning
-    monkeypatch.setattr(gnn, "SPLIT_ELEMENTS", 14)
-    note = gnn.build_step(HAND, HAND_N, p, CPU, F32).note
+    monkeypatch.setattr(gnn_steps, "SPLIT_ELEMENTS", 14)
+    note = gnn_steps.build_step(HAND, HAND_N, p, CPU, F32).note
     assert note is not None and "E*F = 15" in note
 
 
@@ -199,13 +202,13 @@ GRAPHS = _graphs()
 
 
 @pytest.mark.parametrize("name, ei, n", GRAPHS, ids=[g[0] for g in GRAPHS])
-@pytest.mark.parametrize("backend, reduction", [(b, r) for b in gnn.RAW_BACKENDS for r in gnn.BACKENDS[b]])
+@pytest.mark.parametrize("backend, reduction", [(b, r) for b in gnn_steps.RAW_BACKENDS for r in gnn.BACKENDS[b]])
 def test_raw_backends_agree_with_a_dense_reference(name, ei, n, backend, reduction):
     f = 5
-    built = gnn.build_step(ei, n, {"features": f, "backend": backend, "reduction": reduction}, CPU, F32)
+    built = gnn_steps.build_step(ei, n, {"features": f, "backend": backend, "reduction": reduction}, CPU, F32)
     with torch.inference_mode():
         out = built.step()
-    ref = _reference(ei, n, gnn.node_features(n, f, CPU, F32), reduction)
+    ref = _reference(ei, n, gnn_steps.node_features(n, f, CPU, F32), reduction)
     torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5)
 
 
@@ -222,7 +225,7 @@ def test_pyg_edge_index_and_csr_agree(kind):
     _, ei, n = GRAPHS[2]  # rmat
     outs = []
     for backend in (f"pyg:{kind}", f"pyg:{kind}-csr"):
-        built = gnn.build_step(ei, n, {"features": 6, "backend": backend, "reduction": "sum"}, CPU, F32)
+        built = gnn_steps.build_step(ei, n, {"features": 6, "backend": backend, "reduction": "sum"}, CPU, F32)
         with torch.inference_mode():
             outs.append(built.step())
     torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
@@ -233,9 +236,9 @@ def test_pyg_sage_aggregates_like_the_raw_backends(reduction):
     # SAGEConv: lin_l(aggregate(x)) + lin_r(x), with the same seeded layer and features
     _, ei, n = GRAPHS[1]
     f = 6
-    built = gnn.build_step(ei, n, {"features": f, "backend": "pyg:sage", "reduction": reduction}, CPU, F32)
-    conv = gnn.make_conv("pyg:sage", reduction, f, CPU, F32)
-    x = gnn.node_features(n, f, CPU, F32)
+    built = gnn_steps.build_step(ei, n, {"features": f, "backend": "pyg:sage", "reduction": reduction}, CPU, F32)
+    conv = gnn_steps.make_conv("pyg:sage", reduction, f, CPU, F32)
+    x = gnn_steps.node_features(n, f, CPU, F32)
     with torch.inference_mode():
         out = built.step()
         expected = conv.lin_l(_reference(ei, n, x, reduction).float()) + conv.lin_r(x)
@@ -246,9 +249,9 @@ def test_pyg_gcn_is_the_normalized_propagation():
     # GCN: D^-1/2 (A + I) D^-1/2 (x W^T) + b, with D the in-degree counting the self-loop
     _, ei, n = GRAPHS[1]
     f = 6
-    built = gnn.build_step(ei, n, {"features": f, "backend": "pyg:gcn", "reduction": "sum"}, CPU, F32)
-    conv = gnn.make_conv("pyg:gcn", "sum", f, CPU, F32)
-    x = gnn.node_features(n, f, CPU, F32).double()
+    built = gnn_steps.build_step(ei, n, {"features": f, "backend": "pyg:gcn", "reduction": "sum"}, CPU, F32)
+    conv = gnn_steps.make_conv("pyg:gcn", "sum", f, CPU, F32)
+    x = gnn_steps.node_features(n, f, CPU, F32).double()
     a = torch.zeros(n, n, dtype=torch.float64)
     a[ei[1], ei[0]] = 1.0
     a += torch.eye(n, dtype=torch.float64)
@@ -261,7 +264,7 @@ def test_pyg_gcn_is_the_normalized_propagation():
 
 def test_transform_adds_a_linear():
     p = {"features": 3, "backend": "csr", "reduction": "sum", "feature_transform": True}
-    built = gnn.build_step(HAND, HAND_N, p, CPU, F32)
+    built = gnn_steps.build_step(HAND, HAND_N, p, CPU, F32)
     with torch.inference_mode():
         assert built.step().shape == (4, 3)
 

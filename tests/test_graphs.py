@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from wlprof.workloads import graphs
+from wlprof.workloads.gnn import graphs
 
 CPU = torch.device("cpu")
 SCALE = 12

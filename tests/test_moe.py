@@ -21,6 +21,9 @@ from wlprof.errors import InputError
 from wlprof.workloads import get
 from wlprof.workloads import moe as moe_mod
 from wlprof.workloads.base import Point
+from wlprof.workloads.moe import costs as moe_costs
+from wlprof.workloads.moe import grouped as moe_grouped
+from wlprof.workloads.moe import tensors as moe_tensors
 
 CPU = torch.device("cpu")
 F32 = torch.float32
@@ -38,8 +41,8 @@ def build(point: Point, dtype=F32):
 
 def reference(params: dict, keep: np.ndarray | None = None) -> torch.Tensor:
     """Every expert on every token, densely, then each token's gated sum: no dispatch at all."""
-    t = moe_mod.make_tensors(params, CPU, F32)
-    r = moe_mod.routing_for(params)
+    t = moe_tensors.make_tensors(params, CPU, F32)
+    r = moe_tensors.routing_for(params)
     x = t.x
     ys = []
     for e in range(params["experts"]):
@@ -85,7 +88,7 @@ def test_padded_with_a_dropping_capacity_differs_exactly_in_the_dropped_assignme
     [p] = points({**SMALL, "tokens": "32", "experts": 4, "routing": "zipf:1.2", "dispatch": "padded",
                   "capacity_factor": 0.5})
     b = build(p)
-    r = moe_mod.routing_for(p.params)
+    r = moe_tensors.routing_for(p.params)
     counts = r.counts()
     cap = math.ceil(0.5 * 32 * 2 / 4)  # = 8 rows per expert
     assert b.facts["capacity"] == cap
@@ -107,20 +110,20 @@ def test_padded_with_a_dropping_capacity_differs_exactly_in_the_dropped_assignme
 
 
 def test_grouped_fallback_when_torch_has_no_grouped_mm(monkeypatch):
-    monkeypatch.setattr(moe_mod, "_grouped_mm_op", lambda: None)
+    monkeypatch.setattr(moe_grouped, "_grouped_mm_op", lambda: None)
     # the per-group fallback takes any dtype: float64 is accepted then
     pts = points({**SMALL, "routing": "zipf:1.2", "dispatch": "grouped"}, dtype=torch.float64)
     assert len(pts) == 1
     [p] = points({**SMALL, "routing": "zipf:1.2", "dispatch": "grouped"})
     b = build(p)
-    assert b.facts["grouped_path"] == moe_mod.PATH_FALLBACK and b.graph_safe
+    assert b.facts["grouped_path"] == moe_grouped.PATH_FALLBACK and b.graph_safe
     torch.testing.assert_close(b.step(), reference(p.params), rtol=1e-5, atol=1e-5)
 
 
 def test_grouped_path_is_observed_on_the_cpu_and_loop_is_not_graph_safe():
     by = {p.params["dispatch"]: build(p) for p in points({**SMALL, "routing": "balanced"})}
     # torch 2.13's CPU _grouped_mm runs one aten::mm per group after reading offs (FIELD-NOTES)
-    assert by["grouped"].facts["grouped_path"] == moe_mod.PATH_TORCH_LOOP
+    assert by["grouped"].facts["grouped_path"] == moe_grouped.PATH_TORCH_LOOP
     assert not by["grouped"].graph_safe and not by["loop"].graph_safe and by["padded"].graph_safe
     assert all(b.executed_regions == ("moe/expert",) for b in by.values())
 
@@ -129,8 +132,8 @@ def test_grouped_path_is_observed_on_the_cpu_and_loop_is_not_graph_safe():
 
 
 def test_flops_per_row_by_hand():
-    assert moe_mod.flops_per_row(16, 32, "swiglu") == 3264  # 3072 + 160 + 32
-    assert moe_mod.flops_per_row(16, 32, "gelu") == 2688  # 2048 + 640
+    assert moe_costs.flops_per_row(16, 32, "swiglu") == 3264  # 3072 + 160 + 32
+    assert moe_costs.flops_per_row(16, 32, "gelu") == 2688  # 2048 + 640
 
 
 HAND = {"tokens": "8", "experts": 4, "top_k": 1, "d_model": 16, "d_ff": 32, "routing": "explicit:1x5+1x3"}
@@ -232,7 +235,7 @@ def test_cli_end_to_end_regions_facts_and_flops(tmp_path, isolated_cache, monkey
     assert (steps.useful_flops == 26_112).all()
     assert steps.executed_flops.to_dict() == pytest.approx({"loop": 26_112, "padded": 65_280, "grouped": 26_112})
     assert steps.loc["padded", "capacity"] == 5 and steps.loc["padded", "dropped_tokens"] == 0
-    assert steps.loc["grouped", "grouped_path"] == moe_mod.PATH_TORCH_LOOP
+    assert steps.loc["grouped", "grouped_path"] == moe_grouped.PATH_TORCH_LOOP
     assert "active 2/4 experts" in steps.loc["loop", "note"]
 
     # the dispatches launch genuinely different ops

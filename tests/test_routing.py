@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wlprof.errors import InputError
-from wlprof.workloads import routing as rt
+from wlprof.workloads.moe import routing as rt
 
 ARG = "--routing"
 

@@ -10,7 +10,9 @@ import pytest
 import wlprof
 from wlprof import schema
 from wlprof.errors import InputError, SchemaVersionError, StoreError
-from wlprof.trace.store import RunWriter, atomic_write_bytes, list_runs, load_table, run_dir
+from wlprof.store.atomic import atomic_write_bytes
+from wlprof.store.runs import RunWriter, list_runs, run_dir
+from wlprof.store.tables import load_table
 
 
 def _kernels(run_id, workload, variant, rows, **params):

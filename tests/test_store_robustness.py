@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import wlprof
 from wlprof.cli.main import app
-from wlprof.trace.store import list_runs
+from wlprof.store.runs import list_runs
 
 N_POINTS = 16  # enough that a kill after the third point always lands mid-sweep
 SHAPES = ",".join(f"{8 * (i + 1)}x96x96" for i in range(N_POINTS))

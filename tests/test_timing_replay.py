@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
-from wlprof.replay import ReplayError, replay_op
 from wlprof.timing import time_step
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from replay import ReplayError, replay_op  # noqa: E402  (a benchmark's helper)
 
 
 def test_time_step_cpu_keeps_samples_and_says_why_no_graph():

@@ -17,6 +17,6 @@ def load(path="traces", table: str = "kernels", **filters):
     `filters` are column == value (or column in list) conditions, pushed down to
     the Parquet reader, e.g. ``wlprof.load("traces", workload="moe")``.
     """
-    from wlprof.trace.store import load_table
+    from wlprof.store.tables import load_table
 
     return load_table(path, table=table, **filters)

@@ -88,8 +88,8 @@ def cache_path(device_type: str, device_name: str) -> Path:
 
 
 def load_cached(device) -> Ceilings | None:
+    from wlprof import jsonio
     from wlprof.device import device_name
-    from wlprof.trace import jsonio
 
     path = cache_path(device.type, device_name(device))
     if not path.exists():
@@ -101,8 +101,8 @@ def load_cached(device) -> Ceilings | None:
 
 
 def save(ceilings: Ceilings) -> Path:
-    from wlprof.trace import jsonio
-    from wlprof.trace.store import atomic_write_bytes
+    from wlprof import jsonio
+    from wlprof.store.atomic import atomic_write_bytes
 
     path = cache_path(ceilings.device_type, ceilings.device_name)
     try:

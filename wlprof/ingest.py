@@ -87,7 +87,7 @@ def _ceilings(device_type: str, device_name: str, meta: dict):
         return None, f"no ceilings: the trace comes from another host ({meta.get('host_name')})"
     path = C.cache_path(device_type, device_name if device_type == "cuda" else _this_cpu())
     if path.exists():
-        from wlprof.trace import jsonio
+        from wlprof import jsonio
 
         try:
             return C.Ceilings.from_dict(jsonio.loads(path.read_bytes())), f"cache: {path}"
@@ -112,9 +112,10 @@ def ingest(path: str | Path, out: str | Path = "traces", name: str | None = None
     from wlprof.cost.annotate import annotate
     from wlprof.memory import release
     from wlprof.steps import summarize
+    from wlprof.store.atomic import slug
+    from wlprof.store.runs import RUN_ID_RE, RunWriter, check_writable
     from wlprof.trace.join import join
     from wlprof.trace.parse import read_trace
-    from wlprof.trace.store import RUN_ID_RE, RunWriter, check_writable, slug
 
     if name is not None and not RUN_ID_RE.match(slug(name)):
         raise InputError("--name", "must contain letters or digits", name)

@@ -197,7 +197,7 @@ def run_study(study: Study, out: str | Path = "traces", progress: Progress | Non
     """
     from wlprof.ceilings import Ceilings, get_ceilings
     from wlprof.device import device_info, dtype_name
-    from wlprof.trace.store import RunWriter, check_writable, effective_status, read_manifest, run_dir
+    from wlprof.store.runs import RunWriter, check_writable, effective_status, read_manifest, run_dir
 
     wl, device, dtype, parsed, points = prepare(study, prefix)
     root = check_writable(out, "--out")
@@ -240,7 +240,7 @@ def run_study(study: Study, out: str | Path = "traces", progress: Progress | Non
 
 def _jsonable_roundtrip(spec) -> Any:
     """The spec as the manifest stores it (tuples come back from JSON as lists)."""
-    from wlprof.trace import jsonio
+    from wlprof import jsonio
 
     return jsonio.loads(jsonio.dumps(_jsonable(spec)))
 

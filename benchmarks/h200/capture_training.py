@@ -46,7 +46,6 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
 
-
 DEV_TYPE = "cuda"
 
 
@@ -348,7 +347,7 @@ def cap_nccl(out: Path, results: list, dev):
 
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29531")
-    dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
+    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", torch.cuda.current_device()))
     x = torch.randn(16 << 20, device=dev, dtype=torch.bfloat16)
     gathered = torch.empty(16 << 20, device=dev, dtype=torch.bfloat16)
     a2a = torch.empty_like(x)
@@ -393,9 +392,9 @@ def bandwidth(out: Path, results: list, dev):
         # several calls per event pair for small sizes: a single launch would be all overhead
         inner = max(1, (1 << 26) // nbytes)
         kernels = {
-            "read": (lambda: [torch.sum(x) for _ in range(inner)], nbytes),
-            "write": (lambda: [y.fill_(1.0) for _ in range(inner)], nbytes),
-            "copy": (lambda: [y.copy_(x) for _ in range(inner)], 2 * nbytes),
+            "read": (lambda x=x: [torch.sum(x) for _ in range(inner)], nbytes),
+            "write": (lambda y=y: [y.fill_(1.0) for _ in range(inner)], nbytes),
+            "copy": (lambda x=x, y=y: [y.copy_(x) for _ in range(inner)], 2 * nbytes),
         }
         for kind, (fn, touched) in kernels.items():
             us = [t / inner for t in timed(fn, reps)]

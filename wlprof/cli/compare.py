@@ -12,8 +12,8 @@ from wlprof.cli.common import console, handle_errors
 
 def _select(traces: Path, spec: str, arg: str):
     """'RUN' or 'RUN:VARIANT' -> (steps row, kernels) of one sweep point."""
-    from wlprof.analysis.selection import load_runs
     from wlprof.errors import InputError
+    from wlprof.store.selection import load_runs
 
     run, _, variant = spec.partition(":")
     steps = load_runs(traces, "steps", [run], arg)

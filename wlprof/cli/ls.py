@@ -12,7 +12,7 @@ def ls(out: OutOption = DEFAULT_OUT) -> None:
     """List the runs in the traces folder, oldest first."""
     from wlprof.analysis.summary import runs_overview
     from wlprof.cli import render
-    from wlprof.trace.store import list_runs
+    from wlprof.store.runs import list_runs
 
     runs = runs_overview(list_runs(out))
     if runs.empty:

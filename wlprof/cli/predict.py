@@ -28,10 +28,10 @@ def predict(
     `wlprof predict --train-traces offline --test RUN...` scores what the profile predicts.
     """
     from wlprof.analysis import models
-    from wlprof.analysis.selection import load_runs, split_runs
     from wlprof.cli.markdown import rich_table, table
     from wlprof.errors import InputError
-    from wlprof.trace.store import list_runs
+    from wlprof.store.runs import list_runs
+    from wlprof.store.selection import load_runs, split_runs
 
     train_root = train_traces if train_traces is not None else traces
     tr, te = split_runs(train), split_runs(test)
@@ -73,7 +73,7 @@ def predict(
               "The noise floor: the same call in the other profiled steps of its run.")
     con.print(rich_table(merged, cols, title="Level 0-3 performance models on held-out runs"))
     if out is not None:
-        from wlprof.trace.store import atomic_write_bytes
+        from wlprof.store.atomic import atomic_write_bytes
 
         text = (f"Trained on {', '.join(tr)}; tested on {', '.join(te)} ({devices[0]}). L3 answered from: "
                 + ", ".join(f"{k} {v:.1%}" for k, v in sources.items()) + ".\n\n"

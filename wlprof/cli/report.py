@@ -22,8 +22,8 @@ def report(
 ) -> None:
     """The spectrum: rank correlation, R², spread at equal FLOPs, fraction of peak and roofline, per family."""
     from wlprof.analysis.report import build_report
-    from wlprof.analysis.selection import load_runs, split_runs
     from wlprof.cli.markdown import SPECTRUM_COLUMNS, rich_table
+    from wlprof.store.selection import load_runs, split_runs
 
     ids = split_runs(runs)
     steps = load_runs(traces, "steps", ids, "RUNS", workload, allow_mixed_devices)

@@ -10,7 +10,7 @@ from wlprof.errors import InputError
 
 
 def _save(fig, path: Path) -> None:
-    from wlprof.trace.store import atomic_write_bytes
+    from wlprof.store.atomic import atomic_write_bytes
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -21,10 +21,11 @@ def _save(fig, path: Path) -> None:
 
 
 def write_report(rep: Report, out: Path, traces: Path) -> Path:
-    from wlprof.analysis.selection import ceilings_of
     from wlprof.cli.markdown import SPECTRUM_COLUMNS, table
     from wlprof.plots import figures
-    from wlprof.trace.store import atomic_write_bytes, check_writable
+    from wlprof.store.atomic import atomic_write_bytes
+    from wlprof.store.runs import check_writable
+    from wlprof.store.selection import ceilings_of
 
     out = check_writable(out, "--out")
     if out.resolve() == Path(traces).resolve():

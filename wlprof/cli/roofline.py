@@ -19,11 +19,11 @@ def roofline(
 ) -> None:
     """Draw the roofline (measured ceilings) with every op call as a point."""
     from wlprof.analysis.families import add_family
-    from wlprof.analysis.selection import ceilings_of, load_runs, split_runs
     from wlprof.cli.report_files import _save
     from wlprof.errors import InputError
     from wlprof.plots import figures
-    from wlprof.trace.store import check_writable
+    from wlprof.store.runs import check_writable
+    from wlprof.store.selection import ceilings_of, load_runs, split_runs
 
     ids = split_runs(runs)
     if output.suffix.lower() != ".png":

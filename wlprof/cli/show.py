@@ -21,7 +21,7 @@ def show(
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli import render
     from wlprof.errors import InputError, StoreError
-    from wlprof.trace.store import effective_status, read_manifest, run_dir
+    from wlprof.store.runs import effective_status, read_manifest, run_dir
 
     path = run_dir(out, run_id)
     if not path.is_dir():

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from wlprof.trace import jsonio
+from wlprof import jsonio
 
 ARG_COLUMNS = {
     "flops": "flops",

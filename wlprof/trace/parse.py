@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wlprof import jsonio
 from wlprof.errors import TraceFormatError
-from wlprof.trace import jsonio
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}

@@ -21,7 +21,7 @@ def load_runs(root: str | Path, table: str, runs: list[str] | None = None, arg: 
               workload: str | None = None, allow_mixed_devices: bool = False) -> pd.DataFrame:
     """One table of the selected runs (all runs when `runs` is empty), refusing empty or mixed selections."""
     import wlprof
-    from wlprof.trace.store import list_runs, run_dir
+    from wlprof.store.runs import list_runs, run_dir
 
     known = {m["run_id"] for m in list_runs(root)}
     for r in runs or []:
@@ -47,6 +47,6 @@ def load_runs(root: str | Path, table: str, runs: list[str] | None = None, arg: 
 
 
 def ceilings_of(root: str | Path, run_id: str) -> dict:
-    from wlprof.trace.store import read_manifest, run_dir
+    from wlprof.store.runs import read_manifest, run_dir
 
     return read_manifest(run_dir(root, run_id)).get("ceilings", {})

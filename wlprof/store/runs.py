@@ -25,55 +25,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wlprof import schema
+from wlprof import jsonio, schema
 from wlprof.errors import InputError, StoreError
-from wlprof.memory import release
-from wlprof.trace import jsonio
+from wlprof.store.atomic import atomic_write_bytes, atomic_write_parquet, slug
 
 MANIFEST = "_manifest.json"
 TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps"}
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-ROW_GROUP = 16_384  # rows converted to Arrow at a time: a wide kernels row is ~1 KB there
-
-
-def atomic_write_parquet(path: Path, df, table: str) -> None:
-    """Write DataFrame `df` as wlprof table `table`, converted and written one row group at a time
-    (a million-row table never exists twice in memory), to a temporary name then renamed."""
-    import pyarrow.parquet as pq
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        with pq.ParquetWriter(tmp, schema.arrow_schema(table), compression="zstd") as writer:
-            for start in range(0, max(len(df), 1), ROW_GROUP):
-                writer.write_table(schema.conform(df.iloc[start:start + ROW_GROUP], table))
-                if len(df) > ROW_GROUP:
-                    release()
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def slug(text: str, limit: int = 48) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower()[:limit] or "x"
-
 
 def check_writable(root: str | Path, arg: str = "--out") -> Path:
     """The traces folder, created if needed; an InputError when it cannot be written."""
@@ -264,50 +222,3 @@ def list_runs(root: str | Path) -> list[dict[str, Any]]:
     return runs
 
 
-def table_files(root: str | Path, table: str) -> list[Path]:
-    root = Path(root)
-    sub = TABLE_DIRS.get(table)
-    if sub is None:
-        raise InputError("table", f"must be one of {sorted(TABLE_DIRS)}", table)
-    run_dirs = [root] if (root / MANIFEST).exists() else [p for p in sorted(root.glob("*")) if p.is_dir()]
-    files: list[Path] = []
-    for d in run_dirs:
-        if d.name.startswith(("_", ".")):
-            continue
-        base = d / sub if sub else d
-        files.extend(sorted(p for p in base.glob("*.parquet") if not p.name.startswith((".", "_"))))
-    return files
-
-
-def load_table(root: str | Path = "traces", table: str = "kernels", **filters):
-    """One table of every run under `root` (or of one run folder) as a pandas DataFrame.
-
-    Older minor schema versions load (their missing columns come back as nulls);
-    a newer major version is refused. `filters` are `column=value` or
-    `column=[values]`, pushed down to the Parquet reader.
-    """
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
-    root = Path(root)
-    if not root.exists():
-        raise InputError("path", "must be a traces folder or a run folder that exists", str(root))
-    files = table_files(root, table)
-    declared = schema.arrow_schema(table)
-    for name in filters:
-        if name not in declared.names:
-            raise InputError(name, f"is not a column of the {table} table", filters[name])
-    if not files:
-        return declared.empty_table().to_pandas()
-    for f in files:
-        if f.stat().st_size == 0:
-            raise StoreError(f"{f} is empty (0 bytes): not a Parquet file")
-        meta = pq.read_schema(f).metadata or {}
-        schema.check_version(meta.get(schema.METADATA_KEY, b"0").decode(), str(f))
-    dataset = ds.dataset([str(f) for f in files], schema=declared, format="parquet")
-    expr = None
-    for name, value in filters.items():
-        field = ds.field(name)
-        cond = field.isin(list(value)) if isinstance(value, (list, tuple, set)) else field == value
-        expr = cond if expr is None else expr & cond
-    return dataset.to_table(filter=expr).to_pandas()

@@ -1,0 +1,1 @@
+"""The trace store: run folders of Parquet tables, Chrome traces and a manifest, written atomically."""

@@ -1,0 +1,53 @@
+"""Atomic files: written to a temporary name in the same folder, then renamed into place."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from wlprof import schema
+from wlprof.memory import release
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+ROW_GROUP = 16_384  # rows converted to Arrow at a time: a wide kernels row is ~1 KB there
+
+
+def atomic_write_parquet(path: Path, df, table: str) -> None:
+    """Write DataFrame `df` as wlprof table `table`, converted and written one row group at a time
+    (a million-row table never exists twice in memory), to a temporary name then renamed."""
+    import pyarrow.parquet as pq
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with pq.ParquetWriter(tmp, schema.arrow_schema(table), compression="zstd") as writer:
+            for start in range(0, max(len(df), 1), ROW_GROUP):
+                writer.write_table(schema.conform(df.iloc[start:start + ROW_GROUP], table))
+                if len(df) > ROW_GROUP:
+                    release()
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def slug(text: str, limit: int = 48) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", str(text)).strip("-").lower()[:limit] or "x"
+
+

@@ -1,0 +1,63 @@
+"""Which grouped-GEMM path torch takes: probed on the device, never assumed."""
+
+from __future__ import annotations
+
+PATH_FUSED = "torch._grouped_mm"
+PATH_TORCH_LOOP = "torch._grouped_mm: per-group mm"
+PATH_FALLBACK = "fallback: per-group mm"
+
+
+
+def _grouped_mm_op():
+    """torch._grouped_mm where this torch has it, else None (tests replace this to force the fallback)."""
+    import torch
+
+    return getattr(torch, "_grouped_mm", None)
+
+
+def probe_grouped_dtype(device, dtype) -> str | None:
+    """None if torch._grouped_mm takes `dtype` on `device` (or does not exist), else torch's refusal."""
+    import torch
+
+    op = _grouped_mm_op()
+    if op is None:
+        return None
+    # 16 x 16 operands: aligned for every dtype (16 * 1 byte), so only the dtype can be refused.
+    a = torch.zeros(4, 16, device=device, dtype=dtype)
+    b = torch.zeros(2, 16, 16, device=device, dtype=dtype)
+    offs = torch.tensor([2, 4], device=device, dtype=torch.int32)
+    try:
+        op(a, b, offs=offs)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    except RuntimeError as exc:
+        return str(exc).splitlines()[0][:200]
+    return None
+
+
+def grouped_path(device, dtype, w1t, offs_len: int) -> tuple[str, str | None]:
+    """Which grouped-GEMM path runs for these weights: observed, not assumed.
+
+    One call on the real weights runs under torch.profiler (CPU activity only): a
+    nested aten::mm or a host read of `offs` (aten::item) means torch ran it as one
+    mm per group; none means one grouped kernel. Returns (path, why the fallback).
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    op = _grouped_mm_op()
+    if op is None:
+        return PATH_FALLBACK, "this torch has no torch._grouped_mm"
+    a = torch.zeros(8, w1t.shape[1], device=device, dtype=dtype)
+    offs = torch.full((offs_len,), 8, device=device, dtype=torch.int32)  # all 8 rows in group 0
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            op(a, w1t, offs=offs)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+    except RuntimeError as exc:
+        return PATH_FALLBACK, f"torch._grouped_mm refused: {str(exc).splitlines()[0][:160]}"
+    names = {e.name for e in prof.events()}
+    per_group = bool(names & {"aten::mm", "aten::addmm", "aten::bmm", "aten::item", "aten::_local_scalar_dense"})
+    return (PATH_TORCH_LOOP if per_group else PATH_FUSED), None
+
