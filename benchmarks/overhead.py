@@ -26,9 +26,10 @@ def measure(device_name: str | None, pairs: int, steps: int) -> dict:
     from wlprof import schema
     from wlprof.ceilings import get_ceilings
     from wlprof.cost.annotate import annotate
+    from wlprof.cost.attribution import flag_ops, working
     from wlprof.device import resolve_device, synchronize
     from wlprof.trace.enrich import enriched_trace
-    from wlprof.trace.join import join
+    from wlprof.trace.join import join, op_rows
     from wlprof.trace.parse import read_trace
 
     device = resolve_device(device_name)
@@ -66,7 +67,9 @@ def measure(device_name: str | None, pairs: int, steps: int) -> dict:
         t_parse = time.perf_counter()
         joined = join(trace)
         t_join = time.perf_counter()
-        kernels, ops = annotate(joined, ceilings)
+        flagged = flag_ops(joined.ops)
+        kernels, ops = annotate(joined.device_rows if joined.device_rows is not None
+                                else op_rows(flagged, working(flagged)), flagged, trace.args_table, ceilings)
         t_cost = time.perf_counter()
         blob = enriched_trace(trace.meta, trace.events, kernels, {})
         (Path(tmp) / "out.json.gz").write_bytes(blob)

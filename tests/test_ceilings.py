@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from wlprof import ceilings
+from wlprof import ceilings, device
 from wlprof.ceilings import Ceilings
 
 
@@ -29,7 +29,7 @@ def test_damaged_cache_is_remeasured(tmp_path, monkeypatch):
     path = ceilings.cache_path("cpu", device_name(torch.device("cpu")))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
-    assert ceilings.load_cached(torch.device("cpu")) is None
+    assert ceilings.load_cached("cpu", device.cpu_model()) is None
 
 
 def test_compute_ceiling_lookup_and_ridge():

@@ -28,7 +28,7 @@ def files_under(path):
 def gemm_run(tmp_path_factory, cpu_ceilings_dir):
     os.environ["WLPROF_CACHE_DIR"] = str(cpu_ceilings_dir)
     out = tmp_path_factory.mktemp("traces")
-    res = runner.invoke(app, ["run", "gemm", "--shapes", "64x32x48,4x128x96", "-o", str(out), *FAST])
+    res = runner.invoke(app, ["run", "gemm", "--shapes", "64x32x48,4x128x96", "--traces", str(out), *FAST])
     assert res.exit_code == 0, res.output
     return out, res
 
@@ -75,13 +75,13 @@ def test_run_gemm_writes_the_trace_contract(gemm_run):
 
 def test_ls_and_show(gemm_run):
     out, _ = gemm_run
-    res = invoke("ls", "-o", out)
+    res = invoke("ls", "--traces", out)
     assert res.exit_code == 0 and "complete" in res.output and "2/2" in res.output
     run_id = next(p.name for p in out.iterdir() if p.is_dir())
-    res = invoke("show", run_id, "-o", out)
+    res = invoke("show", run_id, "--traces", out)
     assert res.exit_code == 0, res.output
     assert "aten::mm" in res.output and "kernels by time per step" in res.output
-    res = invoke("show", run_id, "-o", out, "--variant", "nope")
+    res = invoke("show", run_id, "--traces", out, "--variant", "nope")
     assert res.exit_code == 2 and "--variant" in res.output
 
 
@@ -90,7 +90,7 @@ def test_sweep_study_file_and_its_errors(tmp_path):
     study.write_text('[study]\nworkload = "mlp"\n[params]\nbatch = [2, 3]\nd_model = 16\nd_ff = 32\n'
                      '[capture]\nprofiled_steps = 2\nlatency_reps = 3\nwarmup = 1\n')
     out = tmp_path / "t"
-    res = invoke("sweep", study, "-o", out, "-q")
+    res = invoke("sweep", study, "--traces", out, "-q")
     assert res.exit_code == 0, res.output
     df = pd.read_parquet(out)
     assert sorted(df.batch.unique()) == [2, 3] and set(df.region) == {"mlp/fc1", "mlp/act", "mlp/fc2"}
@@ -98,12 +98,12 @@ def test_sweep_study_file_and_its_errors(tmp_path):
     assert df[df.batch == 2].groupby("step").flops.sum().iloc[0] == 5_376
     bad = tmp_path / "bad.toml"
     bad.write_text('[study]\nworkload = "mlp"\n[params]\nbatch = [0]\n')
-    res = invoke("sweep", bad, "-o", tmp_path / "t2")
+    res = invoke("sweep", bad, "--traces", tmp_path / "t2")
     assert res.exit_code == 2 and "params.batch" in res.output and "0" in res.output
     assert not (tmp_path / "t2").exists()
     broken = tmp_path / "broken.toml"
     broken.write_text("[study\nworkload=")
-    res = invoke("sweep", broken, "-o", tmp_path / "t3")
+    res = invoke("sweep", broken, "--traces", tmp_path / "t3")
     assert res.exit_code == 2 and "TOML" in res.output
 
 
@@ -116,15 +116,15 @@ def test_sweep_study_file_and_its_errors(tmp_path):
     (["run", "mlp", "--batch", "4", "--device", "tpu"], "--device must be"),
     (["run", "mlp", "--batch", "4", "--activation", "tanh"], "--activation must be one of gelu, relu, silu"),
     (["run", "gemm", "--shapes", "2x3"], "--shapes must be shapes MxKxN"),
-    (["run", "gemm", "--shapes", "2x0x3"], "--shapes must be a positive integer (got '0')"),
+    (["run", "gemm", "--shapes", "2x0x3"], "--shapes must be shapes MxKxN of positive integers, comma-separated (e.g. 2048x2048x2560) (got '2x0x3')"),
     (["run", "gemm", "--shapes", "2x2x2", "--steps", "0"], "--steps must be at least 1 (got 0)"),
     (["run", "elementwise", "--ops", "relu,tanh"], "--ops must be one of"),
     (["run", "gemm", "--shapes", "2x2x2,2x2x2"], "must not repeat a sweep point"),
-    (["run", "gemm", "--shapes", "1x1x1000000000000"], "must fit in device memory"),
+    (["run", "gemm", "--shapes", "1x1x1000000000000"], "--shapes must fit in host memory"),
 ])
 def test_bad_input_names_argument_rule_value_and_writes_nothing(tmp_path, args, needle):
     out = tmp_path / "traces"
-    res = invoke(*args, "-o", out) if args[1] != "nosuch" else invoke(*args)
+    res = invoke(*args, "--traces", out) if args[1] != "nosuch" else invoke(*args)
     assert res.exit_code == 2, res.output
     assert needle in res.output
     assert files_under(out) == []
@@ -133,19 +133,19 @@ def test_bad_input_names_argument_rule_value_and_writes_nothing(tmp_path, args, 
 def test_unwritable_output_folder(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    res = invoke("run", "gemm", "--shapes", "2x2x2", "-o", blocker, *FAST)
-    assert res.exit_code == 2 and "--out" in res.output and str(blocker) in res.output
+    res = invoke("run", "gemm", "--shapes", "2x2x2", "--traces", blocker, *FAST)
+    assert res.exit_code == 2 and "--traces" in res.output and str(blocker) in res.output
     assert blocker.read_text() == "not a folder"
     if os.geteuid() != 0:  # root ignores permission bits
         ro = tmp_path / "ro"
         ro.mkdir()
         ro.chmod(0o500)
-        res = invoke("run", "gemm", "--shapes", "2x2x2", "-o", ro, *FAST)
-        assert res.exit_code == 2 and "--out" in res.output
+        res = invoke("run", "gemm", "--shapes", "2x2x2", "--traces", ro, *FAST)
+        assert res.exit_code == 2 and "--traces" in res.output
 
 
 def test_show_refuses_a_run_id_that_escapes_the_traces_folder(tmp_path):
-    res = invoke("show", "../etc", "-o", tmp_path)
+    res = invoke("show", "../etc", "--traces", tmp_path)
     assert res.exit_code == 2 and "RUN_ID" in res.output
 
 
@@ -156,13 +156,13 @@ def test_entry_point_in_a_subprocess_records_the_command(tmp_path, cpu_ceilings_
     out = tmp_path / "traces"
     env = {**os.environ, "WLPROF_CACHE_DIR": str(cpu_ceilings_dir)}
     cmd = [sys.executable, "-m", "wlprof.cli.main", "run", "elementwise", "--ops", "relu,dot", "--numel", "4096",
-           "-o", str(out), *FAST]
+           "--traces", str(out), *FAST]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "relu n=4096" in proc.stdout and "read_parquet" in proc.stdout
     run_dir = next(out.iterdir())
     manifest = json.loads((run_dir / "_manifest.json").read_text())
-    assert manifest["command"] == f"wlprof run elementwise --ops relu,dot --numel 4096 -o {out} " + " ".join(FAST)
+    assert manifest["command"] == f"wlprof run elementwise --ops relu,dot --numel 4096 --traces {out} " + " ".join(FAST)
     df = pd.read_parquet(out)
     # relu: 4096 FLOPs (one compare each) over 4*4096 + 4*4096 = 32,768 bytes: intensity 1/8 in fp32
     relu = df[df.op == "relu"].groupby("step")[["flops", "bytes"]].sum().iloc[0]
@@ -171,7 +171,7 @@ def test_entry_point_in_a_subprocess_records_the_command(tmp_path, cpu_ceilings_
 
 def test_binary_micro_kernels_mul_and_add(tmp_path):
     out = tmp_path / "traces"
-    res = invoke("run", "elementwise", "--ops", "mul,add", "--numel", "1000", "-o", out, *FAST)
+    res = invoke("run", "elementwise", "--ops", "mul,add", "--numel", "1000", "--traces", out, *FAST)
     assert res.exit_code == 0, res.output
     df = pd.read_parquet(out)
     for op, aten in (("mul", "aten::mul"), ("add", "aten::add")):

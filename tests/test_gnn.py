@@ -12,6 +12,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from wlprof.cli.options import spell_cli, spell_study
 from wlprof.cost import VECTOR
 from wlprof.errors import InputError
 from wlprof.workloads import gnn
@@ -91,7 +92,7 @@ def test_points_cross_product_and_labels():
     ({"features": "0"}, "--features", "0"),
     ({"features": "-8"}, "--features", "-8"),
     ({"features": "32,x"}, "--features", "x"),
-    ({"scale": "41"}, "--scale", 41),
+    ({"scale": "41"}, "--scale", "41"),
     ({"edge_factor": 0}, "--edge-factor", 0),
     ({"reduction": "prod"}, "--reduction", "prod"),
     ({"backend": "csr", "reduction": "max"}, "--reduction", "max"),
@@ -104,7 +105,7 @@ def test_points_cross_product_and_labels():
 def test_bad_input_names_the_argument(params, arg, value):
     with pytest.raises(InputError) as exc:
         _parse(**params)
-    assert exc.value.arg == arg
+    assert spell_cli(exc.value.arg) == arg
     assert exc.value.value == value
 
 
@@ -119,14 +120,15 @@ def test_csr_refuses_a_dtype_sparse_mm_lacks():
     # the CPU's MKL SpMM has no bfloat16; the gather/scatter backends run in it
     with pytest.raises(InputError) as exc:
         gnn.Gnn().parse({"backend": "scatter,csr"}, CPU, torch.bfloat16)
-    assert exc.value.arg == "--dtype" and exc.value.value == "bfloat16"
+    assert spell_cli(exc.value.arg) == "--dtype" and exc.value.value == "bfloat16"
     gnn.Gnn().parse({"backend": "scatter,segment"}, CPU, torch.bfloat16)
 
 
 def test_study_file_prefix():
     with pytest.raises(InputError) as exc:
-        gnn.Gnn().parse({"features": 0}, CPU, F32, prefix="params.")
-    assert exc.value.arg == "params.features"
+        gnn.Gnn().parse({"features": 0}, CPU, F32)
+    assert spell_study(exc.value.arg) == "params.features"
+    assert exc.value.message(spell_study).startswith("params.features must be a positive integer")
 
 
 # ---------------------------------------------------------------- cost by hand
@@ -155,8 +157,8 @@ def test_aggregate_cost_by_hand():
 @pytest.mark.parametrize("backend", ["scatter", "index_add", "segment", "csr"])
 def test_built_region_cost_on_the_hand_graph(backend):
     built = gnn_steps.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
-    assert set(built.region_costs) == {"gnn/aggregate"}
-    c = built.region_costs["gnn/aggregate"]
+    assert [s.region for s in built.stated] == ["gnn/aggregate"]
+    c = built.stated[0].cost
     assert (c.flops, c.bytes) == (15, 148)  # as derived in test_aggregate_cost_by_hand
 
 
@@ -167,7 +169,7 @@ def test_built_region_cost_on_the_hand_graph(backend):
 ])
 def test_pyg_layers_count_their_messages(backend, messages):
     built = gnn_steps.build_step(HAND, HAND_N, {"features": 3, "backend": backend, "reduction": "sum"}, CPU, F32)
-    c = built.region_costs["gnn/aggregate"]
+    c = built.stated[0].cost
     weighted = backend == "pyg:gcn-csr"  # GCN's edge-weight multiply inside the fused SpMM
     assert c.flops == messages * 3 * (2 if weighted else 1)
     assert c.bytes == messages * 3 * 4 + messages * 8 + HAND_N * 3 * 4 + (messages * 4 if weighted else 0)
@@ -292,7 +294,7 @@ def _cli(args, tmp_path, monkeypatch):
     from wlprof.cli.main import app
 
     monkeypatch.chdir(tmp_path)
-    return CliRunner().invoke(app, ["run", "gnn", *args, "--out", str(tmp_path / "traces"), "--quiet",
+    return CliRunner().invoke(app, ["run", "gnn", *args, "--traces", str(tmp_path / "traces"), "--quiet",
                                     "--steps", "2", "--warmup", "1", "--reps", "3"])
 
 
@@ -376,7 +378,7 @@ def test_cli_transform_region(tmp_path, monkeypatch):
     (["--backend", "cusparse"], "--backend must be one of"),
     (["--features", "0"], "--features must be a positive integer (got '0')"),
     (["--backend", "csr", "--reduction", "max"], "--reduction must be one backend csr supports"),
-    (["--scale", "40"], "must fit in device memory: point 'rmat s40 F32 / scatter / sum'"),
+    (["--scale", "40"], "--scale must fit in host memory: point 'rmat s40 F32 / scatter / sum'"),
 ])
 def test_cli_bad_input_writes_nothing(args, needle, tmp_path, monkeypatch):
     res = _cli(args, tmp_path, monkeypatch)

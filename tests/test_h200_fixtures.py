@@ -10,9 +10,8 @@ from conftest import FIXTURES, h200_manifest, h200_run
 from torch.utils.flop_counter import FlopCounterMode
 
 import wlprof
+from wlprof import pipeline
 from wlprof.ceilings import Ceilings
-from wlprof.cost.annotate import annotate
-from wlprof.trace.join import join
 from wlprof.trace.parse import read_trace
 from wlprof.workloads.moe import flops_per_row
 
@@ -33,7 +32,8 @@ def test_moe_grouped_runs_torch_grouped_mm_and_wlprof_counts_it():
     assert steps.loc["dispersed / grouped", "useful_flops"] == 50_429_952
     # the formulas, without the workload's region cost: three _grouped_mm of 2*16*512*1024 =
     # 16,777,216 each, silu 5*16*1024 = 81,920, the gating mul 16*1024 = 16,384: 50,429,952 again
-    kernels, ops = annotate(join(read_trace(raw)), Ceilings.from_dict(m["ceilings"]))
+    _c = pipeline.costed(read_trace(raw), Ceilings.from_dict(m["ceilings"]))
+    kernels, ops = _c.kernels, _c.ops
     g = ops[ops.op_name == "aten::_grouped_mm"]
     assert len(g) == 3 * 2 and set(g.flops) == {16_777_216} and (g.flops_source == "formula").all()
     expert = kernels[kernels.region == "moe/expert"].groupby("step").flops.sum()
@@ -49,7 +49,8 @@ def test_moe_grouped_runs_torch_grouped_mm_and_wlprof_counts_it():
 
 def test_moe_loop_syncs_with_the_host_per_expert():
     m, p, raw = _point("moe", "dispersed / loop")
-    kernels, _ = annotate(join(read_trace(raw)), Ceilings.from_dict(m["ceilings"]))
+    _c = pipeline.costed(read_trace(raw), Ceilings.from_dict(m["ceilings"]))
+    kernels, _ = _c.kernels, _c.ops
     steps = wlprof.load(h200_run("moe"), table="steps").set_index("variant")
     active = int(steps.loc["dispersed / loop", "active_experts"])
     assert active == 8

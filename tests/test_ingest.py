@@ -12,9 +12,8 @@ from conftest import FIXTURES, h200_manifest, h200_run
 from typer.testing import CliRunner
 
 import wlprof
+from wlprof import pipeline
 from wlprof.cli.main import app
-from wlprof.cost.annotate import annotate
-from wlprof.trace.join import join
 from wlprof.trace.parse import read_trace
 
 runner = CliRunner()
@@ -36,13 +35,14 @@ def _raw(prefix="moe", point=0):
 def test_ingest_matches_a_direct_parse_and_keeps_unknowns(tmp_path):
     raw = _raw("moe")  # dispersed / loop: nonzero and where have no formula
     out = tmp_path / "traces"
-    res = invoke("ingest", raw, "-o", out, "--name", "moe-h200", "--chrome-top", "20")
+    res = invoke("ingest", raw, "--traces", out, "--name", "moe-h200", "--chrome-top", "20")
     assert res.exit_code == 0, res.output
     assert "has no FLOP formula" in res.output and "aten::nonzero" in res.output
     k = pd.read_parquet(out)
     assert (k.workload == "ingest").all() and (k["rank"] == 0).all() and k.run_id.iloc[0].startswith("moe-h200-")
     assert k.source_file.iloc[0] == str(raw) and (k.device_name == "NVIDIA H200").all()
-    direct, _ = annotate(join(read_trace(raw)), None)
+    _c = pipeline.costed(read_trace(raw), None)
+    direct, _ = _c.kernels, _c.ops
     assert len(k) == len(direct)
     assert k.flops.sum() == pytest.approx(direct.flops.sum())
     assert set(k.flops_source) == {"formula", "unknown"} and (k.op_name == "aten::nonzero").any()
@@ -66,7 +66,7 @@ def test_ingest_a_folder_of_ranks(tmp_path):
         doc["distributedInfo"] = {"rank": rank, "world_size": 2}
         (src / f"host_{rank}.pt.trace.json").write_text(json.dumps(doc))
     out = tmp_path / "traces"
-    res = invoke("ingest", src, "-o", out, "--name", "llama-train", "-q")
+    res = invoke("ingest", src, "--traces", out, "--name", "llama-train", "-q")
     assert res.exit_code == 0, res.output
     k = wlprof.load(out, workload="ingest")
     assert sorted(k["rank"].unique()) == [0, 1] and set(k.variant) == {"rank 0", "rank 1"}
@@ -79,7 +79,7 @@ def test_ingest_cpu_trace_of_another_torch(tmp_path):
     run = next((FIXTURES / "cpu").iterdir())
     raw = next((run / "_chrome").glob("*.raw.json.gz"))
     out = tmp_path / "traces"
-    assert invoke("ingest", raw, "-o", out, "-q").exit_code == 0
+    assert invoke("ingest", raw, "--traces", out, "-q").exit_code == 0
     k = pd.read_parquet(out)
     assert (k.kind == "cpu_op").all() and (k.device_type == "cpu").all()
     assert {"aten::addmm", "aten::gelu"} <= set(k.name)
@@ -99,12 +99,12 @@ def test_ingest_cpu_trace_of_another_torch(tmp_path):
 ])
 def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, content, needle):
     out = tmp_path / "traces"
-    ok = invoke("ingest", _raw("gemm"), "-o", out, "-q")  # something already in the store
+    ok = invoke("ingest", _raw("gemm"), "--traces", out, "-q")  # something already in the store
     assert ok.exit_code == 0
     before = listing(out)
     bad = tmp_path / "bad.json.gz"
     bad.write_bytes(content)
-    res = invoke("ingest", bad, "-o", out)
+    res = invoke("ingest", bad, "--traces", out)
     assert res.exit_code == 2, res.output
     assert needle in res.output and str(bad) in res.output
     assert listing(out) == before  # no half-written run, nothing else touched
@@ -114,7 +114,7 @@ def test_truncated_gzip_names_the_file(tmp_path):
     full = _raw("gemm").read_bytes()
     bad = tmp_path / "cut.json.gz"
     bad.write_bytes(full[: len(full) // 2])
-    res = invoke("ingest", bad, "-o", tmp_path / "t")
+    res = invoke("ingest", bad, "--traces", tmp_path / "t")
     assert res.exit_code == 2 and str(bad) in res.output
     assert listing(tmp_path / "t") == []
 
@@ -125,18 +125,18 @@ def test_a_folder_with_one_bad_file_writes_nothing(tmp_path):
     shutil.copy(_raw("gemm"), src / "a.json.gz")
     (src / "b.json").write_text('{"traceEvents": [')
     out = tmp_path / "traces"
-    res = invoke("ingest", src, "-o", out)
+    res = invoke("ingest", src, "--traces", out)
     assert res.exit_code == 2 and "b.json" in res.output
     assert [p for p in listing(out) if not p.startswith(".wlprof")] == []
 
 
 def test_missing_path_and_empty_folder(tmp_path):
-    res = invoke("ingest", tmp_path / "nope.json", "-o", tmp_path / "t")
+    res = invoke("ingest", tmp_path / "nope.json", "--traces", tmp_path / "t")
     assert res.exit_code == 2 and "PATH must be an existing trace file or folder" in res.output
     (tmp_path / "empty").mkdir()
-    res = invoke("ingest", tmp_path / "empty", "-o", tmp_path / "t")
+    res = invoke("ingest", tmp_path / "empty", "--traces", tmp_path / "t")
     assert res.exit_code == 2 and "*.json" in res.output
-    res = invoke("ingest", _raw("gemm"), "-o", tmp_path / "t", "--chrome-top", "0")
+    res = invoke("ingest", _raw("gemm"), "--traces", tmp_path / "t", "--chrome-top", "0")
     assert res.exit_code == 2 and "--chrome-top" in res.output
 
 

@@ -11,9 +11,8 @@ from conftest import FIXTURES, h200_manifest, h200_run
 from torch.profiler import ProfilerActivity, profile, record_function
 from torch.utils.flop_counter import FlopCounterMode
 
+from wlprof import pipeline
 from wlprof.ceilings import Ceilings
-from wlprof.cost.annotate import annotate
-from wlprof.trace.join import join
 from wlprof.trace.parse import read_trace
 
 WRAPPERS_NEVER_ROWS = {"aten::linear", "aten::matmul", "aten::relu", "aten::to", "aten::_to_copy", "aten::clone"}
@@ -22,8 +21,8 @@ WRAPPERS_NEVER_ROWS = {"aten::linear", "aten::matmul", "aten::relu", "aten::to",
 def _annotated(run_prefix: str, point: int):
     m = h200_manifest(run_prefix)
     path = h200_run(run_prefix) / m["points"][point]["files"]["raw_chrome"]
-    joined = join(read_trace(path))
-    kernels, ops = annotate(joined, Ceilings.from_dict(m["ceilings"]))
+    c = pipeline.costed(read_trace(path), Ceilings.from_dict(m["ceilings"]))
+    joined, kernels, ops = c.joined, c.kernels, c.ops
     return m, joined, kernels, ops
 
 
@@ -40,7 +39,7 @@ GEMM_POINTS = [(0, 256, 512, 1024), (1, 1, 4096, 8192)]
 @pytest.mark.parametrize(("point", "m", "k", "n"), GEMM_POINTS)
 def test_h200_gemm_every_kernel_has_op_shapes_and_flops(point, m, k, n):
     manifest, joined, kernels, ops = _annotated("gemm", point)
-    assert joined.device_trace
+    assert joined.device_rows is not None
     assert manifest["device"]["name"] == "NVIDIA H200"
     kernel_rows = kernels[kernels.kind == "kernel"]
     assert len(kernel_rows) >= 2  # two profiled steps
@@ -109,10 +108,9 @@ def test_h200_committed_parquet_loads_and_matches_a_fresh_parse():
 
 def _probe():
     path = FIXTURES / "h200_probe_ops.json.gz"
-    joined = join(read_trace(path))
     c = Ceilings("cuda", "NVIDIA H200", {"bfloat16": 789.0, "float32": 50.4}, 50.4, 4208.0, "measured", "", "")
-    kernels, ops = annotate(joined, c)
-    return joined, kernels, ops
+    costed = pipeline.costed(read_trace(path), c)
+    return costed.joined, costed.kernels, costed.ops
 
 
 def test_h200_probe_graph_replays_are_kept_and_flagged():
@@ -154,8 +152,8 @@ def _cpu_trace(tmp_path, fn):
             fn()
     path = tmp_path / "cpu.json"
     prof.export_chrome_trace(str(path))
-    joined = join(read_trace(path))
-    return annotate(joined, None)
+    c = pipeline.costed(read_trace(path), None)
+    return c.kernels, c.ops
 
 
 def test_cpu_rows_are_working_ops_counted_once(tmp_path):

@@ -12,9 +12,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wlprof.cost.annotate import annotate
+from wlprof import pipeline
 from wlprof.errors import WlprofError
-from wlprof.trace.join import join
 from wlprof.trace.parse import read_trace
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
@@ -52,11 +51,10 @@ def _run(doc, tmp_path, layout):
         path.write_text(json.dumps(doc))
     try:
         trace = read_trace(path, keep_events=(layout == "whole"))
-        joined = join(trace)
-        kernels, ops = annotate(joined, None)
+        c = pipeline.costed(trace, None)
     except WlprofError:
         return None
-    return trace, joined, kernels, ops
+    return trace, c, c.kernels, c.ops
 
 
 @settings(max_examples=120, deadline=None, derandomize=True,
@@ -66,13 +64,13 @@ def test_only_wlprof_errors_and_the_join_invariants_hold(tmp_path, doc, layout):
     got = _run(doc, tmp_path, layout)
     if got is None:
         return
-    trace, joined, kernels, ops = got
-    rows = joined.rows
-    n_ops = len(joined.ops)
+    trace, c, kernels, ops = got
+    rows = c.rows
+    n_ops = len(c.joined.ops)
     pos = rows.op_pos.to_numpy()
     assert ((pos >= -1) & (pos < max(n_ops, 1))).all()
     assert (rows.has_op.to_numpy() == (pos >= 0)).all()  # a row has its op exactly when it points at one
-    if joined.device_trace:
+    if c.joined.device_rows is not None:
         assert len(rows) == len(trace.device)  # every device activity is a row: none dropped
     assert len(kernels) == len(rows)
     # costs are counted once: kernels and ops agree where both are known
@@ -80,7 +78,7 @@ def test_only_wlprof_errors_and_the_join_invariants_hold(tmp_path, doc, layout):
     k_known = kernels[kernels.flops.notna() & kernels.external_id.isin(known_ops.external_id)]
     assert np.isclose(k_known.flops.sum(), known_ops.flops.sum(), rtol=1e-9, atol=1e-6)
     assert kernels.flops_source.isin(["formula", "workload", "unknown"]).all()
-    assert (kernels.dur_us.dropna() >= -1e-3).all() or joined.device_trace
+    assert (kernels.dur_us.dropna() >= -1e-3).all() or c.joined.device_rows is not None
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,

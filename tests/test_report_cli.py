@@ -80,7 +80,7 @@ def test_refusals_name_the_argument(traces, tmp_path, isolated_cache):
     # a CPU run beside H200 runs: mixing devices needs saying so
     mixed = tmp_path / "mixed"
     shutil.copytree(traces, mixed)
-    res = invoke("run", "gemm", "--shapes", "8x8x8", "-o", mixed, "--steps", "1", "--warmup", "1", "--reps", "2", "-q")
+    res = invoke("run", "gemm", "--shapes", "8x8x8", "--traces", mixed, "--steps", "1", "--warmup", "1", "--reps", "2", "-q")
     assert res.exit_code == 0, res.output
     res = invoke("report", "--traces", mixed)
     assert res.exit_code == 2 and "--allow-mixed-devices" in res.output and "NVIDIA H200" in res.output

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wlprof.errors import InputError
+from wlprof.errors import InputError, Key
 from wlprof.workloads.moe import routing as rt
 
-ARG = "--routing"
+ARG = Key("routing")
 
 
 def counts_of(text: str, tokens: int, experts: int, top_k: int, seed: int = 0) -> list[int]:

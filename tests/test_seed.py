@@ -11,6 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from wlprof.cli.main import app
+from wlprof.cli.options import spell_cli, spell_study
 from wlprof.errors import InputError
 from wlprof.workloads import get
 from wlprof.workloads import gnn as gnn_mod
@@ -71,10 +72,12 @@ def test_gnn_seed_redraws_the_graph_and_features():
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "x", True])
 def test_bad_seed_names_the_argument(bad):
-    with pytest.raises(InputError, match=r"--seed must be an integer >= 0"):
+    with pytest.raises(InputError) as exc:
         get("moe").parse({"seed": bad}, CPU, F32)
-    with pytest.raises(InputError, match=r"params.seed must be an integer >= 0"):
-        gnn_mod.Gnn().parse({"seed": bad}, CPU, F32, prefix="params.")
+    assert exc.value.message(spell_cli) == f"--seed must be an integer >= 0 (got {bad!r})"
+    with pytest.raises(InputError) as exc:
+        gnn_mod.Gnn().parse({"seed": bad}, CPU, F32)
+    assert exc.value.message(spell_study) == f"params.seed must be an integer >= 0 (got {bad!r})"
 
 
 def test_sweep_set_overrides_a_study_parameter(tmp_path):
@@ -83,12 +86,12 @@ def test_sweep_set_overrides_a_study_parameter(tmp_path):
                      'd_ff = 32\nrouting = "dispersed"\ndispatch = "grouped"\n'
                      '[capture]\nprofiled_steps = 1\nlatency_reps = 2\nwarmup = 1\nbatches = 1\n')
     out = tmp_path / "t"
-    res = runner.invoke(app, ["sweep", str(study), "-o", str(out), "-q", "--set", "seed=7"])
+    res = runner.invoke(app, ["sweep", str(study), "--traces", str(out), "-q", "--set", "seed=7"])
     assert res.exit_code == 0, res.output
     k = pd.read_parquet(out)
     assert set(k.seed) == {7}
     expected = moe_tensors.routing_for({**_moe_point(7).params}).counts().tolist()
-    assert json.loads(k.expert_counts.iloc[0]) == expected
+    assert list(k.expert_counts.iloc[0]) == expected
     manifest = json.loads(next(out.glob("*/_manifest.json")).read_text())
     assert manifest["study"]["params"]["seed"] == 7
 
@@ -97,13 +100,13 @@ def test_sweep_set_overrides_a_study_parameter(tmp_path):
     ("seed", "--set must be KEY=VALUE"),
     ("=3", "--set must be KEY=VALUE"),
     ("seed=-2", "params.seed must be an integer >= 0 (got -2)"),
-    ("colour=red", "params.colour is not a parameter of this workload"),
+    ("colour=red", "params.colour is not a parameter of the moe workload"),
 ])
 def test_sweep_bad_set_is_refused_and_writes_nothing(tmp_path, setting, needle):
     study = tmp_path / "s.toml"
     study.write_text('[study]\nworkload = "moe"\n[params]\ntokens = [64]\nd_model = 16\nd_ff = 32\n')
     out = tmp_path / "t"
-    res = runner.invoke(app, ["sweep", str(study), "-o", str(out), "--set", setting])
+    res = runner.invoke(app, ["sweep", str(study), "--traces", str(out), "--set", setting])
     assert res.exit_code == 2, res.output
     assert needle in res.output
     assert not out.exists()

@@ -51,15 +51,29 @@ def test_newer_schema_major_is_refused_older_minor_loads(tmp_path):
     w = _write_run(tmp_path, "gemm", "a", 1, m=1)
     f = next(w.path.glob("p000*.parquet"))
     t = pq.read_table(f)
-    newer = t.replace_schema_metadata({schema.METADATA_KEY: b"2.0"})
+    newer = t.replace_schema_metadata({schema.METADATA_KEY: b"3.0"})
     pq.write_table(newer, f)
-    with pytest.raises(SchemaVersionError, match=r"schema 2\.0, newer than this wlprof's 1\."):
+    with pytest.raises(SchemaVersionError, match=r"schema 3\.0, newer than this wlprof's 2\."):
         wlprof.load(tmp_path)
     # an older minor version missing a column still loads, the column comes back null
     older = t.drop(["routing"]).replace_schema_metadata({schema.METADATA_KEY: b"1.0"})
     pq.write_table(older, f)
     df = wlprof.load(tmp_path)
     assert df.routing.isna().all() and len(df) == 1
+
+
+def test_schema_1_expert_counts_as_json_text_load_as_lists(tmp_path):
+    # schema <= 1.3 wrote expert counts as a JSON string; 2.0 as a list column: wlprof.load converts
+    w = _write_run(tmp_path, "moe", "a", 2)
+    f = next(w.path.glob("p000*.parquet"))
+    t = pq.read_table(f).drop(["expert_counts"])
+    old = t.append_column("expert_counts", pa.array(["[3,0,1]", "[3,0,1]"]))
+    pq.write_table(old.replace_schema_metadata({schema.METADATA_KEY: b"1.3"}), f)
+    _write_run(tmp_path, "moe", "b", 1)  # a run of the current schema beside it
+    df = wlprof.load(tmp_path).sort_values("variant")
+    assert [list(v) if v is not None else None for v in df.expert_counts] == [[3, 0, 1], [3, 0, 1], None]
+    one = wlprof.load(tmp_path, variant="a")  # a filter reaches the converted file too
+    assert len(one) == 2
 
 
 def test_zero_byte_parquet_is_a_clear_error(tmp_path):

@@ -26,7 +26,7 @@ FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q"]
 
 def _cmd(out, *extra):
     return [sys.executable, "-m", "wlprof.cli.main", "run", "gemm", "--shapes", SHAPES, "--device", "cpu",
-            "-o", str(out), *FAST, *extra]
+            "--traces", str(out), *FAST, *extra]
 
 
 def _manifest(out):
@@ -75,12 +75,12 @@ def test_sigkill_keeps_finished_points_and_resume_finishes_without_redoing_them(
 
 def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings_dir):
     out = tmp_path / "traces"
-    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "8x8x8", "-o", str(out), *FAST])
+    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "8x8x8", "--traces", str(out), *FAST])
     assert r.exit_code == 0
     run_id = next(out.iterdir()).name
-    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "16x8x8", "-o", str(out), *FAST, "--resume", run_id])
+    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "16x8x8", "--traces", str(out), *FAST, "--resume", run_id])
     assert r.exit_code == 2 and "--resume must name a run of this same study" in r.output
-    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "8x8x8", "-o", str(out), *FAST, "--resume", "../x"])
+    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "8x8x8", "--traces", str(out), *FAST, "--resume", "../x"])
     assert r.exit_code == 2 and "RUN_ID" in r.output
 
 
@@ -112,7 +112,7 @@ def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, 
     from wlprof.capture import CaptureConfig
 
     res = run_study(Study("gemm", {"shapes": "8x8x8,16x8x8,24x8x8"}, device="cpu",
-                          capture=CaptureConfig(warmup=1, latency_reps=2, batches=1, profiled_steps=1)), out=tmp_path)
+                          capture=CaptureConfig(warmup=1, latency_reps=2, batches=1, profiled_steps=1)), traces=tmp_path)
     assert res.status == "partial"
     m = json.loads((res.path / "_manifest.json").read_text())
     assert [p["status"] for p in m["points"]] == ["ok", "failed", "ok"]

@@ -47,7 +47,7 @@ def test_replay_refuses_what_it_cannot_rebuild():
 def test_cuda_capture_records_kernels_with_ops_and_three_timings(tmp_path):
     from wlprof.study import Study, run_study
 
-    res = run_study(Study("gemm", {"shapes": "256x256x256"}), out=tmp_path)
+    res = run_study(Study("gemm", {"shapes": "256x256x256"}), traces=tmp_path)
     row = res.steps.iloc[0]
     assert row.kernel_us > 0 and row.latency_us >= row.kernel_us and row.graph_us > 0
     import wlprof

@@ -27,15 +27,18 @@ class CaptureConfig:
     keep_raw_trace: bool = False  # also keep torch.profiler's trace as written (_chrome/<point>.raw.json.gz)
 
     def __post_init__(self):
-        from wlprof.errors import InputError
+        from wlprof.errors import InputError, Key
 
-        for name in ("warmup", "latency_reps", "batches", "profiled_steps"):
-            if getattr(self, name) < 1:
-                raise InputError(f"capture.{name}", "must be at least 1", getattr(self, name))
-        if self.profiler_warmup < 0:
-            raise InputError("capture.profiler_warmup", "must be 0 or more", self.profiler_warmup)
-        if self.min_batch_ms <= 0:
-            raise InputError("capture.min_batch_ms", "must be positive", self.min_batch_ms)
+        for name, low in (("warmup", 1), ("latency_reps", 1), ("batches", 1), ("profiled_steps", 1),
+                          ("profiler_warmup", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InputError(Key(name, "capture"), "must be an integer", v)
+            if v < low:
+                raise InputError(Key(name, "capture"), f"must be at least {low}", v)
+        if isinstance(self.min_batch_ms, bool) or not isinstance(self.min_batch_ms, (int, float)) \
+                or not self.min_batch_ms > 0:
+            raise InputError(Key("min_batch_ms", "capture"), "must be a positive number", self.min_batch_ms)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import os
-import re
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -79,19 +78,17 @@ def cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "wlprof"
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "device"
-
-
 def cache_path(device_type: str, device_name: str) -> Path:
-    return cache_dir() / f"ceilings-{device_type}-{_slug(device_name)}.json"
+    from wlprof.store.atomic import slug
+
+    return cache_dir() / f"ceilings-{device_type}-{slug(device_name, 128)}.json"
 
 
-def load_cached(device) -> Ceilings | None:
+def load_cached(device_type: str, device_name: str) -> Ceilings | None:
+    """The cached ceilings of the device named so, or None (none cached, or a damaged cache)."""
     from wlprof import jsonio
-    from wlprof.device import device_name
 
-    path = cache_path(device.type, device_name(device))
+    path = cache_path(device_type, device_name)
     if not path.exists():
         return None
     try:
@@ -193,7 +190,7 @@ def get_ceilings(device, recalibrate: bool = False, quick: bool = False) -> tupl
     from wlprof.device import device_name
 
     if not recalibrate:
-        cached = load_cached(device)
+        cached = load_cached(device.type, device_name(device))
         if cached is not None:
             return cached, f"cache: {cache_path(device.type, device_name(device))}"
     ceilings = calibrate(device, quick=quick)

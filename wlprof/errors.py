@@ -1,12 +1,16 @@
 """wlprof's own exceptions.
 
-Every error a user can cause names what was wrong: the argument, the rule it
-broke and the value it got. The CLI turns these into a message and a non-zero
-exit; library callers can catch `WlprofError`.
+Every error a user can cause names the argument, the rule it broke and the value it
+got. Library code names arguments by their key (`Key("top_k")`); the command line
+spells them as the user wrote them (`--top-k` on `wlprof run`, `params.top_k` in a
+study file) when it prints the message.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -14,14 +18,63 @@ class WlprofError(Exception):
     """Base class of every error wlprof raises on purpose."""
 
 
-class InputError(WlprofError, ValueError):
-    """A user-supplied value broke a rule: `--top-k must be <= --experts (got 4)`."""
+@dataclass(frozen=True)
+class Key:
+    """An argument named by its key; `section` says where it lives: params, study or capture."""
 
-    def __init__(self, arg: str, rule: str, value: Any):
+    name: str
+    section: str = "params"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+Spelling = Callable[[Key], str]
+Rule = "str | tuple[str | Key, ...]"
+
+
+def _render(rule, spell: Spelling) -> str:
+    if isinstance(rule, tuple):
+        return "".join(spell(p) if isinstance(p, Key) else str(p) for p in rule)
+    return str(rule)
+
+
+class InputError(WlprofError, ValueError):
+    """A user-supplied value broke a rule: `--top-k must be at most --experts (4) (got 8)`.
+
+    `arg` is the argument as spelled, or a `Key`; `rule` a string, or a tuple of
+    strings and Keys (other arguments the rule names).
+    """
+
+    def __init__(self, arg: str | Key, rule, value: Any, hint: str | None = None):
         self.arg = arg
         self.rule = rule
         self.value = value
-        super().__init__(f"{arg} {rule} (got {value!r})")
+        self.hint = hint
+        super().__init__(self.message(str))
+
+    def message(self, spell: Spelling) -> str:
+        arg = spell(self.arg) if isinstance(self.arg, Key) else self.arg
+        text = f"{arg} {_render(self.rule, spell)} (got {self.value!r})"
+        return f"{text}; {self.hint}" if self.hint else text
+
+    def spelled(self, spell: Spelling) -> InputError:
+        """The same error with its keys spelled for the user (`--top-k`, `params.top_k`)."""
+        arg = spell(self.arg) if isinstance(self.arg, Key) else self.arg
+        return InputError(arg, _render(self.rule, spell), self.value, self.hint)
+
+    def rule_text(self, spell: Spelling = str) -> str:
+        return _render(self.rule, spell)
+
+    @property
+    def key(self) -> str | None:
+        return self.arg.name if isinstance(self.arg, Key) else None
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str | None:
+    """'did you mean X?' for the closest of `choices`, or None when nothing is close."""
+    close = difflib.get_close_matches(str(value), list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
 
 
 class TraceFormatError(WlprofError, ValueError):

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wlprof.errors import InputError, TraceFormatError, WlprofError
+from wlprof.device import cpu_model
+from wlprof.errors import InputError, Key
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -85,44 +86,29 @@ def _ceilings(device_type: str, device_name: str, meta: dict):
 
     if device_type == "cpu" and meta.get("host_name") not in (None, socket.gethostname()):
         return None, f"no ceilings: the trace comes from another host ({meta.get('host_name')})"
-    path = C.cache_path(device_type, device_name if device_type == "cuda" else _this_cpu())
-    if path.exists():
-        from wlprof import jsonio
-
-        try:
-            return C.Ceilings.from_dict(jsonio.loads(path.read_bytes())), f"cache: {path}"
-        except (ValueError, TypeError, KeyError):
-            pass
+    name = device_name if device_type == "cuda" else cpu_model()
+    cached = C.load_cached(device_type, name)
+    if cached is not None:
+        return cached, f"cache: {C.cache_path(device_type, name)}"
     return None, (f"no measured ceilings for {device_name} (run `wlprof calibrate` on that device): "
                   "no roofline columns; datasheet values are never used in their place")
 
 
-def _this_cpu() -> str:
-    from wlprof.device import cpu_model
-
-    return cpu_model()
-
-
-def ingest(path: str | Path, out: str | Path = "traces", name: str | None = None, chrome_top: int | None = None,
-           command: str | None = None, progress: Callable[[int, int, str], None] | None = None) -> IngestResult:
-    """Read every trace of `path` into a new run under `out`; nothing is written unless all succeed."""
-    import pandas as pd
-
-    from wlprof import study
-    from wlprof.cost.annotate import annotate
+def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = None,
+           chrome_top: int | None = None, command: str | None = None,
+           progress: Callable[[int, int, str], None] | None = None) -> IngestResult:
+    """Read every trace of `path` into a new run under `traces`; nothing is written unless all succeed."""
+    from wlprof import pipeline, study
     from wlprof.memory import release
-    from wlprof.steps import summarize
     from wlprof.store.atomic import slug
     from wlprof.store.runs import RUN_ID_RE, RunWriter, check_writable
-    from wlprof.trace.join import join
-    from wlprof.trace.parse import read_trace
 
     if name is not None and not RUN_ID_RE.match(slug(name)):
-        raise InputError("--name", "must contain letters or digits", name)
+        raise InputError(Key("name", "store"), "must contain letters or digits", name)
     if chrome_top is not None and chrome_top < 1:
-        raise InputError("--chrome-top", "must be a positive number of kernels", chrome_top)
+        raise InputError(Key("chrome_top", "store"), "must be a positive number of kernels", chrome_top)
     files = trace_files(path)
-    root = check_writable(out, "--out")
+    root = check_writable(traces, Key("traces", "store"))
     manifest: dict[str, Any] = {
         "command": command, "study": {"name": name, "workload": "ingest", "source": str(path)},
         "versions": study.versions(import_torch=False), "notes": [],
@@ -136,38 +122,25 @@ def ingest(path: str | Path, out: str | Path = "traces", name: str | None = None
         for i, f in enumerate(files):
             if progress:
                 progress(i, len(files), f.name)
-            trace = read_trace(f, keep_events=False)
-            release()
-            if len(trace.ops) + len(trace.device) + len(trace.launches) == 0:
-                raise TraceFormatError(str(f), "has no torch.profiler events (cpu_op, kernel, cuda_runtime): "
-                                                "not a torch.profiler trace")
-            joined = join(trace)
-            release()
+            trace = pipeline.read(f, keep_events=False)
             device_type, device_name = _device(trace.meta, trace.has_device_activity)
             ceilings, origin = _ceilings(device_type, device_name, trace.meta)
-            kernels, ops = annotate(joined, ceilings)
-            release()
             rank = _rank(trace.meta, i)
             variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
             ident = {"run_id": writer.run_id, "workload": "ingest", "variant": variant, "point": i,
                      "device_type": device_type, "device_name": device_name, "rank": rank,
                      "source_file": str(f)}
-            for df in (kernels, ops):
-                for k, v in ident.items():
-                    df[k] = v
-            steps_n = int(kernels.step[kernels.step >= 0].nunique())
-            row = summarize(kernels, None, steps_n, None)
-            row.update(ident)
-            row["note"] = "; ".join(trace.warnings) or None
+            tables = pipeline.tables(trace, ceilings=ceilings, identity=ident)
+            kernels = tables.kernels
+            tables.steps["note"] = "; ".join(trace.warnings) or None
             chrome = None
             if chrome_top:
-                chrome = _top_chrome(f, trace.meta, kernels, joined, chrome_top, writer.run_id, variant)
+                chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, writer.run_id, variant)
             unknown = kernels[kernels.flops_source == "unknown"]
             top_unknown = (unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum()
                            .sort_values(ascending=False).head(5))
-            files_written = writer.write_point(i, variant, {
-                "kernels": kernels, "ops": ops,
-                "steps": pd.DataFrame([row])}, chrome)
+            files_written = writer.write_point(i, variant, {"kernels": kernels, "ops": tables.ops,
+                                                            "steps": tables.steps}, chrome)
             writer.manifest["points"][i].update(status="ok", files=files_written, rank=rank, events=trace.event_count)
             writer.manifest.setdefault("device", {"type": device_type, "name": device_name})
             writer.manifest["ceilings"] = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
@@ -175,12 +148,9 @@ def ingest(path: str | Path, out: str | Path = "traces", name: str | None = None
             done.append(IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
                                      float(unknown.dur_us.sum()), list(top_unknown.items()),
                                      files_written.get("chrome")))
-            del trace, joined, kernels, ops
+            del trace, tables, kernels
             release()
         writer.finish("complete")
-    except (WlprofError, KeyboardInterrupt):
-        writer.abort()
-        raise
     except BaseException:
         writer.abort()
         raise

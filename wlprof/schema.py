@@ -1,45 +1,50 @@
 """The trace contract: every column of every table wlprof writes, declared once.
 
 Each column has a name (units in the name: `dur_us`, `flops`, `bytes`), an Arrow
-type, a unit and a meaning. `SCHEMA_VERSION` is written into every Parquet file's
-metadata and every run manifest. A reader refuses files of a newer major version
-and loads older minor versions (missing columns come back as nulls).
-
-One `pandas.read_parquet("traces")` gives every run's kernels with the workload's
-parameters as typed columns: every kernels file carries *all* parameter columns
-declared below (nulls where a workload has no such parameter), because Arrow
-takes a folder's schema from its first file and would drop columns the first
-file lacks.
+type, a unit and a meaning. The columns of a workload's parameters and facts are
+declared by the workload (`wlprof.workloads`); this module joins them with the
+columns every run has. `SCHEMA_VERSION` is written into every Parquet file and
+manifest: a reader refuses a newer major version and loads older ones, migrating
+what changed (`MIGRATIONS`). Every kernels file carries every declared column (nulls
+where a workload has none), because Arrow takes a folder's schema from its first file.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1.3"  # 1.1: op strides, SM clocks, executed FLOPs, MoE/GNN columns; 1.2: ingest columns;
-# 1.3: the data seed of MoE and GNN points
+SCHEMA_VERSION = "2.0"
 METADATA_KEY = b"wlprof.schema_version"
 
 
 @dataclass(frozen=True)
 class Column:
+    """One column. `data`: part of the data a data-dependent op ran on (the graph drawn, the expert
+    counts); `distribution`: part of what the data was drawn from; `feature`: a number the
+    performance models may use."""
+
     name: str
     type: pa.DataType
     unit: str
     meaning: str
+    data: bool = False
+    distribution: bool = False
+    feature: bool = False
 
 
-def _c(name, type_, unit, meaning):
-    return Column(name, type_, unit, meaning)
+def _c(name, type_, unit, meaning, **roles):
+    return Column(name, type_, unit, meaning, **roles)
 
 
 S, I32, I64, F64, B = pa.string(), pa.int32(), pa.int64(), pa.float64(), pa.bool_()
+LIST_I64, LIST_F64 = pa.list_(I64), pa.list_(F64)
 
 IDENTITY = [
     _c("run_id", S, "", "the run: <workload>-<UTC date>-<time>-<4 hex>"),
-    _c("workload", S, "", "workload generator: gemm, mlp, elementwise, moe, gnn, or 'ingest'"),
+    _c("workload", S, "", "the workload that generated the run, or 'ingest'"),
     _c("variant", S, "", "sweep point label, unique in its run (e.g. 'balanced 2048x2048x2560')"),
     _c("point", I32, "", "sweep point index in its run"),
     _c("device_type", S, "", "'cuda' or 'cpu'"),
@@ -47,48 +52,20 @@ IDENTITY = [
     _c("dtype", S, "", "the workload's compute dtype"),
 ]
 
-# Workload parameters and facts: the union over every workload, so one read_parquet
-# over a folder of mixed runs keeps them all. A workload may only use declared names.
-PARAMS = [
-    _c("m", I64, "rows", "GEMM: rows of A and C"),
-    _c("k", I64, "", "GEMM: inner dimension"),
-    _c("n", I64, "", "GEMM: columns of B and C; matvec/matmul micro-kernels: matrix side"),
-    _c("shape_class", S, "", "GEMM: balanced, medium-skinny, tall-skinny, or custom"),
-    _c("batch", I64, "rows", "MLP: batch size (tokens)"),
-    _c("d_model", I64, "", "MLP/MoE: model width"),
-    _c("d_ff", I64, "", "MLP/MoE: hidden width of the feed-forward layer"),
-    _c("activation", S, "", "MLP/MoE: activation (gelu, silu, swiglu)"),
-    _c("op", S, "", "micro-kernel: copy, relu, gelu, silu, mul, add, dot, matvec, matmul"),
-    _c("numel", I64, "elements", "micro-kernel: elements of the main operand"),
-    _c("tokens", I64, "", "MoE: tokens per step"),
-    _c("experts", I64, "", "MoE: number of experts"),
-    _c("top_k", I64, "", "MoE: experts per token"),
-    _c("routing", S, "", "MoE: routing spec (concentrated, balanced, dispersed, zipf:s, explicit:AxM, router)"),
-    _c("routing_skew", F64, "", "MoE: the zipf exponent s where the routing has one"),
-    _c("dispatch", S, "", "MoE: dispatch implementation (loop, padded, grouped)"),
-    _c("capacity_factor", F64, "", "MoE: capacity factor of the padded dispatch (0 = dropless)"),
-    _c("active_experts", I64, "", "MoE: experts that received at least one token"),
-    _c("max_expert_share", F64, "fraction", "MoE: share of assignments the hottest expert got"),
-    _c("imbalance", F64, "", "MoE: max expert load / mean expert load"),
-    _c("dropped_tokens", I64, "", "MoE: token-expert assignments dropped by capacity"),
-    _c("grouped_path", S, "", "MoE: which grouped-GEMM path ran (torch._grouped_mm, fallback)"),
-    _c("expert_counts", S, "", "MoE: token-expert assignments per expert, a JSON list in expert order"),
-    _c("capacity", I64, "rows", "MoE: rows per expert buffer of the padded dispatch (dropless: the largest load)"),
-    _c("graph", S, "", "GNN: graph generator (uniform, rmat, zipf:s, karate)"),
-    _c("scale", I64, "", "GNN: log2 of the node count"),
-    _c("nodes", I64, "", "GNN: nodes"),
-    _c("edges", I64, "", "GNN: edges"),
-    _c("features", I64, "", "GNN: feature width"),
-    _c("backend", S, "", "GNN: aggregation backend"),
-    _c("reduction", S, "", "GNN: sum, mean or max"),
-    _c("max_in_degree", I64, "", "GNN: largest in-degree"),
-    _c("mean_in_degree", F64, "", "GNN: mean in-degree"),
-    _c("isolated_share", F64, "fraction", "GNN: share of nodes with no edges"),
-    _c("edge_factor", I64, "", "GNN: edges drawn per node before duplicates and self-loops are removed"),
-    _c("feature_transform", B, "", "GNN: whether the step runs a Linear feature transform (always for PyG layers)"),
-    _c("seed", I64, "", "MoE/GNN: seed of the generated data (routing draw, graph draw, inputs)"),
-    _c("rank", I64, "", "ingest: distributed rank of the trace file (its distributedInfo.rank, else file order)"),
+# Columns of every run whatever generated it.
+TRACE_FACTS = [
+    _c("rank", I64, "", "distributed rank of the trace (its distributedInfo.rank, else file order)"),
     _c("source_file", S, "", "ingest: the trace file the rows came from"),
+]
+
+# An op call as the profiler recorded it: the same columns in the kernels and ops tables.
+OP_CALL = [
+    _c("op_name", S, "", "launching op (innermost aten op)"),
+    _c("op_input_dims", S, "", "launching op's input shapes, JSON"),
+    _c("op_input_types", S, "", "launching op's input dtypes, JSON"),
+    _c("op_input_strides", S, "", "launching op's input strides, JSON"),
+    _c("op_concrete_inputs", S, "", "launching op's scalar arguments, JSON"),
+    _c("region", S, "", "innermost record_function region (e.g. moe/dispatch)"),
 ]
 
 KERNEL_OWN = [
@@ -109,14 +86,9 @@ KERNEL_OWN = [
     _c("external_id", I64, "", "External id of the launching op (-1: none)"),
     _c("launch_api", S, "", "runtime/driver call that launched it (cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch)"),
     _c("has_op", B, "", "False for kernels with no launching op (CUDA-graph replays)"),
-    _c("op_name", S, "", "launching op (innermost aten op)"),
-    _c("op_input_dims", S, "", "launching op's input shapes, JSON"),
-    _c("op_input_types", S, "", "launching op's input dtypes, JSON"),
-    _c("op_input_strides", S, "", "launching op's input strides, JSON"),
-    _c("op_concrete_inputs", S, "", "launching op's scalar arguments, JSON"),
-    _c("region", S, "", "innermost record_function region (e.g. moe/dispatch)"),
+    *OP_CALL,
     _c("op_kernel_count", I32, "", "device activities the launching op ran"),
-    _c("cost_share", F64, "fraction", "this kernel's share of its op's (or region's) cost, by duration"),
+    _c("cost_share", F64, "fraction", "this kernel's share of its op's cost, by duration"),
 ]
 
 COST = [
@@ -139,12 +111,7 @@ COST = [
 OP_OWN = [
     _c("step", I32, "", "profiled step"),
     _c("external_id", I64, "", "External id"),
-    _c("op_name", S, "", "op name"),
-    _c("op_input_dims", S, "", "input shapes, JSON"),
-    _c("op_input_types", S, "", "input dtypes, JSON"),
-    _c("op_input_strides", S, "", "input strides, JSON"),
-    _c("op_concrete_inputs", S, "", "scalar arguments, JSON"),
-    _c("region", S, "", "innermost record_function region"),
+    *OP_CALL,
     _c("ts_us", F64, "us", "start on the host (trace clock)"),
     _c("cpu_dur_us", F64, "us", "host time inside the op (inclusive)"),
     _c("kernel_count", I32, "", "device activities it ran (1 per CPU op)"),
@@ -158,9 +125,9 @@ STEP_OWN = [
     _c("latency_us", F64, "us", "one call as a caller sees it (median): launch and host overhead included"),
     _c("latency_p10_us", F64, "us", "10th percentile of latency samples"),
     _c("latency_p90_us", F64, "us", "90th percentile of latency samples"),
-    _c("latency_samples_us", pa.list_(F64), "us", "every single-call sample"),
+    _c("latency_samples_us", LIST_F64, "us", "every single-call sample"),
     _c("back_to_back_us", F64, "us", "device time per step with steps queued back to back (median of batches)"),
-    _c("back_to_back_samples_us", pa.list_(F64), "us", "per-step time of each timed batch"),
+    _c("back_to_back_samples_us", LIST_F64, "us", "per-step time of each timed batch"),
     _c("calls_per_batch", I32, "", "steps queued per back-to-back batch"),
     _c("graph_us", F64, "us", "per step by CUDA-graph replay (null when the step cannot be captured)"),
     _c("graph_error", S, "", "why graph capture was not possible"),
@@ -180,20 +147,63 @@ STEP_OWN = [
     _c("sm_clock_mhz_end", F64, "MHz", "GPU SM clock after the profiled steps"),
 ]
 
-TABLES: dict[str, list[Column]] = {
-    "kernels": IDENTITY + PARAMS + KERNEL_OWN + COST,
-    "ops": IDENTITY + PARAMS + OP_OWN + COST,
-    "steps": IDENTITY + PARAMS + [c for c in COST if c.name not in ("cost_unit", "cost_dtype")]
-    + [_c("dur_us", F64, "us", "kernel_us, for the cost columns' rates")] + STEP_OWN,
+# Columns whose type changed, by the major version that changed them: (converter from the old type).
+MIGRATIONS = {
+    "expert_counts": (pa.string(), "json list"),  # <= 1.3: a JSON string; 2.0: list<int64>
 }
-PARAM_NAMES = frozenset(c.name for c in PARAMS)
+
+
+@functools.lru_cache(maxsize=1)
+def workload_columns() -> tuple[Column, ...]:
+    """Every registered workload's parameter and fact columns, in registration order, once each.
+
+    A name two workloads share (d_model in mlp and moe) must mean the same type.
+    """
+    from wlprof import workloads
+
+    seen: dict[str, Column] = {}
+    for wl in workloads.all_workloads():
+        for col in wl.columns:
+            prev = seen.get(col.name)
+            if prev is not None and prev.type != col.type:
+                raise ValueError(f"workloads {wl.name} and another declare column {col.name} with types "
+                                 f"{col.type} and {prev.type}")
+            seen.setdefault(col.name, col)
+    core = {c.name for c in IDENTITY + TRACE_FACTS + KERNEL_OWN + OP_OWN + COST + STEP_OWN}
+    clash = sorted(set(seen) & core)
+    if clash:
+        raise ValueError(f"workload columns must not reuse the core columns' names: {clash}")
+    return tuple(seen.values())
+
+
+def param_names() -> frozenset[str]:
+    """Names a workload point or fact may carry: the workload columns and the trace facts."""
+    return frozenset(c.name for c in workload_columns() + tuple(TRACE_FACTS))
+
+
+def _tables() -> dict[str, list[Column]]:
+    params = list(workload_columns()) + TRACE_FACTS
+    step_cost = [c for c in COST if c.name not in ("cost_unit", "cost_dtype")]
+    return {
+        "kernels": IDENTITY + params + KERNEL_OWN + COST,
+        "ops": IDENTITY + params + OP_OWN + COST,
+        "steps": IDENTITY + params + step_cost + [_c("dur_us", F64, "us", "kernel_us, for the cost columns' rates")]
+        + STEP_OWN,
+    }
+
+
+TABLE_NAMES = ("kernels", "ops", "steps")
+
+
+def columns_with(role: str) -> list[str]:
+    """Names of the workload columns with a role: 'data', 'distribution' or 'feature'."""
+    return [c.name for c in workload_columns() if getattr(c, role)]
 
 
 def columns(table: str) -> list[Column]:
-    try:
-        return TABLES[table]
-    except KeyError:
-        raise ValueError(f"table must be one of {sorted(TABLES)} (got {table!r})") from None
+    if table not in TABLE_NAMES:
+        raise ValueError(f"table must be one of {sorted(TABLE_NAMES)} (got {table!r})")
+    return _tables()[table]
 
 
 def arrow_schema(table: str) -> pa.Schema:

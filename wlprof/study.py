@@ -1,20 +1,8 @@
 """Studies: a workload, its parameter sweep and capture settings, run point by point into the store.
 
-A study file (TOML, under `workloads/`) pins down exactly the sweep behind a
-committed result, so anyone can re-run it with `wlprof sweep FILE`:
-
-    [study]
-    name = "gemm_same_flops"
-    workload = "gemm"
-    device = "cuda"          # optional: the GPU when there is one, else the CPU
-    dtype = "bfloat16"       # optional: bf16 on a GPU, fp32 on the CPU
-    description = "..."
-
-    [params]                 # the workload's parameters, as its CLI flags name them
-    shapes = ["2048x2048x2560", "32x4096x81920", "1x4096x2621440"]
-
-    [capture]                # optional: wlprof.capture.CaptureConfig fields
-    profiled_steps = 5
+A study file (TOML, `[study]`, `[params]`, `[capture]`: see `docs/studies.md`) pins down
+the sweep behind a result, so anyone can re-run it with `wlprof sweep FILE`. Bad input
+raises before anything is written; a point that fails is recorded and the sweep goes on.
 """
 
 from __future__ import annotations
@@ -29,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wlprof.capture import CaptureConfig
-from wlprof.errors import InputError, WlprofError
+from wlprof.errors import InputError, Key, WlprofError
 
 _STUDY_KEYS = {"name", "workload", "device", "dtype", "description"}
 
@@ -52,13 +40,20 @@ class Study:
 
 
 def load_study(path: str | Path) -> Study:
-    import tomllib
 
     path = Path(path)
     if not path.is_file():
         raise InputError("STUDY_FILE", "must be an existing study file (TOML)", str(path))
+    return study_from_toml(path.read_bytes(), str(path))
+
+
+def study_from_toml(data: bytes, source: str) -> Study:
+    """A study from the bytes of a study file (`source` names it in errors)."""
+    import tomllib
+
+    path = Path(source)
     try:
-        doc = tomllib.loads(path.read_text())
+        doc = tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError("STUDY_FILE", f"must be valid TOML ({exc})", str(path)) from None
     unknown = set(doc) - {"study", "params", "capture"}
@@ -80,7 +75,7 @@ def load_study(path: str | Path) -> Study:
                              cap_raw[key])
     return Study(workload=head["workload"], params=dict(doc.get("params", {})), device=head.get("device"),
                  dtype=head.get("dtype"), capture=CaptureConfig(**cap_raw), name=head.get("name"),
-                 description=head.get("description"), source=str(path))
+                 description=head.get("description"), source=source)
 
 
 def override_params(study: Study, assignments: list[str], arg: str = "--set") -> Study:
@@ -149,29 +144,37 @@ def versions(import_torch: bool = True) -> dict[str, Any]:
 Progress = Callable[[int, int, str, str], None]  # (index, total, variant, state)
 
 
-def prepare(study: Study, prefix: str = "--"):
+def prepare(study: Study):
     """Validate everything a run needs before anything is written: device, dtype, workload, points."""
     from wlprof import workloads
     from wlprof.device import resolve_device, resolve_dtype
 
-    dev_arg = "--device" if prefix == "--" else "study.device"
-    dtype_arg = "--dtype" if prefix == "--" else "study.dtype"
     wl = workloads.get(study.workload)
-    device = resolve_device(study.device, dev_arg)
-    dtype = resolve_dtype(study.dtype, device, dtype_arg)
-    parsed = wl.parse(study.params, device, dtype, prefix)
+    device = resolve_device(study.device, Key("device", "study"))
+    dtype = resolve_dtype(study.dtype, device, Key("dtype", "study"))
+    parsed = wl.parse(study.params, device, dtype)
     points = wl.points(parsed.spec)
     labels = [p.variant for p in points]
     if len(set(labels)) != len(labels):
-        raise InputError("params", "must not repeat a sweep point", sorted({x for x in labels if labels.count(x) > 1}))
+        raise InputError(Key(wl.params[0].name), "must not repeat a sweep point",
+                         sorted({x for x in labels if labels.count(x) > 1}))
     free = _free_memory(device)
     if free is not None:
         for p in points:
             need = wl.estimate_bytes(p, dtype)
-            if need > 0.9 * free:
-                raise InputError("params", f"must fit in device memory: point '{p.variant}' needs about "
-                                 f"{need / 2**30:.1f} GiB, {free / 2**30:.1f} GiB are free", p.variant)
+            if need > MEMORY_SHARE * free:
+                sizes = [Key(n) for n in wl.size_params() if n in study.params] or [Key(n) for n in wl.size_params()]
+                sizes = sizes or [Key("params", "study")]
+                rule = (f"must fit in {'device' if device.type == 'cuda' else 'host'} memory: point '{p.variant}' "
+                        f"needs about {need / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of the "
+                        f"{free / 2**30:.1f} GiB free; lower ",)
+                for i, k in enumerate(sizes):
+                    rule += (", " if i else "", k)
+                raise InputError(sizes[0] if sizes else Key("params", "study"), rule, p.variant)
     return wl, device, dtype, parsed, points
+
+
+MEMORY_SHARE = 0.9  # a point may use at most this share of the free memory
 
 
 def _free_memory(device) -> int | None:
@@ -188,8 +191,8 @@ def _free_memory(device) -> int | None:
         return None
 
 
-def run_study(study: Study, out: str | Path = "traces", progress: Progress | None = None,
-              command: str | None = None, prefix: str = "--", resume: str | None = None) -> RunResult:
+def run_study(study: Study, traces: str | Path = "traces", progress: Progress | None = None,
+              command: str | None = None, resume: str | None = None) -> RunResult:
     """Run every point of `study` and write it under `out`; bad input raises before anything is written.
 
     `resume=RUN_ID` finishes an interrupted run of the same study: points already written
@@ -199,23 +202,23 @@ def run_study(study: Study, out: str | Path = "traces", progress: Progress | Non
     from wlprof.device import device_info, dtype_name
     from wlprof.store.runs import RunWriter, check_writable, effective_status, read_manifest, run_dir
 
-    wl, device, dtype, parsed, points = prepare(study, prefix)
-    root = check_writable(out, "--out")
+    wl, device, dtype, parsed, points = prepare(study)
+    root = check_writable(traces, Key("traces", "store"))
     info = device_info(device)
     if resume is not None:
         path = run_dir(root, resume)
         if not path.is_dir():
-            raise InputError("--resume", f"must name a run in {root}/ (see `wlprof ls`)", resume)
+            raise InputError(Key("resume", "store"), f"must name a run in {root}/ (see `wlprof ls`)", resume)
         m = read_manifest(path)
         if effective_status(m) == "running":
-            raise InputError("--resume", f"must name a run that is not running (its process {m.get('pid')} is)",
-                             resume)
+            raise InputError(Key("resume", "store"), f"must name a run that is not running (its process "
+                             f"{m.get('pid')} is)", resume)
         same = (m.get("workload") == wl.name and m.get("spec") == _jsonable_roundtrip(parsed.spec)
                 and m.get("dtype") == dtype_name(dtype) and (m.get("device") or {}).get("name") == info["name"]
                 and [p.get("variant") for p in m.get("points", [])] == [p.variant for p in points])
         if not same:
-            raise InputError("--resume", "must name a run of this same study (workload, parameters, device, "
-                             "dtype)", resume)
+            raise InputError(Key("resume", "store"), "must name a run of this same study (workload, parameters, "
+                             "device, dtype)", resume)
         writer = RunWriter.reopen(root, resume)
         ceilings = Ceilings.from_dict(m["ceilings"])
         origin = f"the run's own: {m['ceilings'].get('origin')}"
@@ -308,37 +311,30 @@ def _free(device) -> None:
 def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity):
     import pandas as pd
 
+    from wlprof import pipeline
     from wlprof.capture import capture
-    from wlprof.cost.annotate import annotate
     from wlprof.schema import SCHEMA_VERSION
-    from wlprof.steps import summarize
-    from wlprof.trace.enrich import enriched_trace
-    from wlprof.trace.join import join
-    from wlprof.trace.parse import read_trace
 
     raw = writer.path / f".raw-p{index:03d}.json"
     try:
         built = wl.build(point, device, dtype)
         cap = capture(built.step, device, cfg, raw, graph_safe=built.graph_safe)
         del built.step  # the step's closure holds the point's tensors: free them before parsing
-        trace = read_trace(raw)
-        joined = join(trace)
-        kernels, ops = annotate(joined, ceilings, built.region_costs, tf32=cap.tf32)
-        step_row = summarize(kernels, cap.timings, cap.profiled_steps, built.useful_flops, built.executed_regions)
+        columns = {**identity, **dict(point.params), **built.facts, "variant": point.variant, "point": index}
+        tables = pipeline.process(raw, ceilings=ceilings, identity=columns, stated=built.stated,
+                                  timings=cap.timings, profiled_steps=cap.profiled_steps,
+                                  useful_flops=built.useful_flops, executed_regions=built.executed_regions,
+                                  tf32=cap.tf32)
+        step_row = tables.steps.iloc[0].to_dict()
         step_row["note"] = built.note
         step_row["sm_clock_mhz_start"], step_row["sm_clock_mhz_end"] = cap.sm_clock_mhz
-        columns = {**identity, **dict(point.params), **built.facts, "variant": point.variant, "point": index}
-        for df in (kernels, ops):
-            for name, value in columns.items():
-                df[name] = value
-        step_row.update(columns)
-        chrome = enriched_trace(trace.meta, trace.events, kernels, {
+        chrome = pipeline.chrome(tables, {
             "run_id": identity["run_id"], "variant": point.variant, "schema_version": SCHEMA_VERSION,
             "ceilings": {"copy_gbps": ceilings.copy_gbps, "matrix_tflops": ceilings.matrix_tflops,
                          "vector_tflops": ceilings.vector_tflops, "source": ceilings.source},
         })
-        files = writer.write_point(index, point.variant,
-                                   {"kernels": kernels, "ops": ops, "steps": pd.DataFrame([step_row])}, chrome)
+        files = writer.write_point(index, point.variant, {"kernels": tables.kernels, "ops": tables.ops,
+                                                          "steps": pd.DataFrame([step_row])}, chrome)
         if cfg.keep_raw_trace:
             files["raw_chrome"] = writer.write_raw_trace(index, point.variant, raw)
         return step_row, files

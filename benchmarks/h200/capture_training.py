@@ -392,9 +392,9 @@ def bandwidth(out: Path, results: list, dev):
         # several calls per event pair for small sizes: a single launch would be all overhead
         inner = max(1, (1 << 26) // nbytes)
         kernels = {
-            "read": (lambda x=x: [torch.sum(x) for _ in range(inner)], nbytes),
-            "write": (lambda y=y: [y.fill_(1.0) for _ in range(inner)], nbytes),
-            "copy": (lambda x=x, y=y: [y.copy_(x) for _ in range(inner)], 2 * nbytes),
+            "read": (lambda x=x, inner=inner: [torch.sum(x) for _ in range(inner)], nbytes),
+            "write": (lambda y=y, inner=inner: [y.fill_(1.0) for _ in range(inner)], nbytes),
+            "copy": (lambda x=x, y=y, inner=inner: [y.copy_(x) for _ in range(inner)], 2 * nbytes),
         }
         for kind, (fn, touched) in kernels.items():
             us = [t / inner for t in timed(fn, reps)]

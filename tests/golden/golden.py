@@ -34,7 +34,7 @@ INGESTS = [
     FIXTURES / "h200" / "moe-20261129-094804-ffc6" / "_chrome" / "p000-dispersed-loop.raw.json.gz",
     FIXTURES / "h200_probe_ops.json.gz",
 ]
-TRACES_OPTION = "--out"  # the option naming the traces folder
+TRACES_OPTION = "--traces"  # the option naming the traces folder
 
 # Columns whose values depend on timing, this machine's ceilings or the process.
 VOLATILE = {
@@ -91,6 +91,10 @@ def reduce(root: Path) -> dict:
             out[f"{table}_workload_sums"] = sums
             df.loc[stated, list(SPLIT)] = float("nan")
         df = df.drop(columns=[c for c in df.columns if c in VOLATILE])
+        for c in df.columns:  # list columns as compact JSON, comparable and storable in any version
+            if df[c].dtype == object and df[c].map(lambda v: hasattr(v, "__len__") and not isinstance(v, str)).any():
+                df[c] = df[c].map(lambda v: None if v is None else json.dumps([int(x) for x in v],
+                                                                               separators=(",", ":")))
         out[table] = df[[c for c in df.columns if df[c].notna().any()]]  # presence: the schema lists
     return out
 

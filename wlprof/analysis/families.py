@@ -1,8 +1,7 @@
-"""Workload families: the rows of the seed note's spectrum, from large dense GEMMs to GNN aggregation.
+"""Workload families and op categories: how the report groups sweep points and op calls.
 
-A family groups sweep points whose latency one would hope FLOPs explain in the
-same way: large dense GEMMs and MLPs, small-batch MLPs and skinny GEMMs, the
-roofline micro-kernels, MoE layers by routing, GNN aggregation by backend.
+A family groups points whose latency one would hope FLOPs explain in the same way;
+each workload says which family its points belong to (`Workload.family`).
 """
 
 from __future__ import annotations
@@ -10,32 +9,30 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# MLP batches below this are "small batch": their GEMMs are skinny (M < 512 rows)
-SMALL_BATCH = 512
-
 
 def add_family(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of `df` (steps, ops or kernels table) with a `family` column."""
+    from wlprof import workloads
+
     out = df.copy()
     wl = out["workload"].astype(object).to_numpy()
-    get = lambda c: out[c].to_numpy() if c in out else np.full(len(out), None)  # noqa: E731
-    batch = pd.to_numeric(pd.Series(get("batch")), errors="coerce").to_numpy()
-    routing = get("routing")
-    backend = get("backend")
-    fam = np.full(len(out), "other", dtype=object)
-    # one family for the GEMM study: its point is the spread between shapes of equal FLOPs
-    fam[wl == "gemm"] = "GEMM shapes"
-    is_mlp = wl == "mlp"
-    fam[is_mlp] = np.where(batch[is_mlp] >= SMALL_BATCH, "dense MLP (large batch)", "MLP (small batch)")
-    fam[wl == "elementwise"] = "roofline micro-kernels"
-    is_moe = wl == "moe"
-    fam[is_moe] = [f"MoE ({str(r).split(':')[0]})" for r in routing[is_moe]]
-    is_gnn = wl == "gnn"
-    fam[is_gnn] = [f"GNN ({b})" for b in backend[is_gnn]]
-    other = fam == "other"
-    fam[other] = [str(w) for w in wl[other]]
+    fam = np.array([str(w) for w in wl], dtype=object)
+    for w in workloads.all_workloads():
+        mask = wl == w.name
+        if mask.any():
+            fam[mask] = w.family(out[mask])
     out["family"] = fam
     return out
+
+
+def workload_label(name: str) -> str:
+    """How the report names a workload: its declared label, else its name."""
+    from wlprof import workloads
+
+    for w in workloads.all_workloads():
+        if w.name == name:
+            return w.label or w.name
+    return name
 
 
 # Op categories, for `compare` and the L1 model: what kind of work an op does.

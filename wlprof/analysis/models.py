@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.analysis.families import add_category, add_family
+from wlprof.schema import columns_with
 
 MODELS = ["L0 peak", "L0 fitted", "L1 shape", "L2 roofline", "L2 fitted", "L3 profile"]
 _MATRIX = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_grouped_mm", "aten::mv",
@@ -128,10 +129,11 @@ def _peak_us(o: pd.DataFrame) -> np.ndarray:
 # and the backend or dispatch that ordered it (a scatter over destination-sorted edges, as a CSR
 # backend leaves them, contends more than over source-sorted ones: 2,577 against 1,545 us for the
 # same shapes and graph, PyG GAT on the H200).
-DATA_COLUMNS = ["graph", "scale", "edge_factor", "max_in_degree", "expert_counts", "backend", "dispatch", "seed"]
+# The columns are the workloads' own declarations (`Column(data=True)`, `distribution=True`).
+DATA_COLUMNS = columns_with("data")
 # The distribution the data was drawn from, without the draw: a nearest neighbour must share it.
-DISTRIBUTION_COLUMNS = ["graph", "scale", "edge_factor", "routing", "tokens", "experts", "top_k", "backend",
-                        "dispatch"]
+DISTRIBUTION_COLUMNS = columns_with("distribution")
+FEATURE_COLUMNS = columns_with("feature")
 # Ops whose index inputs are recorded as "" (a tensor list), whose output size is data, or whose
 # time follows the values (topk over [128, 64] router logits took 5.15 us on one draw and 7.81 us
 # on another, each within 3% over 15 calls: torch 2.11 on the H200).
@@ -324,10 +326,9 @@ def _l3_frame(o: pd.DataFrame) -> pd.DataFrame:
         "kernels": o.kernel_count.to_numpy(dtype=float),
         "log_tiles": lg(tiles),
         "log_intensity": lg(o.intensity_flop_per_byte.fillna(0) * 1e3),
-        "log_mean_in_degree": lg(col("mean_in_degree")),
-        "log_max_in_degree": lg(col("max_in_degree")),
-        "imbalance": col("imbalance").to_numpy(dtype=float),
     }, index=o.index)
+    for name in FEATURE_COLUMNS:  # the workloads' declared numeric features (in-degrees, imbalance)
+        f[f"log_{name}"] = lg(col(name))
     for cat in sorted(o.category.unique()):
         f[f"cat={cat}"] = (o.category == cat).to_numpy(dtype=float)
     for op in sorted(o.op_name.astype(str).unique()):

@@ -46,9 +46,11 @@ def build_report(steps: pd.DataFrame, ops: pd.DataFrame, kernels: pd.DataFrame |
         fitted = float(ok.flops.sum() / ok.latency_us.sum() / 1e6)  # time-weighted TFLOP/s
     phases = {}
     if kernels is not None:
-        for wl in ("moe", "gnn", "mlp"):
-            kw = kernels[kernels.workload == wl]
-            if len(kw) and kw.region.notna().any():
-                phases[wl] = phase_table(kw)
+        from wlprof import workloads
+
+        for w in workloads.all_workloads():
+            kw = kernels[kernels.workload == w.name]
+            if w.phases and len(kw) and kw.region.notna().any():
+                phases[w.name] = phase_table(kw)
     return Report(steps=s, ops=o, spectrum_latency=spectrum(s, "latency_us"),
                   spectrum_kernel=spectrum(s, "kernel_us"), phases=phases, fitted_tflops=fitted)

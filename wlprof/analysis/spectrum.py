@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wlprof.analysis.families import add_family
+from wlprof.analysis.families import add_family, workload_label
 
 
 def r2(y: np.ndarray, pred: np.ndarray) -> float:
@@ -72,9 +72,6 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(pd.Series(x).rank().corr(pd.Series(y).rank()))
 
 
-_WORKLOAD_LABELS = {"moe": "MoE", "gnn": "GNN", "mlp": "MLP"}
-
-
 def workload_flops(steps: pd.DataFrame) -> pd.Series:
     """The FLOPs a FLOPs-based model would be given: the workload's useful FLOPs (MoE: the
     routed tokens' expert work, padding excluded) where recorded, else the kernels' FLOPs."""
@@ -96,7 +93,7 @@ def spectrum(steps: pd.DataFrame, latency: str = "latency_us", rel_tol: float = 
     if workload_totals:
         for wl, g in s.groupby("workload", sort=False):
             if g.family.nunique() > 1:
-                groups.append((f"{_WORKLOAD_LABELS.get(wl, wl)} (all)", g))
+                groups.append((f"{workload_label(wl)} (all)", g))
     rows = []
     for fam, g in groups:
         x, y = g.flops.to_numpy(float), g[latency].to_numpy(float)

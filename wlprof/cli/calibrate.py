@@ -7,11 +7,14 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
+from wlprof.cli.options import Device, epilog
+
+EXAMPLES = epilog("wlprof calibrate", "wlprof calibrate --device cpu --quick", "wlprof calibrate --show")
 
 
 @handle_errors
 def calibrate(
-    device: Annotated[str | None, typer.Option("--device", help="cuda, cuda:N or cpu (default: the GPU if any).")] = None,
+    device: Device = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes, fewer repeats.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the cached ceilings without measuring.")] = False,
 ) -> None:
@@ -20,11 +23,11 @@ def calibrate(
 
     from wlprof.ceilings import cache_path, load_cached, save
     from wlprof.ceilings import calibrate as measure
-    from wlprof.device import resolve_device
+    from wlprof.device import device_name, resolve_device
 
     dev = resolve_device(device)
     if show:
-        c = load_cached(dev)
+        c = load_cached(dev.type, device_name(dev))
         if c is None:
             typer.echo(f"no cached ceilings for {dev}: run `wlprof calibrate`", err=True)
             raise typer.Exit(1)

@@ -1,18 +1,15 @@
-"""What every command shares: the traces folder option, error handling, the console."""
+"""What every command shares: error handling and the console."""
 
 from __future__ import annotations
 
 import functools
+import shlex
 import sys
-from pathlib import Path
-from typing import Annotated
 
 import typer
 
+from wlprof.cli.options import spell_cli
 from wlprof.errors import InputError, TraceFormatError, WlprofError
-
-OutOption = Annotated[Path, typer.Option("--out", "-o", help="Traces folder (one sub-folder per run).")]
-DEFAULT_OUT = Path("traces")
 
 
 def console(stderr: bool = False):
@@ -26,14 +23,26 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def handle_errors(fn):
-    """Turn wlprof's errors into a one-line message and a non-zero exit (2: bad input, 1: other)."""
+def command_line() -> str:
+    """The command as the user typed it, for the manifest."""
+    return "wlprof " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def handle_errors(fn=None, *, spelling=spell_cli):
+    """Turn wlprof's errors into a one-line message and a non-zero exit (2: bad input, 1: other).
+
+    `spelling` writes argument keys as the command's user wrote them.
+    """
+    if fn is None:
+        return functools.partial(handle_errors, spelling=spelling)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except (InputError, TraceFormatError) as exc:  # bad input: an argument, or a file's content
+        except InputError as exc:  # bad input: an argument
+            fail(exc.message(spelling), 2)
+        except TraceFormatError as exc:  # bad input: a file's content
             fail(str(exc), 2)
         except WlprofError as exc:
             fail(str(exc), 1)

@@ -8,6 +8,10 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+
+EXAMPLES = epilog("wlprof compare RUN_A:'concentrated / grouped' RUN_A:'dispersed / grouped'",
+                  "wlprof compare RUN_A RUN_B --top 20")
 
 
 def _select(traces: Path, spec: str, arg: str):
@@ -33,7 +37,7 @@ def _select(traces: Path, spec: str, arg: str):
 def compare(
     a: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT (the baseline)")],
     b: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT")],
-    traces: Annotated[Path, typer.Option("--traces", help="Traces folder.")] = Path("traces"),
+    traces: Traces = DEFAULT_TRACES,
     top: Annotated[int, typer.Option("--top", help="Rows per table.")] = 12,
 ) -> None:
     """Timings, then kernel time per step by op category, by phase and by kernel, with B - A and B / A."""

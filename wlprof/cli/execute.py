@@ -1,15 +1,13 @@
-"""Run a study from the CLI: progress bar over sweep points, then the summary table."""
+"""Run a study from the CLI: progress over sweep points, then the summary table."""
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 
-from wlprof.cli.common import console
+from wlprof.cli.common import command_line, console
 
 
-def execute(study, out: Path, quiet: bool = False, prefix: str = "--", resume: str | None = None) -> None:
+def execute(study, traces: Path, quiet: bool = False, resume: str | None = None) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from wlprof.cli import render
@@ -26,9 +24,8 @@ def execute(study, out: Path, quiet: bool = False, prefix: str = "--", resume: s
             task = progress.add_task(variant, total=total)
         progress.update(task, completed=done, description=f"{study.workload}: {variant} ({state})")
 
-    command = "wlprof " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     with progress:
-        result = run_study(study, out=out, progress=on_progress, command=command, prefix=prefix, resume=resume)
+        result = run_study(study, traces=traces, progress=on_progress, command=command_line(), resume=resume)
     con = console()
     for note in result.notes:
         con.print(f"[dim]note: {note}[/dim]")
@@ -36,7 +33,7 @@ def execute(study, out: Path, quiet: bool = False, prefix: str = "--", resume: s
     device = steps.device_name.iloc[0] if "device_name" in steps and len(steps) else "?"
     con.print(render.steps_table(steps, title=f"{result.run_id}  ({device}, {steps.dtype.iloc[0]}, {result.status})"))
     con.print(f"ceilings: {result.ceilings_origin}")
-    con.print(f"traces:   {result.path}  (kernels: pandas.read_parquet({str(out)!r}); "
+    con.print(f"traces:   {result.path}  (kernels: pandas.read_parquet({str(traces)!r}); "
               f"Chrome traces for Perfetto: {result.path / '_chrome'})")
     if result.status != "complete":
         raise SystemExit(1)

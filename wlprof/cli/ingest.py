@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from wlprof.cli.common import DEFAULT_OUT, OutOption, console, handle_errors
+from wlprof.cli.common import command_line, console, handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, Quiet, Traces, epilog
+
+EXAMPLES = epilog("wlprof ingest model_step.pt.trace.json.gz",
+                   "wlprof ingest runs/ --name llama-train",
+                   "wlprof ingest big.json.gz --chrome-top 5000")
 
 
 @handle_errors
 def ingest(
     path: Annotated[Path, typer.Argument(help="A trace (.json or .json.gz) or a folder of per-rank traces.")],
-    out: OutOption = DEFAULT_OUT,
+    traces: Traces = DEFAULT_TRACES,
     name: Annotated[str | None, typer.Option("--name", help="Name the run (its id starts with it).")] = None,
     chrome_top: Annotated[int | None, typer.Option(
         "--chrome-top", help="Also write an enriched Chrome trace of the N longest kernels.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Per-kernel FLOPs, bytes and achieved rates for any torch.profiler trace, through wlprof's parser."""
     import time
@@ -35,8 +38,7 @@ def ingest(
         if not quiet:
             err.print(f"[dim]reading {i + 1}/{n}: {name_}[/dim]")
 
-    command = "wlprof " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    res = run_ingest(path, out, name=name, chrome_top=chrome_top, command=command, progress=progress)
+    res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress)
     con = console()
     t = Table(title=f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", title_justify="left")
     for col in ("file", "rank", "events", "kernel rows", "kernel time (ms)", "unknown FLOPs (share of time)",
@@ -49,7 +51,7 @@ def ingest(
     con.print(t)
     con.print(f"{res.unknown_share:.1%} of kernel time has no FLOP formula (kept as flops_source = unknown)")
     con.print(f"ceilings: {res.ceilings_origin}")
-    con.print(f"written: {res.path}  (pandas.read_parquet({str(out)!r}), or wlprof.load({str(out)!r}, "
+    con.print(f"written: {res.path}  (pandas.read_parquet({str(traces)!r}), or wlprof.load({str(traces)!r}, "
               f"run_id={res.run_id!r}))")
     for f in res.files:
         if f.chrome:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import typer
 
-from wlprof.cli.common import DEFAULT_OUT, OutOption, console, handle_errors
+from wlprof.cli.common import console, handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+
+EXAMPLES = epilog("wlprof ls", "wlprof ls --traces offline/")
 
 
 @handle_errors
-def ls(out: OutOption = DEFAULT_OUT) -> None:
+def ls(traces: Traces = DEFAULT_TRACES) -> None:
     """List the runs in the traces folder, oldest first."""
     from wlprof.analysis.summary import runs_overview
     from wlprof.cli import render
     from wlprof.store.runs import list_runs
 
-    runs = runs_overview(list_runs(out))
+    runs = runs_overview(list_runs(traces))
     if runs.empty:
-        typer.echo(f"no runs in {out}/ yet: try `wlprof run gemm`")
+        typer.echo(f"no runs in {traces}/ yet: try `wlprof run gemm`")
         return
     console().print(render.runs_table(runs))

@@ -13,15 +13,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(run.app, name="run")
-app.command("sweep")(sweep.sweep)
-app.command("calibrate")(calibrate.calibrate)
-app.command("ls")(ls.ls)
-app.command("show")(show.show)
-app.command("report")(report.report)
-app.command("roofline")(roofline.roofline)
-app.command("compare")(compare.compare)
-app.command("predict")(predict.predict)
-app.command("ingest")(ingest.ingest)
+for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"), (report, "report"),
+                       (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest")):
+    app.command(_name, epilog=_module.EXAMPLES)(getattr(_module, _name))
 
 
 def main() -> None:

@@ -8,6 +8,11 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, epilog
+
+EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
+                  "wlprof predict --train-traces offline/ --test RUN_ID",
+                  "wlprof predict --train-traces offline/ --test RUN_ID --out scores.md")
 
 
 @handle_errors
@@ -15,12 +20,12 @@ def predict(
     test: Annotated[list[str], typer.Option("--test", help="Run ids to score on.")],
     train: Annotated[list[str] | None, typer.Option(
         "--train", help="Run ids to fit on (comma-separated or repeated); default: every run in --train-traces")] = None,
-    traces: Annotated[Path, typer.Option("--traces", help="Traces folder.")] = Path("traces"),
+    traces: Traces = DEFAULT_TRACES,
     train_traces: Annotated[Path | None, typer.Option(
         "--train-traces", help="Traces folder of the --train runs, e.g. an offline profile kept apart "
         "(default: --traces)")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Also write the scores as Markdown to this file.")] = None,
-    allow_mixed_devices: Annotated[bool, typer.Option("--allow-mixed-devices")] = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the scores as Markdown to this file.")] = None,
+    allow_mixed_devices: AllowMixed = False,
 ) -> None:
     """Fit the ladder on --train runs and score every level per family on --test runs.
 

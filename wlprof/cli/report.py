@@ -8,17 +8,18 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, epilog
 
-Traces = Annotated[Path, typer.Option("--traces", help="Traces folder.")]
+EXAMPLES = epilog("wlprof report", "wlprof report --out report/", "wlprof report RUN_A RUN_B --workload moe --out moe-report/")
 
 
 @handle_errors
 def report(
     runs: Annotated[list[str] | None, typer.Argument(help="Run ids (default: every run).")] = None,
-    traces: Traces = Path("traces"),
-    out: Annotated[Path | None, typer.Option("--out", help="Write report.md and PNG figures into this folder.")] = None,
+    traces: Traces = DEFAULT_TRACES,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write report.md and PNG figures into this folder.")] = None,
     workload: Annotated[str | None, typer.Option("--workload", help="Only this workload.")] = None,
-    allow_mixed_devices: Annotated[bool, typer.Option("--allow-mixed-devices")] = False,
+    allow_mixed_devices: AllowMixed = False,
 ) -> None:
     """The spectrum: rank correlation, R², spread at equal FLOPs, fraction of peak and roofline, per family."""
     from wlprof.analysis.report import build_report

@@ -43,11 +43,15 @@ def write_report(rep: Report, out: Path, traces: Path) -> Path:
              "Kernel time per step:", "", table(rep.spectrum_kernel, SPECTRUM_COLUMNS)]
     figs = {"roofline.png": figures.roofline(rep.ops, ceilings, f"Roofline of every op call ({device})"),
             "latency_vs_flops.png": figures.latency_vs_flops(rep.steps, peak, rep.fitted_tflops)}
-    if (rep.steps.workload == "mlp").any():
-        figs["tflops_vs_batch.png"] = figures.tflops_vs_batch(rep.steps)
-    for wl, t in rep.phases.items():
-        if wl in ("moe", "gnn"):
-            figs[f"phases_{wl}.png"] = figures.phases(t, f"{wl.upper()}: kernel time per step by phase")
+    from wlprof import workloads
+
+    for w in workloads.all_workloads():
+        present = rep.steps[rep.steps.workload == w.name]
+        if w.rate_axis and len(present):
+            figs[f"tflops_vs_{w.rate_axis}.png"] = figures.tflops_vs(present, w.rate_axis, w.label or w.name)
+        if w.name in rep.phases:
+            figs[f"phases_{w.name}.png"] = figures.phases(rep.phases[w.name],
+                                                          f"{w.label or w.name}: kernel time per step by phase")
     for name, fig in figs.items():
         _save(fig, out / name)
         lines += [f"![{name}]({name})", ""]

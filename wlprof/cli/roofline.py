@@ -8,14 +8,17 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, epilog
+
+EXAMPLES = epilog("wlprof roofline RUN_ID", "wlprof roofline RUN_A RUN_B -o roofline.png")
 
 
 @handle_errors
 def roofline(
     runs: Annotated[list[str], typer.Argument(help="Run ids.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="PNG file to write.")] = Path("roofline.png"),
-    traces: Annotated[Path, typer.Option("--traces", help="Traces folder.")] = Path("traces"),
-    allow_mixed_devices: Annotated[bool, typer.Option("--allow-mixed-devices")] = False,
+    output: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")] = Path("roofline.png"),
+    traces: Traces = DEFAULT_TRACES,
+    allow_mixed_devices: AllowMixed = False,
 ) -> None:
     """Draw the roofline (measured ceilings) with every op call as a point."""
     from wlprof.analysis.families import add_family
@@ -27,8 +30,8 @@ def roofline(
 
     ids = split_runs(runs)
     if output.suffix.lower() != ".png":
-        raise InputError("--output", "must be a .png file", str(output))
-    check_writable(output.parent if str(output.parent) else Path("."), "--output")
+        raise InputError("--out", "must be a .png file", str(output))
+    check_writable(output.parent if str(output.parent) else Path("."), "--out")
     ops = add_family(load_runs(traces, "ops", ids, "RUNS", None, allow_mixed_devices))
     fig = figures.roofline(ops, ceilings_of(traces, ids[0]), f"Roofline: {', '.join(ids)}")
     _save(fig, output)

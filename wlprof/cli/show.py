@@ -6,13 +6,16 @@ from typing import Annotated
 
 import typer
 
-from wlprof.cli.common import DEFAULT_OUT, OutOption, console, handle_errors
+from wlprof.cli.common import console, handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+
+EXAMPLES = epilog("wlprof show RUN_ID", "wlprof show RUN_ID --variant 'batch 64' --top 0")
 
 
 @handle_errors
 def show(
     run_id: Annotated[str, typer.Argument(help="A run id from `wlprof ls`.")],
-    out: OutOption = DEFAULT_OUT,
+    traces: Traces = DEFAULT_TRACES,
     variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point.")] = None,
     top: Annotated[int, typer.Option("--top", help="Kernels per variant (0: all).")] = 12,
 ) -> None:
@@ -23,9 +26,9 @@ def show(
     from wlprof.errors import InputError, StoreError
     from wlprof.store.runs import effective_status, read_manifest, run_dir
 
-    path = run_dir(out, run_id)
+    path = run_dir(traces, run_id)
     if not path.is_dir():
-        raise InputError("RUN_ID", f"must name a run in {out}/ (see `wlprof ls`)", run_id)
+        raise InputError("RUN_ID", f"must name a run in {traces}/ (see `wlprof ls`)", run_id)
     manifest = read_manifest(path)
     steps = load(path, table="steps")
     kernels = load(path, table="kernels")

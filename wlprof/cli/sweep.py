@@ -12,17 +12,22 @@ from typing import Annotated
 
 import typer
 
-from wlprof.cli.common import DEFAULT_OUT, OutOption, handle_errors
+from wlprof.cli.common import handle_errors
+from wlprof.cli.options import DEFAULT_TRACES, Device, Quiet, Resume, Traces, epilog, spell_cli, spell_study
+from wlprof.errors import InputError, Key
+
+EXAMPLES = epilog("wlprof sweep workloads/gemm_same_flops.toml",
+                  "wlprof sweep workloads/moe_zipf.toml --set seed=1 --traces offline/",
+                  "wlprof sweep workloads/mlp_batch.toml --device cpu")
 
 
-@handle_errors
+@handle_errors(spelling=spell_study)
 def sweep(
     study_file: Annotated[Path, typer.Argument(help="A study file, e.g. workloads/gemm_same_flops.toml")],
-    out: OutOption = DEFAULT_OUT,
-    device: Annotated[str | None, typer.Option("--device", help="Override the study's device.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    resume: Annotated[str | None, typer.Option(
-        "--resume", help="Finish an interrupted run of this study (RUN_ID), keeping its finished points.")] = None,
+    traces: Traces = DEFAULT_TRACES,
+    device: Device = None,
+    quiet: Quiet = False,
+    resume: Resume = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a study parameter, KEY=VALUE (repeatable), e.g. --set seed=1")] = None,
 ) -> None:
@@ -37,4 +42,9 @@ def sweep(
         study = override_params(study, set_)
     if device is not None:
         study = replace(study, device=device)
-    execute(study, out, quiet, prefix="params.", resume=resume)
+    try:
+        execute(study, traces, quiet, resume=resume)
+    except InputError as exc:  # an override given as a flag is named as the flag
+        if device is not None and exc.arg == Key("device", "study"):
+            raise exc.spelled(spell_cli) from None
+        raise

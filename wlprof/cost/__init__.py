@@ -6,6 +6,7 @@ Importing this package registers every formula (the modules below register at im
 from wlprof.cost import elementwise, gemm, indexing, reductions  # noqa: F401  (registration)
 from wlprof.cost.registry import (
     MATRIX,
+    SUPPORT_OPS,
     VECTOR,
     Cost,
     OpCall,
@@ -17,14 +18,6 @@ from wlprof.cost.registry import (
     is_wrapper,
     registered_ops,
     wrappers,
-)
-
-# Data-movement and initialization ops that other ops run as setup (a bias copied into
-# the output, an output zero-filled). Nested inside a costed op they are auxiliary work
-# of their own: they do not make their parent a dispatcher.
-SUPPORT_OPS = frozenset(
-    "aten::" + n
-    for n in "copy_ fill_ zero_ normal_ uniform_ bernoulli_ random_ exponential_ arange".split()
 )
 
 __all__ = [

@@ -1,25 +1,24 @@
 """Put costs and roofline numbers on a joined trace: the kernels and ops tables.
 
-Costs are counted once, on the op that launched the kernels (GPU) or did the
-work (CPU), and split over that op's device activities by duration (`cost_share`),
-so the sum over kernels equals the sum over ops equals the run total. A region
-whose cost the workload states (`region_costs`: sparse aggregation, where shapes
-cannot tell) overrides the formulas of every op inside it, split the same way
-per step: nothing inside is counted twice.
+Costs are counted once, on the op that launched the kernels (GPU) or did the work
+(CPU), and split over that op's device activities by duration (`cost_share`), so the
+sum over kernels equals the sum over ops equals the run total. A cost the workload
+states (`Stated`: sparse aggregation, where shapes cannot tell) replaces the formulas
+of the ops it names in its region, split the same way per step.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from wlprof.ceilings import Ceilings
+from wlprof.cost.attribution import ancestors
 from wlprof.cost.registry import Cost, OpCall, cost_of
-from wlprof.trace.join import Joined, ancestors
+from wlprof.cost.roofline import add_roofline
 
 FORMULA, WORKLOAD, UNKNOWN = "formula", "workload", "unknown"
 
@@ -38,9 +37,7 @@ def _json(v) -> str | None:
     return None if v is None else json.dumps(v, separators=(",", ":"))
 
 
-def _op_costs(joined: Joined, op_positions: np.ndarray) -> dict[int, Cost | None]:
-    ops = joined.ops
-    trace = joined.trace
+def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarray) -> dict:
     names = ops.name.to_numpy(dtype=object)
     args_id = ops.args_id.to_numpy()
     dispatcher = ops.dispatcher.to_numpy()
@@ -54,7 +51,7 @@ def _op_costs(joined: Joined, op_positions: np.ndarray) -> dict[int, Cost | None
         anc = ancestors(names, parent, pos)
         key = (names[pos], args_id[pos], anc)  # distinct recorded inputs share an args id
         if key not in memo:
-            memo[key] = cost_of(OpCall.from_args(names[pos], trace.args_table[args_id[pos]], anc))
+            memo[key] = cost_of(OpCall.from_args(names[pos], args_table[args_id[pos]], anc))
         out[pos] = memo[key]
     return out
 
@@ -65,19 +62,20 @@ def _memcpy_bytes(name: str, transfer_bytes: int) -> float:
     return 2.0 * transfer_bytes if "DtoD" in name else float(transfer_bytes)
 
 
-def annotate(joined: Joined, ceilings: Ceilings | None,
-             region_costs: Mapping[str, Cost] | None = None, tf32: bool = False
-             ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The kernels and ops tables (contract columns, without run identity or parameters)."""
-    rows = joined.rows
-    ops = joined.ops
+def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceilings: Ceilings | None,
+             stated: Sequence = (), tf32: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The kernels and ops tables (contract columns, without run identity or parameters).
+
+    `rows`: the device activities (or a CPU trace's working ops) from the join; `ops`: every
+    op, flagged by `attribution.flag_ops`; `stated`: the workload's `Stated` costs.
+    """
     has_op = rows.has_op.to_numpy()
     op_pos = rows.op_pos.to_numpy()
     dur = rows.dur_ns.to_numpy().astype(float)
     n = len(rows)
 
     launching = np.unique(op_pos[has_op])
-    costs = _op_costs(joined, launching)
+    costs = _op_costs(ops, args_table, launching)
 
     # An op's cost is split over its kernels by duration. Memsets and memcpys an op runs
     # beside its kernels (a split-K GEMM zeroing its workspace) get none of it: they are
@@ -116,12 +114,13 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
     for i in np.flatnonzero((kinds != "kernel") & (kinds != "cpu_op") & (source == UNKNOWN)):
         flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
 
-    # workload-stated region costs override, split per (region, step) by duration
-    if region_costs:
+    # workload-stated costs override, split per (region, step) by duration
+    if stated:
         region = rows.region.to_numpy(dtype=object)
         steps = rows.step.to_numpy()
-        for reg, c in region_costs.items():
-            mask = region == reg
+        for st in stated:
+            c = st.cost
+            mask = region == st.region
             if not mask.any():
                 continue
             grp = pd.Series(dur[mask]).groupby(steps[mask]).transform("sum").to_numpy()
@@ -136,7 +135,7 @@ def annotate(joined: Joined, ceilings: Ceilings | None,
 
     op_names = ops.name.to_numpy(dtype=object)
     args_ids = ops.args_id.to_numpy()
-    table = joined.trace.args_table
+    table = args_table
     by_args: dict[int, tuple] = {}  # JSON of each distinct recorded input, once
     for a in np.unique(args_ids[launching]) if len(launching) else []:
         args = table[a]
@@ -217,39 +216,3 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     o.loc[nan_flops, "flops_source"] = UNKNOWN
     o.loc[nan_bytes, "bytes"] = np.nan
     return o.reset_index(drop=True)
-
-
-def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False) -> None:
-    """Intensity, achieved rates and roofline placement, in place (needs flops, bytes, dur_us, cost_unit, cost_dtype)."""
-    flops = df["flops"].to_numpy(dtype=float)
-    nbytes = df["bytes"].to_numpy(dtype=float)
-    dur = df["dur_us"].to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df["intensity_flop_per_byte"] = np.where(nbytes > 0, flops / nbytes, np.nan)
-        df["achieved_tflops"] = np.where(dur > 0, flops / dur / 1e6, np.nan)
-        df["achieved_gbps"] = np.where(dur > 0, nbytes / dur / 1e3, np.nan)
-    if ceilings is None:
-        for c in ("ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "roofline_us", "roofline_fraction"):
-            df[c] = np.nan
-        df["bound"] = None
-        return
-    units = df["cost_unit"].to_numpy(dtype=object)
-    dts = df["cost_dtype"].to_numpy(dtype=object)
-    cache: dict[tuple, float] = {}
-    peak = np.empty(len(df))
-    for i, key in enumerate(zip(units, dts, strict=True)):
-        if key not in cache:
-            cache[key] = ceilings.compute_tflops(key[0], key[1], tf32) if key[0] else math.nan
-        peak[i] = cache[key]
-    bw = float(ceilings.copy_gbps)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_compute = flops / (peak * 1e6)
-        t_memory = nbytes / (bw * 1e3)
-        roof = np.fmax(t_compute, t_memory)
-        roof = np.where(np.isnan(t_compute) | np.isnan(t_memory), np.nan, roof)
-        df["ceiling_tflops"] = peak
-        df["ceiling_gbps"] = np.where(np.isnan(peak), np.nan, bw)
-        df["ridge_flop_per_byte"] = peak * 1e3 / bw
-        df["roofline_us"] = roof
-        df["roofline_fraction"] = np.where(dur > 0, roof / dur, np.nan)
-    df["bound"] = _obj(np.where(np.isnan(roof), None, np.where(t_compute >= t_memory, "compute", "memory")))

@@ -178,6 +178,14 @@ VIEW_OPS: frozenset[str] = frozenset(
     ).split()
 )
 
+# Data-movement and initialization ops that other ops run as setup (a bias copied into
+# the output, an output zero-filled). Nested inside a costed op they are auxiliary work
+# of their own: they do not make their parent a dispatcher.
+SUPPORT_OPS: frozenset[str] = frozenset(
+    "aten::" + n
+    for n in "copy_ fill_ zero_ normal_ uniform_ bernoulli_ random_ exponential_ arange".split()
+)
+
 
 def formula(*names: str, aux_children: bool = False) -> Callable[[Formula], Formula]:
     """Register `fn` as the cost formula of each aten op in `names` (duplicates refused)."""

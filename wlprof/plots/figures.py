@@ -93,20 +93,20 @@ def latency_vs_flops(steps: pd.DataFrame, peak_tflops: float, fitted_tflops: flo
     return fig
 
 
-def tflops_vs_batch(steps: pd.DataFrame):
-    """Achieved TFLOP/s (kernels, and as a caller sees it) against MLP batch size."""
+def tflops_vs(steps: pd.DataFrame, axis: str, label: str):
+    """Achieved TFLOP/s (kernels, and as a caller sees it) against a sweep parameter (MLP: batch)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
-    d = steps[steps.workload == "mlp"].sort_values("batch")
+    d = steps.sort_values(axis)
     for run, g in d.groupby("run_id"):
-        ax.plot(g.batch, g.achieved_tflops, "o-", label=f"kernels ({run})")
-        ax.plot(g.batch, g.achieved_tflops_latency, "s--", label=f"one call, as a caller sees it ({run})")
+        ax.plot(g[axis], g.achieved_tflops, "o-", label=f"kernels ({run})")
+        ax.plot(g[axis], g.achieved_tflops_latency, "s--", label=f"one call, as a caller sees it ({run})")
         if g.ceiling_tflops.notna().any():
             ax.axhline(g.ceiling_tflops.max(), color="grey", lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("batch size (rows)")
+    ax.set_xlabel(axis)
     ax.set_ylabel("achieved TFLOP/s")
-    ax.set_title("MLP: more FLOPs, higher efficiency")
+    ax.set_title(f"{label}: achieved TFLOP/s against {axis}")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7)
     fig.tight_layout()

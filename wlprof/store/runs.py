@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from wlprof import jsonio, schema
-from wlprof.errors import InputError, StoreError
+from wlprof.errors import InputError, Key, StoreError
 from wlprof.store.atomic import atomic_write_bytes, atomic_write_parquet, slug
 
 MANIFEST = "_manifest.json"
 TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps"}
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
-def check_writable(root: str | Path, arg: str = "--out") -> Path:
+def check_writable(root: str | Path, arg: str | Key = Key("traces", "store")) -> Path:
     """The traces folder, created if needed; an InputError when it cannot be written."""
     root = Path(root)
     if root.exists() and not root.is_dir():
@@ -66,9 +66,11 @@ def utcnow() -> str:
 class RunWriter:
     """Creates a run folder and writes its points and manifest, each file atomically.
 
-    With `staged=True` the run is written under a hidden name (`.staging-<run_id>`,
-    skipped by every reader) and appears under its run id only at `finish`; `abort`
-    removes it. `wlprof ingest` stages, so a failed ingest leaves the store as it was.
+    A run folder is built under a hidden name (`.staging-<run_id>`, skipped by every
+    reader) with its manifest and sub-folders, then renamed into place: a reader never
+    sees a run folder without its manifest. With `staged=True` it stays hidden until
+    `finish` (`abort` removes it): `wlprof ingest` stages, so a failed ingest leaves the
+    store as it was.
     """
 
     def __init__(self, root: str | Path, workload: str, manifest: dict[str, Any], prefix: str | None = None,
@@ -78,14 +80,16 @@ class RunWriter:
         for _ in range(100):
             run_id = f"{slug(prefix or workload, 24)}-{stamp}-{secrets.token_hex(2)}"
             final = root / run_id
-            path = root / f".staging-{run_id}" if staged else final
+            path = root / f".staging-{run_id}"
             if final.exists():
                 continue
             try:
-                path.mkdir(parents=True)  # exclusive: concurrent runs never share a folder
-                break
+                path.mkdir(parents=True)  # exclusive: concurrent runs never share an id
             except FileExistsError:
                 continue
+            if not final.exists():  # not taken meanwhile by a run that already published it
+                break
+            path.rmdir()
         else:  # pragma: no cover
             raise StoreError(f"could not create a new run folder under {root}")
         self.root = root
@@ -102,6 +106,13 @@ class RunWriter:
         )
         self.manifest.setdefault("points", [])
         self.write_manifest()
+        if not staged:
+            self._publish()
+
+    def _publish(self) -> None:
+        """Rename the hidden folder to its run id (atomic on one file system; never over an existing run)."""
+        os.rename(self.path, self.final_path)
+        self.path = self.final_path
 
     def write_manifest(self) -> None:
         atomic_write_bytes(self.path / MANIFEST, jsonio.dumps(self.manifest, indent=True))
@@ -159,8 +170,7 @@ class RunWriter:
         self.manifest["finished_at"] = utcnow()
         self.write_manifest()
         if self.staged:
-            os.rename(self.path, self.final_path)  # atomic on one file system; refuses to replace a folder
-            self.path = self.final_path
+            self._publish()
 
     def abort(self) -> None:
         """Remove a staged run (nothing of it was ever visible)."""

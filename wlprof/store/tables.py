@@ -24,13 +24,30 @@ def table_files(root: str | Path, table: str) -> list[Path]:
     return files
 
 
+def _migrate(table, declared):
+    """An Arrow table of an older schema with its changed columns converted (schema.MIGRATIONS)."""
+    import json
+
+    import pyarrow as pa
+
+    for name, (old_type, how) in schema.MIGRATIONS.items():
+        if name in table.column_names and table.schema.field(name).type == old_type:
+            if how != "json list":  # pragma: no cover - one kind of migration so far
+                raise StoreError(f"no migration {how!r} for column {name}")
+            values = [None if v is None else json.loads(v) for v in table.column(name).to_pylist()]
+            i = table.column_names.index(name)
+            table = table.set_column(i, name, pa.array(values, type=declared.field(name).type))
+    return table
+
+
 def load_table(root: str | Path = "traces", table: str = "kernels", **filters):
     """One table of every run under `root` (or of one run folder) as a pandas DataFrame.
 
-    Older minor schema versions load (their missing columns come back as nulls);
-    a newer major version is refused. `filters` are `column=value` or
-    `column=[values]`, pushed down to the Parquet reader.
+    Older schema versions load: their missing columns come back as nulls and changed
+    columns are converted (`schema.MIGRATIONS`); a newer major version is refused.
+    `filters` are `column=value` or `column=[values]`, pushed down to the Parquet reader.
     """
+    import pyarrow as pa
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
@@ -44,16 +61,25 @@ def load_table(root: str | Path = "traces", table: str = "kernels", **filters):
             raise InputError(name, f"is not a column of the {table} table", filters[name])
     if not files:
         return declared.empty_table().to_pandas()
+    current, older = [], []
     for f in files:
         if f.stat().st_size == 0:
             raise StoreError(f"{f} is empty (0 bytes): not a Parquet file")
-        meta = pq.read_schema(f).metadata or {}
-        schema.check_version(meta.get(schema.METADATA_KEY, b"0").decode(), str(f))
-    dataset = ds.dataset([str(f) for f in files], schema=declared, format="parquet")
+        file_schema = pq.read_schema(f)
+        schema.check_version((file_schema.metadata or {}).get(schema.METADATA_KEY, b"0").decode(), str(f))
+        changed = any(n in file_schema.names and file_schema.field(n).type != declared.field(n).type
+                      for n in schema.MIGRATIONS)
+        (older if changed else current).append(f)
     expr = None
     for name, value in filters.items():
         field = ds.field(name)
         cond = field.isin(list(value)) if isinstance(value, (list, tuple, set)) else field == value
         expr = cond if expr is None else expr & cond
-    return dataset.to_table(filter=expr).to_pandas()
+    parts = [ds.dataset([str(f) for f in current], schema=declared, format="parquet").to_table(filter=expr)]
+    for f in older:
+        t = _migrate(pq.read_table(f), declared)
+        t = pa.Table.from_arrays([t.column(c.name).cast(c.type) if c.name in t.column_names
+                                  else pa.nulls(len(t), c.type) for c in declared], schema=declared)
+        parts.append(t.filter(expr) if expr is not None else t)
+    return pa.concat_tables(parts).to_pandas()
 

@@ -1,17 +1,10 @@
 """Join a parsed trace: kernel -> launch (correlation) -> launching op (External id).
 
-Also places every op, launch and kernel in its `record_function` region and its
-step, by time containment on the launching thread (one sweep per thread).
-
-Rows of the kernels table:
-- GPU trace: one row per device activity (kernel, memcpy, memset). Its op is the
-  op whose `External id` the launch carries: the innermost op that launched it.
-  Kernels with no launching op (CUDA-graph replays, launches outside any op) are
-  kept with `has_op = False`.
-- CPU trace (no device activity): one row per op that does work of its own, with
-  its exclusive (self) time as duration: every op except views and metadata ops,
-  wrappers (aten::linear), and dispatchers (a costed op with a costed op nested
-  inside, e.g. the outer aten::sum of a sum -> sum.dim_IntList pair).
+Also nests every op in its parent op, its `record_function` region and its step, by
+time containment on its thread. GPU traces get one row per device activity, its op the
+innermost op that launched it (`has_op = False` where none did: CUDA-graph replays);
+CPU traces get one row per op that does work of its own (`op_rows`), chosen by the
+caller (the cost registry knows which ops are views, wrappers or dispatchers).
 """
 
 from __future__ import annotations
@@ -22,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from wlprof import cost
 from wlprof.trace.parse import NO_ID, RawTrace
 
 STEP_RE = re.compile(r"^(?:wlprof/step|ProfilerStep)#(\d+)$")
@@ -31,9 +23,8 @@ STEP_RE = re.compile(r"^(?:wlprof/step|ProfilerStep)#(\d+)$")
 @dataclass
 class Joined:
     trace: RawTrace
-    ops: pd.DataFrame  # every cpu_op, with parent, region, step, flags
-    rows: pd.DataFrame  # kernel rows: device activity (GPU) or working ops (CPU)
-    device_trace: bool
+    ops: pd.DataFrame  # every cpu_op, with parent, region, step, self_ns, has_children
+    device_rows: pd.DataFrame | None  # one row per device activity; None for a CPU trace
 
 
 def _sweep(trace: RawTrace):
@@ -114,76 +105,28 @@ def _sweep(trace: RawTrace):
     return op_parent, op_region, op_step, lau_region, lau_step, lau_parent
 
 
-def _flag_ops(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
-    names = ops.name.to_numpy(dtype=object)
+def _nest(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
+    """The ops with their parent, whether they have children, and their exclusive time."""
     n = len(ops)
-    # the registry's answers per distinct name, then spread to the rows (a large trace has
-    # hundreds of thousands of ops and a few hundred names)
-    codes, uniq = pd.factorize(names) if n else (np.zeros(0, np.int64), np.array([], dtype=object))
-
-    def per_name(pred) -> np.ndarray:
-        return np.array([bool(pred(x)) for x in uniq], dtype=bool)[codes] if n else np.zeros(0, bool)
-
-    is_view = per_name(cost.is_view)
-    is_wrapper = per_name(cost.is_wrapper)
-    has_formula = per_name(cost.has_formula)
-    is_support = per_name(lambda x: x in cost.SUPPORT_OPS)
-    aux = per_name(cost.aux_children)
-
-    # costed descendants: walk up from every costed op (stop where already marked)
-    costed = has_formula & ~is_support
-    has_costed_desc = np.zeros(n, bool)
-    for i in np.flatnonzero(costed):
-        p = parent[i]
-        while p >= 0 and not has_costed_desc[p]:
-            has_costed_desc[p] = True
-            p = parent[p]
-    same_name_parent = np.zeros(n, bool)
     child = np.flatnonzero(parent >= 0)
-    same = names[child] == names[parent[child]]
-    same_name_parent[parent[child][same]] = True
     has_children = np.zeros(n, bool)
     has_children[parent[child]] = True
-
-    # An op with an op of its own name nested inside is an overload dispatching to
-    # another (aten::sum -> aten::sum.dim_IntList): only the inner one does the work.
-    dispatcher = (has_formula & has_costed_desc & ~aux) | same_name_parent
     dur = ops.dur_ns.to_numpy()
     child_dur = np.bincount(parent[child], weights=dur[child], minlength=n) if n else np.zeros(0)
     out = ops.copy()
     out["parent"] = parent
-    out["is_view"] = is_view
-    out["is_wrapper"] = is_wrapper
-    out["has_formula"] = has_formula
-    out["dispatcher"] = dispatcher
     out["has_children"] = has_children
     out["self_ns"] = np.maximum(dur - child_dur, 0).astype(np.int64)
     return out
 
 
-def ancestors(names: np.ndarray, parent: np.ndarray, i: int, limit: int = 16) -> tuple[str, ...]:
-    """Names of the ops enclosing op i, innermost first (arrays from `Joined.ops`)."""
-    out = []
-    p = parent[i]
-    while p >= 0 and len(out) < limit:
-        out.append(names[p])
-        p = parent[p]
-    return tuple(out)
-
-
 def join(trace: RawTrace) -> Joined:
     op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace)
-    ops = _flag_ops(trace.ops, op_parent)
+    ops = _nest(trace.ops, op_parent)
     ops["region"] = op_region
     ops["step"] = op_step
-
-    if trace.has_device_activity:
-        rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent)
-        device_trace = True
-    else:
-        rows = _cpu_rows(ops)
-        device_trace = False
-    return Joined(trace=trace, ops=ops, rows=rows, device_trace=device_trace)
+    rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent) if trace.has_device_activity else None
+    return Joined(trace=trace, ops=ops, device_rows=rows)
 
 
 def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_parent) -> pd.DataFrame:
@@ -227,8 +170,8 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     return rows.reset_index(drop=True)
 
 
-def _cpu_rows(ops: pd.DataFrame) -> pd.DataFrame:
-    keep = ~ops.is_view & ~ops.is_wrapper & ~ops.dispatcher
+def op_rows(ops: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """Rows of a CPU trace: one per op in `keep`, its duration its exclusive (self) time."""
     sel = ops[keep]
     rows = pd.DataFrame({
         "idx": sel.idx.to_numpy(),

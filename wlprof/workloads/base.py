@@ -1,11 +1,10 @@
-"""The workload interface: a spec in, sweep points out, and a built step per point.
+"""The workload interface: declared parameters in, sweep points out, and a built step per point.
 
-A workload parses and validates its parameters (from CLI flags or a study file)
-into a frozen spec, expands it into sweep points, and builds each point on the
-device: tensors, modules, graphs, routing, plus what it alone knows (useful
-FLOPs, the cost of regions whose shapes cannot tell, routing or graph facts).
-Parameters and facts become typed columns of every table, so each name a
-workload uses must be declared in `wlprof.schema.PARAMS`.
+A workload declares its inputs (`params`), the columns its points and facts add to
+every table (`columns`), how the report groups its points (`family`, `label`), its
+CLI examples and what its regions mean; it turns parsed values into sweep points and
+builds each point on the device. Whatever shapes cannot tell (sparse nnz, which
+experts are active), the workload states as a `Cost` of the op that does that work.
 """
 
 from __future__ import annotations
@@ -16,21 +15,32 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from wlprof.cost.registry import Cost
-from wlprof.errors import InputError
+from wlprof.params import Param, Values, parse_all
+from wlprof.schema import Column
 
 
 @dataclass(frozen=True)
 class Point:
     variant: str  # a label unique within the sweep
-    params: Mapping[str, Any]  # schema PARAMS columns
+    params: Mapping[str, Any]  # values of the workload's columns
+
+
+@dataclass(frozen=True)
+class Stated:
+    """A cost the workload states per step for the ops named `ops` inside `region` (None: every op
+    there), split over their calls by duration; the other ops of the region keep their formulas."""
+
+    region: str
+    cost: Cost
+    ops: tuple[str, ...] | None = None
 
 
 @dataclass
 class Built:
     step: Callable[[], object]
     graph_safe: bool = True  # False when a step syncs with the host (cannot be graph-captured)
-    region_costs: dict[str, Cost] = field(default_factory=dict)  # per step, regions shapes cannot cost
-    facts: dict[str, Any] = field(default_factory=dict)  # schema PARAMS columns measured at build
+    stated: list[Stated] = field(default_factory=list)  # costs shapes cannot tell, per step
+    facts: dict[str, Any] = field(default_factory=dict)  # values of fact columns measured at build
     useful_flops: float | None = None  # FLOPs the computation needs per step, where it differs
     # regions whose kernels' FLOPs are the step's "executed" FLOPs, to set beside useful_flops
     # (MoE: ("moe/expert",), padding included); None: every kernel of the step
@@ -44,18 +54,23 @@ class Parsed:
     notes: tuple[str, ...] = ()
 
 
-def argname(key: str, prefix: str) -> str:
-    """'top_k' -> '--top-k' for the CLI, 'params.top_k' for a study file."""
-    return "--" + key.replace("_", "-") if prefix == "--" else f"{prefix}{key}"
-
-
 class Workload(ABC):
     name: ClassVar[str]
-    summary: ClassVar[str]
+    summary: ClassVar[str]  # one line, for `wlprof run --help`
+    params: ClassVar[tuple[Param, ...]]
+    columns: ClassVar[tuple[Column, ...]]  # point parameters and build facts, typed columns of every table
+    examples: ClassVar[tuple[str, ...]] = ()  # `wlprof run ...` lines for --help
+    label: ClassVar[str] = ""  # how the report names the workload (default: its name)
+    phases: ClassVar[bool] = False  # whether the report breaks its time down by region
+    rate_axis: ClassVar[str | None] = None  # the column the report plots achieved TFLOP/s against
+
+    def parse(self, raw: Mapping[str, Any], device, dtype) -> Parsed:
+        """Check `raw` (CLI flags or a study's [params]) and expand it into a spec."""
+        return self.spec(parse_all(self.params, raw, device.type, self.name), device, dtype)
 
     @abstractmethod
-    def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
-        """Validate `params` and fill device-dependent defaults; raise InputError naming the argument."""
+    def spec(self, values: Values, device, dtype) -> Parsed:
+        """Cross-checks and device-dependent choices over parsed values; the spec and notes for the user."""
 
     @abstractmethod
     def points(self, spec) -> list[Point]:
@@ -69,104 +84,15 @@ class Workload(ABC):
         """Device memory a point needs, to refuse sizes that cannot fit before allocating."""
         return 0
 
+    def size_params(self) -> tuple[str, ...]:
+        """The parameters that set a point's size (named when a point does not fit in memory)."""
+        return tuple(p.name for p in self.params if p.kind == "int" and p.name != "seed")
 
-_REGISTRY: dict[str, type[Workload]] = {}
-
-
-def register(cls: type[Workload]) -> type[Workload]:
-    if cls.name in _REGISTRY:
-        raise ValueError(f"workload {cls.name!r} is registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
+    def family(self, rows) -> list[str]:
+        """The report family of each row of a table of this workload's points (a DataFrame)."""
+        return [self.label or self.name] * len(rows)
 
 
-def names() -> list[str]:
-    _load_all()
-    return sorted(_REGISTRY)
-
-
-def get(name: str) -> Workload:
-    _load_all()
-    if name not in _REGISTRY:
-        raise InputError("WORKLOAD", f"must be one of {', '.join(sorted(_REGISTRY))}", name)
-    return _REGISTRY[name]()
-
-
-# Modules that register a workload when imported (each calls @register).
-_WORKLOAD_MODULES = ("gemm", "mlp", "elementwise", "moe", "gnn")
-
-
-def _load_all() -> None:
-    import importlib
-
-    for module in _WORKLOAD_MODULES:
-        importlib.import_module(f"wlprof.workloads.{module}")
-
-
-# --- small validators shared by workloads ---------------------------------------------
-
-
-def positive_int(value: Any, arg: str) -> int:
-    if isinstance(value, bool):
-        raise InputError(arg, "must be a positive integer", value)
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InputError(arg, "must be a positive integer", value) from None
-    if v != value and not (isinstance(value, str) and value.strip().lstrip("+").isdigit()):
-        raise InputError(arg, "must be a positive integer", value)
-    if v <= 0:
-        raise InputError(arg, "must be a positive integer", value)
-    return v
-
-
-def seed_param(value: Any, arg: str, default: int) -> int:
-    """A data seed: an integer >= 0 (None: `default`)."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        raise InputError(arg, "must be an integer >= 0", value)
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise InputError(arg, "must be an integer >= 0", value) from None
-    if v != value and not (isinstance(value, str) and value.strip().lstrip("+").isdigit()):
-        raise InputError(arg, "must be an integer >= 0", value)
-    if v < 0:
-        raise InputError(arg, "must be an integer >= 0", value)
-    return v
-
-
-def int_list(value: Any, arg: str) -> list[int]:
-    """'1,8,64' or [1, 8, 64] -> [1, 8, 64], each positive."""
-    if isinstance(value, str):
-        items = [x.strip() for x in value.split(",") if x.strip()]
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        items = [value]
-    if not items:
-        raise InputError(arg, "must list at least one value", value)
-    return [positive_int(x, arg) for x in items]
-
-
-def str_list(value: Any, arg: str, allowed: list[str] | None = None) -> list[str]:
-    if isinstance(value, str):
-        items = [x.strip() for x in value.split(",") if x.strip()]
-    elif isinstance(value, (list, tuple)):
-        items = [str(x).strip() for x in value]
-    else:
-        raise InputError(arg, "must be a comma-separated list", value)
-    if not items:
-        raise InputError(arg, "must list at least one value", value)
-    if allowed is not None:
-        for x in items:
-            if x not in allowed:
-                raise InputError(arg, f"must be one of {', '.join(allowed)}", x)
-    return items
-
-
-def reject_unknown(params: Mapping[str, Any], known: set[str], prefix: str) -> None:
-    for key in params:
-        if key not in known:
-            raise InputError(argname(key, prefix), f"is not a parameter of this workload (known: {', '.join(sorted(known))})", params[key])
+def column(rows, name: str) -> list:
+    """A column of `rows` as a list, Nones where the table lacks it."""
+    return list(rows[name]) if name in rows else [None] * len(rows)

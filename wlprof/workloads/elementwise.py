@@ -1,32 +1,18 @@
-"""The roofline note's micro-kernels: one op each, intensities from 1/4 to n/3.
+"""The roofline micro-kernels: one op per point, intensities from 1/4 FLOP/byte (ReLU) to n/3 (matmul).
 
-In bf16 (seed note 000, section 2): ReLU 1/4 FLOP/byte, GELU 5, dot product 1/2,
-matrix-vector 1, matrix-matrix n/3. A copy is the bandwidth reference; `mul` and
-`add` (two same-size inputs, 1/6) are the binary kernels MoE and GNN steps are full of. GPU
-defaults: 2^28 elements (512 MiB per bf16 tensor, far past the 60 MB L2), a
-16384^2 matrix for matvec, 8192^2 for matmul. CPU defaults: 2^24 elements,
-4096^2 and 1024^2.
+A copy is the bandwidth reference; mul and add (two inputs) are the binary kernels MoE
+and GNN steps are full of; matvec and matmul run on an n x n matrix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from wlprof.workloads.base import (
-    Built,
-    Parsed,
-    Point,
-    Workload,
-    argname,
-    int_list,
-    register,
-    reject_unknown,
-    str_list,
-)
+from wlprof.params import Param, PerDevice, Values
+from wlprof.schema import I64, Column, S
+from wlprof.workloads.base import Built, Parsed, Point, Workload
 
-OPS = ["copy", "relu", "gelu", "silu", "mul", "add", "dot", "matvec", "matmul"]
+OPS = ("copy", "relu", "gelu", "silu", "mul", "add", "dot", "matvec", "matmul")
 VECTOR_OPS = {"copy", "relu", "gelu", "silu", "mul", "add", "dot"}
 
 
@@ -38,22 +24,35 @@ class ElementwiseSpec:
     matmul_n: tuple[int, ...]
 
 
-@register
 class Elementwise(Workload):
     name = "elementwise"
     summary = "roofline micro-kernels: copy, relu, gelu, silu, mul, add, dot, matvec, matmul"
+    label = "roofline micro-kernels"
+    params = (
+        Param("ops", "str", "Micro-kernels to run", many=True, choices=OPS, default=list(OPS)),
+        # 2^28 elements: 512 MiB per bf16 tensor, far past an H200's 60 MB L2
+        Param("numel", "int", "Elements of copy, relu, gelu, silu, mul, add, dot", many=True,
+              unit="elements", default=PerDevice([1 << 28], [1 << 24])),
+        Param("matvec_n", "int", "Matrix sides for matvec", many=True, default=PerDevice([16384], [4096])),
+        Param("matmul_n", "int", "Matrix sides for matmul", many=True, default=PerDevice([8192], [1024])),
+    )
+    columns = (
+        Column("op", S, "", "micro-kernel: copy, relu, gelu, silu, mul, add, dot, matvec, matmul"),
+        Column("numel", I64, "elements", "micro-kernel: elements of the main operand"),
+        Column("n", I64, "", "GEMM: columns of B and C; matvec/matmul micro-kernels: matrix side"),
+    )
+    examples = (
+        "wlprof run elementwise",
+        "wlprof run elementwise --ops relu,gelu,copy --numel 65536,268435456",
+        "wlprof run elementwise --ops matvec,matmul --matvec-n 4096,16384 --matmul-n 1024,8192",
+    )
 
-    def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
-        reject_unknown(params, {"ops", "numel", "matvec_n", "matmul_n"}, prefix)
-        gpu = device.type == "cuda"
+    def spec(self, values: Values, device, dtype) -> Parsed:
         notes = []
-        ops = str_list(params.get("ops") or ",".join(OPS), argname("ops", prefix), OPS)
-        if not gpu and not any(params.get(k) for k in ("numel", "matvec_n", "matmul_n")):
+        if device.type != "cuda" and not {"numel", "matvec_n", "matmul_n"} & values.given:
             notes.append("CPU: 2^24 elements, matvec 4096^2, matmul 1024^2 (GPU default 2^28, 16384^2, 8192^2)")
-        numel = int_list(params.get("numel") or (1 << 28 if gpu else 1 << 24), argname("numel", prefix))
-        mv = int_list(params.get("matvec_n") or (16384 if gpu else 4096), argname("matvec_n", prefix))
-        mm = int_list(params.get("matmul_n") or (8192 if gpu else 1024), argname("matmul_n", prefix))
-        return Parsed(ElementwiseSpec(tuple(ops), tuple(numel), tuple(mv), tuple(mm)), tuple(notes))
+        return Parsed(ElementwiseSpec(tuple(values["ops"]), tuple(values["numel"]), tuple(values["matvec_n"]),
+                                      tuple(values["matmul_n"])), tuple(notes))
 
     def points(self, spec: ElementwiseSpec) -> list[Point]:
         out = []
@@ -65,9 +64,11 @@ class Elementwise(Workload):
                 out += [Point(f"{op} n={n}", {"op": op, "n": n, "numel": n * n}) for n in sides]
         return out
 
+    def size_params(self) -> tuple[str, ...]:
+        return ("numel", "matvec_n", "matmul_n")
+
     def estimate_bytes(self, point: Point, dtype) -> int:
-        p = point.params
-        return 3 * p["numel"] * dtype.itemsize
+        return 3 * point.params["numel"] * dtype.itemsize
 
     def build(self, point: Point, device, dtype) -> Built:
         import torch
@@ -104,3 +105,6 @@ class Elementwise(Workload):
             a, b = randn(p["n"], p["n"]), randn(p["n"], p["n"])
             step = lambda: torch.mm(a, b)  # noqa: E731
         return Built(step=step)
+
+
+WORKLOAD = Elementwise()

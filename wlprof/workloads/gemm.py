@@ -1,33 +1,21 @@
-"""GEMMs of equal FLOPs and different shapes: the seed note's first surprise.
-
-The note's three shapes (M x K x N) all cost 2*M*K*N = 21.47 GFLOP:
-balanced 2048x2048x2560, medium-skinny 32x4096x81920, tall-skinny 1x4096x2621440.
-On the CPU the default is the same three classes at 1/64 of the FLOPs
-(512x512x640, 32x1024x5120, 1x1024x163840: 335.5 MFLOP each).
-"""
+"""GEMMs of equal FLOPs and different shapes: C[M,N] = A[M,K] @ B[K,N]."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wlprof.errors import InputError
-from wlprof.workloads.base import (
-    Built,
-    Parsed,
-    Point,
-    Workload,
-    argname,
-    positive_int,
-    register,
-    reject_unknown,
-)
+from wlprof.errors import InputError, Key
+from wlprof.params import Param, PerDevice, Values, parse_int
+from wlprof.schema import I64, Column, S
+from wlprof.workloads.base import Built, Parsed, Point, Workload
 
-NOTE_SHAPES = [(2048, 2048, 2560), (32, 4096, 81920), (1, 4096, 2621440)]
+# Three shapes of 2*M*K*N = 21.47 GFLOP: balanced, medium-skinny, tall-skinny (M x K x N).
+REFERENCE_SHAPES = [(2048, 2048, 2560), (32, 4096, 81920), (1, 4096, 2621440)]
+# The same three classes at 1/64 of the FLOPs (335.5 MFLOP each), for the CPU.
 CPU_SHAPES = [(512, 512, 640), (32, 1024, 5120), (1, 1024, 163840)]
-_SHAPE_RE = re.compile(r"^\s*(\d+)\s*[xX*]\s*(\d+)\s*[xX*]\s*(\d+)\s*$")
+_SHAPE_RE = re.compile(r"^\s*(\S+?)\s*[xX*]\s*(\S+?)\s*[xX*]\s*(\S+?)\s*$")
 
 
 def shape_class(m: int) -> str:
@@ -38,21 +26,27 @@ def shape_class(m: int) -> str:
     return "balanced"
 
 
-def parse_shapes(value: Any, arg: str) -> list[tuple[int, int, int]]:
-    items = value.split(",") if isinstance(value, str) else list(value)
-    shapes = []
-    for item in items:
-        if isinstance(item, (list, tuple)) and len(item) == 3:
-            m, k, n = (positive_int(x, arg) for x in item)
-        else:
-            match = _SHAPE_RE.match(str(item))
-            if not match:
-                raise InputError(arg, "must be shapes MxKxN with positive integers, comma-separated", item)
-            m, k, n = (positive_int(x, arg) for x in match.groups())
-        shapes.append((m, k, n))
-    if not shapes:
-        raise InputError(arg, "must list at least one shape MxKxN", value)
-    return shapes
+def parse_shape(item: Any, key: Key) -> tuple[int, int, int]:
+    """'2048x2048x2560' or [2048, 2048, 2560] -> (M, K, N), each a positive integer."""
+    rule = "must be shapes MxKxN of positive integers, comma-separated (e.g. 2048x2048x2560)"
+    if isinstance(item, (list, tuple)):
+        parts = list(item)
+    else:
+        match = _SHAPE_RE.match(str(item))
+        parts = list(match.groups()) if match else []
+    if len(parts) != 3:
+        raise InputError(key, rule, item)
+    try:
+        dims = tuple(parse_int(p, key) for p in parts)
+    except InputError:
+        raise InputError(key, rule, item) from None
+    if min(dims) < 1:
+        raise InputError(key, rule, item)
+    return dims
+
+
+def _fmt(shapes) -> list[str]:
+    return [f"{m}x{k}x{n}" for m, k, n in shapes]
 
 
 @dataclass(frozen=True)
@@ -60,24 +54,35 @@ class GemmSpec:
     shapes: tuple[tuple[int, int, int], ...]
 
 
-@register
 class Gemm(Workload):
     name = "gemm"
     summary = "GEMMs of equal FLOPs and different shapes (C[M,N] = A[M,K] @ B[K,N])"
+    label = "GEMM shapes"
+    params = (
+        Param("shapes", "str", "GEMM shapes MxKxN to sweep", many=True, item=parse_shape, metavar="MxKxN,...",
+              default=PerDevice(_fmt(REFERENCE_SHAPES), _fmt(CPU_SHAPES))),
+    )
+    columns = (
+        Column("m", I64, "rows", "GEMM: rows of A and C"),
+        Column("k", I64, "", "GEMM: inner dimension"),
+        Column("n", I64, "", "GEMM: columns of B and C; matvec/matmul micro-kernels: matrix side"),
+        Column("shape_class", S, "", "GEMM: balanced, medium-skinny, tall-skinny"),
+    )
+    examples = (
+        "wlprof run gemm",
+        "wlprof run gemm --shapes 4096x4096x4096,8x4096x4096",
+        "wlprof run gemm --shapes 1x4096x4096 --dtype float16",
+    )
 
-    def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
-        reject_unknown(params, {"shapes"}, prefix)
+    def size_params(self) -> tuple[str, ...]:
+        return ("shapes",)
+
+    def spec(self, values: Values, device, dtype) -> Parsed:
         notes = []
-        if params.get("shapes") is None:
-            if device.type == "cuda":
-                shapes = NOTE_SHAPES
-            else:
-                shapes = CPU_SHAPES
-                notes.append("CPU: the note's three shapes scaled to 1/64 of the FLOPs "
-                             "(512x512x640, 32x1024x5120, 1x1024x163840); pass --shapes to choose")
-        else:
-            shapes = parse_shapes(params["shapes"], argname("shapes", prefix))
-        return Parsed(GemmSpec(tuple(shapes)), tuple(notes))
+        if device.type != "cuda" and "shapes" not in values.given:
+            notes.append("CPU: the three 21.5-GFLOP shapes scaled to 1/64 of the FLOPs "
+                         f"({', '.join(_fmt(CPU_SHAPES))}); pass --shapes to choose")
+        return Parsed(GemmSpec(tuple(values["shapes"])), tuple(notes))
 
     def points(self, spec: GemmSpec) -> list[Point]:
         out = []
@@ -102,3 +107,6 @@ class Gemm(Workload):
             return torch.matmul(a, b)
 
         return Built(step=step)
+
+
+WORKLOAD = Gemm()

@@ -1,31 +1,18 @@
-"""A dense MLP block at varying batch sizes: FLOPs grow with the batch, latency does not (at first).
+"""A dense MLP block at several batch sizes: Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model).
 
-One block: Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model), with
-biases, in inference mode. Regions: mlp/fc1, mlp/act, mlp/fc2. GPU defaults:
-d_model 4096, d_ff 16384 (the 1x4096 by 4096x16384 GEMM of the core issue),
-batches 1, 8, 64, 512, 4096. CPU defaults: d_model 512, d_ff 2048.
+With biases, in inference mode; regions mlp/fc1, mlp/act, mlp/fc2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from wlprof.workloads.base import (
-    Built,
-    Parsed,
-    Point,
-    Workload,
-    argname,
-    int_list,
-    positive_int,
-    register,
-    reject_unknown,
-    str_list,
-)
+from wlprof.params import Param, PerDevice, Values
+from wlprof.schema import I64, Column, S
+from wlprof.workloads.base import Built, Parsed, Point, Workload, column
 
-ACTIVATIONS = ["gelu", "relu", "silu"]
+ACTIVATIONS = ("gelu", "relu", "silu")
+SMALL_BATCH = 512  # batches below this are "small batch" in the report: their GEMMs are skinny
 
 
 @dataclass(frozen=True)
@@ -36,32 +23,46 @@ class MlpSpec:
     activation: str
 
 
-@register
 class Mlp(Workload):
     name = "mlp"
-    summary = "a dense MLP block (Linear -> activation -> Linear) at varying batch sizes"
+    summary = "a dense MLP block (Linear -> activation -> Linear) at several batch sizes"
+    label = "MLP"
+    phases = True
+    rate_axis = "batch"
+    params = (
+        Param("batch", "int", "Batch sizes (rows) to sweep", many=True, unit="rows",
+              default=PerDevice([1, 8, 64, 512, 4096], [1, 8, 64, 512])),
+        Param("d_model", "int", "Model width", default=PerDevice(4096, 512)),
+        Param("d_ff", "int", "Hidden width", default=PerDevice(16384, 2048)),
+        Param("activation", "str", "Activation between the two layers", choices=ACTIVATIONS, default="gelu"),
+    )
+    columns = (
+        Column("batch", I64, "rows", "MLP: batch size (tokens)"),
+        Column("d_model", I64, "", "MLP/MoE: model width"),
+        Column("d_ff", I64, "", "MLP/MoE: hidden width of the feed-forward layer"),
+        Column("activation", S, "", "MLP/MoE: activation (gelu, relu, silu, swiglu)"),
+    )
+    examples = (
+        "wlprof run mlp --batch 1,8,64,512,4096",
+        "wlprof run mlp --batch 1,16,256 --d-model 1024 --d-ff 4096 --activation silu",
+    )
 
-    def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
-        reject_unknown(params, {"batch", "d_model", "d_ff", "activation"}, prefix)
-        gpu = device.type == "cuda"
+    def spec(self, values: Values, device, dtype) -> Parsed:
         notes = []
-        batch = params.get("batch")
-        batches = int_list(batch, argname("batch", prefix)) if batch is not None else (
-            [1, 8, 64, 512, 4096] if gpu else [1, 8, 64, 512])
-        if params.get("d_model") is None and params.get("d_ff") is None and not gpu:
+        if device.type != "cuda" and not {"d_model", "d_ff"} & values.given:
             notes.append("CPU: d_model 512, d_ff 2048 (GPU default 4096, 16384)")
-        d_model = positive_int(params.get("d_model") or (4096 if gpu else 512), argname("d_model", prefix))
-        d_ff = positive_int(params.get("d_ff") or (16384 if gpu else 2048), argname("d_ff", prefix))
-        act = str_list(params.get("activation") or "gelu", argname("activation", prefix), ACTIVATIONS)
-        if len(act) != 1:
-            from wlprof.errors import InputError
-
-            raise InputError(argname("activation", prefix), "must name one activation", params.get("activation"))
-        return Parsed(MlpSpec(tuple(batches), d_model, d_ff, act[0]), tuple(notes))
+        return Parsed(MlpSpec(tuple(values["batch"]), values["d_model"], values["d_ff"], values["activation"]),
+                      tuple(notes))
 
     def points(self, spec: MlpSpec) -> list[Point]:
         return [Point(f"batch {b}", {"batch": b, "d_model": spec.d_model, "d_ff": spec.d_ff,
                                      "activation": spec.activation}) for b in spec.batches]
+
+    def family(self, rows) -> list[str]:
+        import pandas as pd
+
+        batch = pd.to_numeric(pd.Series(column(rows, "batch"), dtype=object), errors="coerce")
+        return ["dense MLP (large batch)" if b >= SMALL_BATCH else "MLP (small batch)" for b in batch]
 
     def estimate_bytes(self, point: Point, dtype) -> int:
         p = point.params
@@ -90,3 +91,6 @@ class Mlp(Workload):
                 return fc2(h)
 
         return Built(step=step)
+
+
+WORKLOAD = Mlp()

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from wlprof.workloads.base import Built
+from wlprof.workloads.base import Built, Stated
 from wlprof.workloads.gnn.costs import aggregate_cost
 
 KARATE_NODES, KARATE_EDGES = 34, 156  # PyG's KarateClub
@@ -55,7 +55,7 @@ def build_step(edge_index, num_nodes: int, params: Mapping[str, Any], device, dt
     if backend == "pyg:gat-csr":
         notes.append("GATConv has no fused message_and_aggregate: PyG converts the CSR adjacency back "
                      "to edge indices on every call")
-    return Built(step=step, graph_safe=graph_safe, region_costs={"gnn/aggregate": cost},
+    return Built(step=step, graph_safe=graph_safe, stated=[Stated("gnn/aggregate", cost)],
                  note="; ".join(notes) or None)
 
 

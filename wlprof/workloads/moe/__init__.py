@@ -1,99 +1,31 @@
-"""A mixture-of-experts layer: same FLOPs, different routing and dispatch, very different latency.
+"""An MoE layer: the same useful FLOPs under controlled routing and three dispatch implementations.
 
-One layer, in inference: a router (linear -> softmax -> top-k, gates renormalized as
-in Mixtral), an expert FFN per expert (`swiglu`: W2(silu(W1 x) * W3 x), Mixtral's; or
-`gelu`: W2(gelu(W1 x))), no biases), and a combine that sums each token's expert
-outputs weighted by its gates. Expert weights are stored as nn.Linear stores them,
-[experts, out, in], and every dispatch reads the same tensors.
-
-Routing is fixed at build time (`wlprof.workloads.moe.routing`): every dispatch of a
-sweep sees identical assignments for a routing spec, token count and `seed` (default
-0; another seed redraws dispersed counts, the token order, gates, input and weights,
-while the other synthetic routings keep their exact counts). The router
-still runs in every step (region `moe/router`) so its cost is measured, but the
-dispatch uses the precomputed assignment.
-
-Dispatch implementations (each launches different kernels):
-- `loop`: the eager Hugging Face style (Mixtral's `MixtralSparseMoeBlock`): a one-hot
-  expert mask, `nonzero` over the hit experts, then per hit expert `torch.where`
-  (a device-to-host sync each), a gather, the expert FFN, the gate multiply and an
-  `index_add_`. Not graph-capturable.
-- `padded`: GShard/Switch style. Positions inside each expert come from a cumsum over
-  the one-hot assignment mask (all first choices before any second choice: GShard's
-  priority); the tokens are scattered into an [experts, capacity, d_model] buffer,
-  one `bmm` per FFN weight, and gathered back. capacity = ceil(capacity_factor *
-  tokens * top_k / experts) (GShard's definition); `--capacity-factor 0` is dropless:
-  capacity = the largest expert load, known here from the build-time routing. An
-  assignment past its expert's capacity is dropped (contributes nothing; a real layer
-  passes the token through its residual); `dropped_tokens` counts them.
-- `grouped`: a stable argsort by expert, one permuted gather, `torch._grouped_mm`
-  (int32 cumulative `offs`) per FFN weight, and an `index_add_` back. Counts and offs
-  are computed on the device (`index_add_` + `cumsum`, no sync). Which path ran is
-  observed once at build (`grouped_path`): `torch._grouped_mm` (one grouped kernel:
-  CUTLASS for bf16 on sm90/sm100), `torch._grouped_mm: per-group mm` (torch runs one
-  mm per group after a host sync: the CPU, and other dtypes or GPUs), or
-  `fallback: per-group mm` (this torch has no `_grouped_mm`: one mm per non-empty
-  group, sizes taken from the build-time counts, so no sync).
-
-Regions: `moe/router`, `moe/dispatch`, `moe/expert`, `moe/combine` (the loop
-interleaves the last three once per expert; a groupby over `region` sums them).
-
-FLOPs (the repo's convention: multiply = add = 1, wlprof.cost):
-- per computed token-expert row, `swiglu`: three GEMMs 3 * 2 * d_model * d_ff, plus
-  silu (5 per element, wlprof.cost.elementwise) and the gating multiply (1) over
-  d_ff: 6*d_model*d_ff + 6*d_ff. `gelu`: 2 * 2 * d_model * d_ff + 20 * d_ff (GELU = 20,
-  the seed note's figure).
-- `useful_flops` = that per-row figure times the assignments the layer computes (the
-  routed ones, less any dropped by capacity); `executed_flops` = the FLOPs of every
-  kernel in `moe/expert` (`Built.executed_regions`), so the padded dispatch's empty
-  buffer rows count there and not in useful. The router's GEMM/softmax/top-k and the
-  combine's gate multiply and index_add are in the run's total `flops`, in neither.
-
-GPU defaults: d_model 4096, d_ff 14336 (Mixtral 8x7B's sizes), 64 experts, top-1,
-128 tokens: with `dispersed` every expert gets 1-4 tokens, with `concentrated` 2
-experts get 64. The 64 experts' SwiGLU weights are 64*3*4096*14336 bf16 = 22.5 GB.
-CPU defaults: d_model 256, d_ff 512, 32 experts, 64 tokens (mean load 2, so
-`dispersed` differs from `balanced`).
+A router (linear, softmax, top-k, renormalized gates), SwiGLU or GELU experts and a gated
+combine, in inference. Routing is fixed at build time (`routing`), so every dispatch of a
+sweep sees the same assignments; `docs/moe.md` describes the dispatches, the regions and
+how FLOPs and bytes are counted.
 """
-
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from wlprof.errors import InputError
-from wlprof.workloads.base import (
-    Built,
-    Parsed,
-    Point,
-    Workload,
-    argname,
-    int_list,
-    positive_int,
-    register,
-    reject_unknown,
-    seed_param,
-    str_list,
-)
+from wlprof.errors import InputError, Key
+from wlprof.params import Param, PerDevice, Values
+from wlprof.schema import F64, I64, LIST_I64, Column, S
+from wlprof.workloads.base import Built, Parsed, Point, Stated, Workload, column
 from wlprof.workloads.moe import grouped
 from wlprof.workloads.moe import routing as rt
 from wlprof.workloads.moe.costs import FFNS, capacity, flops_per_row, grouped_expert_cost
-from wlprof.workloads.moe.dispatch import _grouped_step, _loop_step, _padded_step
+from wlprof.workloads.moe.dispatch import grouped_step, loop_step, padded_step
 from wlprof.workloads.moe.grouped import PATH_TORCH_LOOP, grouped_path, probe_grouped_dtype
 from wlprof.workloads.moe.tensors import SEED, make_tensors, routing_for
 
-DISPATCHES = ["loop", "padded", "grouped"]
+DISPATCHES = ("loop", "padded", "grouped")
 DEFAULT_ROUTINGS = ("concentrated", "balanced", "dispersed")
-
-GPU_DEFAULTS = {"tokens": 128, "experts": 64, "top_k": 1, "d_model": 4096, "d_ff": 14336}
-CPU_DEFAULTS = {"tokens": 64, "experts": 32, "top_k": 1, "d_model": 256, "d_ff": 512}
-
 REGIONS = ("moe/router", "moe/dispatch", "moe/expert", "moe/combine")
 
 
@@ -111,107 +43,118 @@ class MoeSpec:
     seed: int = SEED
 
 
+def _routings(items: list, key: Key) -> list[str]:
+    return [s.label for s in rt.parse_specs(items, key)]
 
 
-
-def _opt(params: Mapping[str, Any], key: str, default):
-    v = params.get(key)
-    return default if v is None else v
-
-
-@register
 class Moe(Workload):
     name = "moe"
     summary = "an MoE layer: controlled routing x dispatch (loop, padded, grouped) at the same useful FLOPs"
+    label = "MoE"
+    phases = True
+    params = (
+        Param("routing", "str", f"Routings to sweep: {rt.SPEC_HELP}; a bare number continues the kind before "
+              "it (zipf:0,0.5,1.2). Default: concentrated, balanced and dispersed where the sizes allow",
+              many=True, items=_routings, metavar="SPEC,..."),
+        Param("dispatch", "str", "loop (Hugging Face eager), padded (capacity buffers + bmm), grouped "
+              "(torch._grouped_mm)", many=True, choices=DISPATCHES, default=list(DISPATCHES)),
+        Param("tokens", "int", "Tokens per step", many=True, default=PerDevice([128], [64])),
+        Param("experts", "int", "Experts", default=PerDevice(64, 32)),
+        Param("top_k", "int", "Experts per token", default=1),
+        Param("d_model", "int", "Model width", default=PerDevice(4096, 256)),
+        Param("d_ff", "int", "Expert hidden width", default=PerDevice(14336, 512)),
+        Param("ffn", "str", "Expert FFN", choices=tuple(FFNS), default="swiglu"),
+        Param("capacity_factor", "float", "padded: capacity = ceil(cf x tokens x top_k / experts); 0 = dropless",
+              minimum=0.0, default=0.0),
+        Param("seed", "int", "Seed of the routing draw (dispersed counts, token order, gates), input and "
+              "weights", minimum=0, default=SEED),
+    )
+    columns = (
+        Column("tokens", I64, "", "MoE: tokens per step", distribution=True),
+        Column("experts", I64, "", "MoE: number of experts", distribution=True),
+        Column("top_k", I64, "", "MoE: experts per token", distribution=True),
+        Column("routing", S, "", "MoE: routing spec (concentrated, balanced, dispersed, zipf:s, explicit:AxM, "
+               "router)", distribution=True),
+        Column("routing_skew", F64, "", "MoE: the zipf exponent s where the routing has one"),
+        Column("dispatch", S, "", "MoE: dispatch implementation (loop, padded, grouped)", data=True,
+               distribution=True),
+        Column("capacity_factor", F64, "", "MoE: capacity factor of the padded dispatch (0 = dropless)"),
+        Column("active_experts", I64, "", "MoE: experts that received at least one token"),
+        Column("max_expert_share", F64, "fraction", "MoE: share of assignments the hottest expert got"),
+        Column("imbalance", F64, "", "MoE: max expert load / mean expert load", feature=True),
+        Column("dropped_tokens", I64, "", "MoE: token-expert assignments dropped by capacity"),
+        Column("grouped_path", S, "", "MoE: which grouped-GEMM path ran (torch._grouped_mm, fallback)"),
+        Column("expert_counts", LIST_I64, "", "MoE: token-expert assignments per expert, in expert order",
+               data=True),
+        Column("capacity", I64, "rows", "MoE: rows per expert buffer of the padded dispatch (dropless: the "
+               "largest load)"),
+        Column("d_model", I64, "", "MLP/MoE: model width"),
+        Column("d_ff", I64, "", "MLP/MoE: hidden width of the feed-forward layer"),
+        Column("activation", S, "", "MLP/MoE: activation (gelu, relu, silu, swiglu)"),
+        Column("seed", I64, "", "MoE/GNN: seed of the generated data (routing draw, graph draw, inputs)", data=True),
+    )
+    examples = (
+        "wlprof run moe --routing dispersed",
+        "wlprof run moe --routing concentrated,balanced,dispersed --dispatch loop,padded,grouped",
+        "wlprof run moe --routing zipf:0,0.5,1.2,2 --experts 64 --top-k 2 --tokens 8192",
+    )
 
-    KNOWN = {"routing", "dispatch", "tokens", "experts", "top_k", "d_model", "d_ff", "ffn", "capacity_factor",
-             "seed"}
-
-    def parse(self, params: Mapping[str, Any], device, dtype, prefix: str = "--") -> Parsed:
-        reject_unknown(params, self.KNOWN, prefix)
-        gpu = device.type == "cuda"
-        dflt = GPU_DEFAULTS if gpu else CPU_DEFAULTS
+    def spec(self, values: Values, device, dtype) -> Parsed:
         notes = []
-        a = {k: argname(k, prefix) for k in self.KNOWN}
-
-        tokens = int_list(_opt(params, "tokens", dflt["tokens"]), a["tokens"])
-        experts = positive_int(_opt(params, "experts", dflt["experts"]), a["experts"])
-        top_k = positive_int(_opt(params, "top_k", dflt["top_k"]), a["top_k"])
-        d_model = positive_int(_opt(params, "d_model", dflt["d_model"]), a["d_model"])
-        d_ff = positive_int(_opt(params, "d_ff", dflt["d_ff"]), a["d_ff"])
+        tokens, experts, top_k = values["tokens"], values["experts"], values["top_k"]
+        d_model, d_ff, ffn = values["d_model"], values["d_ff"], values["ffn"]
         if top_k > experts:
-            raise InputError(a["top_k"], f"must be at most {a['experts']} ({experts}): a token picks "
-                             "distinct experts", top_k)
-        if not gpu and all(params.get(k) is None for k in ("tokens", "experts", "d_model", "d_ff")):
+            raise InputError(Key("top_k"), ("must be at most ", Key("experts"), f" ({experts}): a token picks "
+                             "distinct experts"), top_k)
+        if device.type != "cuda" and not {"tokens", "experts", "d_model", "d_ff"} & values.given:
             notes.append("CPU: d_model 256, d_ff 512, 32 experts, 64 tokens (GPU defaults: 4096, 14336, 64, 128)")
-
-        ffn = str_list(_opt(params, "ffn", "swiglu"), a["ffn"], FFNS)
-        if len(ffn) != 1:
-            raise InputError(a["ffn"], "must name one FFN (swiglu or gelu)", params.get("ffn"))
-        cf = self._capacity_factor(params.get("capacity_factor"), a["capacity_factor"])
-        seed = seed_param(params.get("seed"), a["seed"], SEED)
-
-        dispatches = str_list(_opt(params, "dispatch", ",".join(DISPATCHES)), a["dispatch"], DISPATCHES)
-        if params.get("capacity_factor") is not None and "padded" not in dispatches:
-            notes.append(f"{a['capacity_factor']} applies to the padded dispatch only: ignored")
-
-        if params.get("routing") is None:
-            specs = [rt.parse_spec(s, a["routing"]) for s in DEFAULT_ROUTINGS]
-            feasible = []
-            for s in specs:
+        dispatches = values["dispatch"]
+        if "capacity_factor" in values.given and "padded" not in dispatches:
+            notes.append("--capacity-factor applies to the padded dispatch only: ignored")
+        key = Key("routing")
+        if values["routing"] is None:
+            specs = []
+            for s in (rt.parse_spec(x, key) for x in DEFAULT_ROUTINGS):
                 try:
                     for t in tokens:
-                        rt.check_feasible(s, t, experts, top_k, a["routing"])
-                    feasible.append(s)
+                        rt.check_feasible(s, t, experts, top_k, key)
+                    specs.append(s)
                 except InputError as exc:
-                    notes.append(f"{s.label} skipped: {exc.rule}")
-            specs = feasible
+                    notes.append(f"{s.label} skipped: {exc.rule_text()}")
         else:
-            specs = rt.parse_specs(params["routing"], a["routing"])
+            specs = [rt.parse_spec(x, key) for x in values["routing"]]
             for s in specs:
                 for t in tokens:
-                    rt.check_feasible(s, t, experts, top_k, a["routing"])
-
+                    rt.check_feasible(s, t, experts, top_k, key)
         if "grouped" in dispatches:
-            self._check_grouped(device, dtype, d_model, d_ff, a, prefix)
-
+            self._check_grouped(device, dtype, d_model, d_ff)
         spec = MoeSpec(tuple(s.label for s in specs), tuple(dispatches), tuple(tokens), experts, top_k,
-                       d_model, d_ff, ffn[0], cf, seed)
-        per_row = flops_per_row(d_model, d_ff, ffn[0])
-        notes.append(f"useful_flops: {per_row:,} FLOP per routed token-expert pair ({ffn[0]} expert FFN); "
+                       d_model, d_ff, ffn, values["capacity_factor"], values["seed"])
+        per_row = flops_per_row(d_model, d_ff, ffn)
+        notes.append(f"useful_flops: {per_row:,} FLOP per routed token-expert pair ({ffn} expert FFN); "
                      "executed_flops: the moe/expert kernels' FLOPs, padding included")
         return Parsed(spec, tuple(notes))
 
     @staticmethod
-    def _capacity_factor(value, arg: str) -> float:
-        if value is None:
-            return 0.0
-        try:
-            cf = float(value)
-        except (TypeError, ValueError):
-            raise InputError(arg, "must be a number >= 0 (0 = dropless)", value) from None
-        if isinstance(value, bool) or not math.isfinite(cf) or cf < 0:
-            raise InputError(arg, "must be a finite number >= 0 (0 = dropless)", value)
-        return cf
-
-    @staticmethod
-    def _check_grouped(device, dtype, d_model: int, d_ff: int, a: dict, prefix: str) -> None:
+    def _check_grouped(device, dtype, d_model: int, d_ff: int) -> None:
         from wlprof.device import dtype_name
 
         if grouped._grouped_mm_op() is None:
             return  # the per-group fallback takes any dtype and size
         refusal = probe_grouped_dtype(device, dtype)
         if refusal is not None:
-            dtype_arg = "--dtype" if prefix == "--" else "study.dtype"
-            raise InputError(dtype_arg, f"must be a dtype torch._grouped_mm takes for --dispatch grouped "
-                             f"on {device.type} (torch: {refusal})", dtype_name(dtype))
-        # torch._grouped_mm needs 16-byte aligned row strides (FIELD-NOTES, and torch's
-        # "strides should be multiple of 16 bytes"): d_model and d_ff are both strides here.
+            raise InputError(Key("dtype", "study"), f"must be a dtype torch._grouped_mm takes for --dispatch "
+                             f"grouped on {device.type} (torch: {refusal})", dtype_name(dtype))
+        # torch._grouped_mm needs 16-byte aligned row strides ("strides should be multiple of
+        # 16 bytes"): d_model and d_ff are both strides here.
         align = max(1, 16 // dtype.itemsize)
-        for key, v in (("d_model", d_model), ("d_ff", d_ff)):
+        for name, v in (("d_model", d_model), ("d_ff", d_ff)):
             if v % align:
-                raise InputError(a[key], f"must be a multiple of {align} for --dispatch grouped in "
+                raise InputError(Key(name), f"must be a multiple of {align} for --dispatch grouped in "
                                  f"{dtype_name(dtype)} (torch._grouped_mm needs 16-byte aligned rows)", v)
+
+    def family(self, rows) -> list[str]:
+        return [f"MoE ({str(r).split(':')[0]})" for r in column(rows, "routing")]
 
     def points(self, spec: MoeSpec) -> list[Point]:
         out = []
@@ -252,11 +195,11 @@ class Moe(Workload):
         st = rt.stats(counts)
         per_row = flops_per_row(p["d_model"], p["d_ff"], p["activation"])
         facts: dict[str, Any] = {
-            "routing_skew": rt.parse_spec(p["routing"], "routing").s,
+            "routing_skew": rt.parse_spec(p["routing"], Key("routing")).s,
             "active_experts": st.active_experts,
             "max_expert_share": st.max_expert_share,
             "imbalance": st.imbalance,
-            "expert_counts": json.dumps(counts.tolist(), separators=(",", ":")),
+            "expert_counts": counts.tolist(),
             "dropped_tokens": 0,
         }
         nz = counts[counts > 0]
@@ -266,10 +209,10 @@ class Moe(Workload):
         gates = torch.as_tensor(routing.gates, device=device).to(dtype)
         dispatch = p["dispatch"]
         graph_safe = True
-        region_costs = {}
+        stated = []
         kept = int(counts.sum())
         if dispatch == "loop":
-            step = _loop_step(tensors, ids, gates, p)
+            step = loop_step(tensors, ids, gates, p)
             graph_safe = False  # nonzero / where per expert: a host sync each
         elif dispatch == "padded":
             cap = capacity(p["capacity_factor"] or 0.0, counts, p["tokens"], p["top_k"])
@@ -279,19 +222,20 @@ class Moe(Workload):
             executed_rows = p["experts"] * cap
             note += (f"; capacity {cap}/expert: {executed_rows} rows computed for {kept} kept "
                      f"({executed_rows / max(kept, 1):.2f}x), {dropped} dropped")
-            step = _padded_step(tensors, ids, gates, p, cap)
+            step = padded_step(tensors, ids, gates, p, cap)
         elif dispatch == "grouped":
             path, why = grouped_path(device, dtype, tensors.w1.transpose(1, 2), p["experts"])
             facts["grouped_path"] = path
             note += f"; grouped path: {path}" + (f" ({why})" if why else "")
             graph_safe = path != PATH_TORCH_LOOP  # torch's per-group path reads offs on the host
-            step = _grouped_step(tensors, ids, gates, p, path, counts)
-            region_costs["moe/expert"] = grouped_expert_cost(
+            step = grouped_step(tensors, ids, gates, p, path, counts)
+            stated.append(Stated("moe/expert", grouped_expert_cost(
                 kept, st.active_experts, p["experts"], p["d_model"], p["d_ff"], p["activation"],
-                dtype.itemsize, dtype_name(dtype))
+                dtype.itemsize, dtype_name(dtype))))
         else:
             raise ValueError(f"dispatch must be one of {DISPATCHES} (got {dispatch!r})")
         return Built(step=step, graph_safe=graph_safe, facts=facts, useful_flops=float(kept * per_row),
-                     executed_regions=("moe/expert",), region_costs=region_costs, note=note)
+                     executed_regions=("moe/expert",), stated=stated, note=note)
 
 
+WORKLOAD = Moe()

@@ -21,7 +21,7 @@ def _router(tensors: MoeTensors, top_k: int, dtype):
     return top_v.to(dtype), top_i
 
 
-def _loop_step(tensors: MoeTensors, ids, gates, p):
+def loop_step(tensors: MoeTensors, ids, gates, p):
     import torch
     from torch.profiler import record_function
 
@@ -50,7 +50,7 @@ def _loop_step(tensors: MoeTensors, ids, gates, p):
     return step
 
 
-def _padded_step(tensors: MoeTensors, ids, gates, p, cap: int):
+def padded_step(tensors: MoeTensors, ids, gates, p, cap: int):
     import torch
     from torch.profiler import record_function
 
@@ -92,7 +92,7 @@ def _padded_step(tensors: MoeTensors, ids, gates, p, cap: int):
     return step
 
 
-def _grouped_step(tensors: MoeTensors, ids, gates, p, path: str, counts: np.ndarray):
+def grouped_step(tensors: MoeTensors, ids, gates, p, path: str, counts: np.ndarray):
     import torch
     from torch.profiler import record_function
 

@@ -1,0 +1,62 @@
+"""Which op of a nest carries the cost: views, wrappers and dispatchers never do.
+
+A registered op with a costed op nested inside dispatches to it (aten::relu over
+aten::clamp_min, aten::_grouped_mm running one aten::mm per group on the CPU), unless
+its formula declares nested ops its own auxiliary work (aten::addmm copying its bias).
+An op with an op of its own name nested inside is an overload dispatching to another
+(aten::sum -> aten::sum.dim_IntList): only the inner one does the work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wlprof.cost.registry import SUPPORT_OPS, aux_children, has_formula, is_view, is_wrapper
+
+
+def flag_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """`ops` (name, parent) with is_view, is_wrapper, has_formula and dispatcher columns."""
+    names = ops.name.to_numpy(dtype=object)
+    parent = ops.parent.to_numpy()
+    n = len(ops)
+    # the registry's answers per distinct name, then spread to the rows (a large trace has
+    # hundreds of thousands of ops and a few hundred names)
+    codes, uniq = pd.factorize(names) if n else (np.zeros(0, np.int64), np.array([], dtype=object))
+
+    def per_name(pred) -> np.ndarray:
+        return np.array([bool(pred(x)) for x in uniq], dtype=bool)[codes] if n else np.zeros(0, bool)
+
+    view, wrapper, formula = per_name(is_view), per_name(is_wrapper), per_name(has_formula)
+    support, aux = per_name(lambda x: x in SUPPORT_OPS), per_name(aux_children)
+    # costed descendants: walk up from every costed op (stop where already marked)
+    has_costed_desc = np.zeros(n, bool)
+    for i in np.flatnonzero(formula & ~support):
+        p = parent[i]
+        while p >= 0 and not has_costed_desc[p]:
+            has_costed_desc[p] = True
+            p = parent[p]
+    child = np.flatnonzero(parent >= 0)
+    same_name_parent = np.zeros(n, bool)
+    same_name_parent[parent[child][names[child] == names[parent[child]]]] = True
+    out = ops.copy()
+    out["is_view"] = view
+    out["is_wrapper"] = wrapper
+    out["has_formula"] = formula
+    out["dispatcher"] = (formula & has_costed_desc & ~aux) | same_name_parent
+    return out
+
+
+def working(ops: pd.DataFrame) -> np.ndarray:
+    """The ops that do work of their own (a CPU trace's rows): not views, wrappers or dispatchers."""
+    return (~ops.is_view & ~ops.is_wrapper & ~ops.dispatcher).to_numpy()
+
+
+def ancestors(names: np.ndarray, parent: np.ndarray, i: int, limit: int = 16) -> tuple[str, ...]:
+    """Names of the ops enclosing op i, innermost first."""
+    out = []
+    p = parent[i]
+    while p >= 0 and len(out) < limit:
+        out.append(names[p])
+        p = parent[p]
+    return tuple(out)

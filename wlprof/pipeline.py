@@ -1,0 +1,99 @@
+"""One pipeline for every trace: a torch.profiler trace file -> the kernels, ops and steps tables.
+
+`wlprof run` (a profiled sweep point) and `wlprof ingest` (a trace a user brings) both
+go read -> join -> attribute -> cost -> summarize -> identity columns through `process`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from wlprof.errors import TraceFormatError
+from wlprof.trace.join import Joined
+from wlprof.trace.parse import RawTrace
+
+
+@dataclass
+class PointTables:
+    kernels: pd.DataFrame
+    ops: pd.DataFrame
+    steps: pd.DataFrame  # one row
+    joined: Joined  # the trace and its join, for an enriched Chrome trace
+
+
+def set_columns(df: pd.DataFrame, values: Mapping[str, Any]) -> None:
+    """Broadcast per-point values (identity, parameters, facts) onto every row of `df`, in place."""
+    for name, value in values.items():
+        df[name] = pd.Series([value] * len(df), index=df.index, dtype=object) if isinstance(value, list) else value
+
+
+def read(path: str | Path, keep_events: bool = True) -> RawTrace:
+    """The trace's event tables; `keep_events=False` streams a large trace and keeps no event dicts
+    (no enriched copy can then be written from memory)."""
+    from wlprof.memory import release
+    from wlprof.trace.parse import read_trace
+
+    trace = read_trace(path, keep_events=keep_events)
+    release()
+    if len(trace.ops) + len(trace.device) + len(trace.launches) == 0:
+        raise TraceFormatError(str(path), "has no torch.profiler events (cpu_op, kernel, cuda_runtime): "
+                                          "not a torch.profiler trace")
+    return trace
+
+
+def process(path: str | Path, **kwargs) -> PointTables:
+    """`tables` of the trace at `path` (read with its events kept)."""
+    return tables(read(path), **kwargs)
+
+
+@dataclass
+class Costed:
+    kernels: pd.DataFrame
+    ops: pd.DataFrame
+    joined: Joined
+    rows: pd.DataFrame  # the joined rows the kernels table was made of
+
+
+def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = False) -> Costed:
+    """Join, attribute and cost a trace: its kernels and ops tables (without identity columns)."""
+    from wlprof.cost.annotate import annotate
+    from wlprof.cost.attribution import flag_ops, working
+    from wlprof.memory import release
+    from wlprof.trace.join import join, op_rows
+
+    joined = join(trace)
+    joined.ops = flag_ops(joined.ops)
+    rows = joined.device_rows if joined.device_rows is not None else op_rows(joined.ops, working(joined.ops))
+    kernels, ops = annotate(rows, joined.ops, trace.args_table, ceilings, stated, tf32)
+    release()
+    return Costed(kernels, ops, joined, rows)
+
+
+def tables(trace: RawTrace, *, ceilings, identity: Mapping[str, Any], stated: Sequence = (), timings=None,
+           profiled_steps: int | None = None, useful_flops: float | None = None,
+           executed_regions: tuple[str, ...] | None = None, tf32: bool = False) -> PointTables:
+    """The kernels, ops and steps tables of one trace; `identity` becomes columns of every row of all three."""
+    from wlprof.steps import summarize
+
+    c = costed(trace, ceilings, stated, tf32)
+    kernels, op_table, joined = c.kernels, c.ops, c.joined
+    if profiled_steps is None:
+        profiled_steps = int(kernels.step[kernels.step >= 0].nunique())
+    row = summarize(kernels, timings, profiled_steps, useful_flops, executed_regions)
+    for df in (kernels, op_table):
+        set_columns(df, identity)
+    row.update(identity)
+    return PointTables(kernels, op_table, pd.DataFrame([row]), joined)
+
+
+def chrome(tables: PointTables, extra_meta: dict) -> bytes:
+    """The point's enriched Chrome trace (needs the events: `process(..., keep_events=True)`)."""
+    from wlprof.trace.enrich import enriched_trace
+
+    trace = tables.joined.trace
+    return enriched_trace(trace.meta, trace.events, tables.kernels, extra_meta)
