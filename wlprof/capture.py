@@ -1,10 +1,6 @@
-"""Capture one sweep point: warm-up, unprofiled timings, then profiled steps.
+"""Capture one sweep point: warm-up, unprofiled timings, then profiled steps under torch.profiler.
 
-The profiled steps run under torch.profiler (CPU and CUDA activities,
-record_shapes) with a profiler warm-up step first (CUPTI's first step carries
-start-up cost), each step inside `record_function("wlprof/step#N")`. The device
-is synchronized after the warm-up and after the last step only: profiled steps
-run back to back, as in the back-to-back timing, so the two compare.
+The steps run back to back, as in the back-to-back timing, so the two compare (`docs/timing.md`).
 """
 
 from __future__ import annotations

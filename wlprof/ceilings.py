@@ -1,13 +1,7 @@
-"""The device's ceilings: matrix rate per dtype and copy bandwidth, measured on the device.
+"""The device's ceilings, measured on the device (`wlprof calibrate`) and cached per device.
 
-`wlprof calibrate` measures them (on random data, never zeros: a bf16 product on
-zeros ran 13% faster on an H200 of this workplace) and caches them per device;
-every run records which ceilings it used and where they came from. Datasheet
-numbers are kept beside them, labelled as such, and never used silently.
-
-The vector ceiling (elementwise ops, reductions) is the rate of an fp32 GEMM with
-TF32 off, which runs on the CUDA cores' FMA units: a measured stand-in for the
-SIMT FP32 peak. On the CPU it is the fp32 GEMM rate.
+Measured on random data, never zeros; datasheet numbers are kept beside them, labelled,
+and never used in their place. Every run records which ceilings it used.
 """
 
 from __future__ import annotations

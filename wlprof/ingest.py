@@ -1,15 +1,6 @@
-"""`wlprof ingest`: any torch.profiler trace through the same parser, join and cost registry.
+"""`wlprof ingest`: any torch.profiler trace (or a folder of per-rank traces) through the pipeline.
 
-A file, or a folder of per-rank files (`tensorboard_trace_handler` output), becomes a
-run in the traces folder with workload "ingest": one sweep point per file, a `rank`
-column (the trace's `distributedInfo.rank`, else the file's order) and its
-`source_file`. Kernels with no launching op are kept and flagged (`has_op`), ops with
-no formula stay `unknown`, and the summary says what share of GPU time that is.
-
-The run is staged under a hidden name and appears only when every file has been
-read: a bad file leaves the store as it was. Large traces are parsed chunk by chunk
-(`wlprof.trace.parse`) and no event is kept; `chrome_top=N` re-reads the file once
-more to write an enriched trace of the N longest kernels, small enough for Perfetto.
+The run is staged under a hidden name and appears only once every file was read.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The trace contract: every column of every table wlprof writes, declared once.
 
-Each column has a name (units in the name: `dur_us`, `flops`, `bytes`), an Arrow
-type, a unit and a meaning. The columns of a workload's parameters and facts are
-declared by the workload (`wlprof.workloads`); this module joins them with the
-columns every run has. `SCHEMA_VERSION` is written into every Parquet file and
-manifest: a reader refuses a newer major version and loads older ones, migrating
-what changed (`MIGRATIONS`). Every kernels file carries every declared column (nulls
-where a workload has none), because Arrow takes a folder's schema from its first file.
+Each column has a name (units in the name), an Arrow type, a unit and a meaning; a
+workload's columns are declared by the workload. Every file carries every column
+(nulls where a workload has none), because Arrow takes a folder's schema from its
+first file. `SCHEMA_VERSION` is in every file: newer majors are refused, older
+versions load and are migrated (`MIGRATIONS`).
 """
 
 from __future__ import annotations

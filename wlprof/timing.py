@@ -1,21 +1,6 @@
-"""Unprofiled timings of one step: what a caller sees, and what the device spends.
+"""Unprofiled timings of one step: one call's latency, back-to-back time, CUDA-graph replay.
 
-Three numbers, because for small work they differ a lot and the gap is part of
-where FLOPs stop predicting latency:
-
-- `latency`: one call as a caller sees it. GPU: device events around a single call
-  on an idle device (the start event fires at once, so launch and host overhead
-  before the first kernel are inside). CPU: perf_counter around one call.
-- `back_to_back`: time per step with many steps queued between two events (CPU:
-  perf_counter around a batch). Host overhead hides behind device work when the
-  kernels are long, and shows when they are short.
-- `graph`: time per step replaying a CUDA graph that holds several steps: the
-  device's own time, without launch gaps. Only for steps that can be captured
-  (no host syncs); otherwise `graph_error` says why.
-
-Timing follows triton's do_bench habits (warm-up, events, many repeats, median);
-inputs are not rotated and the L2 is not flushed, as in the profiled steps, so
-the numbers compare like with like.
+The method and why there are three: `docs/timing.md`.
 """
 
 from __future__ import annotations
@@ -59,7 +44,7 @@ def single_call_us(step: Callable[[], object], device, reps: int) -> list[float]
     """`reps` individually timed calls, in µs: device events around each call on an idle GPU,
     perf_counter on the CPU."""
     if device.type == "cuda":
-        return _gpu_latency(step, reps)
+        return _gpu_samples(step, reps, 1)
     out = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -68,35 +53,21 @@ def single_call_us(step: Callable[[], object], device, reps: int) -> list[float]
     return out
 
 
-def _gpu_latency(step: Callable[[], object], reps: int) -> list[float]:
+def _gpu_samples(run: Callable[[], object], samples: int, per_sample: int) -> list[float]:
+    """µs per call: device events around each of `samples` runs of `run` (which makes `per_sample`
+    calls) on an idle device, started after a full synchronization."""
     import torch
 
     out = []
-    for _ in range(reps):
+    for _ in range(samples):
         torch.cuda.synchronize()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
-        step()
+        run()
         end.record()
         end.synchronize()
-        out.append(start.elapsed_time(end) * 1e3)
-    return out
-
-
-def _gpu_batches(run_batch: Callable[[], None], batches: int, per_batch: int) -> list[float]:
-    import torch
-
-    out = []
-    for _ in range(batches):
-        torch.cuda.synchronize()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        run_batch()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) * 1e3 / per_batch)
+        out.append(start.elapsed_time(end) * 1e3 / per_sample)
     return out
 
 
@@ -129,7 +100,7 @@ def _graph(step: Callable[[], object], batches: int, min_batch_us: float, latenc
         for _ in range(replays):
             graph.replay()
 
-    return _gpu_batches(batch, batches, replays * steps_per_graph), None
+    return _gpu_samples(batch, batches, replays * steps_per_graph), None
 
 
 def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, batches: int = 5,
@@ -156,7 +127,7 @@ def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, bat
             step()
 
     if gpu:
-        b2b = _gpu_batches(run_batch, batches, per_batch)
+        b2b = _gpu_samples(run_batch, batches, per_batch)
     else:
         b2b = []
         for _ in range(batches):

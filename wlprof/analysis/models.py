@@ -1,43 +1,8 @@
-"""The ladder of performance models, Level 0 to 3, scored on runs they did not see.
+"""The ladder of performance models, Level 0 (FLOPs over the peak) to 3 (offline profiling).
 
-Each model predicts the device time of one launching op (the summed time of the
-kernels it ran: predicting per op keeps the measured duration out of the
-features, which a per-kernel cost share would leak) and, composed by summing
-over a step's ops, the step's kernel time.
-
-- L0 peak:      FLOPs / the measured peak of the op's unit and dtype.
-- L0 fitted:    FLOPs / one throughput fitted on the training ops (time-weighted).
-- L1 shape:     FLOPs / (peak x efficiency of the op's shape class), the class being
-                the GEMM's skinny dimension (1, <=16, <=128, <=1024, larger) for matrix ops
-                and the op category otherwise; efficiencies fitted on the training ops.
-- L2 roofline:  max(FLOPs / peak, bytes / bandwidth) with the measured ceilings.
-- L2 fitted:    the roofline time over the median roofline fraction of the op's category.
-- L3 profile:   measured latency, as the seed note's Level 3 (offline profiling), answered
-                by the first of four sources that knows the call (`Ladder.sources` counts them):
-                1. same point: the call (`call_key`) was profiled in the same sweep point
-                   (workload and variant) of the training runs, the same step around it: its
-                   median measured time there. How a kernel is run changes its time: an 8192^3
-                   bf16 GEMM took 1,387 us in a grid's short capture (SM clock 1980 MHz at its
-                   end) and 1,585 us in the roofline study's longer one (1515 MHz at its end);
-                2. same call: the call's op, shapes, dtypes and scalars were profiled anywhere
-                   in the training runs (for a data-dependent op, `data_dependent`, on the same
-                   data: graph, expert counts, seed, and the backend or dispatch that ordered
-                   it): their median measured time;
-                3. nearest: calls of the same op, dtypes and scalars (for a data-dependent op,
-                   of the same data distribution: graph generator, scale and edge factor;
-                   routing, tokens, experts, top-k; backend or dispatch) were profiled at shapes
-                   within a factor 2 of this one in every dimension: `_interpolate` between
-                   them on the roofline time (a new draw of a graph or routing, an expert's
-                   group of 37 rows beside 36);
-                4. regression: anything else, by a gradient-boosted regression (scikit-learn)
-                   of log time on op and shape features (op, log FLOPs, bytes, roofline time,
-                   GEMM M/N/K/batch and tile count, element size, kernels per op, the
-                   graph's in-degrees, the routing's imbalance).
-
-Scores, per family of the test runs: the share of ops predicted within +-10% (and the
-share of kernel time those hold), the median absolute percentage error, and for the
-composed step time the median error and the share of steps within +-5%; beside the
-models, the noise floor (`remeasured`): the same call in the other steps of its run.
+Each model predicts the device time of one launching op (the summed time of its
+kernels) and, summed over a step's ops, the step's kernel time; `score` compares the
+predictions with held-out runs per family. The models and the L3 lookup: `docs/models.md`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""How well FLOPs explain latency, per workload family: the seed note's table, measured.
+"""How well FLOPs explain latency, per workload family: rank correlation, R², spread at equal FLOPs.
 
-For each family of sweep points: the rank correlation of latency with FLOPs, the
-R^2 of a linear fit latency ~ FLOPs (with intercept) and of the FLOPs-only model
-latency = FLOPs / T (one fitted throughput, through the origin), the latency
-spread among variants of equal FLOPs (max / min), and the median fraction of the
-compute peak and of the roofline the family reached.
+Also the median fraction of the compute peak and of the roofline each family reached.
 """
 
 from __future__ import annotations

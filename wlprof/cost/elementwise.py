@@ -1,17 +1,8 @@
 """Elementwise ops and plain data movement (copy, fill).
 
-FLOPs per output element are a convention, stated here once: each arithmetic
-operation or comparison in the function's defining formula counts 1, and so
-does each transcendental (exp, log, tanh, erf, sqrt). GELU is counted as 20,
-the figure of the seed note (000, section 2.2: "about 20 FLOPs per element"),
-which counts erf by its polynomial evaluation; its intensities (ReLU 1/4, GELU 5
-in bf16) are then reproduced. Every count here is far below any GPU's ridge
-point, so for timing the convention does not matter: these ops are bound by
-their bytes, which are exact.
-
-Bytes: each input read once at its stored size (a broadcast operand counts its
-stored elements), the output written once. In-place variants (add_) read and
-write `self`: the same count.
+FLOPs per output element are a convention (`docs/costs.md`): each arithmetic operation,
+comparison or transcendental in the defining formula counts 1; GELU counts 20. Bytes:
+each input read once at its stored size, the output written once.
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ from wlprof.cost.registry import VECTOR, Cost, OpCall, TensorArg, formula, regis
 
 # name -> FLOPs per output element
 UNARY_FLOPS: dict[str, int] = {
-    "relu": 1,  # max(x, 0): one comparison (seed note 000, 2.1)
+    "relu": 1,  # max(x, 0): one comparison
     "clamp_min": 1,  # relu runs as clamp_min(x, 0) on CPU and CUDA
     "clamp_max": 1,
     "clamp": 2,  # min(max(x, lo), hi)
@@ -31,7 +22,7 @@ UNARY_FLOPS: dict[str, int] = {
     "hardtanh": 2,
     "relu6": 2,
     "leaky_relu": 2,  # compare, multiply
-    "gelu": 20,  # seed note 000, 2.2
+    "gelu": 20,  # erf evaluated by a polynomial (docs/costs.md)
     "sigmoid": 4,  # 1 / (1 + exp(-x)): neg, exp, add, div
     "silu": 5,  # x * sigmoid(x)
     "tanh": 1,

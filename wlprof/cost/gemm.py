@@ -161,7 +161,7 @@ def addmv(call: OpCall) -> Cost | None:
 
 @formula("aten::dot", "aten::vdot")
 def dot(call: OpCall) -> Cost | None:
-    # n multiplies and n adds: 2*n (the seed note's 2n-1 counts one add fewer).
+    # n multiplies and n adds: 2*n (counting one add fewer, 2n - 1, changes nothing that matters).
     a, b = call.tensor(0), call.tensor(1)
     return Cost(2 * a.numel, a.nbytes_read + b.nbytes_read + a.itemsize, VECTOR, a.dtype)
 

@@ -1,12 +1,7 @@
 """Gather/scatter, indexing, concatenation, sorting and counting ops.
 
-Data movement does no arithmetic: FLOPs are 0 except where values are combined
-(scatter_add, index_add: one add per source element) or compared (sort, topk:
-comparisons counted as FLOPs, stated at each formula). Bytes: the index read
-once, the source rows read once, the destination elements written once; an
-accumulating scatter reads and writes each destination element it touches,
-at most min(n, destination size) of them (the compulsory lower bound: atomics
-that hit one element many times move more, which is the point of measuring).
+Data movement does no arithmetic; combining scatters count one add per source element,
+sorts and top-k their comparisons (stated at each formula; `docs/costs.md`).
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
-"""The cost registry: FLOPs and compulsory bytes of an op call, from recorded shapes.
+"""The cost registry: FLOPs and compulsory bytes of an op call, from its recorded shapes.
 
-A formula is a pure function of one `OpCall` (the op's name, input dims, dtypes,
-strides and scalar arguments as torch.profiler recorded them) that returns a
-`Cost`, or None when the recorded shapes cannot tell (data-dependent sizes,
-sparse operands). Formulas are registered by aten op name with `@formula`;
-registering a name twice is an error.
-
-Conventions (shared by every formula):
-- FLOPs: a multiply is 1, an add is 1; a GEMM is 2*M*N*K (FlopCounterMode's
-  convention). Where FlopCounterMode counts an op, our count equals it.
-- Bytes: the compulsory traffic: each input element read once, each output
-  element written once. Inputs broadcast by a zero stride are counted at their
-  stored size. Caches, re-reads and tiling are not counted: measured DRAM
-  traffic can only be larger (ncu shows by how much).
-
-Ops that do no work of their own are of two kinds, both never costed:
-- views and metadata ops (`VIEW_OPS`): as_strided, view, empty, ...
-- wrappers (`register_wrapper`): ops that always dispatch to another op that does
-  the work (aten::linear -> aten::addmm, aten::relu -> aten::clamp_min). The
-  inner op carries the cost.
-A registered op that, in a given trace, has a costed op nested inside it is a
-dispatcher there (aten::_grouped_mm running one aten::mm per group on the CPU)
-and is not costed either, unless its formula says its nested ops are auxiliary
-work of their own (`aux_children=True`: aten::addmm copying its bias first).
+A formula is a pure function of one `OpCall` (name, input dims, dtypes, strides and
+scalars as torch.profiler recorded them) returning a `Cost`, or None when the shapes
+cannot tell; registering a name twice is an error. Conventions: `docs/costs.md`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""The trace store: one folder per run under the traces folder, every file written atomically.
+"""Run folders in the traces folder: created, written and listed, every file atomically.
 
-    traces/
-      <run_id>/
-        _manifest.json                 schema version, versions, device, ceilings, spec, command, status
-        p000-<variant>.parquet         kernels of sweep point 0  <- pandas.read_parquet("traces")
-        _ops/p000-<variant>.parquet    launching ops
-        _steps/p000-<variant>.parquet  timings and totals per step
-        _chrome/p000-<variant>.json.gz enriched Chrome trace (Perfetto, chrome://tracing)
-
-Arrow's dataset discovery skips names starting with '_' or '.', so a plain
-`pandas.read_parquet("traces")` reads exactly the kernels files. Temporary files
-start with '.', and are renamed into place only once complete: a reader never
-sees a half-written file, and a run killed mid-sweep keeps every finished point.
+A run folder appears only with its manifest (it is built under a hidden name and
+renamed); a point's files are written kernels-last, so a reader never sees a point
+whose other tables are missing. The folder layout is in the README.
 """
 
 from __future__ import annotations

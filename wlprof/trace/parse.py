@@ -1,26 +1,7 @@
-"""Read a torch.profiler Chrome trace into typed event tables.
+"""Read a torch.profiler Chrome trace into typed event tables (ops, annotations, launches, device).
 
-One parser for every trace: wlprof's own runs and foreign traces (`wlprof ingest`)
-go through `read_trace`. Times become integer nanoseconds (Kineto writes
-microseconds with nanosecond decimals; float microseconds near 5e12 keep about
-one nanosecond of precision, integers keep it exactly).
-
-Categories read (FIELD-NOTES, torch 2.11 on the H200 and 2.13 on the CPU):
-- `cpu_op`: aten ops, with `External id` and, with record_shapes, their inputs;
-- `user_annotation`: `record_function` regions and `ProfilerStep#N`;
-- `cuda_runtime` / `cuda_driver`: API calls; launches carry `correlation`;
-- `kernel`, `gpu_memcpy`, `gpu_memset`: device activity, with `correlation`.
-Everything else (flows, python functions, metadata) is skipped by the tables.
-
-Large traces: the event array is parsed in chunks of about 32 MB, split at the
-boundaries between events (a newline and the array's indentation before each `{`:
-JSON strings cannot hold a raw newline, so the split is structural), with Python's
-cyclic garbage collector paused (the event dicts hold no cycles; collecting while
-millions of them are allocated costs more than the parse). Each chunk's dicts are
-turned into columns and dropped before the next chunk is parsed, so memory stays
-near the file's size. An op's recorded inputs are kept once per distinct value
-(`RawTrace.args_table`). A file whose events are not laid out one after another
-with newlines (minified JSON) is parsed whole instead.
+One parser for wlprof's own runs and foreign traces; large files are parsed in chunks
+with no event kept. Times are integer nanoseconds. Formats: `docs/trace-formats.md`.
 """
 
 from __future__ import annotations
@@ -64,10 +45,6 @@ class RawTrace:
     @property
     def has_device_activity(self) -> bool:
         return len(self.device) > 0
-
-    def op_args(self, pos: int) -> dict:
-        """The recorded inputs of op row `pos` (Input Dims, Input type, Input Strides, Concrete Inputs)."""
-        return self.args_table[int(self.ops.args_id.iat[pos])]
 
 
 @contextmanager
@@ -394,14 +371,6 @@ def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 _TABLE_CATS = {"cpu_op", "user_annotation", *LAUNCH_CATS, *DEVICE_CATS}
-DEV_COLUMNS = ("idx", "kind", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation", "ext_id", "stream",
-               "device_index", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-               "registers_per_thread", "shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "transfer_bytes")
-DEV_INTS = ("idx", "ts_ns", "dur_ns", "correlation", "ext_id", "stream", "device_index", "grid_x", "grid_y",
-            "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "shared_memory_bytes",
-            "transfer_bytes")
-
-
 def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     """Parse a Chrome trace written by torch.profiler into event tables.
 

@@ -1,32 +1,7 @@
 """Graph generators for the GNN workload: vectorized, O(E), on the device, from a seeded generator.
 
-Every generator returns an edge list `[2, E]` (int64; row 0 the source, row 1 the
-destination: PyG's `edge_index` with its default source-to-target flow) with
-exactly the requested number of edges. A generator draws each edge independently,
-so the raw list is a multigraph: it may hold duplicate edges and self-loops, as the
-Graph500 generator's output does. `simplify` removes both (one sort, done once at
-build time, outside any timed step) and leaves the edges in PyG's coalesced order
-(sorted by source, then destination, as `torch_geometric.utils.coalesce` does).
-
-PyG's own random generators (`erdos_renyi_graph`, `barabasi_albert_graph`, ...)
-build an n x n structure and are O(n^2): unusable at 2^20 nodes (FIELD-NOTES.md).
-
-- `uniform`: G(n, m), every endpoint uniform. Drawn with replacement: about
-  m^2 / (2 n^2) duplicates and m / n self-loops are expected (128 and 16 at
-  2^20 nodes, 2^24 edges), removed by `simplify`. In-degrees are Binomial(m, 1/n),
-  near Poisson(m / n): no hubs.
-- `rmat`: the Graph500 Kronecker generator (Graph500 specification, "Graph
-  Generation": the reference Octave `kronecker_generator`): for each of `scale`
-  bit levels, one quadrant of the adjacency matrix per edge with the initiator
-  probabilities A = 0.57, B = 0.19, C = 0.19 (D = 1 - A - B - C = 0.05), then the
-  vertex labels permuted at random (so hubs are not all at low ids). Both in- and
-  out-degrees are heavy-tailed.
-- `zipf`: uniform sources, destinations drawn with probability proportional to
-  rank^-s over the n nodes (ranks permuted onto node ids): a few destination
-  hubs take most edges (s = 1.5: the top node gets about 1 / zeta(1.5) = 38 % of
-  the raw edges).
-- `karate`: PyG's built-in KarateClub (34 nodes, 156 directed edges, undirected
-  and without self-loops; no download).
+Each returns an edge list [2, E] (int64, PyG's `edge_index`) with exactly the requested
+number of edges, a multigraph that `simplify` turns simple. The generators: `docs/gnn.md`.
 """
 
 from __future__ import annotations

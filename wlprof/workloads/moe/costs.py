@@ -50,18 +50,3 @@ def capacity(capacity_factor: float, counts: np.ndarray, tokens: int, top_k: int
     if capacity_factor == 0:
         return int(max(1, counts.max()))
     return max(1, math.ceil(capacity_factor * tokens * top_k / experts))
-
-
-def padded_keep(expert_ids: np.ndarray, experts: int, cap: int) -> np.ndarray:
-    """[tokens, top_k] bool: the assignments the padded dispatch keeps at capacity `cap`.
-
-    Priority as the dispatch computes it: all first choices in token order, then all
-    second choices, ... (GShard); an assignment is kept if fewer than `cap` earlier
-    ones went to its expert.
-    """
-    flat = expert_ids.T.reshape(-1)  # choice-major
-    onehot = np.zeros((len(flat), experts), dtype=np.int64)
-    onehot[np.arange(len(flat)), flat] = 1
-    pos = np.cumsum(onehot, axis=0)[np.arange(len(flat)), flat] - 1
-    return (pos < cap).reshape(expert_ids.shape[1], expert_ids.shape[0]).T
-

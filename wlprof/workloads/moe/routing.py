@@ -1,36 +1,7 @@
 """MoE routings you control: per-token expert assignments with exact per-expert counts.
 
-A routing is decided once, at build time and outside the timed step, so every
-dispatch implementation of a sweep sees the same assignments for the same spec
-and token count. Specs (`--routing`, comma-separated):
-
-- `concentrated[:N]`: N hot experts share every assignment evenly, the others get
-  none (default N = max(2, top_k), at most the expert count: with 128 tokens and
-  top-1, 2 experts x 64 tokens). N must be >= top_k (a token picks distinct experts).
-- `balanced`: every expert gets tokens*top_k/experts; the remainder goes one each to
-  the lowest-numbered experts.
-- `dispersed`: every expert gets 1 to 4 assignments (at most `tokens`): each starts
-  with 1 and the rest are spread at random over the free slots. Needs
-  experts <= tokens*top_k <= min(4, tokens)*experts. Many skinny GEMMs.
-- `zipf:s`: expert e (0-based) gets a share proportional to (e+1)^-s, rounded by
-  largest remainder (ties to the lower expert), capped at `tokens` per expert with
-  the excess re-shared among the rest. s = 0 is exactly `balanced`; a larger s is a
-  steeper skew. `zipf:0,0.5,1.2` is read as three specs.
-- `explicit:AxM[+BxN...]`: A experts get M assignments each, then B experts N each,
-  the rest none; the total must equal tokens*top_k (e.g. `explicit:2x64`).
-- `router`: what a randomly initialized router (linear -> softmax -> top-k,
-  renormalized) picks on the workload's random input (see `route_by_router`).
-
-Exact counts to assignments: the experts' assignments, sorted by expert, are dealt
-column by column into a [top_k, tokens] grid (assignment j to token j % tokens,
-slot j // tokens). An expert's run of at most `tokens` consecutive assignments then
-lands on distinct tokens, so no token picks an expert twice. Tokens, and the order of
-each token's k choices, are then shuffled with the seed, so the hot experts' tokens
-are spread through the batch as a real router's would be.
-
-Gates (the combine weights): top-1 gates are 1 (a renormalized top-1 probability);
-for top_k > 1 each token's gates are a softmax of seeded normal draws, so they are
-positive, sum to 1 per token and differ between a token's experts.
+A routing is decided once, at build time, so every dispatch of a sweep sees the same
+assignments for a spec, token count and seed. The specs: `docs/moe.md`.
 """
 
 from __future__ import annotations
@@ -45,7 +16,7 @@ from wlprof.errors import InputError
 
 KINDS = ("concentrated", "balanced", "dispersed", "zipf", "explicit", "router")
 SPEC_HELP = "concentrated[:N], balanced, dispersed, zipf:s, explicit:AxM[+AxM...] or router"
-DISPERSED_MAX = 4  # the most assignments an expert gets under `dispersed` ("1-4 tokens", issue 3)
+DISPERSED_MAX = 4  # the most assignments an expert gets under `dispersed`
 
 
 @dataclass(frozen=True)
