@@ -3,25 +3,20 @@
 # fidelity and overhead benchmarks, an ncu check of bytes, and the test fixtures.
 # Run from the repository root on the device machine:  bash benchmarks/h200/core.sh
 # Everything lands in $OUT (log, markdown, tarballs of the traces folders).
-set -u -o pipefail
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 WLPROF_CACHE_DIR=$OUT/cache
-OUT=${OUT:-/tmp/wlprof-out}; mkdir -p "$OUT"
-SCRATCH=$(mktemp -d)
-WL="python3 -m wlprof.cli.main"
-step() { echo; echo "=== $(date -u +%H:%M:%S) $*"; }
+source "$(dirname "$0")/common.sh"
+SCRATCH=$T
 {
 step "machine"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-python3 -c "import torch, torch_geometric as g; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'pyg', g.__version__)"
+machine
 step "calibrate"; $WL calibrate
-step "gemm study"; $WL sweep workloads/gemm_same_flops.toml -o "$SCRATCH/traces" -q
-step "mlp study"; $WL sweep workloads/mlp_batch.toml -o "$SCRATCH/traces" -q
-step "roofline study"; $WL sweep workloads/roofline_kernels.toml -o "$SCRATCH/traces" -q
+step "gemm study"; $WL sweep workloads/gemm_same_flops.toml --traces "$SCRATCH/traces" -q
+step "mlp study"; $WL sweep workloads/mlp_batch.toml --traces "$SCRATCH/traces" -q
+step "roofline study"; $WL sweep workloads/roofline_kernels.toml --traces "$SCRATCH/traces" -q
 step "fidelity"; python3 benchmarks/fidelity.py --traces "$SCRATCH/traces" --out "$OUT/fidelity.md"
 step "overhead"; python3 benchmarks/overhead.py --out "$OUT/overhead_gpu.md"
 step "fixtures"
-$WL sweep tests/fixtures/studies/h200_fixture_gemm.toml -o "$SCRATCH/fixtures" -q
-$WL sweep tests/fixtures/studies/h200_fixture_mlp.toml -o "$SCRATCH/fixtures" -q
+$WL sweep tests/fixtures/studies/h200_fixture_gemm.toml --traces "$SCRATCH/fixtures" -q
+$WL sweep tests/fixtures/studies/h200_fixture_mlp.toml --traces "$SCRATCH/fixtures" -q
 step "ncu: DRAM bytes of the micro-kernels vs wlprof's compulsory bytes"
 timeout 240 ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
   --csv python3 benchmarks/h200/ncu_kernels.py > "$OUT/ncu.csv" 2> "$OUT/ncu.err" || echo "ncu exit $?"

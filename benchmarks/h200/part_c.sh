@@ -3,26 +3,21 @@
 # expert cost (call A ran before it), the grouped-GEMM benchmark on them, the MoE test
 # fixture, and the denser Level-3 GEMM and micro-kernel grids.
 # Run from the repository root on the device machine:  bash benchmarks/h200/part_c.sh
-set -u -o pipefail
-OUT=${OUT:-/tmp/wlprof-out}; mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 WLPROF_CACHE_DIR=$OUT/cache
-T=$(mktemp -d)
-WL="python3 -m wlprof.cli.main"
-step() { echo; echo "=== $(date -u +%H:%M:%S) $*"; }
+source "$(dirname "$0")/common.sh"
 {
 step "machine"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+machine
 step "calibrate"; timeout 120 $WL calibrate
 for s in moe_routing_128 moe_routing_8192 moe_zipf; do
-  step "study $s"; timeout 240 $WL sweep workloads/$s.toml -o "$T/traces" -q
+  step "study $s"; timeout 240 $WL sweep workloads/$s.toml --traces "$T/traces" -q
 done
 step "grouped MoE vs bare torch._grouped_mm"; timeout 150 python3 benchmarks/moe_grouped.py --traces "$T/traces" --out "$OUT/moe_grouped.md"
-step "fixtures"; timeout 120 $WL sweep tests/fixtures/studies/h200_fixture_moe.toml -o "$T/fixtures" -q
+step "fixtures"; timeout 120 $WL sweep tests/fixtures/studies/h200_fixture_moe.toml --traces "$T/fixtures" -q
 for s in l3_grid_gemm l3_grid_elementwise; do
-  step "study $s"; timeout 240 $WL sweep workloads/$s.toml -o "$T/grid" -q
+  step "study $s"; timeout 240 $WL sweep workloads/$s.toml --traces "$T/grid" -q
 done
 step "done"; nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
-} 2>&1 | grep -v -e '^USDT' -e 'Profiler clears events' -e '_warn_once' | tee "$OUT/log_c.txt"
+} 2>&1 | quiet_log | tee "$OUT/log_c.txt"
 tar czf "$OUT/traces_c.tgz" -C "$T" traces
 tar czf "$OUT/grid_c.tgz" -C "$T" grid
 tar czf "$OUT/fixtures_c.tgz" -C "$T" fixtures

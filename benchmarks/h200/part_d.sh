@@ -4,31 +4,25 @@
 # gates and inputs; new graphs of the same generators), and the parts of the L3
 # micro-kernel grid that call C did not run (mul and add, and sizes 256 and 512).
 # Run from the repository root on the device machine:  bash benchmarks/h200/part_d.sh
-set -u -o pipefail
-OUT=${OUT:-/tmp/wlprof-out}; mkdir -p "$OUT"
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 WLPROF_CACHE_DIR=$OUT/cache
-T=$(mktemp -d)
-WL="python3 -m wlprof.cli.main"
-step() { echo; echo "=== $(date -u +%H:%M:%S) $*"; }
+source "$(dirname "$0")/common.sh"
 {
 step "machine"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-python3 -c "import torch, torch_geometric as g; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'pyg', g.__version__)"
+machine
 git log -1 --format='commit %H' 2>/dev/null || true
 step "calibrate"; timeout 120 $WL calibrate
 for s in gemm_same_flops mlp_batch roofline_kernels; do
-  step "study $s"; timeout 200 $WL sweep workloads/$s.toml -o "$T/traces" -q
+  step "study $s"; timeout 200 $WL sweep workloads/$s.toml --traces "$T/traces" -q
 done
 for s in moe_routing_128 moe_routing_8192 moe_zipf gnn_backends gnn_pyg; do
-  step "study $s --set seed=1"; timeout 240 $WL sweep workloads/$s.toml -o "$T/traces" -q --set seed=1
+  step "study $s --set seed=1"; timeout 240 $WL sweep workloads/$s.toml --traces "$T/traces" -q --set seed=1
 done
 step "grid: mul and add"
-timeout 150 $WL sweep workloads/l3_grid_elementwise.toml -o "$T/grid" -q --set 'ops=["mul","add"]'
+timeout 150 $WL sweep workloads/l3_grid_elementwise.toml --traces "$T/grid" -q --set 'ops=["mul","add"]'
 step "grid: the other vector ops at 256 and 512 elements"
-timeout 90 $WL sweep workloads/l3_grid_elementwise.toml -o "$T/grid" -q \
+timeout 90 $WL sweep workloads/l3_grid_elementwise.toml --traces "$T/grid" -q \
   --set 'ops=["copy","relu","gelu","silu","dot"]' --set 'numel=[256,512]'
 step "done"; nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
-} 2>&1 | grep -v -e '^USDT' -e 'Profiler clears events' -e '_warn_once' | tee "$OUT/log_d.txt"
+} 2>&1 | quiet_log | tee "$OUT/log_d.txt"
 tar czf "$OUT/traces_d.tgz" --exclude=_chrome -C "$T" traces grid
 cp "$OUT"/cache/*.json "$OUT/" 2>/dev/null || true
 rm -rf "$OUT/cache"

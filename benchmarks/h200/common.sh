@@ -1,0 +1,15 @@
+# Sourced by every device-call script: the output folder, the environment, a scratch
+# folder, the wlprof command, a step banner, the machine's state, and a log filter.
+# NVLink multicast stays off in every process a call starts.
+set -u -o pipefail
+OUT=${OUT:-/tmp/wlprof-out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 WLPROF_CACHE_DIR=$OUT/cache
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+T=$(mktemp -d)
+WL="python3 -m wlprof.cli.main"
+step() { echo; echo "=== $(date -u +%H:%M:%S) $*"; }
+machine() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+  python3 -c "import torch, torch_geometric as g; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'pyg', g.__version__)"
+}
+quiet_log() { grep -v -e '^USDT' -e 'Profiler clears events' -e '_warn_once'; }
