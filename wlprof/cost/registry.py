@@ -75,6 +75,7 @@ class OpCall:
     strides: tuple = ()
     concrete: tuple = ()
     ancestors: tuple[str, ...] = ()  # names of enclosing ops, innermost first
+    extra: tuple[tuple[str, object], ...] = ()  # other recorded args (Inductor metadata, a collective's message)
 
     @classmethod
     def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = ()) -> OpCall:
@@ -91,7 +92,15 @@ class OpCall:
             strides=tup(args.get("Input Strides", [])),
             concrete=strs(args.get("Concrete Inputs", [])),
             ancestors=tuple(ancestors),
+            extra=tuple((k, v) for k, v in args.items() if k not in _INPUT_KEYS and not isinstance(v, (list, dict))),
         )
+
+    def arg(self, key: str, default=None):
+        """A recorded arg beside the inputs (`kernel_num_gb`, `Collective name`, ...)."""
+        for k, v in self.extra:
+            if k == key:
+                return v
+        return default
 
     def tensor(self, i: int) -> TensorArg | None:
         """Input i as a tensor, or None when it is not a tensor (a scalar, None, a list)."""
@@ -132,6 +141,7 @@ def parse_scalar(raw):
             return raw
 
 
+_INPUT_KEYS = frozenset(("Input Dims", "Input type", "Input Strides", "Concrete Inputs"))
 Formula = Callable[[OpCall], "Cost | None"]
 
 

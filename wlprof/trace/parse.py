@@ -24,7 +24,13 @@ DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
 NO_ID = -1
 CHUNK_BYTES = 8 << 20  # ~28k events: their dicts take ~50 MB while a chunk is tabulated
-ARG_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+# Other args an op's or a kernel's cost can need: Inductor's metadata on a Triton launch, and a
+# collective's message (on `record_param_comms` and, in recent traces, on the NCCL kernel itself).
+EXTRA_KEYS = ("kernel_backend", "kernel_num_gb", "kernel_flop", "Collective name", "In msg nelems",
+              "Out msg nelems", "In split size", "Out split size", "Group size", "dtype", "Process Group Name",
+              "Process Group Ranks", "Process Group Description", "Global rank start", "Global rank stride", "Rank")
+ARG_KEYS = INPUT_KEYS + EXTRA_KEYS
 
 
 @dataclass
@@ -37,8 +43,8 @@ class RawTrace:
     ops: pd.DataFrame  # cpu_op (with args_id into args_table)
     annotations: pd.DataFrame  # user_annotation
     launches: pd.DataFrame  # cuda_runtime / cuda_driver
-    device: pd.DataFrame  # kernel / gpu_memcpy / gpu_memset
-    args_table: list[dict] = field(default_factory=list)  # distinct recorded op inputs
+    device: pd.DataFrame  # kernel / gpu_memcpy / gpu_memset (args_id: a collective's message, else -1)
+    args_table: list[dict] = field(default_factory=list)  # distinct recorded op inputs and extras
     warnings: list[str] = field(default_factory=list)
     event_count: int = 0
 
@@ -246,7 +252,7 @@ class _Tables:
                 code = names[name] = len(names)
             g = args.get
             if cat == "cpu_op":
-                key = dumps((g("Input Dims"), g("Input type"), g("Input Strides"), g("Concrete Inputs")))
+                key = dumps([g(k) for k in ARG_KEYS])
                 aid = args_ids.get(key)
                 if aid is None:
                     aid = args_ids[key] = len(args_table)
@@ -257,16 +263,23 @@ class _Tables:
             elif cat == "user_annotation":
                 a_add((i, code, get("pid"), get("tid"), ts, dur))
             else:
+                aid = -1
+                if g("Collective name") is not None:  # a collective's message, recorded on its kernel
+                    key = dumps([g(k) for k in EXTRA_KEYS])
+                    aid = args_ids.get(key)
+                    if aid is None:
+                        aid = args_ids[key] = len(args_table)
+                        args_table.append({k: g(k) for k in EXTRA_KEYS if g(k) is not None})
                 d_add((i, cat, code, get("pid"), get("tid"), ts, dur, g("correlation"), g("External id"),
                        g("stream", get("tid")), g("device", get("pid")), g("grid"), g("block"),
                        g("registers per thread"), g("shared memory"), g("blocks per SM"), g("warps per SM"),
-                       g("bytes")))
+                       g("bytes"), aid))
         thr = self._thread_ids
         (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = _columns(o_rows, 8)
         (a_idx, a_name, a_pid, a_tid, a_ts, a_dur) = _columns(a_rows, 6)
         (l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext) = _columns(l_rows, 8)
         (d_idx, d_kind, d_name, d_pid, d_tid, d_ts, d_dur, d_corr, d_ext, d_stream, d_dev, d_grid, d_block,
-         d_regs, d_smem, d_bps, d_wps, d_bytes) = _columns(d_rows, 18)
+         d_regs, d_smem, d_bps, d_wps, d_bytes, d_args) = _columns(d_rows, 19)
         self._store("ops", idx=_ints(o_idx), name=np.asarray(o_name, np.int64), pid=thr(o_pid),
                     tid=thr(o_tid), ts_ns=_ns(o_ts), dur_ns=_ns(o_dur), ext_id=_ids(o_ext),
                     args_id=np.asarray(o_args, np.int64))
@@ -281,7 +294,8 @@ class _Tables:
                     dur_ns=_ns(d_dur), correlation=_ids(d_corr), ext_id=_ids(d_ext), stream=_ids(d_stream),
                     device_index=_ids(d_dev), grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
                     registers_per_thread=_ids(d_regs, 0), shared_memory_bytes=_ids(d_smem, 0),
-                    blocks_per_sm=_floats(d_bps), warps_per_sm=_floats(d_wps), transfer_bytes=_ids(d_bytes, 0))
+                    blocks_per_sm=_floats(d_bps), warps_per_sm=_floats(d_wps), transfer_bytes=_ids(d_bytes, 0),
+                    args_id=np.asarray(d_args, np.int64))
 
     def _thread_ids(self, values: list) -> np.ndarray:
         """pid/tid as int64 (Kineto writes ints); any other value gets a stable negative code."""
