@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"  # 2.1: bytes_written, bytes_unknown_time_share
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -92,6 +92,7 @@ KERNEL_OWN = [
 COST = [
     _c("flops", F64, "FLOP", "floating-point operations (multiply = add = 1)"),
     _c("bytes", F64, "bytes", "compulsory traffic: inputs read once, outputs written once"),
+    _c("bytes_written", F64, "bytes", "the part of bytes that is written (null where the formula does not say)"),
     _c("flops_source", S, "", "formula (from shapes), workload (stated by the workload), unknown"),
     _c("cost_unit", S, "", "matrix or vector: which compute ceiling applies"),
     _c("cost_dtype", S, "", "dtype of the arithmetic, for the ceiling lookup"),
@@ -137,6 +138,7 @@ STEP_OWN = [
     _c("executed_flops", F64, "FLOP", "FLOPs the kernels of the workload's compute regions ran per step (MoE: "
        "moe/expert, padding included); all kernels where the workload names no region"),
     _c("unknown_time_share", F64, "fraction", "share of kernel time whose FLOPs are unknown"),
+    _c("bytes_unknown_time_share", F64, "fraction", "share of kernel time whose bytes are unknown"),
     _c("host_overhead_us", F64, "us", "latency_us - kernel_us: time the caller waits beyond the kernels"),
     _c("achieved_tflops_latency", F64, "TFLOP/s", "flops / latency_us: the rate a caller sees"),
     _c("achieved_tflops_useful", F64, "TFLOP/s", "useful_flops / kernel_us"),
@@ -181,7 +183,7 @@ def param_names() -> frozenset[str]:
 
 def _tables() -> dict[str, list[Column]]:
     params = list(workload_columns()) + TRACE_FACTS
-    step_cost = [c for c in COST if c.name not in ("cost_unit", "cost_dtype")]
+    step_cost = [c for c in COST if c.name not in ("cost_unit", "cost_dtype", "bytes_written")]
     return {
         "kernels": IDENTITY + params + KERNEL_OWN + COST,
         "ops": IDENTITY + params + OP_OWN + COST,

@@ -39,14 +39,16 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
     kernel_us = float(per_step.median()) if len(per_step) else math.nan
     known = k[k.flops.notna()]
     flops = float(known.flops.sum()) / n_steps if len(known) else math.nan
-    both = k[k.flops.notna() & k["bytes"].notna()]
-    nbytes = float(both["bytes"].sum()) / n_steps if len(both) else math.nan
+    has_bytes = k[k["bytes"].notna()]
+    nbytes = float(has_bytes["bytes"].sum()) / n_steps if len(has_bytes) else math.nan
     if executed_regions is None:
         executed = flops
     else:
         ex = known[known.region.isin(executed_regions)]
         executed = float(ex.flops.sum()) / n_steps
-    unknown_share = float(k.loc[k.flops.isna(), "dur_us"].sum() / k.dur_us.sum()) if k.dur_us.sum() > 0 else math.nan
+    total = k.dur_us.sum()
+    unknown_share = float(k.loc[k.flops.isna(), "dur_us"].sum() / total) if total > 0 else math.nan
+    bytes_unknown = float(k.loc[k["bytes"].isna(), "dur_us"].sum() / total) if total > 0 else math.nan
     roofed = k[k.roofline_us.notna()]
     roof_us = float(roofed.roofline_us.sum()) / n_steps if len(roofed) else math.nan
     roof_frac = float(roofed.roofline_us.sum() / roofed.dur_us.sum()) if roofed.dur_us.sum() > 0 else math.nan
@@ -78,6 +80,7 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
             "useful_flops": useful_flops if useful_flops is not None else executed,
             "executed_flops": executed,
             "unknown_time_share": unknown_share,
+            "bytes_unknown_time_share": bytes_unknown,
             "intensity_flop_per_byte": flops / nbytes if nbytes and nbytes > 0 else math.nan,
             "achieved_tflops": flops / kernel_us / 1e6 if kernel_us > 0 else math.nan,
             "achieved_gbps": nbytes / kernel_us / 1e3 if kernel_us > 0 else math.nan,

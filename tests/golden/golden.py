@@ -42,7 +42,7 @@ VOLATILE = {
     "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "bound", "roofline_us", "roofline_fraction",
     "external_id", "correlation", "latency_us", "latency_p10_us", "latency_p90_us", "latency_samples_us",
     "back_to_back_us", "back_to_back_samples_us", "calls_per_batch", "graph_us", "graph_error", "kernel_us",
-    "kernel_busy_us", "host_overhead_us", "unknown_time_share", "achieved_tflops_latency",
+    "kernel_busy_us", "host_overhead_us", "unknown_time_share", "bytes_unknown_time_share", "achieved_tflops_latency",
     "achieved_tflops_useful", "achieved_tflops_executed", "sm_clock_mhz_start", "sm_clock_mhz_end",
 }
 # On a workload-costed row (its region's cost split by duration) FLOPs and bytes are timing too;

@@ -94,17 +94,21 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     n_rows_per_op = pd.Series(np.ones(has_op.sum())).groupby(op_pos[has_op]).sum().reindex(op_pos).to_numpy()
 
     n_ops = len(ops)
-    op_flops, op_bytes = np.full(n_ops, np.nan), np.full(n_ops, np.nan)
+    op_flops, op_bytes, op_written = np.full(n_ops, np.nan), np.full(n_ops, np.nan), np.full(n_ops, np.nan)
+    op_costed = np.zeros(n_ops, bool)
     op_unit, op_dtype = np.full(n_ops, None, dtype=object), np.full(n_ops, None, dtype=object)
     for pos, c in costs.items():
         if c is not None:
-            op_flops[pos] = c.flops
+            op_costed[pos] = True
+            op_flops[pos] = np.nan if c.flops is None else c.flops
             op_bytes[pos] = np.nan if c.bytes is None else c.bytes
+            op_written[pos] = np.nan if c.written is None else c.written
             op_unit[pos], op_dtype[pos] = c.unit, c.dtype
     safe_pos = np.where(has_op, op_pos, 0)
-    known = has_op & ~np.isnan(op_flops[safe_pos]) if n_ops else np.zeros(n, bool)
+    known = has_op & op_costed[safe_pos] if n_ops else np.zeros(n, bool)
     flops = np.where(known, op_flops[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
     nbytes = np.where(known, op_bytes[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
+    written = np.where(known, op_written[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
     source = np.where(known, FORMULA, UNKNOWN).astype(object)
     unit = np.where(known, op_unit[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     cdtype = np.where(known, op_dtype[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
@@ -113,27 +117,32 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     tb = rows.transfer_bytes.to_numpy()
     for i in np.flatnonzero((kinds != "kernel") & (kinds != "cpu_op") & (source == UNKNOWN)):
         flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
+        written[i] = tb[i]  # a copy writes what it moves; a memset writes every byte
 
+    op_names = ops.name.to_numpy(dtype=object)
     # workload-stated costs override, split per (region, step) by duration
     if stated:
         region = rows.region.to_numpy(dtype=object)
         steps = rows.step.to_numpy()
+        row_op = np.array([op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)], dtype=object)
         for st in stated:
             c = st.cost
             mask = region == st.region
+            if st.ops is not None:
+                mask &= np.isin(row_op, list(st.ops))
             if not mask.any():
                 continue
             grp = pd.Series(dur[mask]).groupby(steps[mask]).transform("sum").to_numpy()
             cnt_r = pd.Series(np.ones(mask.sum())).groupby(steps[mask]).transform("sum").to_numpy()
             sh = np.where(grp > 0, dur[mask] / np.where(grp > 0, grp, 1), 1.0 / cnt_r)
-            flops[mask] = c.flops * sh
+            flops[mask] = c.flops * sh if c.flops is not None else np.nan
             nbytes[mask] = c.bytes * sh if c.bytes is not None else np.nan
+            written[mask] = c.written * sh if c.written is not None else np.nan
             source[mask] = WORKLOAD
             unit[mask] = c.unit
             cdtype[mask] = c.dtype
             share[mask] = sh
 
-    op_names = ops.name.to_numpy(dtype=object)
     args_ids = ops.args_id.to_numpy()
     table = args_table
     by_args: dict[int, tuple] = {}  # JSON of each distinct recorded input, once
@@ -170,6 +179,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     k["cost_share"] = share
     k["flops"] = flops
     k["bytes"] = nbytes
+    k["bytes_written"] = written
     k["flops_source"] = _obj(source)
     k["cost_unit"] = _obj(unit)
     k["cost_dtype"] = _obj(cdtype)
@@ -204,15 +214,16 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         "dur_us": g.dur_us.sum().to_numpy(),
         "flops": g.flops.sum(min_count=1).to_numpy(),
         "bytes": g["bytes"].sum(min_count=1).to_numpy(),
+        "bytes_written": g["bytes_written"].sum(min_count=1).to_numpy(),
         "flops_source": _obj(first.flops_source.to_numpy(dtype=object)),
         "cost_unit": _obj(first.cost_unit.to_numpy(dtype=object)),
         "cost_dtype": _obj(first.cost_dtype.to_numpy(dtype=object)),
     })
-    # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes
-    # are in the trace but whose kernels have no formula is unknown as a whole
-    nan_flops = with_op.flops.isna().groupby(with_op._op_pos, sort=True).any().to_numpy()
-    nan_bytes = with_op["bytes"].isna().groupby(with_op._op_pos, sort=True).any().to_numpy()
-    o.loc[nan_flops, ["flops", "bytes"]] = np.nan
-    o.loc[nan_flops, "flops_source"] = UNKNOWN
-    o.loc[nan_bytes, "bytes"] = np.nan
+    # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes are in the
+    # trace but whose kernels have no formula is unknown as a whole
+    by = with_op._op_pos
+    unknown = (with_op.flops_source == UNKNOWN).groupby(by, sort=True).any().to_numpy()
+    for col in ("flops", "bytes", "bytes_written"):
+        o.loc[with_op[col].isna().groupby(by, sort=True).any().to_numpy() | unknown, col] = np.nan
+    o.loc[unknown, "flops_source"] = UNKNOWN
     return o.reset_index(drop=True)

@@ -21,18 +21,28 @@ VECTOR = "vector"  # elementwise, reductions, data movement: ceiling is the vect
 
 @dataclass(frozen=True)
 class Cost:
-    """FLOPs and compulsory bytes of one op call (or one region, for workload costs)."""
+    """FLOPs and compulsory bytes of one op call (or what a workload states for its ops).
 
-    flops: float
-    bytes: float | None  # None: the formula knows the FLOPs but not the traffic
+    `flops` None: the FLOPs cannot be known honestly (a Triton kernel's), the bytes can;
+    `bytes` None: the reverse. `written`: the part of `bytes` that is written (None: not
+    stated), which decides whether a kernel is placed against the read, write or copy roof.
+    """
+
+    flops: float | None
+    bytes: float | None
     unit: str = VECTOR  # MATRIX or VECTOR: which compute ceiling bounds it
     dtype: str | None = None  # canonical dtype of the arithmetic, for the ceiling lookup
+    written: float | None = None
 
     def __post_init__(self):
         if self.unit not in (MATRIX, VECTOR):
             raise ValueError(f"Cost.unit must be {MATRIX!r} or {VECTOR!r} (got {self.unit!r})")
-        if self.flops < 0 or (self.bytes is not None and self.bytes < 0):
-            raise ValueError(f"Cost must be non-negative (got flops={self.flops}, bytes={self.bytes})")
+        for name in ("flops", "bytes", "written"):
+            v = getattr(self, name)
+            if v is not None and v < 0:
+                raise ValueError(f"Cost.{name} must be non-negative (got {v})")
+        if self.written is not None and self.bytes is not None and self.written > self.bytes:
+            raise ValueError(f"Cost.written must be at most bytes (got {self.written} > {self.bytes})")
 
 
 @dataclass(frozen=True)
