@@ -5,14 +5,13 @@ The run is staged under a hidden name and appears only once every file was read.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wlprof.device import cpu_model
 from wlprof.errors import InputError, Key
+from wlprof.trace.identity import device_of, rank_of
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -56,31 +55,13 @@ def trace_files(path: str | Path, arg: str = "PATH") -> list[Path]:
     raise InputError(arg, "must be an existing trace file or folder", str(p))
 
 
-def _rank(meta: dict, default: int) -> int:
-    info = meta.get("distributedInfo")
-    if isinstance(info, dict) and isinstance(info.get("rank"), int):
-        return info["rank"]
-    return default
-
-
-def _device(meta: dict, has_device: bool) -> tuple[str, str]:
-    props = meta.get("deviceProperties")
-    if has_device:
-        name = props[0].get("name") if isinstance(props, list) and props and isinstance(props[0], dict) else None
-        return "cuda", str(name or "unknown GPU")
-    return "cpu", str(meta.get("host_name") or "cpu")
-
-
-def _ceilings(device_type: str, device_name: str, meta: dict):
+def _ceilings(device_type: str, device_name: str):
     """Measured ceilings for the trace's device, if this machine cached them; datasheets are never used."""
     from wlprof import ceilings as C
 
-    if device_type == "cpu" and meta.get("host_name") not in (None, socket.gethostname()):
-        return None, f"no ceilings: the trace comes from another host ({meta.get('host_name')})"
-    name = device_name if device_type == "cuda" else cpu_model()
-    cached = C.load_cached(device_type, name)
+    cached = C.load_cached(device_type, device_name)
     if cached is not None:
-        return cached, f"cache: {C.cache_path(device_type, name)}"
+        return cached, f"cache: {C.cache_path(device_type, device_name)}"
     return None, (f"no measured ceilings for {device_name} (run `wlprof calibrate` on that device): "
                   "no roofline columns; datasheet values are never used in their place")
 
@@ -114,9 +95,9 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             if progress:
                 progress(i, len(files), f.name)
             trace = pipeline.read(f, keep_events=False)
-            device_type, device_name = _device(trace.meta, trace.has_device_activity)
-            ceilings, origin = _ceilings(device_type, device_name, trace.meta)
-            rank = _rank(trace.meta, i)
+            device_type, device_name = device_of(trace.meta, trace.device)
+            ceilings, origin = _ceilings(device_type, device_name)
+            rank = rank_of(trace.meta, i)
             variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
             ident = {"run_id": writer.run_id, "workload": "ingest", "variant": variant, "point": i,
                      "device_type": device_type, "device_name": device_name, "rank": rank,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2.1"  # 2.1: bytes_written, bytes_unknown_time_share
+SCHEMA_VERSION = "2.2"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -84,6 +84,9 @@ KERNEL_OWN = [
     _c("external_id", I64, "", "External id of the launching op (-1: none)"),
     _c("launch_api", S, "", "runtime/driver call that launched it (cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch)"),
     _c("has_op", B, "", "False for kernels with no launching op (CUDA-graph replays)"),
+    _c("join_method", S, "", "how the row found its op: external_id (its launch names the op), kernel_external_id, "
+       "time (its launch lies inside the op on the same thread), graph (a CUDA-graph replay), none; op (CPU: the row "
+       "is the op)"),
     *OP_CALL,
     _c("op_kernel_count", I32, "", "device activities the launching op ran"),
     _c("cost_share", F64, "fraction", "this kernel's share of its op's cost, by duration"),

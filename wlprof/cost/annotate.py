@@ -168,6 +168,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     for c in ("shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "correlation", "has_op"):
         k[c] = rows[c].to_numpy()
     k["launch_api"] = _obj(rows["launch_api"].to_numpy(dtype=object))
+    k["join_method"] = _obj(rows["join_method"].to_numpy(dtype=object))
     k["external_id"] = rows.ext_id.to_numpy()
     k["op_name"] = _obj([op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)])
     k["op_input_dims"] = _obj([dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gc
 import gzip
+import re
+import sys
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +23,6 @@ from wlprof import jsonio
 from wlprof.errors import TraceFormatError
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
-LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
 NO_ID = -1
 CHUNK_BYTES = 8 << 20  # ~28k events: their dicts take ~50 MB while a chunk is tabulated
 INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
@@ -158,7 +159,6 @@ def _stream_events(path: Path, on_meta):
                 raise _NotStreamable()
             indent = indent[indent.rfind(b"\n"):]
             boundary = b"}," + indent + b"{"
-            ending = b"}" + indent + b"]"
             prefix = bytes(head[:key])
             consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
@@ -177,24 +177,48 @@ def _stream_events(path: Path, on_meta):
                         continue  # read on until a chunk's worth of whole events is buffered
                     stop = k + 1
                 else:
-                    end = buf.find(ending)
-                    if end < 0:
-                        raise TraceFormatError(str(path), "ends before its event list is closed (truncated?)")
-                    stop = end + 1
-                    trailer = bytes(buf[stop + len(ending) - 1:])
+                    chunk, meta = _last_chunk(path, buf, prefix, consumed)
+                    yield consumed, chunk
+                    on_meta(meta)
+                    return
                 saved = buf[stop]
                 buf[0], buf[stop] = 0x5B, 0x5D
                 chunk = _loads(path, memoryview(buf)[:stop + 1], offset=consumed)
                 buf[stop] = saved
                 yield consumed, chunk
                 del chunk
-                if eof:
-                    on_meta(_split(_loads(path, prefix + b'"traceEvents": []' + trailer), path)[0])
-                    return
                 del buf[1:stop + 1]  # keep the spare byte; the next chunk starts after the comma
                 consumed += stop + 1
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
+
+
+_CLOSE = re.compile(rb"\}\s*\]")
+
+
+def _last_chunk(path: Path, buf: bytearray, prefix: bytes, consumed: int) -> tuple[list, dict]:
+    """The last events and the metadata, from the buffer that holds the end of the file.
+
+    The event list closes at the first `}` + whitespace + `]` after which both the events
+    and the rest of the document are valid JSON: wherever a writer put the bracket
+    (Kineto at the events' indentation, early Kineto at column 0, `json.dump(indent=N)`
+    one level out). None such: the file ends inside its event list.
+    """
+    for m in _CLOSE.finditer(buf):
+        stop = m.end() - 1  # the position of "]"
+        saved = buf[0]
+        buf[0] = 0x5B
+        try:
+            events = jsonio.loads(memoryview(buf)[:stop + 1])
+            doc = jsonio.loads(prefix + b'"traceEvents": []' + bytes(buf[stop + 1:]))
+        except (*jsonio.JSONDecodeError, UnicodeDecodeError):
+            continue
+        finally:
+            buf[0] = saved
+        if isinstance(events, list) and isinstance(doc, dict):
+            return events, {k: v for k, v in doc.items() if k != "traceEvents"}
+    raise TraceFormatError(str(path), f"ends at byte {consumed + len(buf) - 1} before its event list is closed "
+                                      "(truncated)")
 
 
 class _Tables:
@@ -233,8 +257,8 @@ class _Tables:
             get = ev.get
             if get("ph") != "X":
                 continue
-            cat = get("cat")
-            if type(cat) is not str or cat not in _TABLE_CATS:
+            cat = _CATEGORY.get(get("cat"))
+            if cat is None:
                 continue
             ts = get("ts")
             dur = get("dur", 0)
@@ -251,15 +275,24 @@ class _Tables:
             if code is None:
                 code = names[name] = len(names)
             g = args.get
+            ext = g("External id")
+            if ext is None:
+                ext = g("external id")  # PyTorch 1.8-1.10 runtime and device events
             if cat == "cpu_op":
+                if name.startswith("ProfilerStep#"):  # PyTorch 1.8-1.10 record the step as an op
+                    a_add((i, code, get("pid"), get("tid"), ts, dur))
+                    continue
+                if "Input dims" in args and "Input Dims" not in args:  # PyTorch 1.8-1.10
+                    args = {**args, "Input Dims": args["Input dims"]}
+                    g = args.get
                 key = dumps([g(k) for k in ARG_KEYS])
                 aid = args_ids.get(key)
                 if aid is None:
                     aid = args_ids[key] = len(args_table)
                     args_table.append({k: g(k) for k in ARG_KEYS if g(k) is not None})
-                o_add((i, code, get("pid"), get("tid"), ts, dur, g("External id"), aid))
-            elif cat in LAUNCH_CATS:
-                l_add((i, code, get("pid"), get("tid"), ts, dur, g("correlation"), g("External id")))
+                o_add((i, code, get("pid"), get("tid"), ts, dur, ext, aid))
+            elif cat == "launch":
+                l_add((i, code, get("pid"), get("tid"), ts, dur, g("correlation"), ext))
             elif cat == "user_annotation":
                 a_add((i, code, get("pid"), get("tid"), ts, dur))
             else:
@@ -270,7 +303,7 @@ class _Tables:
                     if aid is None:
                         aid = args_ids[key] = len(args_table)
                         args_table.append({k: g(k) for k in EXTRA_KEYS if g(k) is not None})
-                d_add((i, cat, code, get("pid"), get("tid"), ts, dur, g("correlation"), g("External id"),
+                d_add((i, cat, code, get("pid"), get("tid"), ts, dur, g("correlation"), ext,
                        g("stream", get("tid")), g("device", get("pid")), g("grid"), g("block"),
                        g("registers per thread"), g("shared memory"), g("blocks per SM"), g("warps per SM"),
                        g("bytes"), aid))
@@ -384,7 +417,11 @@ def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out[:, 0], out[:, 1], out[:, 2]
 
 
-_TABLE_CATS = {"cpu_op", "user_annotation", *LAUNCH_CATS, *DEVICE_CATS}
+# Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
+_CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
+             "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
+             "kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
+             "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
 def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     """Parse a Chrome trace written by torch.profiler into event tables.
 
@@ -397,6 +434,7 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     events = None
     with _gc_paused():
         streamed = False
+        stream_error = None
         if not keep_events:
             tables_s = _Tables()
             got: list[dict] = []
@@ -409,9 +447,15 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                 tables, meta = tables_s, got[0]
             except _NotStreamable:
                 pass
+            except TraceFormatError as exc:  # a layout the chunker misread: the whole parse decides
+                stream_error = exc
+            del tables_s
         if not streamed:
             data = _read(path)
-            meta, events = _split(_loads(path, data), path)
+            try:
+                meta, events = _split(_loads(path, data), path)
+            except TraceFormatError:
+                raise stream_error or sys.exc_info()[1] from None
             del data
             tables.add(events, 0)
         frames = tables.frames()
@@ -443,6 +487,6 @@ def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]
                 out.extend(e for i, e in enumerate(chunk, base) if keep(e, i))
                 base += len(chunk)
             return got[0], out
-        except _NotStreamable:
+        except (_NotStreamable, TraceFormatError):
             meta, events = _split(_loads(path, _read(path)), path)
             return meta, [e for i, e in enumerate(events) if keep(e, i)]
