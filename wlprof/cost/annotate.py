@@ -196,7 +196,10 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
 def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     with_op = k[k._op_pos >= 0]
     if with_op.empty:
-        return pd.DataFrame(columns=["step", "external_id", "op_name", "dur_us", "flops", "bytes"])
+        return pd.DataFrame(columns=["step", "external_id", "op_name", "op_input_dims", "op_input_types",
+                                     "op_input_strides", "op_concrete_inputs", "region", "ts_us", "cpu_dur_us",
+                                     "kernel_count", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
+                                     "cost_unit", "cost_dtype"])
     g = with_op.groupby("_op_pos", sort=True)
     first = g.first()
     pos = first.index.to_numpy()

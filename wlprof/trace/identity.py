@@ -21,11 +21,11 @@ def device_of(meta: dict, device: pd.DataFrame) -> tuple[str, str]:
         name = names.get(main) or next((n for n in names.values() if n), None)
         return "cuda", str(name) if name else "unknown GPU"
     host = meta.get("host_name")
-    if host in (None, socket.gethostname()):
+    if host == socket.gethostname():
         from wlprof.device import cpu_model
 
         return "cpu", cpu_model()
-    return "cpu", f"CPU of host {host}"
+    return "cpu", f"CPU of host {host}" if host else "unknown CPU"
 
 
 def rank_of(meta: dict, default: int) -> int:
