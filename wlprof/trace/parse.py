@@ -127,9 +127,12 @@ def _open_stream(path: Path):
 def _stream_events(path: Path, on_meta):
     """Yield (byte offset, event list) chunk by chunk, reading the file as it goes.
 
-    Memory stays near one chunk: the file is never held whole. Calls `on_meta(meta)`
-    with the top-level metadata (everything but the event list) at the end. Raises
-    _NotStreamable, before yielding anything, when the layout does not allow it.
+    Memory stays near one chunk: the file is never held whole. Events are split where
+    one ends and the next begins: at a newline and the first event's indentation when
+    the writer put each event on its own line (one `rfind`), else at any `}`, `,`, `{`
+    (minified JSON), where a split inside an event is told apart by not parsing. Calls
+    `on_meta(meta)` with the top-level metadata at the end. Raises _NotStreamable,
+    before yielding anything, when the file is not a trace object or array.
     """
     try:
         stream = _open_stream(path)
@@ -141,25 +144,28 @@ def _stream_events(path: Path, on_meta):
             while True:
                 block = stream.read(1 << 20)
                 head += block
-                key = head.find(b'"traceEvents"')
-                if key >= 0:
-                    colon = head.find(b":", key + 13)
+                start = next((i for i, c in enumerate(head[:64]) if c not in b" \t\r\n"), -1)
+                if start >= 0 and head[start] == ord("["):  # the Trace Event spec's array format
+                    key, bracket, array = start, start, True
+                else:
+                    array = False
+                    key = head.find(b'"traceEvents"')
+                    colon = head.find(b":", key + 13) if key >= 0 else -1
                     bracket = head.find(b"[", colon + 1) if colon >= 0 else -1
-                    first = bracket + 1
-                    while 0 < first < len(head) and head[first] in b" \t\r\n":
-                        first += 1
-                    if bracket >= 0 and first < len(head):
-                        break
+                first = bracket + 1
+                while 0 < first < len(head) and head[first] in b" \t\r\n":
+                    first += 1
+                if bracket >= 0 and first < len(head):
+                    break
                 if not block or len(head) > HEAD_LIMIT:
                     raise _NotStreamable()
-            if head[key + 13:colon].strip() or head[colon + 1:bracket].strip():
+            if not array and (head[key + 13:colon].strip() or head[colon + 1:bracket].strip()):
                 raise _NotStreamable()
+            if head[first] != ord("{"):
+                raise _NotStreamable()  # an empty list, or not a list of events
             indent = bytes(head[bracket + 1:first])
-            if b"\n" not in indent or head[first] != ord("{"):
-                raise _NotStreamable()
-            indent = indent[indent.rfind(b"\n"):]
-            boundary = b"}," + indent + b"{"
-            prefix = bytes(head[:key])
+            fixed = b"},\n" + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
+            prefix = None if array else bytes(head[:key])
             consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
             del head
@@ -171,20 +177,19 @@ def _stream_events(path: Path, on_meta):
                         buf += block
                     else:
                         eof = True
-                if not eof:
-                    k = buf.rfind(boundary)
-                    if k < 0 or k < CHUNK_BYTES // 2 and len(buf) < 4 * CHUNK_BYTES:
-                        continue  # read on until a chunk's worth of whole events is buffered
-                    stop = k + 1
-                else:
+                if eof:
                     chunk, meta = _last_chunk(path, buf, prefix, consumed)
                     yield consumed, chunk
                     on_meta(meta)
                     return
-                saved = buf[stop]
-                buf[0], buf[stop] = 0x5B, 0x5D
-                chunk = _loads(path, memoryview(buf)[:stop + 1], offset=consumed)
-                buf[stop] = saved
+                if len(buf) < CHUNK_BYTES // 2:
+                    continue
+                got = _whole_events(buf, fixed)
+                if got is None:
+                    if len(buf) > 8 * CHUNK_BYTES:
+                        raise _NotStreamable()  # no split found in a large buffer: parse the file whole
+                    continue  # read on until a chunk's worth of whole events is buffered
+                stop, chunk = got
                 yield consumed, chunk
                 del chunk
                 del buf[1:stop + 1]  # keep the spare byte; the next chunk starts after the comma
@@ -193,16 +198,47 @@ def _stream_events(path: Path, on_meta):
             raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
 
 
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_TRIES = 64  # candidate splits tried per chunk before reading on
+
+
+def _whole_events(buf: bytearray, fixed: bytes | None) -> tuple[int, list] | None:
+    """(position of the comma after the last whole event, the events before it), or None.
+
+    `buf[0]` is a spare byte; the events start at `buf[1]`.
+    """
+    if fixed is not None:
+        k = buf.rfind(fixed)
+        candidates = [k] if k > 0 else []
+    else:
+        tail = max(1, len(buf) - CHUNK_BYTES)
+        candidates = [m.start() for m in _BOUNDARY.finditer(buf, tail)][::-1][:_TRIES]
+    for k in candidates:
+        comma = buf.index(b",", k)
+        saved0, saved = buf[0], buf[comma]
+        buf[0], buf[comma] = 0x5B, 0x5D
+        try:
+            events = jsonio.loads(memoryview(buf)[:comma + 1])
+        except (*jsonio.JSONDecodeError, UnicodeDecodeError):
+            continue
+        finally:
+            buf[0], buf[comma] = saved0, saved
+        if isinstance(events, list):
+            return comma, events
+    return None
+
+
 _CLOSE = re.compile(rb"\}\s*\]")
 
 
-def _last_chunk(path: Path, buf: bytearray, prefix: bytes, consumed: int) -> tuple[list, dict]:
+def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int) -> tuple[list, dict]:
     """The last events and the metadata, from the buffer that holds the end of the file.
 
     The event list closes at the first `}` + whitespace + `]` after which both the events
     and the rest of the document are valid JSON: wherever a writer put the bracket
     (Kineto at the events' indentation, early Kineto at column 0, `json.dump(indent=N)`
-    one level out). None such: the file ends inside its event list.
+    one level out). `prefix` None: the file is an event array (nothing may follow it).
+    None such: the file ends inside its event list.
     """
     for m in _CLOSE.finditer(buf):
         stop = m.end() - 1  # the position of "]"
@@ -210,7 +246,13 @@ def _last_chunk(path: Path, buf: bytearray, prefix: bytes, consumed: int) -> tup
         buf[0] = 0x5B
         try:
             events = jsonio.loads(memoryview(buf)[:stop + 1])
-            doc = jsonio.loads(prefix + b'"traceEvents": []' + bytes(buf[stop + 1:]))
+            rest = bytes(buf[stop + 1:])
+            if prefix is None:
+                if rest.strip():
+                    continue
+                doc = {}
+            else:
+                doc = jsonio.loads(prefix + b'"traceEvents": []' + rest)
         except (*jsonio.JSONDecodeError, UnicodeDecodeError):
             continue
         finally:
