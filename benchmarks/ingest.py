@@ -128,7 +128,7 @@ def main(argv=None) -> int:
         "| make-up | JSON | wlprof wall (runs) | wlprof peak | peak / JSON | HTA wall | HTA peak | wlprof faster |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, label, n, size_mb, runs, best, hta, nk in rows:
+    for _name, label, n, size_mb, runs, best, hta, nk in rows:
         walls = ", ".join(f"{r['wall_s']:.1f}" for r in runs)
         h_wall = f"{hta['wall_s']:.1f} s" if hta else "-"
         h_peak = f"{hta['peak_mb']:,.0f} MB" if hta else "-"
