@@ -107,7 +107,8 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         if not isinstance(d, list) or not all(isinstance(x, int) for x in d):
             continue
         st = strides[i] if i < len(strides) else None
-        tensors.append((i, d, t, st if isinstance(st, list) and all(isinstance(x, int) for x in st) else None))
+        ok = isinstance(st, list) and len(st) == len(d) and all(isinstance(x, int) for x in st)
+        tensors.append((i, d, t, st if ok else None))  # None: a sparse tensor (recorded without strides)
     float_types = [t for _, _, t, _ in tensors if t not in INDEX_TYPES]
     main_type = float_types[0] if float_types else (tensors[0][2] if tensors else "")
     itemsize = element_size(main_type) or 4
@@ -129,15 +130,20 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     q = {"M": math.nan, "N": math.nan, "K": math.nan, "B": math.nan, "itemsize": itemsize, "dtype": dtype,
          "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
          "R": math.nan, "sync": name in SYNC_OPS}
-    layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
+    # 'r': an operand smaller than the first (broadcast by its shape, a row or column vector)
+    layouts = "".join("r" if j and _stored(d, st) < numel0 else _layout(d, st)
+                      for j, (_, d, _, st) in enumerate(tensors))
     sparse = any(st is None and len(d) >= 2 for _, d, _, st in tensors)
 
     if name in GEMM_OPS and sparse and len(tensors) >= 2:
         # CSR SpMM: addmm(out, adj[N, N], x[N, F]) or mm(adj, x); nnz is data (the workload's edges)
         mats = [(d, st) for _, d, _, st in tensors if len(d) == 2]
-        adj = next(d for d, st in mats if st is None)
-        dense = [d for d, st in mats if st is not None]
-        f = dense[-1][1] if dense else 1
+        at = next(j for j, (d, st) in enumerate(mats) if st is None)
+        adj = mats[at][0]
+        # the dense operand: the matrix after the sparse one (an `out` argument may follow, empty)
+        dense = [d for d, st in mats[at + 1:] if st is not None and math.prod(d) > 0]
+        dense = dense or [d for d, st in mats if st is not None and math.prod(d) > 0]
+        f = dense[0][1] if dense else 1
         q.update(R=float(adj[0]), W=float(f), M=float(adj[0]), N=float(f), K=float(adj[1]))
         group = f"spmm|{name}|{type_sig}"
         coords = (0.0, _log2(f), _log2(adj[0]), 0.0, 0.0)  # coords[0] (log2 nnz) and [3] come from the data

@@ -53,15 +53,16 @@ class Constants:
     vector: float = 50e6  # FLOP/us
     bandwidth: float = 4.2e6  # bytes/us
     floor: float = FLOOR_US
+    tile: int = 128  # a GEMM tile's side (a CPU has no tiles to pad: 1)
 
     def to_dict(self) -> dict:
         return {"sms": self.sms, "matrix": dict(self.matrix), "vector": self.vector, "bandwidth": self.bandwidth,
-                "floor": self.floor}
+                "floor": self.floor, "tile": self.tile}
 
     @classmethod
     def from_dict(cls, d: dict) -> Constants:
         return cls(int(d["sms"]), {k: float(v) for k, v in d["matrix"].items()}, float(d["vector"]),
-                   float(d["bandwidth"]), float(d["floor"]))
+                   float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)))
 
     @classmethod
     def from_ceilings(cls, ceilings: dict, sms: int | None = None) -> Constants:
@@ -70,6 +71,8 @@ class Constants:
             c.matrix = {k: float(v) * 1e6 for k, v in (ceilings.get("matrix_tflops") or {}).items() if v}
             c.vector = float(ceilings.get("vector_tflops") or 50.0) * 1e6
             c.bandwidth = float(ceilings.get("copy_gbps") or 4200.0) * 1e3
+            if ceilings.get("device_type") == "cpu":
+                c.sms, c.tile, c.floor = 1, 1, 1.0
         if sms:
             c.sms = int(sms)
         return c
@@ -84,19 +87,20 @@ def base_us(d: pd.DataFrame, k: Constants) -> np.ndarray:
     peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
     m, n, kk, b = (d[c].to_numpy(dtype=float) for c in ("M", "N", "K", "B"))
     g = cls == "gemm"
+    tile = float(k.tile)
     if g.any():
-        tm = np.where(m[g] <= 64, 64.0, 128.0)
-        tiles = np.ceil(m[g] / tm) * np.ceil(n[g] / 128.0) * b[g]
+        tm = np.where(m[g] <= tile / 2, tile / 2, tile) if tile > 1 else np.ones(g.sum())
+        tiles = np.ceil(m[g] / tm) * np.ceil(n[g] / tile) * b[g]
         waves = np.ceil(tiles / k.sms)
-        t_c = waves * 2 * tm * 128.0 * kk[g] / (peak[g] / k.sms)
+        t_c = waves * 2 * tm * tile * kk[g] / (peak[g] / k.sms)
         t_m = (m[g] * kk[g] + kk[g] * n[g] + m[g] * n[g]) * b[g] * s[g] / k.bandwidth
         out[g] = k.floor + np.maximum(t_c, t_m)
     gr = cls == "grouped"
     if gr.any():
         active = d.active.to_numpy(dtype=float)[gr] if "active" in d else b[gr]
         active = np.where(np.isfinite(active), active, b[gr])
-        tiles = (m[gr] / 128.0 + 0.5 * active) * np.ceil(n[gr] / 128.0)
-        t_c = np.ceil(tiles / k.sms) * 2 * 128.0 * 128.0 * kk[gr] / (peak[gr] / k.sms)
+        tiles = (m[gr] / tile + 0.5 * active * (tile > 1)) * np.ceil(n[gr] / tile)
+        t_c = np.ceil(tiles / k.sms) * 2 * tile * tile * kk[gr] / (peak[gr] / k.sms)
         t_m = (active * kk[gr] * n[gr] + m[gr] * (kk[gr] + n[gr])) * s[gr] / k.bandwidth
         out[gr] = k.floor + np.maximum(t_c, t_m)
     sp = cls == "spmm"
@@ -191,10 +195,12 @@ def distinct_calls(ops: pd.DataFrame, d: pd.DataFrame, point_cols=("run_id", "po
     for c in point_cols:
         frame[c] = ops[c].to_numpy() if c in ops else ""
     keys = ["group", *coords, *point_cols]
-    agg = frame.groupby(keys, sort=False, dropna=False).agg(
-        relaxed=("relaxed", "first"), cls=("cls", "first"), dur=("dur", "median"), n=("dur", "size"),
-        p10=("dur", lambda x: np.percentile(x, 10)), p90=("dur", lambda x: np.percentile(x, 90)),
-        first=("dur", lambda x: x.index[0]))
+    frame["pos"] = np.arange(len(frame))
+    g = frame.groupby(keys, sort=False, dropna=False)
+    agg = g.agg(relaxed=("relaxed", "first"), cls=("cls", "first"), dur=("dur", "median"), n=("dur", "size"),
+                first=("pos", "first"))
+    q = g.dur.quantile([0.1, 0.9]).unstack()
+    agg["p10"], agg["p90"] = q[0.1].to_numpy(), q[0.9].to_numpy()
     agg = agg.reset_index()
     agg["spread"] = (agg.p90 - agg.p10) / agg.dur
     return agg
@@ -215,7 +221,7 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     d = describe(ops)
     base = base_us(d, constants)
     calls = distinct_calls(ops, d)
-    first = calls["first"].to_numpy()
+    first = calls["first"].to_numpy(dtype=int)
     calls["base"] = base[first]
     calls["r"] = np.log(calls.dur.to_numpy() / calls.base.to_numpy())
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))

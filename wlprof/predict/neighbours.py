@@ -16,7 +16,7 @@ import numpy as np
 
 K_NEAREST = 8
 BANDWIDTH = 0.35  # h, in log2 units: neighbours closer than this count about the same
-RIDGE = 0.05  # on the slopes, so that few or collinear neighbours give a weighted mean
+RIDGE = 0.01  # on the slopes, so that few or collinear neighbours give a weighted mean
 EXACT = 1e-6
 
 
@@ -74,7 +74,7 @@ class Table:
         pred = np.clip(beta[:, 0], rn.min(axis=1), rn.max(axis=1))
         exact = dist[:, 0] <= EXACT
         if exact.any():
-            same = (dist <= EXACT) & exact[:, None]
-            pred[exact] = (np.where(same, rn * self.w[idx], 0).sum(axis=1)
-                           / np.where(same, self.w[idx], 0).sum(axis=1))[exact]
+            same = (dist[exact] <= EXACT)
+            wn = self.w[idx[exact]]
+            pred[exact] = np.where(same, rn[exact] * wn, 0).sum(axis=1) / np.where(same, wn, 0).sum(axis=1)
         return pred, dist[:, 0]

@@ -26,10 +26,13 @@ import numpy as np
 import pandas as pd
 
 PROFILE_FILE = "profile.json"
+OPS_FILE = "ops.parquet"  # every run's ops table in one file
+STEPS_FILE = "steps.parquet"
 PREDICTOR_FILE = "predictor.json"
 NOISY_CALL_SPREAD = 0.15
 NOISY_TIME_SHARE = 0.2
 THROTTLED = 0.9
+FORMAT = 1  # of predictor.json: a file of another format is refitted from the traces
 
 
 def run_profile(out: str | Path, device: str | None = None, scale: str | None = None, budget_s: float = 360.0,
@@ -81,18 +84,31 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     if not done:
         raise InputError(Key("budget", "store"), "must leave time for at least one section", budget_s)
     info = {"command": command, "device": {"type": dev.type, "name": _device_name(dev)}, "scale": scale,
+            "ceilings": _ceilings_of(traces),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "grid_seconds": round(grid_s, 1), "gpu_minutes": round(grid_s / 60, 2) if dev.type == "cuda" else None,
             "budget_seconds": budget_s, "versions": versions(), "sections": done, "skipped": skipped}
     t1 = time.monotonic()
     ops = _load(traces, "ops")
     steps = _load(traces, "steps")
+    ops.to_parquet(out / OPS_FILE, index=False)  # the profile in two files: what predict needs, to ship
+    steps.to_parquet(out / STEPS_FILE, index=False)
     info.update(check(ops, steps))
-    predictor, host = fit_profile(ops, steps, traces)
+    predictor, host = fit_profile(ops, steps, traces, info["ceilings"])
     info["fit_seconds"] = round(time.monotonic() - t1, 1)
     write_predictor(out, predictor, host)
     (out / PROFILE_FILE).write_text(json.dumps(info, indent=1, default=str) + "\n")
     return info
+
+
+def _ceilings_of(traces: Path) -> dict:
+    """The ceilings the grid's runs used (the last run's manifest), with the device's SM count."""
+    from wlprof.store.runs import list_runs
+
+    out: dict = {}
+    for m in list_runs(traces):
+        out = {**(m.get("ceilings") or {}), "sm_count": (m.get("device") or {}).get("sm_count")}
+    return out
 
 
 def _device_name(dev) -> str:
@@ -152,13 +168,13 @@ def check(ops: pd.DataFrame, steps: pd.DataFrame) -> dict:
     return out
 
 
-def fit_profile(ops: pd.DataFrame, steps: pd.DataFrame, traces: Path | None = None):
-    """(Predictor, Host) fitted on a profile's op calls and steps."""
+def fit_profile(ops: pd.DataFrame, steps: pd.DataFrame, traces: Path | None = None, ceilings: dict | None = None):
+    """(Predictor, Host) fitted on a profile's op calls and steps (the ceilings from its runs' manifests)."""
     from wlprof.predict import model
     from wlprof.predict.calls import describe
     from wlprof.predict.steps import fit_host
 
-    ceilings, sms = {}, None
+    ceilings, sms = dict(ceilings or {}), (ceilings or {}).get("sm_count")
     if traces is not None:
         from wlprof.store.runs import list_runs
 
@@ -175,7 +191,7 @@ def fit_profile(ops: pd.DataFrame, steps: pd.DataFrame, traces: Path | None = No
 def write_predictor(out: Path, predictor, host) -> None:
     from wlprof.store.atomic import atomic_write_bytes
 
-    doc = {"predictor": predictor.to_dict(), "host": host.to_dict()}
+    doc = {"format": FORMAT, "predictor": predictor.to_dict(), "host": host.to_dict()}
     atomic_write_bytes(Path(out) / PREDICTOR_FILE, json.dumps(doc).encode())
 
 
@@ -188,16 +204,26 @@ def load_profile(path: str | Path, refit: bool = False):
 
     path = Path(path)
     traces = path / "traces"
-    if not path.is_dir() or not traces.is_dir():
-        raise InputError(Key("profile", "store"), "must be a profile folder made by `wlprof profile` (with a "
-                         "traces/ folder)", str(path))
+    if not path.is_dir() or not (traces.is_dir() or (path / OPS_FILE).is_file()):
+        raise InputError(Key("profile", "store"), "must be a profile folder made by `wlprof profile` (with "
+                         f"{OPS_FILE} or a traces/ folder)", str(path))
     info = json.loads((path / PROFILE_FILE).read_text()) if (path / PROFILE_FILE).exists() else {}
     fitted = path / PREDICTOR_FILE
     if fitted.exists() and not refit:
         doc = json.loads(fitted.read_text())
-        return Predictor.from_dict(doc["predictor"]), Host.from_dict(doc["host"]), info
-    ops, steps = _load(traces, "ops"), _load(traces, "steps")
+        if doc.get("format") == FORMAT:  # else fitted by another version of the model: fit again
+            return Predictor.from_dict(doc["predictor"]), Host.from_dict(doc["host"]), info
+    ops, steps = profile_tables(path)
     if ops.empty:
         raise InputError(Key("profile", "store"), "must hold profiled op calls", str(path))
-    predictor, host = fit_profile(ops, steps, traces)
+    predictor, host = fit_profile(ops, steps, traces if traces.is_dir() else None, info.get("ceilings"))
     return predictor, host, info
+
+
+def profile_tables(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ops, steps) of a profile folder: its consolidated files, else its traces."""
+    path = Path(path)
+    if (path / OPS_FILE).is_file():
+        steps = pd.read_parquet(path / STEPS_FILE) if (path / STEPS_FILE).is_file() else pd.DataFrame()
+        return pd.read_parquet(path / OPS_FILE), steps
+    return _load(path / "traces", "ops"), _load(path / "traces", "steps")

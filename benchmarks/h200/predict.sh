@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# H200 device call: build the Level-3 offline profile and score it on configurations it never saw.
+#
+#   bash benchmarks/h200/predict.sh                 # on the H200, from the repository root (~9 minutes)
+#   DEVICE=cpu bash benchmarks/h200/predict.sh      # the same steps as a CPU miniature (a dry run)
+#
+# 1. `wlprof profile --device cuda` into $T/profile within a budget (BUDGET_MIN, default 4.8 minutes
+#    of grid; the coarse pass of every section first);
+# 2. the held-out studies (workloads/heldout_*.toml) in one process into $T/heldout;
+# 3. `wlprof predict --profile ... --test` on every held-out run; five `--spec` predictions and three
+#    `--trace --scale` ones beside their measured runs (predict_examples.py), the same through the
+#    command line once each; benchmarks/heldout.py (the ladder per family);
+# 4. $OUT: log.txt, profile.tgz (profile.json, predictor.json, ops/steps Parquet), heldout.tgz (the
+#    held-out runs without their Chrome traces), predict_test.md, spec.md, heldout.md, mlp_traces.tgz.
+source "$(dirname "$0")/common.sh"
+DEVICE=${DEVICE:-cuda}
+BUDGET_MIN=${BUDGET_MIN:-4.8}
+if [ "$DEVICE" = cpu ]; then SHRINK=--shrink; BUDGET_MIN=${CPU_BUDGET_MIN:-4}; else SHRINK=; fi
+P=$T/profile
+H=$T/heldout
+START=$(date +%s)
+# common.sh's quiet_log, line-buffered: a call cut short at its time limit still leaves its log
+qlog() { grep --line-buffered -v -e '^USDT' -e 'Profiler clears events' -e '_warn_once'; }
+elapsed() { echo $(( $(date +%s) - START )); }
+{
+step "machine"
+if [ "$DEVICE" = cuda ]; then machine; else python3 -c "import torch; print('torch', torch.__version__)"; fi
+
+step "profile ($BUDGET_MIN min budget)"
+timeout 460 $WL profile --device "$DEVICE" -o "$P" --budget-minutes "$BUDGET_MIN"
+echo "profile done at $(elapsed) s"
+
+step "held-out studies"
+timeout 170 python3 benchmarks/h200/sweep_many.py --traces "$H" --device "$DEVICE" $SHRINK \
+  workloads/heldout_gemm.toml workloads/heldout_mlp.toml workloads/heldout_mlp_wide.toml \
+  workloads/heldout_elementwise.toml workloads/heldout_moe_a.toml workloads/heldout_moe_b.toml \
+  workloads/heldout_moe_spec.toml workloads/heldout_gnn.toml workloads/heldout_gnn_pyg.toml \
+  workloads/gemm_same_flops.toml
+echo "held-out done at $(elapsed) s"
+RUNS=$(python3 -c "import json; print(' '.join('--test ' + r['run_id'] for r in json.load(open('$H/_runs.json')) if r['run_id']))")
+
+step "predict --test (every held-out run)"
+timeout 120 $WL predict --profile "$P" $RUNS --traces "$H" -o "$OUT/predict_test.md"
+
+step "predict --spec and --trace --scale: five configurations and three rescaled traces beside their measured runs"
+timeout 150 python3 benchmarks/h200/predict_examples.py --profile "$P" --heldout "$H" --out "$OUT/spec.md" \
+  $( [ "$DEVICE" = cpu ] && echo --cpu ) | head -40
+echo "examples done at $(elapsed) s"
+# the same through the command line, once each
+if [ "$DEVICE" = cuda ]; then SPEC="moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1 dispatch=grouped"
+else SPEC="moe tokens=48 experts=6 top_k=2 d_model=48 d_ff=96 routing=zipf:1.1 dispatch=grouped dtype=float32"; fi
+timeout 60 $WL predict --profile "$P" --spec "$SPEC" --top 10
+MLP_RUN=$(python3 -c "import json; print(next(r['run_id'] for r in json.load(open('$H/_runs.json')) if r['name']=='heldout_mlp'))")
+f=$(ls "$H/$MLP_RUN"/_chrome/p00[14]-*.raw.json.gz 2>/dev/null | tail -1)
+[ -n "$f" ] && timeout 60 $WL predict --profile "$P" --trace "$f" --scale batch=4 --top 6
+
+step "the ladder per family on the held-out runs"
+timeout 120 python3 benchmarks/heldout.py --profile "$P" --traces "$H" --out "$OUT/heldout.md" | head -30
+echo "scoring done at $(elapsed) s"
+step "done"; [ "$DEVICE" = cuda ] && nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+} 2>&1 | qlog | tee "$OUT/log.txt"
+tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
+tar czf "$OUT/heldout.tgz" --exclude=_chrome -C "$T" heldout
+MLP_RUN=$(python3 -c "import json; print(next(r['run_id'] for r in json.load(open('$H/_runs.json')) if r['name']=='heldout_mlp'))" 2>/dev/null)
+[ -n "$MLP_RUN" ] && tar czf "$OUT/mlp_traces.tgz" -C "$H" "$MLP_RUN/_chrome" 2>/dev/null
+rm -rf "$OUT/cache"
+ls -la "$OUT"
