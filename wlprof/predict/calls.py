@@ -130,9 +130,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     q = {"M": math.nan, "N": math.nan, "K": math.nan, "B": math.nan, "itemsize": itemsize, "dtype": dtype,
          "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
          "R": math.nan, "sync": name in SYNC_OPS}
-    # 'r': an operand smaller than the first (broadcast by its shape, a row or column vector)
-    layouts = "".join("r" if j and _stored(d, st) < numel0 else _layout(d, st)
-                      for j, (_, d, _, st) in enumerate(tensors))
+    layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
     sparse = any(st is None and len(d) >= 2 for _, d, _, st in tensors)
 
     if name in GEMM_OPS and sparse and len(tensors) >= 2:
@@ -201,6 +199,9 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
             extra = _log2(float(concrete[1]))
         except ValueError:
             pass
+    # 'r': an operand smaller than the first (broadcast by its shape: a row or column vector)
+    layouts = "".join("r" if j and _stored(d, st) < numel0 else _layout(d, st)
+                      for j, (_, d, _, st) in enumerate(tensors))
     group = f"memory|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
     coords = (_log2(numel0), _log2(inner), _log2(n1), extra, 0.0)
     return "memory", group, f"memory|{name}|{type_sig}", coords, q
@@ -285,8 +286,12 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
         coords[g, 3] = np.log2(np.maximum(out.B.to_numpy()[g], 1))
         coords[g, 4] = np.log2(np.maximum(out.M.to_numpy()[g] / np.maximum(out.B.to_numpy()[g], 1), 1))
     # graphs: the skew of the in-degrees (max over mean) and the sparse matrix's nonzeros
-    skew = np.log2(np.maximum(_num(ops, "max_in_degree"), 1) / np.maximum(_num(ops, "mean_in_degree"), 1e-9))
+    mx = _num(ops, "max_in_degree")
+    skew = np.log2(np.maximum(mx, 1) / np.maximum(_num(ops, "mean_in_degree"), 1e-9))
     skew = np.where(np.isfinite(skew), np.maximum(skew, 0), 0.0)
+    # a hub's work: the elements reduced into the most-targeted destination, serial or contended
+    w = out.W.to_numpy(dtype=float)
+    out["hub"] = np.where(np.isin(cls, ("index", "spmm")) & np.isfinite(mx) & np.isfinite(w), mx * w, 0.0)
     for c in ("index", "spmm"):
         rows = np.flatnonzero(cls == c)
         coords[rows, 3] = skew[rows]

@@ -110,6 +110,50 @@ def base_us(d: pd.DataFrame, k: Constants) -> np.ndarray:
     return out
 
 
+FITTED = ("memory", "index", "spmm")  # classes whose base is fitted per op group
+MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
+
+
+def _terms(d: pd.DataFrame) -> np.ndarray:
+    """The base's terms per call: 1 (the launch floor), bytes, indexed rows, a hub's elements."""
+    nbytes = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0)
+    rows = np.nan_to_num(d.L.to_numpy(dtype=float), nan=0.0) if "L" in d else np.zeros(len(d))
+    hub = np.nan_to_num(d.hub.to_numpy(dtype=float), nan=0.0) if "hub" in d else np.zeros(len(d))
+    return np.column_stack([np.ones(len(d)), nbytes, rows, hub])
+
+
+def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
+    """`base_us`, with a group's fitted base where the profile fitted one."""
+    out = base_us(d, k)
+    if not bases:
+        return out
+    free = _free(d.group.to_numpy(dtype=object))
+    rows = np.flatnonzero([f in bases for f in free])
+    if len(rows):
+        coef = np.array([bases[f] for f in free[rows]])
+        out[rows] = np.maximum((_terms(d.iloc[rows]) * coef).sum(axis=1), 0.05)
+    return out
+
+
+def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray) -> dict[str, list[float]]:
+    """Per group without context of the memory, index and sparse classes: non-negative a + b*bytes +
+    c*rows + d*hub, least squares in relative error over its distinct profiled calls."""
+    from scipy.optimize import nnls
+
+    out = {}
+    cls = d.cls.to_numpy()
+    terms = _terms(d)
+    for f in pd.unique(free[np.isin(cls, FITTED)]):
+        rows = np.flatnonzero(free == f)
+        if len(rows) < MIN_FIT:
+            continue
+        a = terms[rows] / dur[rows, None]
+        scale = np.maximum(np.abs(a).max(axis=0), 1e-30)
+        coef, _ = nnls(a / scale, np.ones(len(rows)), maxiter=200)
+        out[str(f)] = (coef / scale).tolist()
+    return out
+
+
 def _free(groups: np.ndarray) -> np.ndarray:
     """The groups without their context (`calls.describe` ends a group with '|@context')."""
     return np.array([g.rsplit("|@", 1)[0] for g in groups], dtype=object)
@@ -133,11 +177,13 @@ class Predictor:
     relaxed: dict[str, Table]
     classes: dict[str, Table]
     meta: dict = field(default_factory=dict)
+    # per group without context (memory, index, spmm ops): the fitted base a + b*bytes + c*rows + d*hub
+    bases: dict[str, list[float]] = field(default_factory=dict)
 
     def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`."""
         d = describe(ops) if described is None else described
-        base = base_us(d, self.constants)
+        base = fitted_base(d, self.constants, self.bases)
         coords = d[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
         r = np.full(len(d), np.nan)
         src = np.full(len(d), len(SOURCES) - 1)
@@ -175,7 +221,8 @@ class Predictor:
             return {k: {"x": t.x.tolist(), "r": t.r.tolist(), "w": t.w.tolist()} for k, t in ts.items()}
 
         return {"constants": self.constants.to_dict(), "groups": tables(self.groups), "free": tables(self.free),
-                "relaxed": tables(self.relaxed), "classes": tables(self.classes), "meta": self.meta}
+                "relaxed": tables(self.relaxed), "classes": tables(self.classes), "meta": self.meta,
+                "bases": self.bases}
 
     @classmethod
     def from_dict(cls, d: dict) -> Predictor:
@@ -183,7 +230,7 @@ class Predictor:
             return {k: Table(np.array(v["x"], dtype=float), np.array(v["r"]), np.array(v["w"])) for k, v in ts.items()}
 
         return cls(Constants.from_dict(d["constants"]), tables(d["groups"]), tables(d["free"]),
-                   tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}))
+                   tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}))
 
 
 def distinct_calls(ops: pd.DataFrame, d: pd.DataFrame, point_cols=("run_id", "point")) -> pd.DataFrame:
@@ -219,10 +266,11 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
         constants = Constants()
     ops = ops.reset_index(drop=True)
     d = describe(ops)
-    base = base_us(d, constants)
     calls = distinct_calls(ops, d)
     first = calls["first"].to_numpy(dtype=int)
-    calls["base"] = base[first]
+    firsts = d.iloc[first].reset_index(drop=True)
+    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float), _free(calls.group.to_numpy(dtype=object)))
+    calls["base"] = fitted_base(firsts, constants, bases)
     calls["r"] = np.log(calls.dur.to_numpy() / calls.base.to_numpy())
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))
     coords = [f"c{j}" for j in range(NCOORDS)]
@@ -246,4 +294,4 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     m = dict(meta or {})
     m.update(calls=int(len(ops)), distinct=int(len(calls)), noisy=int((calls.spread > NOISY_SPREAD).sum()),
              op_names=sorted({str(g).split("|")[1] for g in groups if "|" in str(g)}))
-    return Predictor(constants, groups, free, relaxed, classes, m)
+    return Predictor(constants, groups, free, relaxed, classes, m, bases)

@@ -23,7 +23,9 @@ import pandas as pd
 from wlprof.errors import InputError, Key
 
 BIG = 1 << 16  # floating tensors with more elements live on the meta device
-# CPU/meta op -> the op CUDA launches for it, where they differ (torch 2.11 on the H200)
+# CPU/meta op -> the op CUDA launches for it, where they differ (torch 2.11 on the H200); CUDA's
+# index_select runs as gather above INDEX_SELECT_MAX indices (16 stayed index_select, 128 did not)
+INDEX_SELECT_MAX = 16
 CUDA_NAMES = {"aten::index_select": "aten::gather", "aten::zero_": "aten::fill_", "aten::full": "aten::fill_",
               "aten::zeros": "aten::fill_", "aten::new_zeros": "aten::fill_", "aten::zeros_like": "aten::fill_",
               "aten::_sparse_addmm": "aten::addmm"}
@@ -361,6 +363,9 @@ def _translate(ops: pd.DataFrame) -> pd.DataFrame:
         except (TypeError, ValueError):
             continue
         if len(dims) != 3 or len(dims[0]) < 1 or len(dims[2]) != 1:  # already gather's own signature
+            continue
+        if dims[2][0] <= INDEX_SELECT_MAX:  # a few indices: CUDA keeps index_select
+            ops.iat[i, ops.columns.get_loc("op_name")] = "aten::index_select"
             continue
         x, idx = dims[0], dims[2][0]
         out = [idx, *x[1:]]
