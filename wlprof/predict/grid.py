@@ -96,11 +96,44 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
                                                          "float32", device),
                                len(scales) * len(feats) * len(pyg), 0.35))
     for i, (tokens, experts, top_k, d_model, d_ff, routings) in enumerate(moe_configs()):
-        params = {"tokens": [tokens], "experts": experts, "top_k": top_k, "d_model": d_model, "d_ff": d_ff,
-                  "routing": routings, "dispatch": ["loop", "padded", "grouped"], "ffn": "swiglu"}
-        out.append(Section("moe", 1 if i % 2 == 0 else 2,
-                           _study(f"moe T{tokens} E{experts} k{top_k} d{d_model}", "moe", params, "bfloat16",
-                                  device), 3 * len(routings), 0.45))
+        for routing in routings:
+            dispatches = moe_dispatches(tokens, experts, top_k, d_model, d_ff, routing)
+            if not dispatches:
+                continue
+            params = {"tokens": [tokens], "experts": experts, "top_k": top_k, "d_model": d_model, "d_ff": d_ff,
+                      "routing": [routing], "dispatch": dispatches, "ffn": "swiglu"}
+            out.append(Section("moe", 1 if i % 2 == 0 else 2,
+                               _study(f"moe T{tokens} E{experts} k{top_k} d{d_model} {routing}", "moe", params,
+                                      "bfloat16", device), len(dispatches), 0.45))
+    return out
+
+
+MOE_MAX_FLOP = 25e12  # a grid point's step at most this much expert work (about 40 ms on an H200)
+MOE_MAX_BYTES = 60 * 2**30  # and this much device memory
+
+
+def moe_dispatches(tokens: int, experts: int, top_k: int, d_model: int, d_ff: int, routing: str) -> list[str]:
+    """The dispatches whose step stays within the grid's work and memory bounds (the padded one
+    computes every expert's capacity rows: concentrated routings of many tokens are out)."""
+    import torch
+
+    from wlprof import workloads
+    from wlprof.workloads.base import Point
+    from wlprof.workloads.moe.costs import capacity
+    from wlprof.workloads.moe.tensors import routing_for
+
+    wl = workloads.get("moe")
+    out = []
+    for dispatch in ("loop", "padded", "grouped"):
+        p = {"tokens": tokens, "experts": experts, "top_k": top_k, "routing": routing, "dispatch": dispatch,
+             "capacity_factor": 0.0 if dispatch == "padded" else None, "d_model": d_model, "d_ff": d_ff,
+             "activation": "swiglu", "seed": 0}
+        rows = tokens * top_k
+        if dispatch == "padded":
+            rows = experts * capacity(0.0, routing_for(p).counts(), tokens, top_k)
+        if 6.0 * rows * d_model * d_ff <= MOE_MAX_FLOP and \
+                wl.estimate_bytes(Point("x", p), torch.bfloat16) <= MOE_MAX_BYTES:
+            out.append(dispatch)
     return out
 
 
@@ -167,10 +200,15 @@ def cpu_sections(device: str | None = "cpu") -> list[Section]:
     return out
 
 
+# the fill-in's order: where a budget that runs out costs least last
+PASS2_ORDER = ("moe", "gnn raw", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "elementwise")
+
+
 def sections(scale: str = "gpu", device: str | None = None) -> list[Section]:
     """The grid's sections, pass 1 first (`scale`: gpu, the full grid; cpu, its miniature)."""
     secs = gpu_sections(device or "cuda") if scale == "gpu" else cpu_sections(device or "cpu")
-    return sorted(secs, key=lambda s: s.passno)  # stable: each pass keeps the sections' order
+    rank = {n: i for i, n in enumerate(PASS2_ORDER)}
+    return sorted(secs, key=lambda s: (s.passno, rank.get(s.name, len(rank)) if s.passno == 2 else 0))
 
 
 def expected_seconds(secs: list[Section]) -> float:

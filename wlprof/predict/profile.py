@@ -62,7 +62,7 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     started = time.time()
     t0 = time.monotonic()
     per_point: dict[str, float] = {}
-    done, skipped = [], []
+    done, skipped, failed = [], [], []
     for s in secs:
         est = s.points * per_point.get(s.name, s.cost_s)
         elapsed = time.monotonic() - t0
@@ -75,7 +75,14 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
         if progress:
             progress(f"{s.study.name}: {s.points} points ({elapsed:.0f}/{budget_s:.0f} s)")
         ts = time.monotonic()
-        res = run_study(s.study, traces, command=command)
+        try:
+            res = run_study(s.study, traces, command=command)
+        except Exception as exc:  # noqa: BLE001 - a section that cannot run (memory, a dtype) must not lose the grid
+            failed.append({"section": s.name, "pass": s.passno, "study": s.study.name,
+                           "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"})
+            if progress:
+                progress(f"failed {s.study.name}: {failed[-1]['error']}")
+            continue
         dt = time.monotonic() - ts
         per_point[s.name] = dt / max(s.points, 1)
         done.append({"section": s.name, "pass": s.passno, "study": s.study.name, "run_id": res.run_id,
@@ -87,7 +94,8 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
             "ceilings": _ceilings_of(traces),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "grid_seconds": round(grid_s, 1), "gpu_minutes": round(grid_s / 60, 2) if dev.type == "cuda" else None,
-            "budget_seconds": budget_s, "versions": versions(), "sections": done, "skipped": skipped}
+            "budget_seconds": budget_s, "versions": versions(), "sections": done, "skipped": skipped,
+            "failed": failed}
     t1 = time.monotonic()
     ops = _load(traces, "ops")
     steps = _load(traces, "steps")

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 STEP_KEYS = ["run_id", "point", "step"]
-MAX_CASES = 200
+MAX_CASES = 120
 
 
 @dataclass
@@ -141,7 +141,7 @@ def fit_host(ops: pd.DataFrame, described: pd.DataFrame, steps: pd.DataFrame) ->
         return float(np.mean(np.square(err)))
 
     best = minimize(loss, x0=[6.0, 2.0, 15.0, 5.0], method="Nelder-Mead",
-                    options={"maxiter": 300, "xatol": 0.05, "fatol": 1e-5})
+                    options={"maxiter": 160, "xatol": 0.05, "fatol": 1e-5})
     host = Host(*np.abs(best.x[:4]), latency_us=0.0)
     gaps = [lat - p.times(host)[1] for p, _, lat in plans]
     host.latency_us = float(max(np.median(gaps), 0.0))
