@@ -110,7 +110,7 @@ def base_us(d: pd.DataFrame, k: Constants) -> np.ndarray:
     return out
 
 
-FITTED = ("memory", "index", "spmm")  # classes whose base is fitted per op group
+FITTED = ("index", "spmm")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
 
 
