@@ -126,9 +126,9 @@ def scatter_row(e, f, n, skew_max, dur, **kw):
 
 
 def test_index_op_time_follows_the_graphs_skew_not_its_shapes_alone():
-    # atomics contend on hub destinations: true time grows with log2(max / mean in-degree)
+    # the bytes at 3 TB/s, and a hub destination's updates serialized: 0.5 ns per element reduced into it
     def true(e, f, n, mx):
-        return 2.0 + e * f * 4 * 3 / 3e6 * (1 + 0.25 * math.log2(mx / (e / n)))
+        return 2.0 + e * f * 4 * 3 / 3e6 + 5e-4 * mx * f
 
     rows, i = [], 0
     for s in (14, 16, 18, 20):
@@ -138,13 +138,14 @@ def test_index_op_time_follows_the_graphs_skew_not_its_shapes_alone():
                 rows.append(scatter_row(e, f, n, mx, true(e, f, n, mx), point=i))
                 i += 1
     p = model.fit(pd.DataFrame(rows), K)
-    cases = [(16 << 17, 96, 1 << 17, 1024), (16 << 19, 48, 1 << 19, 100), (16 << 15, 192, 1 << 15, 64)]
+    cases = [(16 << 17, 96, 1 << 17, 1024), (16 << 19, 48, 1 << 19, 100), (16 << 15, 192, 1 << 15, 64),
+             (16 << 18, 128, 1 << 18, 20000)]
     pred, src = p.predict(pd.DataFrame([scatter_row(*c, 1.0) for c in cases]))
     want = np.array([true(*c) for c in cases])
-    assert np.abs(pred / want - 1).max() < 0.06
+    assert np.abs(pred / want - 1).max() < 0.05
     # the same shapes on a flat graph: the skew coordinate moves the prediction
-    flat, _ = p.predict(pd.DataFrame([scatter_row(16 << 17, 96, 1 << 17, 16, 1.0)]))
-    assert flat[0] < pred[0] * 0.8
+    flat, _ = p.predict(pd.DataFrame([scatter_row(16 << 18, 128, 1 << 18, 16, 1.0)]))
+    assert flat[0] < pred[3] * 0.8
 
 
 # ---------------------------------------------------------------- fallbacks and persistence

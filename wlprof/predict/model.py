@@ -16,8 +16,9 @@ with the source that answered it:
 
 Base times (`base_us`), per class, with the profile's measured peaks and bandwidth:
 
-- gemm: floor + max(waves x tile time, compulsory bytes / bandwidth), waves = ceil(tiles / SMs),
-  tiles of 128 x 128 (64 rows when M <= 64), a tile's time 2 * tm * tn * K / (peak / SMs);
+- gemm: floor + max(waves x tile time, compulsory bytes / bandwidth), waves = ceil(tiles x splits /
+  SMs), tiles of 128 x 128 (64 rows when M <= 64), a tile's time 2 * tm * tn * K / splits / (peak /
+  SMs), K split (at least 512 per split) when there are fewer tiles than SMs;
 - grouped (`_grouped_mm`): the same over every group's tiles (each active group pads half
   a tile), against the active experts' weights;
 - spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth;
@@ -39,6 +40,7 @@ from wlprof.predict.neighbours import Table
 SOURCES = ("same call", "near", "far", "other context", "op", "class", "base")
 NEAR = 1.0  # log2 units: within 2x of a profiled call in every coordinate
 FLOOR_US = 2.0  # a launch's floor before the profile says otherwise
+SPLIT_K_MIN = 512  # the least K a split-K GEMM gives one split
 NOISY_WEIGHT = 0.25  # a profiled call whose samples spread more than NOISY_SPREAD counts this much
 NOISY_SPREAD = 0.15  # (p90 - p10) / median over its samples
 
@@ -78,8 +80,9 @@ class Constants:
         return c
 
 
-def base_us(d: pd.DataFrame, k: Constants) -> np.ndarray:
-    """The physical base time of each described call (`calls.describe`), in us."""
+def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None) -> np.ndarray:
+    """The physical base time of each described call (`calls.describe`), in us; `split`: per call,
+    whether a GEMM's K may be split (default: all)."""
     cls = d.cls.to_numpy()
     s = d.itemsize.to_numpy(dtype=float)
     nbytes = d["bytes"].to_numpy(dtype=float)
@@ -91,8 +94,12 @@ def base_us(d: pd.DataFrame, k: Constants) -> np.ndarray:
     if g.any():
         tm = np.where(m[g] <= tile / 2, tile / 2, tile) if tile > 1 else np.ones(g.sum())
         tiles = np.ceil(m[g] / tm) * np.ceil(n[g] / tile) * b[g]
-        waves = np.ceil(tiles / k.sms)
-        t_c = waves * 2 * tm * tile * kk[g] / (peak[g] / k.sms)
+        # split-K: a GEMM of fewer tiles than SMs splits K (down to SPLIT_K_MIN per split) to fill them
+        splits = np.clip(np.floor(k.sms / tiles), 1, np.maximum(np.floor(kk[g] / SPLIT_K_MIN), 1))
+        if split is not None:
+            splits = np.where(np.asarray(split, dtype=bool)[g], splits, 1.0)
+        waves = np.ceil(tiles * splits / k.sms)
+        t_c = waves * 2 * tm * tile * (kk[g] / splits) / (peak[g] / k.sms)
         t_m = (m[g] * kk[g] + kk[g] * n[g] + m[g] * n[g]) * b[g] * s[g] / k.bandwidth
         out[g] = k.floor + np.maximum(t_c, t_m)
     gr = cls == "grouped"
@@ -123,11 +130,15 @@ def _terms(d: pd.DataFrame) -> np.ndarray:
 
 
 def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
-    """`base_us`, with a group's fitted base where the profile fitted one."""
-    out = base_us(d, k)
+    """`base_us`, with a group's fitted base where the profile fitted one (for a GEMM group: whether
+    its K splits, `[1.0]` or `[0.0]`)."""
+    free = _free(d.group.to_numpy(dtype=object))
+    split = np.array([bases.get(f, [1.0])[0] > 0.5 if c == "gemm" else True
+                      for f, c in zip(free, d.cls.to_numpy(), strict=True)], dtype=bool)
+    out = base_us(d, k, split)
     if not bases:
         return out
-    free = _free(d.group.to_numpy(dtype=object))
+    free = np.where(d.cls.to_numpy() == "gemm", "", free)
     rows = np.flatnonzero([f in bases for f in free])
     if len(rows):
         coef = np.array([bases[f] for f in free[rows]])
@@ -135,7 +146,8 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
     return out
 
 
-def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray) -> dict[str, list[float]]:
+def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
+              constants: Constants | None = None) -> dict[str, list[float]]:
     """Per group without context of the memory, index and sparse classes: non-negative a + b*bytes +
     c*rows + d*hub, least squares in relative error over its distinct profiled calls."""
     from scipy.optimize import nnls
@@ -143,6 +155,20 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray) -> dict[str, l
     out = {}
     cls = d.cls.to_numpy()
     terms = _terms(d)
+    # GEMM groups: split-K in the base or not, whichever leaves the smoother correction (cuBLAS splits
+    # skinny GEMMs of some layouts and not others)
+    k = constants or Constants()
+    for f in pd.unique(free[cls == "gemm"]):
+        rows = np.flatnonzero(free == f)
+        if len(rows) < MIN_FIT:
+            continue
+        sub = d.iloc[rows]
+        x = sub[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
+        err = []
+        for split in (True, False):
+            r = np.log(dur[rows] / base_us(sub, k, np.full(len(rows), split)))
+            err.append(Table(x, r, np.ones(len(rows))).loo_error())
+        out[str(f)] = [1.0 if err[0] <= err[1] else 0.0]
     for f in pd.unique(free[np.isin(cls, FITTED)]):
         rows = np.flatnonzero(free == f)
         if len(rows) < MIN_FIT:
@@ -269,7 +295,8 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     calls = distinct_calls(ops, d)
     first = calls["first"].to_numpy(dtype=int)
     firsts = d.iloc[first].reset_index(drop=True)
-    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float), _free(calls.group.to_numpy(dtype=object)))
+    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float), _free(calls.group.to_numpy(dtype=object)),
+                      constants)
     calls["base"] = fitted_base(firsts, constants, bases)
     calls["r"] = np.log(calls.dur.to_numpy() / calls.base.to_numpy())
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))

@@ -43,8 +43,19 @@ class Table:
             self._tree = cKDTree(self.x[:, self.dims])
         return self._tree
 
-    def query(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(residual, distance to the nearest profiled point) for each query row of q [m, d]."""
+    def loo_error(self) -> float:
+        """Mean |error| of each point's residual predicted from the others (leave one out)."""
+        if len(self.r) < 3 or not len(self.dims):
+            return 0.0
+        others = [Table(np.delete(self.x, i, axis=0), np.delete(self.r, i), np.delete(self.w, i))
+                  for i in range(len(self.r))] if len(self.r) <= 12 else None
+        if others is not None:
+            return float(np.mean([abs(t.query(self.x[i:i + 1])[0][0] - self.r[i]) for i, t in enumerate(others)]))
+        return float(np.mean(np.abs(self.query(self.x, skip_self=True)[0] - self.r)))
+
+    def query(self, q: np.ndarray, skip_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(residual, distance to the nearest profiled point) for each query row of q [m, d];
+        `skip_self`: q are this table's own points, each predicted from the others."""
         q = np.asarray(q, dtype=float).reshape(len(q), -1)
         n = len(self.r)
         if not len(self.dims):  # one point, or every point at the same coordinates
@@ -52,10 +63,16 @@ class Table:
             dist = np.abs(q - self.x[0]).max(axis=1) if len(q) else np.zeros(0)
             return np.full(len(q), val), dist
         qs = q[:, self.dims]
-        k = min(K_NEAREST, n)
+        k = min(K_NEAREST + int(skip_self), n)
         dist, idx = self.tree().query(qs, k=k)
         if k == 1:
             dist, idx = dist[:, None], idx[:, None]
+        if skip_self:  # drop each point itself (the first of its neighbours at distance 0)
+            mine = idx == np.arange(len(q))[:, None]
+            keep = ~mine
+            keep[keep.sum(axis=1) == k, -1] = False  # a duplicate took its place: drop the farthest
+            dist = dist[keep].reshape(len(q), k - 1)
+            idx = idx[keep].reshape(len(q), k - 1)
         const = np.setdiff1d(np.arange(self.x.shape[1]), self.dims)
         if len(const):  # a query away from the group in a coordinate its points share
             off = ((q[:, const] - self.x[0, const]) ** 2).sum(axis=1)
