@@ -211,9 +211,9 @@ def main(argv=None) -> int:
     else:
         ap.error("give --profile and --traces, or --folds")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
+    if args.out:  # before printing: a closed pipe must not lose the file
         args.out.write_text(text)
+    print(text)
     return 0
 
 

@@ -10,8 +10,9 @@
 # 3. `wlprof predict --profile ... --test` on every held-out run; five `--spec` predictions and three
 #    `--trace --scale` ones beside their measured runs (predict_examples.py), the same through the
 #    command line once each; benchmarks/heldout.py (the ladder per family);
-# 4. $OUT: log.txt, profile.tgz (profile.json, predictor.json, ops/steps Parquet), heldout.tgz (the
-#    held-out runs without their Chrome traces), predict_test.md, spec.md, heldout.md, mlp_traces.tgz.
+# 4. $OUT: log.txt, profile.tgz (profile.json, predictor.json, ops/steps Parquet; in 15 MB parts when
+#    larger), heldout.tgz (the held-out runs without their Chrome traces, the MLP's raw traces kept),
+#    predict_test.md, spec.md, heldout.md.
 source "$(dirname "$0")/common.sh"
 DEVICE=${DEVICE:-cuda}
 BUDGET_MIN=${BUDGET_MIN:-4.8}
@@ -44,7 +45,7 @@ timeout 120 $WL predict --profile "$P" $RUNS --traces "$H" -o "$OUT/predict_test
 
 step "predict --spec and --trace --scale: five configurations and three rescaled traces beside their measured runs"
 timeout 150 python3 benchmarks/h200/predict_examples.py --profile "$P" --heldout "$H" --out "$OUT/spec.md" \
-  $( [ "$DEVICE" = cpu ] && echo --cpu ) | head -40
+  $( [ "$DEVICE" = cpu ] && echo --cpu ) > "$T/examples.log" 2>&1; head -40 "$T/examples.log"
 echo "examples done at $(elapsed) s"
 # the same through the command line, once each
 if [ "$DEVICE" = cuda ]; then SPEC="moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1 dispatch=grouped"
@@ -55,13 +56,20 @@ f=$(ls "$H/$MLP_RUN"/_chrome/p00[14]-*.raw.json.gz 2>/dev/null | tail -1)
 [ -n "$f" ] && timeout 60 $WL predict --profile "$P" --trace "$f" --scale batch=4 --top 6
 
 step "the ladder per family on the held-out runs"
-timeout 120 python3 benchmarks/heldout.py --profile "$P" --traces "$H" --out "$OUT/heldout.md" | head -30
+timeout 120 python3 benchmarks/heldout.py --profile "$P" --traces "$H" --out "$OUT/heldout.md" > "$T/heldout.log" 2>&1
+head -30 "$T/heldout.log"
 echo "scoring done at $(elapsed) s"
 step "done"; [ "$DEVICE" = cuda ] && nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
 } 2>&1 | qlog | tee "$OUT/log.txt"
-tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
-tar czf "$OUT/heldout.tgz" --exclude=_chrome -C "$T" heldout
+# at most 8 files of at most 16 MB: the profile is split in parts when it is larger
+tar czf "$T/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
+if [ "$(stat -c %s "$T/profile.tgz")" -gt 15000000 ]; then
+  split -b 15000000 -d "$T/profile.tgz" "$OUT/profile.tgz.part"   # cat profile.tgz.part* > profile.tgz
+else cp "$T/profile.tgz" "$OUT/profile.tgz"; fi
 MLP_RUN=$(python3 -c "import json; print(next(r['run_id'] for r in json.load(open('$H/_runs.json')) if r['name']=='heldout_mlp'))" 2>/dev/null)
-[ -n "$MLP_RUN" ] && tar czf "$OUT/mlp_traces.tgz" -C "$H" "$MLP_RUN/_chrome" 2>/dev/null
+# the held-out runs without their Chrome traces, but with the MLP's raw ones (for --trace)
+tar cf "$T/heldout.tar" --exclude=_chrome -C "$T" heldout
+[ -n "$MLP_RUN" ] && (cd "$T" && tar rf heldout.tar heldout/"$MLP_RUN"/_chrome/*.raw.json.gz)
+gzip -c "$T/heldout.tar" > "$OUT/heldout.tgz"
 rm -rf "$OUT/cache"
 ls -la "$OUT"

@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         summary["b2b error"] = summary["back-to-back us"] / summary["measured b2b us"] - 1
         summary["latency error"] = summary["latency us"] / summary["measured latency us"] - 1
     text = "\n".join(lines[:2] + [table(summary) if len(summary) else "(nothing predicted)", ""] + lines[2:]) + "\n"
-    args.out.write_text(text)
+    args.out.write_text(text)  # before printing: a closed pipe must not lose the file
     print(text)
     return 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pandas as pd
@@ -167,4 +166,4 @@ def test_a_predictor_survives_its_json():
     p = model.fit(prof, K)
     q = pd.DataFrame([copy_row(3000, 0.0), copy_row(300000, 0.0)])
     back = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
-    np.testing.assert_allclose(back.predict(q)[0], p.predict(q)[0])
+    np.testing.assert_allclose(back.predict(q)[0], p.predict(q)[0], rtol=1e-4)  # rounded to 5 decimals

@@ -243,8 +243,9 @@ class Predictor:
     # -------------------------------------------------------------- persistence
 
     def to_dict(self) -> dict:
-        def tables(ts):
-            return {k: {"x": t.x.tolist(), "r": t.r.tolist(), "w": t.w.tolist()} for k, t in ts.items()}
+        def tables(ts):  # coordinates are log2 sizes, residuals logs: 5 decimals hold them
+            return {k: {"x": np.round(t.x, 5).tolist(), "r": np.round(t.r, 5).tolist(),
+                        "w": np.round(t.w, 3).tolist()} for k, t in ts.items()}
 
         return {"constants": self.constants.to_dict(), "groups": tables(self.groups), "free": tables(self.free),
                 "relaxed": tables(self.relaxed), "classes": tables(self.classes), "meta": self.meta,

@@ -99,14 +99,29 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     t1 = time.monotonic()
     ops = _load(traces, "ops")
     steps = _load(traces, "steps")
-    ops.to_parquet(out / OPS_FILE, index=False)  # the profile in two files: what predict needs, to ship
-    steps.to_parquet(out / STEPS_FILE, index=False)
+    compact(ops).to_parquet(out / OPS_FILE, index=False, compression="zstd")  # what predict needs, to ship
+    steps.to_parquet(out / STEPS_FILE, index=False, compression="zstd")
     info.update(check(ops, steps))
     predictor, host = fit_profile(ops, steps, traces, info["ceilings"])
     info["fit_seconds"] = round(time.monotonic() - t1, 1)
     write_predictor(out, predictor, host)
     (out / PROFILE_FILE).write_text(json.dumps(info, indent=1, default=str) + "\n")
     return info
+
+
+# what the consolidated ops file drops: rates and placements derived from the kept columns, host ids
+DROPPED = ("achieved_tflops", "achieved_gbps", "intensity_flop_per_byte", "bound", "ridge_flop_per_byte",
+           "external_id", "cpu_dur_us", "bytes_written", "source_file", "rank", "device_type")
+
+
+def compact(ops: pd.DataFrame) -> pd.DataFrame:
+    """The ops table as the profile ships it: without derived or empty columns, times as float32."""
+    keep = [c for c in ops.columns if c not in DROPPED and ops[c].notna().any()]
+    out = ops[keep].copy()
+    for c in ("dur_us", "roofline_us", "roofline_fraction"):
+        if c in out:
+            out[c] = out[c].astype("float32")
+    return out
 
 
 def _ceilings_of(traces: Path) -> dict:
@@ -152,9 +167,11 @@ def check(ops: pd.DataFrame, steps: pd.DataFrame) -> dict:
                           "sm_clock_mhz_end": float(r.sm_clock_mhz_end)})
     if len(ops):
         d = describe(ops)
+        key = d.group.astype(str)
+        for j in range(5):
+            key = key + "|" + d[f"c{j}"].round(4).astype(str)
         frame = pd.DataFrame({"run_id": ops.run_id.to_numpy(), "point": ops.point.to_numpy(),
-                              "step": ops.step.to_numpy(), "key": d.group.to_numpy() + "|" + d[
-                                  [f"c{j}" for j in range(5)]].astype(str).agg(",".join, axis=1).to_numpy(),
+                              "step": ops.step.to_numpy(), "key": key.to_numpy(),
                               "dur": ops.dur_us.to_numpy(dtype=float)})
         per_step = frame.groupby(["run_id", "point", "key", "step"], sort=False).dur.median()
         g = per_step.groupby(level=["run_id", "point", "key"], sort=False)
