@@ -93,7 +93,7 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None) -> n
     tile = float(k.tile)
     if g.any():
         tm = np.where(m[g] <= tile / 2, tile / 2, tile) if tile > 1 else np.ones(g.sum())
-        tiles = np.ceil(m[g] / tm) * np.ceil(n[g] / tile) * b[g]
+        tiles = np.maximum(np.ceil(m[g] / tm) * np.ceil(n[g] / tile) * b[g], 1)
         # split-K: a GEMM of fewer tiles than SMs splits K (down to SPLIT_K_MIN per split) to fill them
         splits = np.clip(np.floor(k.sms / tiles), 1, np.maximum(np.floor(kk[g] / SPLIT_K_MIN), 1))
         if split is not None:
