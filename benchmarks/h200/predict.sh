@@ -26,8 +26,13 @@ elapsed() { echo $(( $(date +%s) - START )); }
 LIMIT=${LIMIT:-575}  # seconds: the call's 10 minutes less the final listing; later steps start only before it
 left() { echo $(( LIMIT - $(elapsed) )); }
 pack_profile() {  # at most 8 files of at most 16 MB: the profile is split in parts when larger
-  tar czf "$T/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet \
-    profile/steps.parquet || return
+  if [ -f "$P/ops.parquet" ]; then
+    tar czf "$T/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet \
+      profile/steps.parquet || return
+  else  # the profile was cut short: its runs' tables as they are (predict fits them)
+    tar czf "$T/profile.tgz" --exclude=_chrome --no-wildcards-match-slash \
+      --exclude='profile/traces/*/p[0-9]*.parquet' -C "$T" profile || return
+  fi
   if [ "$(stat -c %s "$T/profile.tgz")" -gt 15000000 ]; then
     split -b 15000000 -d "$T/profile.tgz" "$OUT/profile.tgz.part"   # cat profile.tgz.part* > profile.tgz
   else cp "$T/profile.tgz" "$OUT/profile.tgz"; fi
