@@ -17,8 +17,9 @@ with the source that answered it:
 Base times (`base_us`), per class, with the profile's measured peaks and bandwidth:
 
 - gemm: floor + max(waves x tile time, compulsory bytes / bandwidth), waves = ceil(tiles x splits /
-  SMs), tiles of 128 x 128 (64 rows when M <= 64), a tile's time 2 * tm * tn * K / splits / (peak /
-  SMs), K split (at least 512 per split) when there are fewer tiles than SMs;
+  SMs), the best of tiles 64x128, 128x64, 128x128, 128x256, 256x128 (cuBLAS picks one per shape), a
+  tile's time 2 * tm * tn * K / splits / (peak / SMs), K split (at least 512 per split) when there are
+  fewer tiles than SMs;
 - grouped (`_grouped_mm`): the same over every group's tiles (each active group pads half
   a tile), against the active experts' weights;
 - spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth;
@@ -41,6 +42,7 @@ SOURCES = ("same call", "near", "far", "other context", "op", "class", "base")
 NEAR = 1.0  # log2 units: within 2x of a profiled call in every coordinate
 FLOOR_US = 2.0  # a launch's floor before the profile says otherwise
 SPLIT_K_MIN = 512  # the least K a split-K GEMM gives one split
+TILES = ((64.0, 128.0), (128.0, 64.0), (128.0, 128.0), (128.0, 256.0), (256.0, 128.0))  # (rows, cols)
 NOISY_WEIGHT = 0.25  # a profiled call whose samples spread more than NOISY_SPREAD counts this much
 NOISY_SPREAD = 0.15  # (p90 - p10) / median over its samples
 
@@ -92,22 +94,26 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None) -> n
     g = cls == "gemm"
     tile = float(k.tile)
     if g.any():
-        tm = np.where(m[g] <= tile / 2, tile / 2, tile) if tile > 1 else np.ones(g.sum())
-        tiles = np.maximum(np.ceil(m[g] / tm) * np.ceil(n[g] / tile) * b[g], 1)
-        # split-K: a GEMM of fewer tiles than SMs splits K (down to SPLIT_K_MIN per split) to fill them
-        splits = np.clip(np.floor(k.sms / tiles), 1, np.maximum(np.floor(kk[g] / SPLIT_K_MIN), 1))
-        if split is not None:
-            splits = np.where(np.asarray(split, dtype=bool)[g], splits, 1.0)
-        waves = np.ceil(tiles * splits / k.sms)
-        t_c = waves * 2 * tm * tile * (kk[g] / splits) / (peak[g] / k.sms)
+        # cuBLAS picks a tile per shape: the best of a few (waves quantize each), K split when a
+        # shape has fewer tiles than SMs (at least SPLIT_K_MIN of K per split)
+        t_c = np.full(g.sum(), np.inf)
+        for tm, tn in (TILES if tile > 1 else ((1.0, 1.0),)):
+            tiles = np.maximum(np.ceil(m[g] / tm) * np.ceil(n[g] / tn) * b[g], 1)
+            splits = np.clip(np.floor(k.sms / tiles), 1, np.maximum(np.floor(kk[g] / SPLIT_K_MIN), 1))
+            if split is not None:
+                splits = np.where(np.asarray(split, dtype=bool)[g], splits, 1.0)
+            waves = np.ceil(tiles * splits / k.sms)
+            t_c = np.minimum(t_c, waves * 2 * tm * tn * (kk[g] / splits) / (peak[g] / k.sms))
         t_m = (m[g] * kk[g] + kk[g] * n[g] + m[g] * n[g]) * b[g] * s[g] / k.bandwidth
         out[g] = k.floor + np.maximum(t_c, t_m)
     gr = cls == "grouped"
     if gr.any():
         active = d.active.to_numpy(dtype=float)[gr] if "active" in d else b[gr]
         active = np.where(np.isfinite(active), active, b[gr])
-        tiles = (m[gr] / tile + 0.5 * active * (tile > 1)) * np.ceil(n[gr] / tile)
-        t_c = np.ceil(tiles / k.sms) * 2 * tile * tile * kk[gr] / (peak[gr] / k.sms)
+        t_c = np.full(gr.sum(), np.inf)
+        for tm, tn in (TILES if tile > 1 else ((1.0, 1.0),)):  # each active group pads half a tile's rows
+            tiles = (m[gr] / tm + 0.5 * active * (tile > 1)) * np.ceil(n[gr] / tn)
+            t_c = np.minimum(t_c, np.ceil(tiles / k.sms) * 2 * tm * tn * kk[gr] / (peak[gr] / k.sms))
         t_m = (active * kk[gr] * n[gr] + m[gr] * (kk[gr] + n[gr])) * s[gr] / k.bandwidth
         out[gr] = k.floor + np.maximum(t_c, t_m)
     sp = cls == "spmm"
