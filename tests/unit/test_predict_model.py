@@ -85,13 +85,17 @@ def test_a_profiled_call_is_answered_by_its_own_median_and_noisy_samples_count_l
 
 
 def test_gemm_base_counts_tiles_and_waves_over_the_sms():
-    d = describe(pd.DataFrame([mm_row(128 * 132, 4096, 128, 1.0), mm_row(128 * 133, 4096, 128, 1.0),
-                               mm_row(1, 4096, 14336, 1.0)]))
+    d = describe(pd.DataFrame([mm_row(128 * 132, 4096, 1024, 1.0), mm_row(128 * 133, 4096, 1024, 1.0),
+                               mm_row(1, 4096, 14336, 1.0), mm_row(256, 16384, 1024, 1.0)]))
     b = model.base_us(d, K)
-    tile = 2 * 128 * 128 * 4096 / (800e6 / 132)  # one tile's time on one SM
-    assert b[0] == pytest.approx(2.0 + max(tile, (128 * 132 * 4096 + 4096 * 128 + 128 * 132 * 128) * 2 / 4e6))
-    assert b[1] == pytest.approx(2.0 + 2 * tile)  # one more tile than SMs: a second wave
+    tile = 2 * 128 * 128 * 4096 / (800e6 / 132)  # one 128 x 128 tile's time on one SM
+    assert b[0] == pytest.approx(2.0 + 8 * tile)  # 132 x 8 tiles: 8 full waves
+    # one more row of tiles: 17 waves of 64-row (or 64-column) tiles beat 9 of full ones
+    assert b[1] == pytest.approx(2.0 + 17 * tile / 2)
     assert b[2] == pytest.approx(2.0 + (4096 + 4096 * 14336 + 14336) * 2 / 4e6)  # skinny: the weights' bytes
+    # 2 x 8 = 16 tiles on 132 SMs: K split 8 ways, one wave of an eighth of K
+    assert b[3] == pytest.approx(2.0 + max(2 * 128 * 128 * 2048 / (800e6 / 132),
+                                           (256 * 16384 + 16384 * 1024 + 256 * 1024) * 2 / 4e6))
 
 
 def test_gemm_generalises_to_unprofiled_shapes_of_its_layout():
