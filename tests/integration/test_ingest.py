@@ -146,7 +146,7 @@ def test_streamed_and_whole_parses_agree(tmp_path):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from big_trace import replicate
 
     import wlprof.trace.parse as P

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent / "golden"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "golden"))
 import golden  # noqa: E402
 
 from wlprof.cli.main import app  # noqa: E402

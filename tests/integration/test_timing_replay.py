@@ -10,7 +10,7 @@ import torch
 
 from wlprof.timing import time_step
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from replay import ReplayError, replay_op  # noqa: E402  (a benchmark's helper)
 
 
