@@ -18,6 +18,7 @@ import torch
 from wlprof.cli.options import spell_study
 from wlprof.errors import InputError
 from wlprof.workloads import get
+from wlprof.workloads import moe as moe_mod
 from wlprof.workloads.base import Point
 from wlprof.workloads.moe import costs as moe_costs
 from wlprof.workloads.moe import grouped as moe_grouped
@@ -218,3 +219,31 @@ def test_oversized_configs_are_refused_before_allocation(monkeypatch):
     with pytest.raises(InputError) as exc:
         study.prepare(study.Study("moe", {"d_model": 4096, "d_ff": 14336, "dispatch": "loop"}))
     assert "must fit in host memory" in exc.value.rule_text()
+
+
+def test_padded_memory_estimate_counts_the_real_loads():
+    # HAND, padded, dropless: loads [5, 3, 0, 0], capacity 5, rows 4 * 5 + 1 = 21; fp32, d 16, f 32, swiglu:
+    # weights 3*4*16*32 + 4*16 = 6,208; acts 2*8*16 + 21*(3*16 + 3*32) = 256 + 3,024 = 3,280;
+    # (6,208 + 3,280) * 4 = 37,952 bytes, plus indices 8 * 8 * 1 * (4 + 8) = 768: 38,720
+    [p] = points({**HAND, "dispatch": "padded"})
+    assert get("moe").estimate_bytes(p, F32) == 38_720
+
+
+def test_padded_memory_estimate_never_draws_an_absurd_routing(monkeypatch):
+    # Bug: the estimate of a padded point drew its routing first (tokens x top_k ids), so
+    # `wlprof run moe --dispatch padded --tokens 1099511627776` died allocating 8 TiB instead of
+    # being refused. Past ROUTING_ESTIMATE_LIMIT elements every expert may take every token.
+    wl = get("moe")
+    monkeypatch.setattr(moe_mod, "routing_for", lambda p: pytest.fail("the estimate drew the routing"))
+    t, e, d, f = 2**40, 32, 256, 512
+    p = Point("x", {"tokens": t, "experts": e, "top_k": 1, "routing": "balanced", "dispatch": "padded",
+                    "capacity_factor": None, "d_model": d, "d_ff": f, "activation": "swiglu", "seed": 0})
+    rows = e * t + 1
+    weights = 3 * e * d * f + e * d
+    assert wl.estimate_bytes(p, F32) == (weights + 2 * t * d + rows * (3 * d + 3 * f)) * 4 + 8 * t * (e + 8)
+    # a capacity factor sets the buffer without the loads: ceil(1.5 * 2^40 / 32) = 3 * 2^34 rows each
+    cf = Point("x", {**p.params, "capacity_factor": 1.5})
+    rows = e * 3 * 2**34 + 1
+    assert wl.estimate_bytes(cf, F32) == (weights + 2 * t * d + rows * (3 * d + 3 * f)) * 4 + 8 * t * (e + 8)
+    many = Point("x", {**p.params, "tokens": 8, "experts": 2**40})
+    assert wl.estimate_bytes(many, F32) > 2**50
