@@ -110,6 +110,7 @@ def test_ls_and_show(gemm_run, cli):
     assert res.exit_code == 2 and "--variant" in res.output
 
 
+@pytest.mark.slow
 def test_sweep_study_file_and_its_errors(tmp_path, cli, cpu_ceilings):
     study = tmp_path / "s.toml"
     study.write_text('[study]\nworkload = "mlp"\n[params]\nbatch = [2, 3]\nd_model = 16\nd_ff = 32\n'
@@ -198,6 +199,7 @@ def test_entry_point_in_a_subprocess_records_the_command(tmp_path, cpu_ceilings)
     assert relu.flops == 4096 and relu["bytes"] == 32_768
 
 
+@pytest.mark.slow
 def test_binary_micro_kernels_mul_and_add(tmp_path, cli, cpu_ceilings):
     out = tmp_path / "traces"
     res = cli("run", "elementwise", "--ops", "mul,add", "--numel", "1000", "--traces", out, *FAST)

@@ -17,6 +17,7 @@ def traces(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_report_writes_markdown_and_figures(traces, tmp_path, cli):
     out = tmp_path / "report"
     res = cli("report", "--traces", traces, "--out", out)
@@ -30,6 +31,7 @@ def test_report_writes_markdown_and_figures(traces, tmp_path, cli):
     assert "![roofline.png](roofline.png)" in text
 
 
+@pytest.mark.slow
 def test_roofline_and_compare(traces, tmp_path, cli):
     moe = h200_run("moe").name
     png = tmp_path / "r.png"
@@ -42,6 +44,7 @@ def test_roofline_and_compare(traces, tmp_path, cli):
     assert res.exit_code == 2 and "add ':VARIANT'" in res.output
 
 
+@pytest.mark.slow
 def test_predict_scores_the_ladder_on_unseen_runs(traces, cli):
     tr = f"{h200_run('gemm').name},{h200_run('mlp').name}"
     res = cli("predict", "--train", tr, "--test", h200_run("moe").name, "--traces", traces)
@@ -59,6 +62,7 @@ def test_predict_scores_the_ladder_on_unseen_runs(traces, cli):
     assert res.exit_code == 2 and "--test must not overlap --train" in res.output
 
 
+@pytest.mark.slow
 def test_refusals_name_the_argument(traces, tmp_path, cpu_ceilings, cli):
     res = cli("report", "nosuch-run", "--traces", traces)
     assert res.exit_code == 2 and "RUNS must name runs" in res.output and "nosuch-run" in res.output
@@ -78,6 +82,7 @@ def test_refusals_name_the_argument(traces, tmp_path, cpu_ceilings, cli):
     assert cli("report", "--traces", mixed, "--allow-mixed-devices").exit_code == 0
 
 
+@pytest.mark.slow
 def test_predict_fits_on_an_offline_profile_in_its_own_folder(traces, tmp_path, cli):
     offline = tmp_path / "offline"
     offline.mkdir()

@@ -219,6 +219,7 @@ sys.exit(3)  # not reached
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bytes", "parquet"])
 def test_a_writer_killed_mid_write_leaves_the_final_file_as_it_was(tmp_path, kind):
     import signal

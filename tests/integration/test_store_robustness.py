@@ -34,6 +34,7 @@ def _manifest(out):
     return runs[0], json.loads((runs[0] / "_manifest.json").read_text())
 
 
+@pytest.mark.slow
 def test_sigkill_keeps_finished_points_and_resume_finishes_without_redoing_them(tmp_path, cpu_ceilings):
     out = tmp_path / "traces"
     env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
@@ -82,6 +83,7 @@ def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings, cli):
     assert r.exit_code == 2 and "RUN_ID" in r.output
 
 
+@pytest.mark.slow
 def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings):
     out = tmp_path / "traces"
     env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
@@ -95,6 +97,7 @@ def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings):
     assert k.run_id.nunique() == 2 and k.groupby("run_id").point.nunique().tolist() == [N_POINTS, N_POINTS]
 
 
+@pytest.mark.slow
 def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, cpu_ceilings):
     from wlprof.study import Study, run_study
     from wlprof.workloads.gemm import Gemm
@@ -120,6 +123,7 @@ def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, 
     assert set(wlprof.load(tmp_path).point) == {0, 2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT])
 def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings, signum):
     out = tmp_path / "traces"
