@@ -12,6 +12,7 @@ from wlprof.steps import _busy_us, summarize
 from wlprof.timing import Timings
 
 NAN = math.nan
+EXACT = 1e-12  # relative: the rates divide by exactly 1e6 and 1e3
 COLS = ["step", "ts_us", "dur_us", "flops", "bytes", "flops_source", "roofline_us", "bound", "ceiling_tflops",
         "ceiling_gbps", "ridge_flop_per_byte", "region"]
 ROWS = [
@@ -56,16 +57,16 @@ def test_summarize_by_hand():
     # ceilings: those of the longest row (step 1, 30 us)
     assert (row["ceiling_tflops"], row["ceiling_gbps"], row["ridge_flop_per_byte"]) == (8.0, 80.0, 0.2)
     # rates: FLOPs / us / 1e6 = TFLOP/s, bytes / us / 1e3 = GB/s, over the kernel time of 20 us
-    assert row["achieved_tflops"] == pytest.approx(500 / 3 / 20 / 1e6)
-    assert row["achieved_gbps"] == pytest.approx(170 / 3 / 20 / 1e3)
-    assert row["achieved_tflops_executed"] == pytest.approx(460 / 3 / 20 / 1e6)
-    assert row["achieved_tflops_useful"] == pytest.approx(460 / 3 / 20 / 1e6)
+    assert row["achieved_tflops"] == pytest.approx(500 / 3 / 20 / 1e6, rel=EXACT)
+    assert row["achieved_gbps"] == pytest.approx(170 / 3 / 20 / 1e3, rel=EXACT)
+    assert row["achieved_tflops_executed"] == pytest.approx(460 / 3 / 20 / 1e6, rel=EXACT)
+    assert row["achieved_tflops_useful"] == pytest.approx(460 / 3 / 20 / 1e6, rel=EXACT)
     # the timings beside them: latency median (20 + 30) / 2 = 25; p10 10, p90 50 (see test_timing.py)
     assert row["latency_us"] == 25.0 and (row["latency_p10_us"], row["latency_p90_us"]) == (10.0, 50.0)
     assert row["latency_samples_us"] == [50.0, 10.0, 30.0, 20.0]
     assert row["back_to_back_us"] == 26.0 and row["back_to_back_samples_us"] == [25.0, 27.0, 26.0]
     assert row["calls_per_batch"] == 7 and row["graph_us"] == 19.0 and row["graph_error"] is None
-    assert row["achieved_tflops_latency"] == pytest.approx(500 / 3 / 25 / 1e6)
+    assert row["achieved_tflops_latency"] == pytest.approx(500 / 3 / 25 / 1e6, rel=EXACT)
     assert row["host_overhead_us"] == 5.0  # 25 - 20
 
 
@@ -73,8 +74,8 @@ def test_useful_flops_given_and_every_region_executed():
     row = summarize(_kernels(), TIMINGS, profiled_steps=3, useful_flops=90.0)
     assert row["executed_flops"] == pytest.approx(500 / 3)  # no executed regions: every kernel
     assert row["useful_flops"] == 90.0
-    assert row["achieved_tflops_useful"] == pytest.approx(90 / 20 / 1e6)
-    assert row["achieved_tflops_executed"] == pytest.approx(500 / 3 / 20 / 1e6)
+    assert row["achieved_tflops_useful"] == pytest.approx(90 / 20 / 1e6, rel=EXACT)
+    assert row["achieved_tflops_executed"] == pytest.approx(500 / 3 / 20 / 1e6, rel=EXACT)
 
 
 def test_an_ingested_trace_has_no_timings():
@@ -117,3 +118,33 @@ def test_a_step_of_unknown_costs_only():
 ])
 def test_busy_time_counts_overlap_once(starts, ends, busy):
     assert _busy_us(np.array(starts), np.array(ends)) == busy
+
+
+def test_sub_microsecond_steps_keep_their_rates():
+    # two steps of one 0.5 us kernel each (100 FLOPs, 40 bytes, roof 0.25 us): every ratio is defined
+    k = pd.DataFrame({"step": [0.0, 1.0], "ts_us": [0.0, 10.0], "dur_us": [0.5, 0.5], "flops": [100.0, 100.0],
+                      "bytes": [0.5, 0.5], "flops_source": pd.Series(["formula"] * 2, dtype=object),
+                      "roofline_us": [0.25, 0.25], "bound": pd.Series(["compute"] * 2, dtype=object),
+                      "ceiling_tflops": [1.0, 1.0], "ceiling_gbps": [1.0, 1.0], "ridge_flop_per_byte": [1.0, 1.0],
+                      "region": pd.Series(["a", "a"], dtype=object)})
+    t = Timings(latency_us=[0.8], back_to_back_us=[0.6], calls_per_batch=3)
+    row = summarize(k, t, profiled_steps=2, useful_flops=None)
+    assert row["kernel_us"] == 0.5 and row["kernel_busy_us"] == 0.5
+    assert row["intensity_flop_per_byte"] == 200.0  # 100 FLOPs over 0.5 bytes per step
+    assert row["achieved_tflops"] == pytest.approx(100 / 0.5 / 1e6, rel=EXACT)
+    assert row["achieved_gbps"] == pytest.approx(0.5 / 0.5 / 1e3, rel=EXACT)
+    assert row["achieved_tflops_latency"] == pytest.approx(100 / 0.8 / 1e6, rel=EXACT)
+    assert row["achieved_tflops_useful"] == row["achieved_tflops_executed"] == row["achieved_tflops"]
+    assert row["roofline_fraction"] == 0.5 and row["unknown_time_share"] == 0.0
+
+
+def test_zero_time_steps_have_no_rates():
+    k = pd.DataFrame({"step": [0.0], "ts_us": [0.0], "dur_us": [0.0], "flops": [10.0], "bytes": [0.0],
+                      "flops_source": pd.Series(["formula"], dtype=object), "roofline_us": [0.0],
+                      "bound": pd.Series(["memory"], dtype=object), "ceiling_tflops": [1.0], "ceiling_gbps": [1.0],
+                      "ridge_flop_per_byte": [1.0], "region": pd.Series(["a"], dtype=object)})
+    row = summarize(k, Timings([0.0], [0.0], 3), profiled_steps=1, useful_flops=None)
+    for key in ("intensity_flop_per_byte", "achieved_tflops", "achieved_gbps", "achieved_tflops_latency",
+                "achieved_tflops_useful", "achieved_tflops_executed", "unknown_time_share", "roofline_fraction"):
+        assert math.isnan(row[key]), key
+    assert row["kernel_us"] == 0.0 and row["bound"] == "memory"

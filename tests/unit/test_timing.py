@@ -31,6 +31,8 @@ def test_medians_and_percentiles_of_known_samples():
 def test_odd_counts_and_missing_samples():
     t = Timings(latency_us=[3.0, 1.0, 2.0], back_to_back_us=[5.0], calls_per_batch=3)
     assert t.latency_median_us == 2.0 and t.back_to_back_median_us == 5.0
+    # n = 3: q 0.5 -> index round(0.5 * 2) = 1 (2.0); q 0.25 -> round(0.5) = 0 (1.0); q 0.75 -> round(1.5) = 2 (3.0)
+    assert [t.percentile(q) for q in (0.25, 0.5, 0.75)] == [1.0, 2.0, 3.0]
     assert t.graph_median_us is None and t.graph_error is None
     assert Timings([1.0], [1.0], 3, graph_us=[]).graph_median_us is None
     assert math.isnan(Timings([], [1.0], 3).percentile(0.5))
@@ -77,6 +79,27 @@ def test_calls_per_batch_is_at_least_three_and_at_most_the_cap(monkeypatch):
     # ceil(20 ms / 0.5 us) = 40,000, capped at max_calls_per_batch
     t = time_step(clock.step, torch.device("cpu"), latency_reps=1, batches=1, max_calls_per_batch=50)
     assert t.calls_per_batch == 50 and t.back_to_back_us == pytest.approx([0.5])
+
+
+def test_default_batch_length_and_cap(monkeypatch):
+    clock = FakeClock([], rest_us=8.0)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    # defaults: 20 ms batches, at most 2000 calls: ceil(20,000 us / 8 us) = 2500 -> 2000
+    assert time_step(clock.step, torch.device("cpu"), latency_reps=1, batches=1).calls_per_batch == 2000
+    clock = FakeClock([], rest_us=12.0)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    # ceil(20,000 / 12) = ceil(1666.7) = 1667: under the cap
+    t = time_step(clock.step, torch.device("cpu"), latency_reps=3, batches=2)
+    assert t.calls_per_batch == 1667 and clock.calls == 3 + 2 * 1667
+    assert t.graph_us is None and t.graph_error == "CUDA graphs need a CUDA device"
+
+
+def test_sub_microsecond_steps(monkeypatch):
+    clock = FakeClock([], rest_us=0.3)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    # ceil(0.01 ms * 1e3 / 0.3 us) = ceil(33.3) = 34 (the 1e-3 us floor only guards a zero median)
+    t = time_step(clock.step, torch.device("cpu"), latency_reps=1, batches=1, min_batch_ms=0.01)
+    assert t.calls_per_batch == 34
 
 
 def test_single_call_us_on_the_cpu(monkeypatch):
