@@ -60,7 +60,7 @@ def test_time_step_on_the_cpu_with_a_fake_clock(monkeypatch):
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
     t = time_step(clock.step, torch.device("cpu"), latency_reps=4, batches=2, min_batch_ms=0.068)
     # four single calls of 4, 1, 3 and 100 us; median (3 + 4) / 2 = 3.5 us
-    assert t.latency_us == pytest.approx([4.0, 1.0, 3.0, 100.0])
+    assert t.latency_us == pytest.approx([4.0, 1.0, 3.0, 100.0], rel=1e-9)
     assert t.latency_median_us == pytest.approx(3.5)
     # calls per batch: ceil(0.068 ms * 1e3 / 3.5 us) = ceil(19.43) = 20; two batches of 20 calls of 2 us
     assert t.calls_per_batch == 20
@@ -105,4 +105,4 @@ def test_sub_microsecond_steps(monkeypatch):
 def test_single_call_us_on_the_cpu(monkeypatch):
     clock = FakeClock([7.0, 9.0], rest_us=1.0)
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
-    assert timing.single_call_us(clock.step, torch.device("cpu"), 3) == pytest.approx([7.0, 9.0, 1.0])
+    assert timing.single_call_us(clock.step, torch.device("cpu"), 3) == pytest.approx([7.0, 9.0, 1.0], rel=1e-9)
