@@ -42,7 +42,7 @@ class FakeClock:
     """perf_counter that only a step advances: the step takes the next of `durations_us` (then `rest_us`)."""
 
     def __init__(self, durations_us, rest_us):
-        self.now = 1000.0  # seconds
+        self.now = 0.0  # seconds; from 0 the float differences stay exact to ~1e-16
         self.durations = list(durations_us)
         self.rest = rest_us
         self.calls = 0
