@@ -8,6 +8,7 @@ how FLOPs and bytes are counted.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,10 @@ from wlprof.workloads.moe.grouped import PATH_TORCH_LOOP, grouped_path, probe_gr
 from wlprof.workloads.moe.tensors import SEED, make_tensors, routing_for
 
 DISPATCHES = ("loop", "padded", "grouped")
+# Counting a dropless padded point's loads for its memory estimate draws its routing (tokens x
+# top_k expert ids, a router's tokens x d_model input, per-expert weights): past this many
+# elements the largest load possible stands in, so an absurd size is refused, not drawn.
+ROUTING_ESTIMATE_LIMIT = 1 << 27
 DEFAULT_ROUTINGS = ("concentrated", "balanced", "dispersed")
 REGIONS = ("moe/router", "moe/dispatch", "moe/expert", "moe/combine")
 
@@ -177,7 +182,7 @@ class Moe(Workload):
         weights = n_w * e * d * f + e * d
         rows = t * k
         if p["dispatch"] == "padded":  # the buffer: experts x capacity rows, from the real counts
-            rows = e * capacity(p["capacity_factor"] or 0.0, routing_for(p).counts(), t, k) + 1
+            rows = e * _padded_capacity(p) + 1
         # gathered input, W1/W3 outputs and their product, the output rows, their gated copy
         acts = 2 * t * d + rows * (3 * d + 3 * f)
         index_bytes = 8 * t * k * (e + 8)  # one-hot mask and int64 indices (padded's is [T*k, E])
@@ -239,3 +244,15 @@ class Moe(Workload):
 
 
 WORKLOAD = Moe()
+
+
+def _padded_capacity(p) -> int:
+    """Rows per expert buffer of a padded point, for the memory check: costs.capacity of its real
+    loads, without drawing a routing too large to draw (then every expert may take every token)."""
+    t, e, k = p["tokens"], p["experts"], p["top_k"]
+    cf = p["capacity_factor"] or 0.0
+    if cf > 0:  # a capacity factor fixes the buffer: ceil(cf * tokens * top_k / experts), loads aside
+        return max(1, math.ceil(cf * t * k / e))
+    if max(t * k, t * p["d_model"], e) > ROUTING_ESTIMATE_LIMIT:
+        return t  # a dropless buffer holds the largest load, and no expert takes a token twice
+    return capacity(0.0, routing_for(p).counts(), t, k)
