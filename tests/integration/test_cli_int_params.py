@@ -26,7 +26,7 @@ from wlprof.params import show
 
 INT_PARAMS = [(wl, p) for wl in workloads.all_workloads() for p in wl.params if p.kind == "int"]
 # a size that no machine holds, to show a seed was accepted: the refusal then names the size
-BUSTER = {"moe": "--d-model", "gnn": "--features"}
+BUSTER = {"moe": "--d-model", "gnn": "--features", "halo": "--features"}
 HUGE = st.integers(2**40, 2**80)
 NOT_POSITIVE = st.integers(-(2**80), 0)
 MiB = 1 << 20

@@ -15,7 +15,7 @@ PUBLIC = Path(__file__).parent.parent / "fixtures" / "public"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, cpu_ceilings_dir):
+def store(tmp_path_factory, cpu_ceilings):
     root = tmp_path_factory.mktemp("traces")
     for name in ("hta_2024_nccl.json.gz", "hta_2023_two_ranks", "tracelens_b200_eager_indent4.json.gz"):
         ingest(PUBLIC / name, root, name=name.split(".")[0].replace("_", "-"), jobs=1)
