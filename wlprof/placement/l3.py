@@ -1,0 +1,209 @@
+"""Level 3 for placement: a model's latency alone, predicted from an offline profile without running it.
+
+Two sources, the first that answers:
+
+1. The prediction model of `wlprof predict --profile DIR --spec '...'` (the Level-3 predictor of
+   a configuration's step latency), through `branch_latency`, the one function that calls it. It
+   answers only where that module is installed.
+2. The offline profile as a wlprof traces folder (`wlprof sweep STUDY --traces DIR`, or the
+   predictor's profile where it is one), read with the ladder of `wlprof/analysis/models.py`:
+   - same point: the profile ran this very configuration (workload, every parameter, dtype,
+     device): its measured step time, the CUDA-graph replay time for a model the co-runner
+     replays as a graph, else the single-call latency;
+   - op calls: else the model's op calls (listed by the costing pass: shapes only) predicted one
+     by one by the ladder's Level 3 (the same call in the same sweep point, the same call
+     anywhere, the nearest shapes, a regression) and summed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from wlprof.errors import InputError
+
+
+@dataclass
+class Answer:
+    us: float
+    source: str  # "predictor", "same point", "op calls"
+    detail: str = ""
+
+
+def branch_latency(profile: Path, model) -> float | None:
+    """The predict command's Level-3 step latency of `model` (µs per request), or None where that
+    predictor is not installed. The one place placement calls it."""
+    try:
+        from wlprof.predict import predict_spec  # the Level-3 predictor, where installed
+    except ImportError:
+        return None
+    answer = predict_spec(profile, model.spec_text(), dtype=model.dtype_name)
+    us = float(getattr(answer, "latency_us", answer))
+    return us * model.layers if math.isfinite(us) and us > 0 else None
+
+
+@dataclass
+class Profile:
+    """An offline profile folder, opened once: its steps and (fitted lazily) the ladder on its op calls."""
+
+    root: Path
+    steps: pd.DataFrame
+    devices: list[str]
+    _ladder: Any = None
+    _ops: pd.DataFrame | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, root: str | Path | None) -> Profile:
+        if root is None:
+            raise InputError("--profile", "is required by the profile planner: an offline profile folder "
+                             "(`wlprof sweep STUDY --traces DIR` on the device, or `wlprof profile`)", None)
+        root = Path(root)
+        from wlprof.store.runs import list_runs
+
+        if not root.is_dir():
+            raise InputError("--profile", "must be an existing offline profile folder", str(root))
+        runs = list_runs(root)
+        if not runs:
+            raise InputError("--profile", "must hold at least one profiled run (a wlprof traces folder)", str(root))
+        import wlprof
+
+        steps = wlprof.load(root, table="steps")
+        devices = sorted(str(d) for d in steps.device_name.dropna().unique())
+        return cls(root, steps, devices)
+
+    def check_device(self, device_name: str) -> None:
+        if device_name not in self.devices:
+            raise InputError("--profile", f"must hold runs of the device being planned for ({device_name}); "
+                             f"it holds {', '.join(self.devices) or 'none'}", str(self.root))
+
+    # ------------------------------------------------------------------ same point
+
+    def same_point(self, model, device_name: str, mode: str) -> Answer | None:
+        s = self.steps
+        s = s[(s.workload == model.workload) & (s.dtype == model.dtype_name) & (s.device_name == device_name)]
+        if "status" in s:
+            s = s[s.status.isna() | (s.status == "ok")]
+        for k, v in model.params.items():
+            if not len(s):
+                return None
+            col = s[k] if k in s else pd.Series([None] * len(s), index=s.index)
+            s = s[[_same(x, v) for x in col]]
+        if not len(s):
+            return None
+        row = s.iloc[-1]
+        graph = row.get("graph_us")
+        if mode == "graph" and graph is not None and np.isfinite(graph):
+            us, what = float(graph), "graph replay"
+        else:
+            us, what = float(row.latency_us), "single call"
+        return Answer(us * model.layers, "same point", f"{row.run_id}: {row.variant}, {what}")
+
+    # ------------------------------------------------------------------ op calls
+
+    def ladder(self):
+        if self._ladder is None:
+            import wlprof
+            from wlprof.analysis import models as ladder_models
+
+            ops = wlprof.load(self.root, table="ops")
+            self._ops = ops
+            f = ladder_models.features(ops)
+            if f.empty:
+                raise InputError("--profile", "must hold op calls with known FLOPs and bytes", str(self.root))
+            self._ladder = lookup_ladder(f)
+        return self._ladder
+
+    def op_calls(self, model, cost) -> Answer:
+        from wlprof.analysis import models as ladder_models
+
+        ladder = self.ladder()
+        ops = cost.ops
+        f = ladder_models.features(ops)
+        pred, src = ladder.l3_predict(f) if len(f) else (np.array([]), np.array([]))
+        total = float(np.nansum(pred))
+        rest = ops.drop(index=f.index, errors="ignore")
+        looked = 0
+        if len(rest):  # calls without known costs: the profile's own median time of the same call
+            known = rest.assign(_k=ladder_models.call_key(rest))["_k"].map(ladder.l3_profile or {})
+            looked = int(known.notna().sum())
+            total += float(known.fillna(0).sum())
+        missing = len(rest) - looked
+        counts = {s: int((src == i).sum()) for i, s in enumerate(ladder_models.SOURCES)}
+        detail = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+        if looked:
+            detail += f", same call (no cost) {looked}"
+        if missing:
+            detail += f"; {missing} of {len(ops)} calls unknown to the profile (left out)"
+        return Answer(total * model.layers, "op calls", detail)
+
+    def alone(self, model, cost, device_name: str, mode: str) -> Answer:
+        us = branch_latency(self.root, model)
+        if us is not None:
+            return Answer(us, "predictor", "wlprof.predict")
+        a = self.same_point(model, device_name, mode)
+        if a is not None:
+            return a
+        if cost is None:
+            raise InputError("--profile", f"must hold model {model.name}'s configuration, or its op calls must be "
+                             "listed (no costing pass ran)", str(self.root))
+        return self.op_calls(model, cost)
+
+
+class _LazyRegression:
+    """The ladder's Level-3 regression, fitted on first use: most calls are answered by the lookups,
+    and the fit takes minutes on a small machine (197 s on 17,649 calls over 2 cores)."""
+
+    def __init__(self, train: pd.DataFrame):
+        self.train = train
+        self.est = None
+
+    def predict(self, x):
+        if self.est is None:
+            from sklearn.ensemble import HistGradientBoostingRegressor
+
+            from wlprof.analysis import models as ladder_models
+
+            f = ladder_models._l3_frame(self.train)
+            self.est = HistGradientBoostingRegressor(max_iter=800, learning_rate=0.05, max_leaf_nodes=31,
+                                                     min_samples_leaf=3, l2_regularization=1e-3, random_state=0)
+            self.est.fit(f.to_numpy(), np.log10(self.train.dur_us.to_numpy()))
+        return self.est.predict(x)
+
+
+def lookup_ladder(train: pd.DataFrame):
+    """`analysis.models.fit` with its regression fitted only when a call needs it (same lookups, same
+    regression settings)."""
+    from wlprof.analysis import models as ladder_models
+
+    ladder = ladder_models.fit(train, l3=False)
+    key = ladder_models.call_key(train)
+    ladder.l3_profile = train.dur_us.groupby(key).median().to_dict()
+    ladder.l3_point = train.dur_us.groupby(ladder_models.point_key(train, key)).median().to_dict()
+    ladder.l3_neighbours = ladder_models._neighbours(train, key)
+    ladder.l3_columns = list(ladder_models._l3_frame(train).columns)
+    ladder.l3 = _LazyRegression(train)
+    return ladder
+
+
+def _same(x, v) -> bool:
+    """A steps-table value equals a point parameter (None and NaN are equal, lists by items)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
+    if isinstance(v, (list, tuple)):
+        try:
+            return list(x) == list(v)
+        except TypeError:
+            return False
+    if x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)):
+        return False
+    if isinstance(v, bool) or isinstance(x, (bool, np.bool_)):
+        return bool(x) == bool(v)
+    if isinstance(v, (int, float)) and isinstance(x, (int, float, np.integer, np.floating)):
+        return float(x) == float(v)
+    return str(x) == str(v)
