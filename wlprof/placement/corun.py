@@ -47,6 +47,7 @@ class GroupRun:
     samples: dict[int, list[float]]
     gate_us: list[float] = field(default_factory=list)
     host_us: list[float] = field(default_factory=list)
+    clock_mhz: tuple[float | None, float | None] = (None, None)  # the SM clock before and after (GPU)
 
     def median(self, i: int) -> float:
         return float(statistics.median(self.samples[i]))
@@ -177,8 +178,11 @@ class CoRunner:
 
     def measure(self, members: Sequence[int], reps: int = 20, warmup: int = 2) -> GroupRun:
         """Co-run `members` (model indices) in `warmup + reps` request waves; the samples of the last `reps`."""
+        from wlprof.capture import sm_clock_mhz
+
         members = tuple(members)
         run = GroupRun(members, {i: [] for i in members})
+        before = sm_clock_mhz(self.device)
         for r in range(warmup + reps):
             k = r % len(members)
             order = members[k:] + members[:k]
@@ -189,6 +193,7 @@ class CoRunner:
                 if gate is not None:
                     run.gate_us.append(gate)
                     run.host_us.append(host)
+        run.clock_mhz = (before, sm_clock_mhz(self.device))
         return run
 
     def _wave(self, order: Sequence[int], label: bool = False):

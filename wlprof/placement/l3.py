@@ -11,8 +11,10 @@ Two sources, the first that answers:
      device): its measured step time, the CUDA-graph replay time for a model the co-runner
      replays as a graph, else the single-call latency;
    - op calls: else the model's op calls (listed by the costing pass: shapes only) predicted one
-     by one by the ladder's Level 3 (the same call in the same sweep point, the same call
-     anywhere, the nearest shapes, a regression) and summed.
+     by one by the ladder's Level-3 lookups (the same call in the same sweep point, the same call
+     anywhere, the nearest shapes) and summed; a call none of them knows takes the ladder's fitted
+     roofline (its roofline time over the median roofline fraction of its category in the profile)
+     in place of the regression, whose fit takes minutes.
 """
 
 from __future__ import annotations
@@ -126,6 +128,9 @@ class Profile:
         ops = cost.ops
         f = ladder_models.features(ops)
         pred, src = ladder.l3_predict(f) if len(f) else (np.array([]), np.array([]))
+        unknown = np.isnan(pred)
+        if unknown.any():  # no lookup knows the call: the roofline time over its category's median fraction
+            pred = np.where(unknown, ladder.predict(f)["L2 fitted"], pred)
         total = float(np.nansum(pred))
         rest = ops.drop(index=f.index, errors="ignore")
         looked = 0
@@ -134,7 +139,8 @@ class Profile:
             looked = int(known.notna().sum())
             total += float(known.fillna(0).sum())
         missing = len(rest) - looked
-        counts = {s: int((src == i).sum()) for i, s in enumerate(ladder_models.SOURCES)}
+        names = [*ladder_models.SOURCES[:3], "L2 fitted"]
+        counts = {s: int((src == i).sum()) for i, s in enumerate(names)}
         detail = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
         if looked:
             detail += f", same call (no cost) {looked}"
@@ -155,30 +161,18 @@ class Profile:
         return self.op_calls(model, cost)
 
 
-class _LazyRegression:
-    """The ladder's Level-3 regression, fitted on first use: most calls are answered by the lookups,
-    and the fit takes minutes on a small machine (197 s on 17,649 calls over 2 cores)."""
-
-    def __init__(self, train: pd.DataFrame):
-        self.train = train
-        self.est = None
+class _NoRegression:
+    """Stands in for the ladder's Level-3 regression: placement answers a call no lookup knows with the
+    ladder's fitted roofline (L2 fitted) instead, since fitting the regression takes minutes on a small
+    machine (197 s on 17,649 calls over 2 cores)."""
 
     def predict(self, x):
-        if self.est is None:
-            from sklearn.ensemble import HistGradientBoostingRegressor
-
-            from wlprof.analysis import models as ladder_models
-
-            f = ladder_models._l3_frame(self.train)
-            self.est = HistGradientBoostingRegressor(max_iter=800, learning_rate=0.05, max_leaf_nodes=31,
-                                                     min_samples_leaf=3, l2_regularization=1e-3, random_state=0)
-            self.est.fit(f.to_numpy(), np.log10(self.train.dur_us.to_numpy()))
-        return self.est.predict(x)
+        return np.full(len(x), np.nan)
 
 
 def lookup_ladder(train: pd.DataFrame):
-    """`analysis.models.fit` with its regression fitted only when a call needs it (same lookups, same
-    regression settings)."""
+    """`analysis.models.fit`'s Level-3 lookups (same point, same call, nearest shapes) without its
+    regression, and its L0-L2 parameters."""
     from wlprof.analysis import models as ladder_models
 
     ladder = ladder_models.fit(train, l3=False)
@@ -187,7 +181,7 @@ def lookup_ladder(train: pd.DataFrame):
     ladder.l3_point = train.dur_us.groupby(ladder_models.point_key(train, key)).median().to_dict()
     ladder.l3_neighbours = ladder_models._neighbours(train, key)
     ladder.l3_columns = list(ladder_models._l3_frame(train).columns)
-    ladder.l3 = _LazyRegression(train)
+    ladder.l3 = _NoRegression()
     return ladder
 
 

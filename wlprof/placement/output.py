@@ -98,7 +98,8 @@ def groups_table(r: PlaceResult) -> pd.DataFrame:
                          "median_us": med[i], "p10_us": _q(s, 0.1), "p90_us": _q(s, 0.9), "samples_us": list(s),
                          "group_makespan_us": span,
                          "gate_us": statistics.median(m.run.gate_us) if m.run.gate_us else None,
-                         "host_enqueue_us": statistics.median(m.run.host_us) if m.run.host_us else None})
+                         "host_enqueue_us": statistics.median(m.run.host_us) if m.run.host_us else None,
+                         "sm_clock_mhz_start": m.run.clock_mhz[0], "sm_clock_mhz_end": m.run.clock_mhz[1]})
     return pd.DataFrame(rows)
 
 
