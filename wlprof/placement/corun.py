@@ -258,14 +258,18 @@ class CoRunner:
         arrival = torch.cuda.Event(enable_timing=True)
         ends = {i: torch.cuda.Event(enable_timing=True) for i in order}
         eager = [i for i in order if self.prepared[i].graph is None]
-        barrier = threading.Barrier(len(eager) + 1) if eager else None
+        # eager threads first reach `ready` (started, outside the timed enqueue), then wait for `go`
+        # (the arrival event is recorded by then)
+        ready = threading.Barrier(len(eager) + 1) if eager else None
+        go = threading.Barrier(len(eager) + 1) if eager else None
         errors: list[BaseException] = []
 
         def work(i: int) -> None:
             p = self.prepared[i]
             try:
                 with torch.inference_mode(), torch.cuda.device(dev), torch.cuda.stream(p.stream):
-                    barrier.wait()
+                    ready.wait()
+                    go.wait()
                     p.stream.wait_event(arrival)
                     if label:
                         with record_function(f"place/{p.model.name}"):
@@ -277,14 +281,17 @@ class CoRunner:
                     ends[i].record(p.stream)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 errors.append(exc)
-                try:
-                    barrier.abort()
-                except threading.BrokenBarrierError:
-                    pass
+                for b in (ready, go):
+                    b.abort()
 
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in eager]
         for t in threads:
             t.start()
+        if ready is not None:
+            try:
+                ready.wait()
+            except threading.BrokenBarrierError:
+                pass
         gate = self.gate_stream()
         cycles = int(self.gate_us * (self.gate_cycles_per_us or 1000.0))
         h0 = time.perf_counter()
@@ -292,9 +299,9 @@ class CoRunner:
             start.record(gate)
             torch.cuda._sleep(cycles)
             arrival.record(gate)
-        if barrier is not None:
+        if go is not None:
             try:
-                barrier.wait()
+                go.wait()
             except threading.BrokenBarrierError:
                 pass
         for i in order:
