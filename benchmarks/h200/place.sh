@@ -30,8 +30,15 @@ for m in $MIXES; do
   name=${m%%:*}; gpus=${m##*:}
   step "place $name --gpus $gpus"
   timeout "$LIMIT" $WL place "workloads/mix_$name.toml" --gpus "$gpus" --validate --planner "$PLANNERS" \
-    ${PROF_ARGS[@]+"${PROF_ARGS[@]}"} --device "$DEVICE" --reps "$REPS" -o "$T/placement/$name" \
-    || echo "place $name: exit $?"
+    ${PROF_ARGS[@]+"${PROF_ARGS[@]}"} --device "$DEVICE" --reps "$REPS" -o "$T/placement/$name"
+  rc=$?
+  if [ $rc -eq 2 ] && [ -n "$PROFILE" ]; then  # the profile refused (bad input, before any work): the rest still runs
+    echo "place $name: exit 2 with --profile $PROFILE; again without the profile planner"
+    timeout "$LIMIT" $WL place "workloads/mix_$name.toml" --gpus "$gpus" --validate --planner flops,roofline,oracle \
+      --device "$DEVICE" --reps "$REPS" -o "$T/placement/$name"
+    rc=$?
+  fi
+  [ $rc -eq 0 ] || echo "place $name: exit $rc"
 done
 step "done"; [ "$DEVICE" = cpu ] || nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
 } 2>&1 | quiet_log | tee "$OUT/log_place.txt"

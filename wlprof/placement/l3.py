@@ -149,16 +149,24 @@ class Profile:
         return Answer(total * model.layers, "op calls", detail)
 
     def alone(self, model, cost, device_name: str, mode: str) -> Answer:
-        us = branch_latency(self.root, model)
+        note = ""
+        try:
+            us = branch_latency(self.root, model)
+        except Exception as exc:  # noqa: BLE001 - the predictor's failure leaves the lookups below
+            us, note = None, f"; the predictor failed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
         if us is not None:
             return Answer(us, "predictor", "wlprof.predict")
         a = self.same_point(model, device_name, mode)
+        if a is not None and note:
+            a.detail += note
         if a is not None:
             return a
         if cost is None:
             raise InputError("--profile", f"must hold model {model.name}'s configuration, or its op calls must be "
                              "listed (no costing pass ran)", str(self.root))
-        return self.op_calls(model, cost)
+        a = self.op_calls(model, cost)
+        a.detail += note
+        return a
 
 
 class _NoRegression:
