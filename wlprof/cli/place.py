@@ -21,7 +21,7 @@ EXAMPLES = epilog(
 
 @handle_errors
 def place(
-    mix_file: Annotated[Path, typer.Argument(help="The mix (TOML): [mix] and one [[model]] per model.",
+    mix_file: Annotated[Path, typer.Argument(help="The mix (TOML): its models, each a workload configuration (docs/placement.md).",
                                              metavar="MIX_FILE", show_default=False)],
     gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs to place the models on (identical).",
                                       metavar="INT")],
