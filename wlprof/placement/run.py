@@ -268,7 +268,11 @@ def place(mix, opts: PlaceOptions, progress: Progress | None = None) -> PlaceRes
         for g in distinct:
             distinct[g] = measure(g, "validation")
             if opts.trace:
-                traces[g] = runner.trace(g)[0]
+                try:
+                    traces[g] = runner.trace(g)[0]
+                except Exception as exc:  # noqa: BLE001 - a trace is evidence; its failure must not lose the plans
+                    notes.append(f"trace of [{', '.join(models[i].name for i in g)}] failed: "
+                                 f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
         for o in outcomes:
             o.measured = {}
             spans = []
