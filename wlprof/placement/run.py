@@ -199,63 +199,68 @@ def place(mix, opts: PlaceOptions, progress: Progress | None = None) -> PlaceRes
         return run
 
     for planner in planners:
-        t = time.perf_counter()
-        alone: dict[int, tuple[float, str, str]] = {}
-        pnotes: list[str] = []
-        if planner == "flops":
-            work = [max(costs[m.name].peak_us, 1e-3) for m in models]
-            lm: LatencyModel = SharedCapacity("flops", work)
-            alone = {i: (work[i], "FLOPs / peak", "") for i in range(n)}
-        elif planner == "roofline":
-            work = [max(costs[m.name].roofline_us, 1e-3) for m in models]
-            lm = SharedCapacity("roofline", work)
-            alone = {i: (work[i], "roofline", "") for i in range(n)}
-        elif planner == "profile":
-            for m in models:
-                a = profile.alone(m, costs[m.name], name, modes[m.name])
-                alone[m.index] = (a.us, a.source, a.detail)
-            keys = [m.key(name) for m in models]
-            calib = cal.load(opts.coloc, name) if opts.coloc else cal.Calibration(name)
-            miss_alone, miss_pairs = calib.missing(keys)
-            if opts.coloc:
-                pnotes.append(f"co-location from {', '.join(map(str, opts.coloc))}")
-            if miss_alone or miss_pairs:
-                say(f"calibrate co-location: {len(miss_alone)} alone, {len(miss_pairs)} pairs")
-                for k in miss_alone:
-                    i = keys.index(k)
-                    calib.alone[k] = measure((i,), "calibration").samples[i]
-                for a, b in miss_pairs:
-                    i = keys.index(a)
-                    j = next(x for x in range(n) if keys[x] == b and x != i)
-                    run = measure((i, j), "calibration")
-                    calib.put_pair(a, b, run.samples[i], run.samples[j])
-                pnotes.append(f"co-location measured now: {len(miss_alone)} models alone, {len(miss_pairs)} "
-                              f"pairs, {reps} waves each")
-            for m, k in zip(models, keys, strict=True):
-                calib.names.setdefault(k, m.name)
-                calib.modes[k] = modes[m.name]
-            A = [alone[i][0] for i in range(n)]
-            busy = [min(1.0, costs[m.name].roofline_us / A[m.index]) if A[m.index] > 0 else 1.0 for m in models]
-            rho = calib.rho(keys)
-            kappa, used = fit_kappa(A, rho, busy)
-            lm = Colocated("profile", A, rho, busy, kappa, used)
-            if lm.unmeasured_pairs():
-                pnotes.append(f"{lm.unmeasured_pairs()} ordered pairs never measured: the fitted contention "
-                              f"model (kappa {kappa:.2f} on {used} measured pairs)")
-        elif planner == "oracle":
-            groups = {}
-            subsets = [c for k in range(1, n + 1) for c in itertools.combinations(range(n), k)]
-            say(f"oracle: co-run {len(subsets)} groups, {reps} waves each")
-            for members in subsets:
-                groups[frozenset(members)] = measure(members, "oracle").medians()
-            lm = Measured("oracle", groups)
-            alone = {i: (groups[frozenset((i,))][i], "measured", "") for i in range(n)}
-        else:  # pragma: no cover - choose_planners refuses the rest
-            raise ValueError(planner)
-        plan = search(lm, slo, opts.gpus, opts.method)
-        pnotes = [describe_cost(n, opts.gpus)] + plan.notes + pnotes
-        outcomes.append(Outcome(planner, LEVELS[planner], plan, lm, alone, pnotes))
-        seconds[f"plan {planner}"] = time.perf_counter() - t
+        try:
+            t = time.perf_counter()
+            alone: dict[int, tuple[float, str, str]] = {}
+            pnotes: list[str] = []
+            if planner == "flops":
+                work = [max(costs[m.name].peak_us, 1e-3) for m in models]
+                lm: LatencyModel = SharedCapacity("flops", work)
+                alone = {i: (work[i], "FLOPs / peak", "") for i in range(n)}
+            elif planner == "roofline":
+                work = [max(costs[m.name].roofline_us, 1e-3) for m in models]
+                lm = SharedCapacity("roofline", work)
+                alone = {i: (work[i], "roofline", "") for i in range(n)}
+            elif planner == "profile":
+                for m in models:
+                    a = profile.alone(m, costs[m.name], name, modes[m.name])
+                    alone[m.index] = (a.us, a.source, a.detail)
+                keys = [m.key(name) for m in models]
+                calib = cal.load(opts.coloc, name) if opts.coloc else cal.Calibration(name)
+                miss_alone, miss_pairs = calib.missing(keys)
+                if opts.coloc:
+                    pnotes.append(f"co-location from {', '.join(map(str, opts.coloc))}")
+                if miss_alone or miss_pairs:
+                    say(f"calibrate co-location: {len(miss_alone)} alone, {len(miss_pairs)} pairs")
+                    for k in miss_alone:
+                        i = keys.index(k)
+                        calib.alone[k] = measure((i,), "calibration").samples[i]
+                    for a, b in miss_pairs:
+                        i = keys.index(a)
+                        j = next(x for x in range(n) if keys[x] == b and x != i)
+                        run = measure((i, j), "calibration")
+                        calib.put_pair(a, b, run.samples[i], run.samples[j])
+                    pnotes.append(f"co-location measured now: {len(miss_alone)} models alone, {len(miss_pairs)} "
+                                  f"pairs, {reps} waves each")
+                for m, k in zip(models, keys, strict=True):
+                    calib.names.setdefault(k, m.name)
+                    calib.modes[k] = modes[m.name]
+                A = [alone[i][0] for i in range(n)]
+                busy = [min(1.0, costs[m.name].roofline_us / A[m.index]) if A[m.index] > 0 else 1.0 for m in models]
+                rho = calib.rho(keys)
+                kappa, used = fit_kappa(A, rho, busy)
+                lm = Colocated("profile", A, rho, busy, kappa, used)
+                if lm.unmeasured_pairs():
+                    pnotes.append(f"{lm.unmeasured_pairs()} ordered pairs never measured: the fitted contention "
+                                  f"model (kappa {kappa:.2f} on {used} measured pairs)")
+            elif planner == "oracle":
+                groups = {}
+                subsets = [c for k in range(1, n + 1) for c in itertools.combinations(range(n), k)]
+                say(f"oracle: co-run {len(subsets)} groups, {reps} waves each")
+                for members in subsets:
+                    groups[frozenset(members)] = measure(members, "oracle").medians()
+                lm = Measured("oracle", groups)
+                alone = {i: (groups[frozenset((i,))][i], "measured", "") for i in range(n)}
+            else:  # pragma: no cover - choose_planners refuses the rest
+                raise ValueError(planner)
+            plan = search(lm, slo, opts.gpus, opts.method)
+            pnotes = [describe_cost(n, opts.gpus)] + plan.notes + pnotes
+            outcomes.append(Outcome(planner, LEVELS[planner], plan, lm, alone, pnotes))
+            seconds[f"plan {planner}"] = time.perf_counter() - t
+        except Exception as exc:  # noqa: BLE001 - one planner's failure must not lose the others' plans
+            if len(planners) == 1:
+                raise
+            notes.append(f"planner {planner} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
     if opts.validate:
         t = time.perf_counter()
