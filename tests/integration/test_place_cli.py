@@ -66,7 +66,7 @@ def test_corun_threads_overlap_on_the_cpu():
 
 
 @pytest.mark.slow
-def test_place_validate_on_the_cpu(tmp_path):
+def test_place_validate_on_the_cpu(tmp_path, cpu_ceilings):
     out = tmp_path / "out"
     code, text = _run(_mix(tmp_path), "--gpus", 2, "--validate", "--device", "cpu", "--reps", 2, "-q", "-o", out)
     assert code == 0, text
@@ -95,7 +95,7 @@ def test_place_validate_on_the_cpu(tmp_path):
 
 
 @pytest.mark.slow
-def test_place_profile_planner_on_the_cpu(tmp_path):
+def test_place_profile_planner_on_the_cpu(tmp_path, cpu_ceilings):
     """The profile planner end to end: an offline profile of two of the configurations, pairs calibrated."""
     prof = tmp_path / "profile"
     r = CliRunner().invoke(app, ["run", "mlp", "--batch", "64", "--d-model", "64", "--d-ff", "256", "-t", str(prof),
@@ -122,7 +122,7 @@ def test_place_profile_planner_on_the_cpu(tmp_path):
     assert code == 0 and "calibrate co-location" not in text
 
 
-def test_refusals(tmp_path):
+def test_refusals(tmp_path, cpu_ceilings):
     mix = _mix(tmp_path)
     code, text = _run(mix, "--gpus", 0, "--device", "cpu")
     assert code == 2 and "--gpus must be a positive integer" in text
@@ -142,7 +142,7 @@ def test_refusals(tmp_path):
 
 
 @pytest.mark.slow
-def test_impossible_slo_and_idle_gpus(tmp_path):
+def test_impossible_slo_and_idle_gpus(tmp_path, cpu_ceilings):
     code, text = _run(_mix(tmp_path, TINY.replace("slo_us = 1e7", "slo_us = 1e-3")), "--gpus", 2, "--device",
                       "cpu", "-q", "-o", tmp_path / "o1")
     assert code == 2 and "model[0].slo_us must be at least mlp-a's roofline time alone" in text

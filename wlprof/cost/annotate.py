@@ -115,7 +115,8 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     # memcpy/memset whose op has no formula: the trace records the bytes moved
     names = rows.name.to_numpy(dtype=object)
     tb = rows.transfer_bytes.to_numpy()
-    for i in np.flatnonzero((kinds != "kernel") & (kinds != "cpu_op") & (source == UNKNOWN)):
+    copies = (kinds == "memcpy") | (kinds == "memset")
+    for i in np.flatnonzero(copies & (source == UNKNOWN)):
         flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
         written[i] = tb[i]  # a copy writes what it moves; a memset writes every byte
 

@@ -1,4 +1,4 @@
-"""The MoE workload on the CPU: dispatches agree, FLOPs by hand, _grouped_mm counted, CLI end to end.
+"""The MoE workload on the CPU: dispatches agree, FLOPs by hand, _grouped_mm counted (the CLI: integration/test_moe_cli.py).
 
 FLOPs per computed token-expert row (wlprof's convention: multiply = add = 1; silu 5,
 mul 1, gelu 20 per element, wlprof.cost.elementwise), for d_model 16, d_ff 32:
@@ -12,10 +12,8 @@ import json
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from wlprof.cli.options import spell_study
 from wlprof.errors import InputError
@@ -191,94 +189,6 @@ def test_flop_counter_mode_does_not_count_grouped_mm_but_wlprof_does(tmp_path):
     assert (c.flops, c.bytes) == (6144, 3852)
 
 
-# ---------------------------------------------------------------- CLI end to end
-
-
-def _cli(args: list[str]):
-    from wlprof.cli.main import app
-
-    return CliRunner().invoke(app, ["run", "moe", *args])
-
-
-FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q"]
-
-
-def test_cli_end_to_end_regions_facts_and_flops(tmp_path, isolated_cache, monkeypatch):
-    import os
-
-    assert os.environ["WLPROF_CACHE_DIR"] == str(isolated_cache)  # a tmp cache, never ~/.cache
-    out = tmp_path / "traces"
-    res = _cli(["--routing", "explicit:1x5+1x3", "--tokens", "8", "--experts", "4", "--top-k", "1",
-                "--d-model", "16", "--d-ff", "32", "--dispatch", "loop,padded,grouped", "--traces", str(out), *FAST])
-    assert res.exit_code == 0, res.output
-    k = pd.read_parquet(out)
-    assert set(k.variant) == {"explicit:1x5+1x3 / loop", "explicit:1x5+1x3 / padded", "explicit:1x5+1x3 / grouped"}
-    for variant, g in k[k.step >= 0].groupby("variant"):
-        per_region = g.groupby("region").dur_us.sum()
-        assert set(moe_mod.REGIONS) <= set(per_region.index), variant
-        steps = g.step.nunique()
-        expert = g[g.region == "moe/expert"].flops.sum() / steps
-        # dropless: loop and grouped compute the 8 routed rows, 8 * 3264 = 26,112; padded
-        # computes 4 experts x capacity 5 (the largest load) = 20 rows, 20 * 3264 = 65,280
-        assert expert == pytest.approx(65_280 if variant.endswith("padded") else 26_112, rel=1e-9), variant
-    # grouped: the workload states moe/expert's cost (the formula would read all 4 experts'
-    # weights; only the 2 active ones are read). fp32, R = 8 rows, A = 2, d = 16, f = 32, E = 4:
-    # 4*(3*8*16 + 3*2*16*32 + 8*8*32) + 12*4 = 4*(384 + 3072 + 2048) + 48 = 22,064 bytes
-    g = k[(k.dispatch == "grouped") & (k.region == "moe/expert") & (k.step >= 0)]
-    assert (g.flops_source == "workload").all()
-    assert g.groupby("step")["bytes"].sum().tolist() == pytest.approx([22_064] * g.step.nunique())
-    row = k.iloc[0]
-    assert (row.tokens, row.experts, row.top_k, row.d_model, row.d_ff, row.activation) == (8, 4, 1, 16, 32, "swiglu")
-    assert list(row.expert_counts) == [5, 3, 0, 0]
-    assert (row.active_experts, row.max_expert_share, row.imbalance) == (2, 5 / 8, 5 / 2)  # mean load 8/4 = 2
-
-    steps = pd.concat(pd.read_parquet(f) for f in sorted(out.glob("*/_steps/*.parquet"))).set_index("dispatch")
-    assert (steps.useful_flops == 26_112).all()
-    assert steps.executed_flops.to_dict() == pytest.approx({"loop": 26_112, "padded": 65_280, "grouped": 26_112})
-    assert steps.loc["padded", "capacity"] == 5 and steps.loc["padded", "dropped_tokens"] == 0
-    assert steps.loc["grouped", "grouped_path"] == moe_grouped.PATH_TORCH_LOOP
-    assert "active 2/4 experts" in steps.loc["loop", "note"]
-
-    # the dispatches launch genuinely different ops
-    ops = pd.concat(pd.read_parquet(f) for f in sorted(out.glob("*/_ops/*.parquet")))
-    expert_ops = ops[ops.region == "moe/expert"].groupby("dispatch").op_name.agg(set)
-    names = ops.groupby("dispatch").op_name.agg(set)
-    assert {"aten::nonzero", "aten::where"} <= names["loop"]  # per-expert host syncs
-    assert "aten::bmm" in expert_ops["padded"] and "aten::index_copy_" in names["padded"]
-    assert "aten::sort" in names["grouped"] and "aten::bmm" not in expert_ops["grouped"]
-    # the ops table holds the ops that did the work (on the CPU: _grouped_mm's nested mm);
-    # the Chrome trace keeps aten::_grouped_mm itself, in moe/expert
-    import gzip
-
-    [chrome] = [f for f in out.glob("*/_chrome/*grouped.json.gz")]
-    events = json.loads(gzip.decompress(chrome.read_bytes()))["traceEvents"]
-    assert any(e.get("name") == "aten::_grouped_mm" for e in events)
-
-
-SIZES = ["--tokens", "8", "--experts", "4", "--d-model", "16", "--d-ff", "32"]
-
-
-@pytest.mark.parametrize("args,flag,value", [
-    (["--top-k", "5"], "--top-k", "5"),
-    (["--tokens", "0", "--experts", "4"], "--tokens", "'0'"),
-    (["--routing", "uniform"], "--routing", "'uniform'"),
-    (["--routing", "zipf:-1"], "--routing", "'zipf:-1'"),
-    (["--routing", "dispersed", "--tokens", "100"], "--routing", "'dispersed'"),
-    (["--routing", "explicit:2x64"], "--routing", "'explicit:2x64'"),
-    (["--dispatch", "grouped", "--dtype", "float64"], "--dtype", "'float64'"),
-    (["--dispatch", "sorted"], "--dispatch", "'sorted'"),
-    (["--capacity-factor", "-1"], "--capacity-factor", "-1"),
-    (["--ffn", "relu"], "--ffn", "'relu'"),
-    (["--dispatch", "grouped", "--d-model", "10"], "--d-model", "10"),
-])
-def test_bad_input_names_the_flag_and_value_and_writes_nothing(tmp_path, args, flag, value):
-    out = tmp_path / "traces"
-    res = _cli([*SIZES, *args, "--traces", str(out), *FAST])
-    assert res.exit_code == 2, res.output
-    assert f"error: {flag} " in res.output and value in res.output, res.output
-    assert not out.exists() or not any(out.iterdir())
-
-
 def test_study_file_prefix_names_params_and_defaults_note_cpu():
     with pytest.raises(InputError) as exc:
         get("moe").parse({"top_k": 9, "experts": 4}, CPU, F32)
@@ -309,3 +219,31 @@ def test_oversized_configs_are_refused_before_allocation(monkeypatch):
     with pytest.raises(InputError) as exc:
         study.prepare(study.Study("moe", {"d_model": 4096, "d_ff": 14336, "dispatch": "loop"}))
     assert "must fit in host memory" in exc.value.rule_text()
+
+
+def test_padded_memory_estimate_counts_the_real_loads():
+    # HAND, padded, dropless: loads [5, 3, 0, 0], capacity 5, rows 4 * 5 + 1 = 21; fp32, d 16, f 32, swiglu:
+    # weights 3*4*16*32 + 4*16 = 6,208; acts 2*8*16 + 21*(3*16 + 3*32) = 256 + 3,024 = 3,280;
+    # (6,208 + 3,280) * 4 = 37,952 bytes, plus indices 8 * 8 * 1 * (4 + 8) = 768: 38,720
+    [p] = points({**HAND, "dispatch": "padded"})
+    assert get("moe").estimate_bytes(p, F32) == 38_720
+
+
+def test_padded_memory_estimate_never_draws_an_absurd_routing(monkeypatch):
+    # Bug: the estimate of a padded point drew its routing first (tokens x top_k ids), so
+    # `wlprof run moe --dispatch padded --tokens 1099511627776` died allocating 8 TiB instead of
+    # being refused. Past ROUTING_ESTIMATE_LIMIT elements every expert may take every token.
+    wl = get("moe")
+    monkeypatch.setattr(moe_mod, "routing_for", lambda p: pytest.fail("the estimate drew the routing"))
+    t, e, d, f = 2**40, 32, 256, 512
+    p = Point("x", {"tokens": t, "experts": e, "top_k": 1, "routing": "balanced", "dispatch": "padded",
+                    "capacity_factor": None, "d_model": d, "d_ff": f, "activation": "swiglu", "seed": 0})
+    rows = e * t + 1
+    weights = 3 * e * d * f + e * d
+    assert wl.estimate_bytes(p, F32) == (weights + 2 * t * d + rows * (3 * d + 3 * f)) * 4 + 8 * t * (e + 8)
+    # a capacity factor sets the buffer without the loads: ceil(1.5 * 2^40 / 32) = 3 * 2^34 rows each
+    cf = Point("x", {**p.params, "capacity_factor": 1.5})
+    rows = e * 3 * 2**34 + 1
+    assert wl.estimate_bytes(cf, F32) == (weights + 2 * t * d + rows * (3 * d + 3 * f)) * 4 + 8 * t * (e + 8)
+    many = Point("x", {**p.params, "tokens": 8, "experts": 2**40})
+    assert wl.estimate_bytes(many, F32) > 2**50

@@ -8,25 +8,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).parent / "golden"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "golden"))
 import golden  # noqa: E402
-
-from wlprof.cli.main import app  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, cpu_ceilings_dir):
-    import os
-
-    os.environ["WLPROF_CACHE_DIR"] = str(cpu_ceilings_dir)
-    runner = CliRunner()
-
+def runs(tmp_path_factory, cpu_ceilings, cli):
     def invoke(args):
-        res = runner.invoke(app, args)
+        res = cli(*args)
         assert res.exit_code == 0, res.output
         return res.exit_code
 

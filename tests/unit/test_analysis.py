@@ -99,6 +99,7 @@ def _ops(n, seed, scale=1.0):
     })
 
 
+@pytest.mark.slow
 def test_ladder_scores_are_the_errors_they_claim():
     train, test = models.features(_ops(300, 0)), models.features(_ops(100, 1))
     first_m = json.loads(train.op_input_dims.iloc[0])[0][0]
@@ -142,6 +143,7 @@ def test_figures_are_drawn(tmp_path):
     assert len(ax.collections) >= 1 and len(ax.collections[0].get_offsets()) == 20
 
 
+@pytest.mark.slow
 def test_l3_answers_profiled_calls_from_their_measured_time():
     train = models.features(_ops(200, 0))
     ladder = models.fit(train)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +60,7 @@ def _run(doc, tmp_path, layout):
 
 @settings(max_examples=120, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
 @given(doc=docs, layout=st.sampled_from(["whole", "lines"]))
 def test_only_wlprof_errors_and_the_join_invariants_hold(tmp_path, doc, layout):
     got = _run(doc, tmp_path, layout)

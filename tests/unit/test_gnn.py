@@ -1,4 +1,4 @@
-"""The GNN aggregation workload: parsing, the useful cost by hand, backends agreeing, end to end.
+"""The GNN aggregation workload: parsing, the useful cost by hand, backends agreeing (the CLI: integration/test_gnn_cli.py).
 
 The cost of gnn/aggregate is the workload's (shapes cannot tell a sparse matrix's
 nnz): worked out by hand below for a 4-node graph, fp32 = 4 bytes, bf16 = 2,
@@ -7,10 +7,8 @@ int64 indices = 8.
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from wlprof.cli.options import spell_cli, spell_study
 from wlprof.cost import VECTOR
@@ -214,12 +212,20 @@ def test_raw_backends_agree_with_a_dense_reference(name, ei, n, backend, reducti
     torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5)
 
 
-def test_hand_graph_aggregate_values():
-    # x = node ids repeated: sum at node 2 = x0 + x1 + x3 = 0 + 1 + 3 = 4; mean 4/3; max 3;
-    # node 3 receives nothing: 0 for every reduction
-    x = torch.arange(4.0).unsqueeze(1)
-    assert _reference(HAND, 4, x, "sum").squeeze(1).tolist() == [2, 0, 4, 0]
-    assert _reference(HAND, 4, x, "max").squeeze(1).tolist() == [2, 0, 3, 0]
+@pytest.mark.parametrize("backend, reduction", [(b, r) for b in gnn_steps.RAW_BACKENDS for r in gnn.BACKENDS[b]])
+def test_hand_graph_aggregate_values(backend, reduction):
+    # one feature, x = the step's own seeded input; in-edges 2->0, 0->1, 0->2, 1->2, 3->2, none into 3:
+    # sum [x2, x0, x0 + x1 + x3, 0]; mean [x2, x0, (x0 + x1 + x3) / 3, 0]; max [x2, x0, max(x0, x1, x3), 0]
+    x0, x1, x2, x3 = gnn_steps.node_features(HAND_N, 1, CPU, F32).squeeze(1).tolist()
+    want = {"sum": [x2, x0, x0 + x1 + x3, 0.0], "mean": [x2, x0, (x0 + x1 + x3) / 3, 0.0],
+            "max": [x2, x0, max(x0, x1, x3), 0.0]}[reduction]
+    built = gnn_steps.build_step(HAND, HAND_N, {"features": 1, "backend": backend, "reduction": reduction}, CPU, F32)
+    with torch.inference_mode():
+        got = built.step().squeeze(1).tolist()
+    assert got == pytest.approx(want, abs=1e-6)
+    # the dense reference the other tests compare against agrees on node ids: sum at node 2 = 0 + 1 + 3
+    ids = torch.arange(4.0).unsqueeze(1)
+    assert _reference(HAND, 4, ids, "sum").squeeze(1).tolist() == [2, 0, 4, 0]
 
 
 @pytest.mark.parametrize("kind", ["gcn", "sage", "gat"])
@@ -264,11 +270,19 @@ def test_pyg_gcn_is_the_normalized_propagation():
     torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_transform_adds_a_linear():
-    p = {"features": 3, "backend": "csr", "reduction": "sum", "feature_transform": True}
-    built = gnn_steps.build_step(HAND, HAND_N, p, CPU, F32)
+@pytest.mark.parametrize("backend", gnn_steps.RAW_BACKENDS)
+def test_transform_applies_the_seeded_linear_to_the_aggregate(backend):
+    base = {"features": 3, "backend": backend, "reduction": "sum"}
+    plain = gnn_steps.build_step(HAND, HAND_N, base, CPU, F32)
+    transformed = gnn_steps.build_step(HAND, HAND_N, {**base, "feature_transform": True}, CPU, F32)
+    torch.manual_seed(gnn_steps.SEED)  # the layer's weights: Linear(F, F) drawn from seed 0
+    lin = torch.nn.Linear(3, 3)
     with torch.inference_mode():
-        assert built.step().shape == (4, 3)
+        agg = plain.step()
+        out = transformed.step()
+        torch.testing.assert_close(out, lin(agg), rtol=1e-6, atol=1e-6)
+    assert out.shape == (4, 3) and not torch.allclose(out, agg)
+    assert transformed.stated == plain.stated  # the stated cost is the aggregate's; the Linear has a formula
 
 
 # ---------------------------------------------------------------- memory estimate
@@ -285,104 +299,3 @@ def test_memory_estimate_counts_messages_and_graph():
     assert csr >= 2 * e * 8 + 2 * n * f * 2
     assert scatter >= csr - (n + 1) * 4 - e * 4 - e * 2 + e * f * 2
     assert scatter > 8 * 2**30  # E*F*2 = 2^24 * 256 * 2 = 8 GiB of messages alone
-
-
-# ---------------------------------------------------------------- end to end through the CLI
-
-
-def _cli(args, tmp_path, monkeypatch):
-    from wlprof.cli.main import app
-
-    monkeypatch.chdir(tmp_path)
-    return CliRunner().invoke(app, ["run", "gnn", *args, "--traces", str(tmp_path / "traces"), "--quiet",
-                                    "--steps", "2", "--warmup", "1", "--reps", "3"])
-
-
-def _per_step(k: pd.DataFrame, variant: str) -> pd.DataFrame:
-    return k[(k.variant == variant) & (k.step >= 0)]
-
-
-@pytest.mark.slow
-def test_cli_raw_backends_end_to_end(tmp_path, monkeypatch):
-    res = _cli(["--graph", "uniform,rmat", "--scale", "6", "--features", "8",
-                "--backend", "scatter,index_add,segment,csr"], tmp_path, monkeypatch)
-    assert res.exit_code == 0, res.output
-    k = pd.read_parquet(tmp_path / "traces")
-    assert set(k.backend) == {"scatter", "index_add", "segment", "csr"}
-    for variant, g in k.groupby("variant"):
-        e, n, f = int(g.edges.iloc[0]), int(g.nodes.iloc[0]), 8
-        assert n == 64 and g.edge_factor.iloc[0] == 16 and not g.feature_transform.iloc[0]
-        g = _per_step(k, variant)
-        agg = g[g.region == "gnn/aggregate"]
-        assert len(agg) and (agg.flops_source == "workload").all()
-        for _, s in g.groupby("step"):
-            a = s[s.region == "gnn/aggregate"]
-            assert a.flops.sum() == pytest.approx(e * f)  # E*F adds
-            assert a["bytes"].sum() == pytest.approx(e * f * 4 + e * 8 + n * f * 4)
-            # nothing else computes: the whole step is E*F (the gather moves bytes only)
-            assert s.flops.sum() == pytest.approx(e * f)
-            assert set(s.region) <= {"gnn/gather", "gnn/aggregate"}
-        if g.backend.iloc[0] == "csr":
-            # the nested sparse addmm is inside the region: never a dense-equivalent 2*n*n*F formula
-            assert (g.flops_source != "formula").all()
-            assert not (g.region == "gnn/gather").any()
-            addmm = g[g.op_name == "aten::addmm"]
-            assert len(addmm) and (addmm.flops_source == "workload").all()
-            # what the profiler's dense sizes would claim: 2*n*n*F = 2*64*64*8 = 65536, not E*F
-            assert g.flops.sum() / g.step.nunique() == pytest.approx(e * f) != 2 * n * n * f
-        else:
-            gather = g[g.region == "gnn/gather"]
-            assert set(gather.op_name) == {"aten::index_select"}
-            assert (gather.flops == 0).all() and (gather.flops_source == "formula").all()
-
-
-@pytest.mark.slow
-def test_cli_pyg_regions_nest(tmp_path, monkeypatch):
-    res = _cli(["--graph", "karate", "--features", "4", "--backend", "pyg:gcn,pyg:sage-csr,pyg:gat"],
-               tmp_path, monkeypatch)
-    assert res.exit_code == 0, res.output
-    k = pd.read_parquet(tmp_path / "traces")
-    n, e, f = 34, 156, 4
-    gcn = _per_step(k, "karate F4 / pyg:gcn / sum")
-    assert set(gcn.region) == {"gnn/transform", "gnn/gather", "gnn/message", "gnn/aggregate", "gnn/layer"}
-    assert "aten::index_select" in set(gcn[gcn.region == "gnn/gather"].op_name)
-    assert "aten::scatter_add_" in set(gcn[gcn.region == "gnn/aggregate"].op_name)
-    assert "aten::mul" in set(gcn[gcn.region == "gnn/message"].op_name)
-    assert set(gcn[gcn.region == "gnn/transform"].op_name) <= {"aten::mm", "aten::addmm", "aten::copy_"}
-    for _, s in gcn.groupby("step"):
-        assert s[s.region == "gnn/aggregate"].flops.sum() == pytest.approx((e + n) * f)  # self-loops added
-    sage = _per_step(k, "karate F4 / pyg:sage-csr / sum")
-    assert "gnn/gather" not in set(sage.region)  # fused: torch.sparse.mm reads rows in place
-    assert (sage[sage.region == "gnn/aggregate"].flops_source == "workload").all()
-    gat = _per_step(k, "karate F4 / pyg:gat / sum")
-    assert {"gnn/attention", "gnn/gather", "gnn/message", "gnn/aggregate"} <= set(gat.region)
-    att = gat[gat.region == "gnn/attention"]
-    assert {"aten::exp", "aten::scatter_add_"} <= set(att.op_name)  # the softmax, costed by formula
-    assert (att.flops_source != "workload").all()
-
-
-@pytest.mark.slow
-def test_cli_transform_region(tmp_path, monkeypatch):
-    res = _cli(["--graph", "karate", "--features", "4", "--backend", "scatter", "--transform"],
-               tmp_path, monkeypatch)
-    assert res.exit_code == 0, res.output
-    k = pd.read_parquet(tmp_path / "traces")
-    assert k.variant.iloc[0] == "karate F4 / scatter / sum +linear" and k.feature_transform.all()
-    s = k[(k.step == k.step.max()) & (k.region == "gnn/transform")]
-    # Linear(4, 4) on 34 rows: 2*34*4*4 = 1088 FLOPs, by the addmm formula
-    assert s.flops.sum() == pytest.approx(1088)
-
-
-@pytest.mark.parametrize("args, needle", [
-    (["--graph", "erdos"], "--graph must be one of"),
-    (["--backend", "cusparse"], "--backend must be one of"),
-    (["--features", "0"], "--features must be a positive integer (got '0')"),
-    (["--backend", "csr", "--reduction", "max"], "--reduction must be one backend csr supports"),
-    (["--scale", "40"], "--scale must fit in host memory: point 'rmat s40 F32 / scatter / sum'"),
-])
-def test_cli_bad_input_writes_nothing(args, needle, tmp_path, monkeypatch):
-    res = _cli(args, tmp_path, monkeypatch)
-    assert res.exit_code == 2
-    assert needle in res.output
-    out = tmp_path / "traces"
-    assert not out.exists() or not any(out.iterdir())

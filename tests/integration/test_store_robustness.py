@@ -13,10 +13,8 @@ import time
 import pandas as pd
 import pytest
 import torch
-from typer.testing import CliRunner
 
 import wlprof
-from wlprof.cli.main import app
 from wlprof.store.runs import list_runs
 
 N_POINTS = 16  # enough that a kill after the third point always lands mid-sweep
@@ -36,9 +34,10 @@ def _manifest(out):
     return runs[0], json.loads((runs[0] / "_manifest.json").read_text())
 
 
-def test_sigkill_keeps_finished_points_and_resume_finishes_without_redoing_them(tmp_path, cpu_ceilings_dir):
+@pytest.mark.slow
+def test_sigkill_keeps_finished_points_and_resume_finishes_without_redoing_them(tmp_path, cpu_ceilings):
     out = tmp_path / "traces"
-    env = {**os.environ, "WLPROF_CACHE_DIR": str(cpu_ceilings_dir)}
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
     proc = subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     done = 0
@@ -73,20 +72,21 @@ def test_sigkill_keeps_finished_points_and_resume_finishes_without_redoing_them(
     assert len(list(out.iterdir())) == 1  # no second run folder
 
 
-def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings_dir):
+def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings, cli):
     out = tmp_path / "traces"
-    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "8x8x8", "--traces", str(out), *FAST])
+    r = cli("run", "gemm", "--shapes", "8x8x8", "--traces", out, *FAST)
     assert r.exit_code == 0
     run_id = next(out.iterdir()).name
-    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "16x8x8", "--traces", str(out), *FAST, "--resume", run_id])
+    r = cli("run", "gemm", "--shapes", "16x8x8", "--traces", out, *FAST, "--resume", run_id)
     assert r.exit_code == 2 and "--resume must name a run of this same study" in r.output
-    r = CliRunner().invoke(app, ["run", "gemm", "--shapes", "8x8x8", "--traces", str(out), *FAST, "--resume", "../x"])
+    r = cli("run", "gemm", "--shapes", "8x8x8", "--traces", out, *FAST, "--resume", "../x")
     assert r.exit_code == 2 and "RUN_ID" in r.output
 
 
-def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings_dir):
+@pytest.mark.slow
+def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings):
     out = tmp_path / "traces"
-    env = {**os.environ, "WLPROF_CACHE_DIR": str(cpu_ceilings_dir)}
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
     procs = [subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
              for _ in range(2)]
     for p in procs:
@@ -97,7 +97,8 @@ def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings_dir):
     assert k.run_id.nunique() == 2 and k.groupby("run_id").point.nunique().tolist() == [N_POINTS, N_POINTS]
 
 
-def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, cpu_ceilings):
     from wlprof.study import Study, run_study
     from wlprof.workloads.gemm import Gemm
 
@@ -122,10 +123,11 @@ def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, 
     assert set(wlprof.load(tmp_path).point) == {0, 2}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT])
-def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings_dir, signum):
+def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings, signum):
     out = tmp_path / "traces"
-    env = {**os.environ, "WLPROF_CACHE_DIR": str(cpu_ceilings_dir)}
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
     proc = subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     while time.time() < deadline:

@@ -1,16 +1,11 @@
-"""The data seed of MoE and GNN points, and `wlprof sweep --set` to re-run a study on another draw."""
+"""The data seed of MoE and GNN points (`wlprof sweep --set SEED`: integration/test_seed_cli.py)."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import pandas as pd
 import pytest
 import torch
-from typer.testing import CliRunner
 
-from wlprof.cli.main import app
 from wlprof.cli.options import spell_cli, spell_study
 from wlprof.errors import InputError
 from wlprof.workloads import get
@@ -20,7 +15,6 @@ from wlprof.workloads.moe import tensors as moe_tensors
 
 CPU = torch.device("cpu")
 F32 = torch.float32
-runner = CliRunner()
 
 
 def _moe_point(seed, routing="dispersed"):
@@ -78,35 +72,3 @@ def test_bad_seed_names_the_argument(bad):
     with pytest.raises(InputError) as exc:
         gnn_mod.Gnn().parse({"seed": bad}, CPU, F32)
     assert exc.value.message(spell_study) == f"params.seed must be an integer >= 0 (got {bad!r})"
-
-
-def test_sweep_set_overrides_a_study_parameter(tmp_path):
-    study = tmp_path / "s.toml"
-    study.write_text('[study]\nworkload = "moe"\n[params]\ntokens = [64]\nexperts = 32\nd_model = 16\n'
-                     'd_ff = 32\nrouting = "dispersed"\ndispatch = "grouped"\n'
-                     '[capture]\nprofiled_steps = 1\nlatency_reps = 2\nwarmup = 1\nbatches = 1\n')
-    out = tmp_path / "t"
-    res = runner.invoke(app, ["sweep", str(study), "--traces", str(out), "-q", "--set", "seed=7"])
-    assert res.exit_code == 0, res.output
-    k = pd.read_parquet(out)
-    assert set(k.seed) == {7}
-    expected = moe_tensors.routing_for({**_moe_point(7).params}).counts().tolist()
-    assert list(k.expert_counts.iloc[0]) == expected
-    manifest = json.loads(next(out.glob("*/_manifest.json")).read_text())
-    assert manifest["study"]["params"]["seed"] == 7
-
-
-@pytest.mark.parametrize(("setting", "needle"), [
-    ("seed", "--set must be KEY=VALUE"),
-    ("=3", "--set must be KEY=VALUE"),
-    ("seed=-2", "params.seed must be an integer >= 0 (got -2)"),
-    ("colour=red", "params.colour is not a parameter of the moe workload"),
-])
-def test_sweep_bad_set_is_refused_and_writes_nothing(tmp_path, setting, needle):
-    study = tmp_path / "s.toml"
-    study.write_text('[study]\nworkload = "moe"\n[params]\ntokens = [64]\nd_model = 16\nd_ff = 32\n')
-    out = tmp_path / "t"
-    res = runner.invoke(app, ["sweep", str(study), "--traces", str(out), "--set", setting])
-    assert res.exit_code == 2, res.output
-    assert needle in res.output
-    assert not out.exists()
