@@ -16,8 +16,9 @@ Why graphs: the host launches a request in a few microseconds, so co-located mod
 serialized by one Python thread's launch loop (nor by the GIL between threads), and what is
 measured is the device's sharing.
 
-On the CPU each model runs in its own thread (torch releases the GIL inside its ops), all
-released by one barrier; a latency is the barrier's release -> the model's last op's end.
+On the CPU each model runs in its own thread (torch releases the GIL inside its ops); once all
+wait at a barrier the arrival time is taken and they are released together; a latency is the
+arrival -> the model's last op's end.
 """
 
 from __future__ import annotations
@@ -210,7 +211,8 @@ class CoRunner:
         import torch
         from torch.profiler import record_function
 
-        barrier = threading.Barrier(len(order) + 1)
+        # every thread started and waiting (`ready`), then the arrival time taken, then released (`go`)
+        ready, go = threading.Barrier(len(order) + 1), threading.Barrier(len(order) + 1)
         ends: dict[int, float] = {}
         errors: list[BaseException] = []
 
@@ -218,7 +220,8 @@ class CoRunner:
             p = self.prepared[i]
             try:
                 with torch.inference_mode():
-                    barrier.wait()
+                    ready.wait()
+                    go.wait()
                     if label:
                         with record_function(f"place/{p.model.name}"):
                             for _ in range(p.model.layers):
@@ -229,19 +232,19 @@ class CoRunner:
                 ends[i] = time.perf_counter()
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 errors.append(exc)
-                try:
-                    barrier.abort()
-                except threading.BrokenBarrierError:
-                    pass
+                for b in (ready, go):
+                    b.abort()
 
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in order]
         for t in threads:
             t.start()
+        t0 = None
         try:
-            barrier.wait()
+            ready.wait()
+            t0 = time.perf_counter()
+            go.wait()
         except threading.BrokenBarrierError:
             pass
-        t0 = time.perf_counter()
         for t in threads:
             t.join()
         if errors:
