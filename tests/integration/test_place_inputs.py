@@ -167,3 +167,19 @@ def test_validation_table_columns_are_described():
     from wlprof.placement.output import VALIDATION_COLUMNS
 
     assert all(isinstance(v, str) and v for v in VALIDATION_COLUMNS.values())
+
+
+def test_profile_folder_of_wlprof_profile_layout(tmp_path):
+    """`wlprof profile` keeps its runs under traces/: the profile planner reads them there."""
+    import importlib.util
+    import shutil
+
+    from wlprof.placement.l3 import branch_latency
+
+    run = next((ROOT / "tests/fixtures/h200").glob("mlp-*"))
+    shutil.copytree(run, tmp_path / "p" / "traces" / run.name)
+    profile = Profile.open(tmp_path / "p")
+    assert profile.store == tmp_path / "p" / "traces" and profile.devices == ["NVIDIA H200"]
+    if importlib.util.find_spec("wlprof.predict") is None:  # the predictor is not installed: no answer
+        (m,) = resolve(mix_from_toml(b"[[model]]\nworkload='mlp'\nparams={batch=8}"), _cpu())
+        assert branch_latency(tmp_path / "p", m, None, "graph") is None

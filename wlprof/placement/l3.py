@@ -2,11 +2,11 @@
 
 Two sources, the first that answers:
 
-1. The prediction model of `wlprof predict --profile DIR --spec '...'` (the Level-3 predictor of
-   a configuration's step latency), through `branch_latency`, the one function that calls it. It
-   answers only where that module is installed.
+1. The prediction model of `wlprof predict --profile DIR --spec '...'` (`wlprof.predict`, the
+   Level-3 predictor of a configuration's step from its op calls), through `branch_latency`, the
+   one function that calls it. It answers only where that package is installed.
 2. The offline profile as a wlprof traces folder (`wlprof sweep STUDY --traces DIR`, or the
-   predictor's profile where it is one), read with the ladder of `wlprof/analysis/models.py`:
+   `traces/` of a `wlprof profile` folder), read with the ladder of `wlprof/analysis/models.py`:
    - same point: the profile ran this very configuration (workload, every parameter, dtype,
      device): its measured step time, the CUDA-graph replay time for a model the co-runner
      replays as a graph, else the single-call latency;
@@ -37,25 +37,50 @@ class Answer:
     detail: str = ""
 
 
-def branch_latency(profile: Path, model) -> float | None:
-    """The predict command's Level-3 step latency of `model` (µs per request), or None where that
-    predictor is not installed. The one place placement calls it."""
+_PREDICTORS: dict[str, Any] = {}  # profile folder -> the predictor's (Predictor, Host, info), loaded once
+
+
+def branch_latency(profile: Path, model, ops: pd.DataFrame | None, mode: str) -> tuple[float, str] | None:
+    """The Level-3 predictor's latency of `model` (µs per request) and what answered, or None where the
+    predictor (`wlprof.predict`, `wlprof profile`'s folder format) is not installed. The one place
+    placement calls it: the model's op calls (the costing pass's, else listed from its configuration
+    on the meta device) predicted one by one and laid on the predictor's host timeline; a model the
+    co-runner replays as a CUDA graph takes the calls' kernel time, an eager one the single-call latency."""
     try:
-        from wlprof.predict import predict_spec  # the Level-3 predictor, where installed
+        from wlprof.predict.profile import load_profile
+        from wlprof.predict.report import predict_calls
+        from wlprof.predict.steps import Plan
     except ImportError:
         return None
-    answer = predict_spec(profile, model.spec_text(), dtype=model.dtype_name)
-    us = float(getattr(answer, "latency_us", answer))
-    return us * model.layers if math.isfinite(us) and us > 0 else None
+    key = str(Path(profile).resolve())
+    if key not in _PREDICTORS:
+        _PREDICTORS[key] = load_profile(profile)
+    predictor, host, _ = _PREDICTORS[key]
+    if ops is None:
+        from wlprof.predict.spec import parse_spec, record
+
+        ops = record(parse_spec(model.spec_text()), model.dtype_name,
+                     launching=frozenset(predictor.meta.get("op_names", [])))
+    calls = ops.sort_values("ts_us", kind="stable") if "ts_us" in ops else ops
+    d, pred, src = predict_calls(predictor, calls)
+    _, latency = Plan(pred, np.isin(d.cls.to_numpy(), ("gemm", "grouped", "spmm")),
+                      d.sync.to_numpy(dtype=bool)).times(host)
+    kernel = float(np.sum(pred))
+    us = kernel if mode == "graph" else float(latency)
+    shares = ", ".join(f"{k} {v:.0%}" for k, v in predictor.sources(src).items() if v)
+    return us * model.layers, f"kernel {kernel:,.1f} µs, one call {latency:,.1f} µs; {shares}"
 
 
 @dataclass
 class Profile:
-    """An offline profile folder, opened once: its steps and (fitted lazily) the ladder on its op calls."""
+    """An offline profile folder, opened once: its steps and (fitted lazily) the ladder on its op calls.
+    `root` is the folder given; `store` the traces folder in it (`root` itself, or `root/traces` in
+    the layout `wlprof profile` writes)."""
 
     root: Path
     steps: pd.DataFrame
     devices: list[str]
+    store: Path | None = None
     _ladder: Any = None
     _ops: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
@@ -70,14 +95,17 @@ class Profile:
 
         if not root.is_dir():
             raise InputError("--profile", "must be an existing offline profile folder", str(root))
-        runs = list_runs(root)
-        if not runs:
-            raise InputError("--profile", "must hold at least one profiled run (a wlprof traces folder)", str(root))
+        store = root
+        if not list_runs(store) and (root / "traces").is_dir():
+            store = root / "traces"  # `wlprof profile`'s layout
+        if not list_runs(store):
+            raise InputError("--profile", "must hold at least one profiled run (a wlprof traces folder, or a "
+                             "`wlprof profile` folder with its traces/)", str(root))
         import wlprof
 
-        steps = wlprof.load(root, table="steps")
+        steps = wlprof.load(store, table="steps")
         devices = sorted(str(d) for d in steps.device_name.dropna().unique())
-        return cls(root, steps, devices)
+        return cls(root, steps, devices, store)
 
     def check_device(self, device_name: str) -> None:
         if device_name not in self.devices:
@@ -113,7 +141,7 @@ class Profile:
             import wlprof
             from wlprof.analysis import models as ladder_models
 
-            ops = wlprof.load(self.root, table="ops")
+            ops = wlprof.load(self.store or self.root, table="ops")
             self._ops = ops
             f = ladder_models.features(ops)
             if f.empty:
@@ -151,11 +179,11 @@ class Profile:
     def alone(self, model, cost, device_name: str, mode: str) -> Answer:
         note = ""
         try:
-            us = branch_latency(self.root, model)
+            answer = branch_latency(self.root, model, cost.ops if cost is not None else None, mode)
         except Exception as exc:  # noqa: BLE001 - the predictor's failure leaves the lookups below
-            us, note = None, f"; the predictor failed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
-        if us is not None:
-            return Answer(us, "predictor", "wlprof.predict")
+            answer, note = None, f"; the predictor failed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+        if answer is not None and math.isfinite(answer[0]) and answer[0] > 0:
+            return Answer(answer[0], "predictor", answer[1])
         a = self.same_point(model, device_name, mode)
         if a is not None and note:
             a.detail += note
