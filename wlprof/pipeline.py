@@ -67,7 +67,7 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
     from wlprof.trace.join import join, op_rows
 
     joined = join(trace)
-    joined.ops = flag_ops(joined.ops)
+    joined.ops = flag_ops(joined.ops, trace.args_table)
     rows = joined.device_rows if joined.device_rows is not None else op_rows(joined.ops, working(joined.ops))
     kernels, ops = annotate(rows, joined.ops, trace.args_table, ceilings, stated, tf32)
     release()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -17,6 +17,9 @@ from wlprof.cost import dtypes
 
 MATRIX = "matrix"  # runs on the matrix units: ceiling is the measured GEMM rate of its dtype
 VECTOR = "vector"  # elementwise, reductions, data movement: ceiling is the vector (SIMT) rate
+FORMULA = "formula"  # a cost computed from the recorded call (shapes, dtypes, scalars, kernel names)
+INDUCTOR = "inductor"  # a cost Inductor recorded for its own kernel (kernel_num_gb, kernel_flop)
+SOURCES = (FORMULA, INDUCTOR)
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class Cost:
     `flops` None: the FLOPs cannot be known honestly (a Triton kernel's), the bytes can;
     `bytes` None: the reverse. `written`: the part of `bytes` that is written (None: not
     stated), which decides whether a kernel is placed against the read, write or copy roof.
+    `source`: where the numbers come from, FORMULA or INDUCTOR (the `flops_source` column).
     """
 
     flops: float | None
@@ -33,10 +37,13 @@ class Cost:
     unit: str = VECTOR  # MATRIX or VECTOR: which compute ceiling bounds it
     dtype: str | None = None  # canonical dtype of the arithmetic, for the ceiling lookup
     written: float | None = None
+    source: str = FORMULA
 
     def __post_init__(self):
         if self.unit not in (MATRIX, VECTOR):
             raise ValueError(f"Cost.unit must be {MATRIX!r} or {VECTOR!r} (got {self.unit!r})")
+        if self.source not in SOURCES:
+            raise ValueError(f"Cost.source must be one of {SOURCES} (got {self.source!r})")
         for name in ("flops", "bytes", "written"):
             v = getattr(self, name)
             if v is not None and v < 0:
@@ -86,9 +93,14 @@ class OpCall:
     concrete: tuple = ()
     ancestors: tuple[str, ...] = ()  # names of enclosing ops, innermost first
     extra: tuple[tuple[str, object], ...] = ()  # other recorded args (Inductor metadata, a collective's message)
+    # Names of the device kernels the call launched, distinct, in launch order. Filled only
+    # for formulas registered with `uses_kernels=True` (a TensorList's element type is named
+    # only by the kernel's template arguments); empty on a CPU trace.
+    kernels: tuple[str, ...] = ()
 
     @classmethod
-    def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = ()) -> OpCall:
+    def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
+                  kernels: Sequence[str] = ()) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -103,6 +115,7 @@ class OpCall:
             concrete=strs(args.get("Concrete Inputs", [])),
             ancestors=tuple(ancestors),
             extra=tuple((k, v) for k, v in args.items() if k not in _INPUT_KEYS and not isinstance(v, (list, dict))),
+            kernels=tuple(kernels),
         )
 
     def arg(self, key: str, default=None):
@@ -159,10 +172,15 @@ Formula = Callable[[OpCall], "Cost | None"]
 class Entry:
     formula: Formula
     aux_children: bool
+    uses_kernels: bool = False
 
 
 _FORMULAS: dict[str, Entry] = {}
 _WRAPPERS: set[str] = set()
+# Formulas chosen by a recorded arg rather than the op's name: (arg key, value) -> entry.
+# An Inductor Triton launch is a cpu_op named after its kernel (`triton_poi_fused_add_0`),
+# with `kernel_backend: triton` among its args.
+_ARG_FORMULAS: dict[tuple[str, str], Entry] = {}
 
 # Ops that never do work on a device: views, metadata and allocation.
 VIEW_OPS: frozenset[str] = frozenset(
@@ -187,13 +205,31 @@ SUPPORT_OPS: frozenset[str] = frozenset(
 )
 
 
-def formula(*names: str, aux_children: bool = False) -> Callable[[Formula], Formula]:
-    """Register `fn` as the cost formula of each aten op in `names` (duplicates refused)."""
+def formula(*names: str, aux_children: bool = False, uses_kernels: bool = False) -> Callable[[Formula], Formula]:
+    """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
+
+    `aux_children`: ops nested inside are auxiliary work of the op's own (it stays costed);
+    `uses_kernels`: the formula reads `OpCall.kernels` (the launched kernels' names).
+    """
 
     def deco(fn: Formula) -> Formula:
         for name in names:
             _check_new(name)
-            _FORMULAS[name] = Entry(fn, aux_children)
+            _FORMULAS[name] = Entry(fn, aux_children, uses_kernels)
+        return fn
+
+    return deco
+
+
+def arg_formula(key: str, value: str) -> Callable[[Formula], Formula]:
+    """Register `fn` as the cost formula of every call whose recorded arg `key` equals `value`
+    (`arg_formula("kernel_backend", "triton")`: Inductor's Triton launches, whatever their
+    names). A call whose name has a formula keeps that one. Each (key, value) once."""
+
+    def deco(fn: Formula) -> Formula:
+        if (key, value) in _ARG_FORMULAS:
+            raise ValueError(f"a formula for calls with {key} == {value!r} is already registered")
+        _ARG_FORMULAS[(key, value)] = Entry(fn, False)
         return fn
 
     return deco
@@ -217,6 +253,16 @@ def has_formula(name: str) -> bool:
     return name in _FORMULAS
 
 
+def selects_formula(args: Mapping) -> bool:
+    """Whether a call's recorded args choose a formula registered with `arg_formula`."""
+    return any(args.get(k) == v for k, v in _ARG_FORMULAS)
+
+
+def uses_kernels(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.uses_kernels)
+
+
 def is_wrapper(name: str) -> bool:
     return name in _WRAPPERS
 
@@ -238,9 +284,22 @@ def wrappers() -> list[str]:
     return sorted(_WRAPPERS)
 
 
+def registered_args() -> list[tuple[str, str]]:
+    return sorted(_ARG_FORMULAS)
+
+
+def _entry(call: OpCall) -> Entry | None:
+    entry = _FORMULAS.get(call.name)
+    if entry is None and _ARG_FORMULAS:
+        for (k, v), e in _ARG_FORMULAS.items():
+            if call.arg(k) == v:
+                return e
+    return entry
+
+
 def cost_of(call: OpCall) -> Cost | None:
     """The call's cost, or None when no formula applies or the shapes cannot tell."""
-    entry = _FORMULAS.get(call.name)
+    entry = _entry(call)
     if entry is None:
         return None
     try:
