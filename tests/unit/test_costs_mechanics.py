@@ -78,3 +78,23 @@ def test_kernel_names_per_op_distinct_in_launch_order():
 def test_opcall_carries_kernel_names():
     call = OpCall.from_args("aten::_foreach_mul_", {"Input type": ["TensorList", "Scalar"]}, (), ["k1", "k2"])
     assert call.kernels == ("k1", "k2")
+
+
+def test_parse_scalar_reads_python_printed_lists():
+    from wlprof.cost.registry import parse_scalar
+
+    # output masks are printed by Python: JSON does not read them
+    assert parse_scalar("[True, True, False]") == [True, True, False]
+    assert parse_scalar("[0., 1.5]") == [0.0, 1.5]
+    assert parse_scalar("[1, 1]") == [1, 1]
+
+
+def test_named_auxiliary_ops(scratch_registry):
+    # an op whose formula names its auxiliary nested ops stays costed with those nested (their own
+    # children are theirs: the sum with a mul nested is a dispatcher by the usual rule), and is a
+    # dispatcher when another costed op is nested
+    formula("aten::test_outer", aux_children=("aten::sum",))(lambda c: Cost(1, 1))
+    ops = pd.DataFrame({"name": ["aten::test_outer", "aten::sum", "aten::mul", "aten::test_outer", "aten::mm"],
+                        "parent": [-1, 0, 1, -1, 3]})
+    f = flag_ops(ops)
+    assert list(f.dispatcher) == [False, True, False, True, False]

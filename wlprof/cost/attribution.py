@@ -14,7 +14,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wlprof.cost.registry import SUPPORT_OPS, aux_children, has_formula, is_view, is_wrapper, selects_formula
+from wlprof.cost.registry import (
+    SUPPORT_OPS,
+    aux_children,
+    aux_ops,
+    has_formula,
+    is_view,
+    is_wrapper,
+    selects_formula,
+)
 
 
 def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.DataFrame:
@@ -47,6 +55,22 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
         while p >= 0 and not has_costed_desc[p]:
             has_costed_desc[p] = True
             p = parent[p]
+    # ops whose formula names its auxiliary nested ops: costed unless a costed descendant of
+    # another name is nested inside (outside the auxiliary ops' own subtrees)
+    named = np.flatnonzero(formula & has_costed_desc & per_name(lambda x: bool(aux_ops(x))))
+    if len(named):
+        kids = _Children(parent)
+        costed = formula & ~support
+        for i in named.tolist():
+            own = aux_ops(names[i])
+            stack, found = kids(i), False
+            while stack and not found:
+                c = stack.pop()
+                if names[c] in own:
+                    continue
+                found = bool(costed[c])
+                stack.extend(kids(c))
+            has_costed_desc[i] = found
     child = np.flatnonzero(parent >= 0)
     same_name_parent = np.zeros(n, bool)
     same_name_parent[parent[child][names[child] == names[parent[child]]]] = True
@@ -56,6 +80,18 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
     out["has_formula"] = formula
     out["dispatcher"] = (formula & has_costed_desc & ~aux) | same_name_parent
     return out
+
+
+class _Children:
+    """The ops nested directly in an op, looked up in the parent array sorted once."""
+
+    def __init__(self, parent: np.ndarray):
+        self.order = np.argsort(parent, kind="stable")
+        self.sorted = parent[self.order]
+
+    def __call__(self, p: int) -> list[int]:
+        lo, hi = np.searchsorted(self.sorted, [p, p + 1])
+        return self.order[lo:hi].tolist()
 
 
 def working(ops: pd.DataFrame) -> np.ndarray:

@@ -7,6 +7,7 @@ cannot tell; registering a name twice is an error. Conventions: `docs/costs.md`.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -149,12 +150,20 @@ class OpCall:
 
 def parse_scalar(raw):
     """A recorded `Concrete Inputs` string as a value: '1' -> 1, '[1, 0]' -> [1, 0], 'False' -> False,
-    '1.0000000000000001e-05' -> 1e-05, '' -> None; anything else stays the string it is."""
+    '[True, True, False]' -> [True, True, False], '1.0000000000000001e-05' -> 1e-05, '' -> None;
+    anything else stays the string it is."""
     if raw in ("", None):
         return None
     try:
         return json.loads(raw)
     except (TypeError, ValueError):
+        if isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
+            try:  # a list Python printed: booleans as True/False, floats as '0.'
+                value = ast.literal_eval(raw)
+                if isinstance(value, list):
+                    return value
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                pass
         low = str(raw).strip().lower()
         if low in ("true", "false"):
             return low == "true"
@@ -173,6 +182,7 @@ class Entry:
     formula: Formula
     aux_children: bool
     uses_kernels: bool = False
+    aux_ops: frozenset[str] = frozenset()  # nested ops of these names only are auxiliary
 
 
 _FORMULAS: dict[str, Entry] = {}
@@ -205,17 +215,22 @@ SUPPORT_OPS: frozenset[str] = frozenset(
 )
 
 
-def formula(*names: str, aux_children: bool = False, uses_kernels: bool = False) -> Callable[[Formula], Formula]:
+def formula(*names: str, aux_children: bool | Sequence[str] = False,
+            uses_kernels: bool = False) -> Callable[[Formula], Formula]:
     """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
 
-    `aux_children`: ops nested inside are auxiliary work of the op's own (it stays costed);
-    `uses_kernels`: the formula reads `OpCall.kernels` (the launched kernels' names).
+    `aux_children`: True when any op nested inside is auxiliary work of the op's own (it
+    stays costed); or the names of the nested ops that are (`("aten::sum",)`: a backward that
+    sums a bias gradient with a nested op stays costed, one that runs an implementation
+    op nested inside is a dispatcher). `uses_kernels`: the formula reads `OpCall.kernels`
+    (the launched kernels' names).
     """
+    named = frozenset() if isinstance(aux_children, bool) else frozenset(aux_children)
 
     def deco(fn: Formula) -> Formula:
         for name in names:
             _check_new(name)
-            _FORMULAS[name] = Entry(fn, aux_children, uses_kernels)
+            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named)
         return fn
 
     return deco
@@ -274,6 +289,13 @@ def is_view(name: str) -> bool:
 def aux_children(name: str) -> bool:
     entry = _FORMULAS.get(name)
     return bool(entry and entry.aux_children)
+
+
+def aux_ops(name: str) -> frozenset[str]:
+    """The names of the nested ops that are auxiliary work of `name` (empty: none, or all when
+    `aux_children(name)`)."""
+    entry = _FORMULAS.get(name)
+    return entry.aux_ops if entry else frozenset()
 
 
 def registered_ops() -> list[str]:
