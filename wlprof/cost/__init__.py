@@ -5,6 +5,7 @@ Importing this package registers every formula (the modules below register at im
 
 from wlprof.cost import (  # noqa: F401  (registration)
     attention,
+    convolution,
     elementwise,
     gemm,
     indexing,
