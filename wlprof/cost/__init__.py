@@ -9,6 +9,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     elementwise,
     gemm,
     indexing,
+    norms,
     optimizers,
     reductions,
 )
