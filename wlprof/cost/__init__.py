@@ -4,6 +4,7 @@ Importing this package registers every formula (the modules below register at im
 """
 
 from wlprof.cost import (  # noqa: F401  (registration)
+    activations,
     attention,
     convolution,
     elementwise,
