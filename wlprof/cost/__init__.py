@@ -12,6 +12,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     indexing,
     norms,
     optimizers,
+    pooling,
     reductions,
 )
 from wlprof.cost.registry import (
