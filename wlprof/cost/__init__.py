@@ -10,6 +10,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     elementwise,
     gemm,
     indexing,
+    losses,
     norms,
     optimizers,
     pooling,
