@@ -98,3 +98,22 @@ def test_named_auxiliary_ops(scratch_registry):
                         "parent": [-1, 0, 1, -1, 3]})
     f = flag_ops(ops)
     assert list(f.dispatcher) == [False, True, False, True, False]
+
+
+def test_children_reach_formulas_that_ask(scratch_registry):
+    from wlprof.cost.annotate import _op_costs
+
+    seen = {}
+
+    def probe(call):
+        seen[call.name] = [c.name for c in call.children]
+        return Cost(0, 1.0)
+
+    formula("aten::test_parent", uses_children=True)(probe)
+    formula("aten::test_plain")(probe)
+    ops = pd.DataFrame({"name": ["aten::test_parent", "aten::view", "aten::resize_", "aten::test_plain",
+                                 "aten::view"],
+                        "parent": [-1, 0, 0, -1, 3], "args_id": [0, 0, 0, 0, 0], "ts_ns": [0, 2, 1, 5, 6],
+                        "dispatcher": [False] * 5})
+    _op_costs(ops, [{}], np.array([0, 3]))
+    assert seen == {"aten::test_parent": ["aten::resize_", "aten::view"], "aten::test_plain": []}

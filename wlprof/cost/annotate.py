@@ -17,7 +17,7 @@ import pandas as pd
 
 from wlprof.ceilings import Ceilings
 from wlprof.cost.attribution import ancestors
-from wlprof.cost.registry import FORMULA, Cost, OpCall, cost_of, uses_kernels
+from wlprof.cost.registry import FORMULA, Cost, OpCall, cost_of, uses_children, uses_kernels
 from wlprof.cost.roofline import add_roofline
 
 WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost
@@ -59,6 +59,9 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
     needs = np.array([not dispatcher[p] and uses_kernels(names[p]) for p in op_positions], dtype=bool)
     kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
+    # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
+    wants = np.array([not dispatcher[p] and uses_children(names[p]) for p in op_positions], dtype=bool)
+    children = _children(ops, op_positions[wants]) if wants.any() else {}
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
     for pos in op_positions:
@@ -67,10 +70,25 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
             continue
         anc = ancestors(names, parent, pos)
         kn = kernels.get(int(pos), ())
-        key = (names[pos], args_id[pos], anc, kn)  # distinct recorded inputs share an args id
-        if key not in memo:
-            memo[key] = cost_of(OpCall.from_args(names[pos], args_table[args_id[pos]], anc, kn))
+        ch = children.get(int(pos), ())
+        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch))
+        if key not in memo:  # distinct recorded inputs share an args id
+            nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
+            memo[key] = cost_of(OpCall.from_args(names[pos], args_table[args_id[pos]], anc, kn, nested))
         out[pos] = memo[key]
+    return out
+
+
+def _children(ops: pd.DataFrame, wanted: np.ndarray) -> dict[int, list[int]]:
+    """The positions of the ops nested directly in each op of `wanted`, in time order."""
+    parent = ops.parent.to_numpy()
+    sel = np.flatnonzero(np.isin(parent, wanted))
+    if not len(sel):
+        return {}
+    sel = sel[np.lexsort((ops.ts_ns.to_numpy()[sel], parent[sel]))]
+    out: dict[int, list[int]] = {}
+    for c in sel.tolist():
+        out.setdefault(int(parent[c]), []).append(c)
     return out
 
 

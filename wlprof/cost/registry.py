@@ -98,10 +98,15 @@ class OpCall:
     # for formulas registered with `uses_kernels=True` (a TensorList's element type is named
     # only by the kernel's template arguments); empty on a CPU trace.
     kernels: tuple[str, ...] = ()
+    # The ops nested directly inside the call, in time order, each with its own recorded inputs
+    # (no ancestors, kernels or children of their own). Filled only for formulas registered with
+    # `uses_children=True`: a data-dependent size the call's own inputs do not record (the count
+    # `aten::nonzero` resizes its output to, the shape `aten::index` restrides its source to).
+    children: tuple[OpCall, ...] = ()
 
     @classmethod
     def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
-                  kernels: Sequence[str] = ()) -> OpCall:
+                  kernels: Sequence[str] = (), children: Sequence[OpCall] = ()) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -117,6 +122,7 @@ class OpCall:
             ancestors=tuple(ancestors),
             extra=tuple((k, v) for k, v in args.items() if k not in _INPUT_KEYS and not isinstance(v, (list, dict))),
             kernels=tuple(kernels),
+            children=tuple(children),
         )
 
     def arg(self, key: str, default=None):
@@ -183,6 +189,7 @@ class Entry:
     aux_children: bool
     uses_kernels: bool = False
     aux_ops: frozenset[str] = frozenset()  # nested ops of these names only are auxiliary
+    uses_children: bool = False
 
 
 _FORMULAS: dict[str, Entry] = {}
@@ -215,22 +222,22 @@ SUPPORT_OPS: frozenset[str] = frozenset(
 )
 
 
-def formula(*names: str, aux_children: bool | Sequence[str] = False,
-            uses_kernels: bool = False) -> Callable[[Formula], Formula]:
+def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernels: bool = False,
+            uses_children: bool = False) -> Callable[[Formula], Formula]:
     """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
 
     `aux_children`: True when any op nested inside is auxiliary work of the op's own (it
     stays costed); or the names of the nested ops that are (`("aten::sum",)`: a backward that
     sums a bias gradient with a nested op stays costed, one that runs an implementation
     op nested inside is a dispatcher). `uses_kernels`: the formula reads `OpCall.kernels`
-    (the launched kernels' names).
+    (the launched kernels' names); `uses_children`: it reads `OpCall.children`.
     """
     named = frozenset() if isinstance(aux_children, bool) else frozenset(aux_children)
 
     def deco(fn: Formula) -> Formula:
         for name in names:
             _check_new(name)
-            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named)
+            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children)
         return fn
 
     return deco
@@ -276,6 +283,11 @@ def selects_formula(args: Mapping) -> bool:
 def uses_kernels(name: str) -> bool:
     entry = _FORMULAS.get(name)
     return bool(entry and entry.uses_kernels)
+
+
+def uses_children(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.uses_children)
 
 
 def is_wrapper(name: str) -> bool:
