@@ -12,6 +12,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     gemm,
     indexing,
     indexing_data,
+    inductor,
     losses,
     norms,
     optimizers,
