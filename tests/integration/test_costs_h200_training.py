@@ -91,6 +91,7 @@ def flops_by_counted_op(c) -> dict[str, float]:
     k = k[(k._op_pos >= 0) & (k.cost_unit == "matrix") & k.flops.notna()]
     out: dict[str, float] = defaultdict(float)
     for pos, f in k.groupby("_op_pos").flops.sum().items():
+        f = float(round(f))  # an op's FLOPs are an integer split over its kernels by duration
         key, p = names[pos], pos
         while p >= 0:
             if names[p] in registry:
