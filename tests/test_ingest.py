@@ -33,11 +33,11 @@ def _raw(prefix="moe", point=0):
 
 
 def test_ingest_matches_a_direct_parse_and_keeps_unknowns(tmp_path):
-    raw = _raw("moe")  # dispersed / loop: nonzero and where have no formula
+    raw = _raw("moe")  # dispersed / loop: the host-syncing nonzero and where (nonzero's count read from the trace)
     out = tmp_path / "traces"
     res = invoke("ingest", raw, "--traces", out, "--name", "moe-h200", "--chrome-top", "20")
     assert res.exit_code == 0, res.output
-    assert "has no FLOP formula" in res.output and "aten::nonzero" in res.output
+    assert "has no FLOP formula" in res.output
     k = pd.read_parquet(out)
     assert (k.workload == "ingest").all() and (k["rank"] == 0).all() and k.run_id.iloc[0].startswith("moe-h200-")
     assert k.source_file.iloc[0] == str(raw) and (k.device_name == "NVIDIA H200").all()
@@ -45,7 +45,7 @@ def test_ingest_matches_a_direct_parse_and_keeps_unknowns(tmp_path):
     direct, _ = _c.kernels, _c.ops
     assert len(k) == len(direct)
     assert k.flops.sum() == pytest.approx(direct.flops.sum())
-    assert set(k.flops_source) == {"formula", "unknown"} and (k.op_name == "aten::nonzero").any()
+    assert set(k.flops_source) <= {"formula", "unknown"} and (k.op_name == "aten::nonzero").any()
     # the small enriched trace: the 20 longest kernels, with their launches and ops
     run = next(out.iterdir())
     manifest = json.loads((run / "_manifest.json").read_text())
