@@ -59,3 +59,20 @@ def test_composite_losses_are_wrappers():
     for name in ("cross_entropy_loss", "nll_loss_nd", "nll_loss", "nll_loss2d", "l1_loss",
                  "binary_cross_entropy_with_logits"):
         assert is_wrapper(f"aten::{name}")
+
+
+def test_loss_reduced_by_a_nested_mean():
+    # CUDA: mse_loss writes the elementwise loss [5, 128] and a nested aten::mean reduces it (costed on its
+    # own): 2 * 640 FLOPs; reads 2 * 2560, writes 2560; the mean keeps it costed (not a dispatcher)
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from wlprof.cost.attribution import flag_ops
+
+    call = replace(op("aten::mse_loss", T([5, 128]), T([5, 128]), S(1)),
+                   children=(op("aten::mean", T([5, 128]), S([]), S(False), NONE, NONE),))
+    c = cost_of(call)
+    assert (c.flops, c.bytes, c.written) == (1280, 5120 + 2560, 2560)
+    ops = pd.DataFrame({"name": ["aten::mse_loss", "aten::mean"], "parent": [-1, 0]})
+    assert not flag_ops(ops).dispatcher[0]

@@ -15,7 +15,9 @@ Bytes: nll_loss reads the targets and one input element per sample (a gather, as
 one per sample unreduced) and the total weight; its backward reads grad_output, the
 targets, the weight and total_weight and writes one element per sample into grad_input,
 which a nested fill_ (costed on its own) zeroes first. The other losses read their inputs
-once and write the loss (or, backward, a gradient of the input's size) once.
+once and write the loss (or, backward, a gradient of the input's size) once; where the
+loss is reduced by a mean or sum nested inside (CUDA), the call writes the elementwise
+loss and the nested reduction is costed on its own.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ def nll_loss_backward(call: OpCall) -> Cost | None:
     return _cost(per * n, reads, n * x.itemsize, x)
 
 
+_REDUCERS = ("aten::mean", "aten::sum")
+
+
 def _pointwise_loss(per: int, tensors: int, reduction_at: int):
     def cost(call: OpCall) -> Cost | None:
         ts = [call.tensor(i) for i in range(tensors)]
@@ -73,6 +78,9 @@ def _pointwise_loss(per: int, tensors: int, reduction_at: int):
         x = ts[0]
         n = x.numel
         reduction = call.scalar(reduction_at)
+        if any(ch.name in _REDUCERS for ch in call.children):
+            # the elementwise loss into a temporary, reduced by a nested mean/sum costed on its own (CUDA)
+            return _cost(per * n, sum(t.nbytes_read for t in ts), n * x.itemsize, x)
         flops = per * n + (n if reduction != NONE else 0)
         return _cost(flops, sum(t.nbytes_read for t in ts), _reduced(reduction, n) * x.itemsize, x)
 
@@ -89,15 +97,18 @@ def _pointwise_loss_backward(per: int, tensors: int):
     return cost
 
 
+# A reduced loss computed as an elementwise pass and a nested mean/sum (CUDA's apply_loss_reduction)
+# stays costed for its own pass: the nested reduction is auxiliary, costed on its own.
+_LOSS = {"aux_children": _REDUCERS, "uses_children": True}
 # mse_loss(self, target, reduction); mse_loss_backward(grad_output, self, target, reduction)
-formula("aten::mse_loss")(_pointwise_loss(2, 2, 2))
+formula("aten::mse_loss", **_LOSS)(_pointwise_loss(2, 2, 2))
 formula("aten::mse_loss_backward")(_pointwise_loss_backward(3, 3))
 # smooth_l1_loss(self, target, reduction, beta); huber_loss(self, target, reduction, delta)
-formula("aten::smooth_l1_loss", "aten::huber_loss")(_pointwise_loss(5, 2, 2))
+formula("aten::smooth_l1_loss", "aten::huber_loss", **_LOSS)(_pointwise_loss(5, 2, 2))
 formula("aten::smooth_l1_loss_backward", "aten::huber_loss_backward")(_pointwise_loss_backward(4, 3))
 
 
-@formula("aten::binary_cross_entropy")
+@formula("aten::binary_cross_entropy", **_LOSS)
 def binary_cross_entropy(call: OpCall) -> Cost | None:
     # (self, target, weight?, reduction)
     w = call.tensor(2)
