@@ -18,6 +18,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     optimizers,
     pooling,
     reductions,
+    resampling,
 )
 from wlprof.cost.registry import (
     MATRIX,
