@@ -104,3 +104,10 @@ def test_predicates_and_tril():
 def test_where_with_one_argument_is_not_a_select():
     assert cost_of(op("aten::where", T([10], BOOL))) is None
     assert is_wrapper("aten::nonzero_numpy")
+
+
+def test_item_reads_one_element():
+    from wlprof.cost import is_view
+
+    assert cost_of(op("aten::_local_scalar_dense", T([], F32))).bytes == 4
+    assert is_wrapper("aten::item") and is_view("aten::as_strided_")

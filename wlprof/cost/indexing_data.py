@@ -19,6 +19,7 @@ register_wrapper(
     "aten::index_put_", "aten::index_put",  # -> _index_put_impl_
     "aten::embedding_backward",  # -> embedding_dense_backward (or the sparse form)
     "aten::index_select_backward",  # -> zeros + index_add_
+    "aten::item",  # -> _local_scalar_dense
 )
 
 
@@ -111,3 +112,11 @@ def embedding_dense_backward(call: OpCall) -> Cost | None:
     rows = idx.numel
     written = min(rows, v) * d * g.itemsize
     return Cost(g.numel, g.nbytes_read + idx.nbytes_read + written, VECTOR, g.dtype, written=written)
+
+
+@formula("aten::_local_scalar_dense")
+def local_scalar_dense(call: OpCall) -> Cost | None:
+    # tensor.item(): one element read (on CUDA, a device-to-host copy of it: the op's only activity,
+    # whose bytes count as written, as a memcpy's do)
+    t = call.tensor(0)
+    return Cost(0, t.itemsize, VECTOR, t.dtype, written=t.itemsize)

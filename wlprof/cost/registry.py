@@ -203,7 +203,7 @@ _ARG_FORMULAS: dict[tuple[str, str], Entry] = {}
 VIEW_OPS: frozenset[str] = frozenset(
     "aten::" + n
     for n in (
-        "as_strided view _unsafe_view reshape _reshape_alias view_as expand expand_as t transpose "
+        "as_strided as_strided_ view _unsafe_view reshape _reshape_alias view_as expand expand_as t transpose "
         "permute numpy_T unsqueeze squeeze select slice narrow unbind split split_with_sizes chunk "
         "alias detach detach_ lift_fresh resolve_conj resolve_neg empty empty_strided empty_like "
         "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
@@ -214,11 +214,11 @@ VIEW_OPS: frozenset[str] = frozenset(
 )
 
 # Data-movement and initialization ops that other ops run as setup (a bias copied into
-# the output, an output zero-filled). Nested inside a costed op they are auxiliary work
-# of their own: they do not make their parent a dispatcher.
+# the output, an output zero-filled, a scalar read to the host). Nested inside a costed op
+# they are auxiliary work of their own: they do not make their parent a dispatcher.
 SUPPORT_OPS: frozenset[str] = frozenset(
     "aten::" + n
-    for n in "copy_ fill_ zero_ normal_ uniform_ bernoulli_ random_ exponential_ arange".split()
+    for n in "copy_ fill_ zero_ normal_ uniform_ bernoulli_ random_ exponential_ arange _local_scalar_dense".split()
 )
 
 
