@@ -70,7 +70,7 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
     from wlprof.trace.join import join, op_rows
 
     joined = join(trace)
-    joined.ops = flag_ops(joined.ops)
+    joined.ops = flag_ops(joined.ops, trace.args_table)
     if joined.device_rows is not None:
         rows = joined.device_rows
     else:  # a CPU trace: the ops that do work, and gloo's communication work

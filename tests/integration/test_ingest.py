@@ -42,11 +42,11 @@ def _by_step_from_json(events) -> dict[int, list[dict]]:
 
 
 def test_ingest_keeps_every_device_activity_and_counts_gemms_by_hand(tmp_path, cli):
-    raw = _raw("moe")  # dispersed / loop: nonzero and where have no formula
+    raw = _raw("moe")  # dispersed / loop: the host-syncing nonzero and where (nonzero's count read from the trace)
     out = tmp_path / "traces"
     res = cli("ingest", raw, "--traces", out, "--name", "moe-h200", "--chrome-top", "20")
     assert res.exit_code == 0, res.output
-    assert "has no FLOP formula" in res.output and "aten::nonzero" in res.output
+    assert "has no FLOP formula" in res.output
     k = pd.read_parquet(out)
     assert (k.workload == "ingest").all() and (k["rank"] == 0).all() and k.run_id.iloc[0].startswith("moe-h200-")
     assert k.source_file.iloc[0] == str(raw) and (k.device_name == "NVIDIA H200").all()
@@ -65,10 +65,9 @@ def test_ingest_keeps_every_device_activity_and_counts_gemms_by_hand(tmp_path, c
     assert len(mms) == 50 and mms[0]["args"]["Input Dims"] == [[16, 512], [512, 8]]
     hand = sum(2 * a[0] * a[1] * b[1] for a, b in (e["args"]["Input Dims"] for e in mms))
     assert k[k.op_name == "aten::mm"].flops.sum() == pytest.approx(hand)
-    assert set(k.flops_source) == {"formula", "unknown"} and (k.op_name == "aten::nonzero").any()
+    assert set(k.flops_source) <= {"formula", "unknown"} and (k.op_name == "aten::nonzero").any()
     nonzero = k[k.op_name == "aten::nonzero"]
-    assert nonzero[nonzero.kind == "kernel"].flops.isna().all()  # its kernels: no formula, no number
-    assert (nonzero[nonzero.kind == "memcpy"].flops == 0).all()  # its copy to the host moves bytes only
+    assert (nonzero.flops_source == "formula").all()  # its output count is read from the nested resize_
     # the small enriched trace: the 20 longest kernels, with their launches and ops
     run = next(out.iterdir())
     manifest = json.loads((run / "_manifest.json").read_text())

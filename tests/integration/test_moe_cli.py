@@ -58,7 +58,7 @@ def test_cli_end_to_end_regions_facts_and_flops(tmp_path, cli, cpu_ceilings, wlp
     ops = pd.concat(pd.read_parquet(f) for f in sorted(out.glob("*/_ops/*.parquet")))
     expert_ops = ops[ops.region == "moe/expert"].groupby("dispatch").op_name.agg(set)
     names = ops.groupby("dispatch").op_name.agg(set)
-    assert {"aten::nonzero", "aten::where"} <= names["loop"]  # per-expert host syncs
+    assert "aten::nonzero" in names["loop"]  # per-expert host syncs (where(mask) dispatches to nonzero)
     assert "aten::bmm" in expert_ops["padded"] and "aten::index_copy_" in names["padded"]
     assert "aten::sort" in names["grouped"] and "aten::bmm" not in expert_ops["grouped"]
     # the ops table holds the ops that did the work (on the CPU: _grouped_mm's nested mm);

@@ -171,6 +171,8 @@ def _make_unary(base: str, per: int):
 
 def _make_binary(base: str, per: int):
     def binary(call: OpCall) -> Cost | None:
+        if base == "where" and len(call.types) == 1:
+            return None  # where(condition) is nonzero(condition) (nonzero_numpy nested): costed there
         extra = 0
         pos = _ALPHA_ARG.get(base)
         if pos is not None:

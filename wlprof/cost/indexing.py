@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from wlprof.cost import dtypes
+from wlprof.cost.kernel_types import opaque_size
 from wlprof.cost.registry import VECTOR, Cost, OpCall, formula
 
 
@@ -97,11 +98,18 @@ def index_copy(call: OpCall) -> Cost | None:
     return Cost(0, reads + n * dst.itemsize, VECTOR, dst.dtype)
 
 
-@formula("aten::cat", "aten::_cat")
+@formula("aten::cat", "aten::_cat", uses_kernels=True)
 def cat(call: OpCall) -> Cost | None:
-    # cat(tensors, dim): every input read once, the output written once. The trace records
-    # a TensorList's shapes but not its dtype, so the bytes are unknown; FLOPs are 0.
-    return Cost(0, None, VECTOR, None)
+    # cat(tensors, dim): every input read once, the output written once; FLOPs 0. The trace records
+    # a TensorList's shapes but not its dtype: the element size is the one CUDA's batched copy
+    # kernel names (CatArrayBatchedCopy<OpaqueType<2u>, ...>); without it (a CPU trace, or a cat that
+    # copies input by input with copy_ ops nested, each costed on its own) the bytes are unknown.
+    size = opaque_size(call.kernels, "CatArrayBatchedCopy")
+    dims = call.dims[0] if call.dims else None
+    if size is None or not isinstance(dims, tuple) or not all(isinstance(d, tuple) for d in dims):
+        return Cost(0, None, VECTOR, None)
+    n = sum(math.prod(d) for d in dims if d != (0,))  # legacy empty [0] inputs are skipped by cat
+    return Cost(0, 2 * n * size, VECTOR, None, written=n * size)
 
 
 @formula("aten::topk")
@@ -152,15 +160,37 @@ def histc(call: OpCall) -> Cost | None:
     return Cost(3 * t.numel, t.nbytes_read + bins * t.itemsize, VECTOR, t.dtype)
 
 
-@formula("aten::index")
+@formula("aten::index", "aten::_unsafe_index", aux_children=True, uses_children=True)
 def index(call: OpCall) -> Cost | None:
-    # self[idx] with one integer index tensor on the leading dim: |idx| rows copied.
-    # The index list is a TensorList (dtype not recorded): int64 assumed, as for
-    # integer indexing; other forms (masks, several indices) are unknown.
+    """self[indices]: advanced indexing by integer tensors or boolean masks, any number of them.
+
+    The profiler records the index list (`Tensor?[]`) as '' with no shapes. What the trace
+    does record is nested inside the call: the source restrided to the result's shape
+    (`aten::as_strided` of `self` with the result's sizes) and each index tensor reshaped
+    for the kernel (`aten::reshape` of an integer tensor: its shape and dtype; a boolean
+    mask appears as the int64 positions its nested `aten::nonzero` produced, costed there).
+    Bytes: one source element read and one result element written per result element (a
+    gather, as `gather` counts), each index tensor read once. Without those nested calls
+    (another torch version) the sizes are unknown; an old trace that recorded the list's
+    shapes still lacks their dtype (int64, int32 or a mask): bytes unknown, never guessed.
+    Nested ops (nonzero, a dtype conversion of the indices) are auxiliary, costed on their own.
+    """
     src = call.tensor(0)
-    idx_dims = call.dims[1] if len(call.dims) > 1 else None
-    if not (isinstance(idx_dims, tuple) and len(idx_dims) == 1 and isinstance(idx_dims[0], tuple)):
-        return None
-    n_idx = math.prod(idx_dims[0])
-    out = n_idx * (src.numel // src.dims[0])
-    return Cost(0, out * src.itemsize + n_idx * 8 + out * src.itemsize, VECTOR, src.dtype)
+    out_shape, idx_bytes = None, 0
+    for ch in call.children:
+        if ch.name == "aten::as_strided" and out_shape is None and ch.dims and tuple(ch.dims[0]) == src.dims:
+            size = ch.scalar(1)
+            if isinstance(size, list) and all(isinstance(v, int) for v in size):
+                out_shape = size
+        elif ch.name == "aten::reshape":
+            t = ch.tensor(0)
+            if t is not None and t.dtype in _INDEX_DTYPES:
+                idx_bytes += t.nbytes_read
+    if out_shape is None or not idx_bytes:
+        return Cost(0, None, VECTOR, src.dtype)
+    n = math.prod(out_shape)
+    written = n * src.itemsize
+    return Cost(0, n * src.itemsize + idx_bytes + written, VECTOR, src.dtype, written=written)
+
+
+_INDEX_DTYPES = {"int64", "int32"}
