@@ -648,7 +648,8 @@ def _graph_sums(x, device, plan: _Plan, errors: dict, level: str) -> Measurement
                 x.sum()
         us, warm = _timed_us(graph.replay, device, plan.reps, plan.warmup, plan.warm_s)
     except Exception as exc:  # noqa: BLE001 - capture can be refused; the broadcast read stands alone
-        torch.cuda.synchronize()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
         errors[f"{level}/graph"] = f"{type(exc).__name__}: {str(exc)[:200]}"
         return None
     nbytes = x.numel() * x.element_size()

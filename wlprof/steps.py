@@ -26,11 +26,21 @@ def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
     return float(total + cur_e - cur_s)
 
 
+def note_union(notes: pd.Series) -> str | None:
+    """Every roof note of a set of rows, once each, in the roofline's order (None when there are none)."""
+    from wlprof.ceilings import NOTES
+
+    seen = {n for v in notes.dropna().unique() for n in str(v).split(",") if n}
+    ordered = [n for n in NOTES if n in seen] + sorted(seen - set(NOTES))
+    return ",".join(ordered) or None
+
+
 def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: int,
               useful_flops: float | None, executed_regions: tuple[str, ...] | None = None) -> dict:
     """One steps-table row (without identity and parameters) for a profiled point."""
     cols = ["step", "ts_us", "dur_us", "flops", "bytes", "flops_source", "roofline_us", "bound",
-            "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "region"]
+            "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "region", "roof_note"]
+    cols = [c for c in cols if c in kernels]
     k = kernels.loc[kernels.step >= 0, cols]  # only the columns needed: a large trace's rows are wide
     steps = sorted(k.step.unique())
     per_step = k.groupby("step").dur_us.sum()
@@ -94,6 +104,7 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
             "bound": bound,
             "roofline_us": roof_us,
             "roofline_fraction": roof_frac,
+            "roof_note": note_union(k["roof_note"]) if "roof_note" in k else None,
             "host_overhead_us": lat - kernel_us,
             "status": "ok",
         }
