@@ -48,7 +48,7 @@ VOLATILE = {
 }
 # On a workload-costed row (its region's cost split by duration) FLOPs and bytes are timing too;
 # their sums per step and region are not.
-SPLIT = ("flops", "bytes", "intensity_flop_per_byte")
+SPLIT = ("flops", "bytes", "bytes_written", "intensity_flop_per_byte")
 
 
 def run_all(tmp: Path, invoke) -> dict[str, Path]:
@@ -87,8 +87,9 @@ def reduce(root: Path) -> dict:
         df = df.sort_values(order, kind="stable").reset_index(drop=True)
         if table != "steps" and "flops_source" in df:
             stated = df.flops_source == "workload"
-            sums = (df[stated].groupby(["point", "step", "region"])[["flops", "bytes"]].sum().reset_index()
-                    if stated.any() else pd.DataFrame(columns=["point", "step", "region", "flops", "bytes"]))
+            summed = [c for c in ("flops", "bytes", "bytes_written") if c in df]
+            sums = (df[stated].groupby(["point", "step", "region"])[summed].sum(min_count=1).reset_index()
+                    if stated.any() else pd.DataFrame(columns=["point", "step", "region", *summed]))
             out[f"{table}_workload_sums"] = sums
             df.loc[stated, list(SPLIT)] = float("nan")
         df = df.drop(columns=[c for c in df.columns if c in VOLATILE])
