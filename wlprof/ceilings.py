@@ -34,6 +34,8 @@ NOTES = (
     "ceiling_stale",  # above its roof beyond the measured spread, or the run's ceilings are stale
     "above_measured_roof",  # above 1 against a ceiling that kept no spread to judge by
 )
+# the notes that explain a roofline fraction above 1
+ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "ceiling_stale", "above_measured_roof")
 
 # Datasheet values: dense (no sparsity) TFLOP/s and memory bandwidth in GB/s.
 DATASHEETS: list[tuple[str, dict[str, Any]]] = [

@@ -235,3 +235,12 @@ def test_replace_roofline_places_a_stored_table_again_and_keeps_the_input():
     new = replace_roofline(df, GPU, written_from_shapes=False)
     assert new.roof.iloc[0] == "hbm_read" and df.roof.iloc[0] == "hbm_copy"
     assert new.roofline_us.iloc[0] == pytest.approx(250.25)
+
+
+def test_a_slice_of_a_stored_table_keeps_its_rows_placed_by_position():
+    # a stored table's slice keeps its row labels (here 10, 5): every column must stay with its row
+    df = _rows([(0.0, 1.001e9, 1e6, 500.0, "vector", "bfloat16"), (2e9, 4e6, 1e6, 5.0, "matrix", "bfloat16")])
+    df.index = [10, 5]
+    add_roofline(df, GPU)
+    assert list(df.roof) == ["hbm_read", "compute:bfloat16"] and list(df.bound) == ["memory", "compute"]
+    assert list(df.compute_roof) == ["compute:vector", "compute:bfloat16"]

@@ -17,18 +17,19 @@ import math
 import numpy as np
 import pandas as pd
 
-from wlprof.ceilings import NOTES, Ceilings
+from wlprof.ceilings import ABOVE_ROOF_NOTES, NOTES, Ceilings
 
 READ_SHARE_MAX = 0.1  # written <= 10% of the bytes: read-dominated
 WRITE_SHARE_MIN = 0.9  # written >= 90%: write-dominated
 
-ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "ceiling_stale", "above_measured_roof")
 PLACEMENT_COLUMNS = ("ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "roofline_us", "roofline_fraction",
                      "bound", "roof", "compute_roof", "memory_roof", "roof_note", "working_set_bytes")
 
 
-def _obj(values) -> pd.Series:
-    return pd.Series(np.asarray(values, dtype=object), dtype=object)
+def _obj(values, index=None) -> pd.Series:
+    """An object column of Python strings (or None), on `index` (a table's own: a slice of a stored
+    table keeps its row labels, and a Series is assigned by label)."""
+    return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
 
 
 def compute_key(unit: str | None, dtype: str | None, tf32: bool = False) -> str | None:
@@ -117,16 +118,16 @@ def working_set_bytes(df: pd.DataFrame, fallback_gbps: float | None = None) -> n
     return out
 
 
-def _notes(masks: dict[str, np.ndarray], n: int) -> pd.Series:
+def _notes(masks: dict[str, np.ndarray], n: int) -> np.ndarray:
     """roof_note strings from one boolean mask per note: notes joined by ',' in NOTES order."""
     names = [k for k in NOTES if k in masks and masks[k].any()]
     if not names:
-        return _obj([None] * n)
+        return np.full(n, None, dtype=object)
     code = np.zeros(n, dtype=np.int64)
     for i, k in enumerate(names):
         code |= masks[k].astype(np.int64) << i
     table = {c: (",".join(k for i, k in enumerate(names) if c >> i & 1) or None) for c in np.unique(code)}
-    return _obj([table[c] for c in code]) if len(table) > 1 else _obj([table[code[0]]] * n)
+    return np.array([table[c] for c in code], dtype=object)
 
 
 def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False) -> None:
@@ -149,7 +150,7 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
                   "working_set_bytes"):
             df[c] = np.nan
         for c in ("bound", "roof", "compute_roof", "memory_roof", "roof_note"):
-            df[c] = _obj([None] * n)
+            df[c] = _obj([None] * n, df.index)
         return
     mem = ceilings.memory
 
@@ -205,12 +206,12 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
         df["roofline_fraction"] = frac
     placed_ok = ~np.isnan(roof_us)
     is_compute = placed_ok & (t_compute >= t_memory)
-    df["bound"] = _obj(np.where(~placed_ok, None, np.where(is_compute, "compute", "memory")))
+    df["bound"] = _obj(np.where(~placed_ok, None, np.where(is_compute, "compute", "memory")), df.index)
     roof = np.where(is_compute, compute_roof, memory_roof).astype(object)
     roof[~placed_ok] = None
-    df["roof"] = _obj(roof)
-    df["compute_roof"] = _obj(compute_roof)
-    df["memory_roof"] = _obj(np.where(nbytes >= 0, memory_roof, None))
+    df["roof"] = _obj(roof, df.index)
+    df["compute_roof"] = _obj(compute_roof, df.index)
+    df["memory_roof"] = _obj(np.where(nbytes >= 0, memory_roof, None), df.index)
     df["working_set_bytes"] = ws
 
     # why a fraction is above 1
@@ -235,7 +236,7 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
     masks = {**resident, "written_unknown": written_unknown, "roof_unmeasured": roof_unmeasured,
              "within_spread": within, "mixed_traffic": mixed,
              "ceiling_stale": beyond & ~mixed & ~explained_unknown, "above_measured_roof": no_spread}
-    df["roof_note"] = _notes(masks, n)
+    df["roof_note"] = _obj(_notes(masks, n), df.index)
 
 
 def _measurement_key(roof: str | None) -> str | None:
