@@ -31,11 +31,16 @@ NOTES = (
     "roof_unmeasured",  # the roof its traffic calls for was not measured: the copy roof stands in
     "within_spread",  # above 1, within the measured spread of its ceiling
     "mixed_traffic",  # copy-like, above the copy roof but not above the read/write roofs
+    "indexed_reuse",  # an indexed read (gather, scatter, a stated aggregation) above its roof: repeated
+    #                   indices re-read rows from the cache, so its counted bytes are an upper bound
+    "cache_fit",  # above the main-memory roof, its own bytes within a cache level: its inputs may have been
+    #               left there by the kernels just before it (no repeat shows it; the trace cannot tell)
     "ceiling_stale",  # above its roof beyond the measured spread, or the run's ceilings are stale
     "above_measured_roof",  # above 1 against a ceiling that kept no spread to judge by
 )
 # the notes that explain a roofline fraction above 1
-ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "ceiling_stale", "above_measured_roof")
+ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "indexed_reuse", "cache_fit",
+                    "ceiling_stale", "above_measured_roof")
 
 # Datasheet values: dense (no sparsity) TFLOP/s and memory bandwidth in GB/s.
 DATASHEETS: list[tuple[str, dict[str, Any]]] = [

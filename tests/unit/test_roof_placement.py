@@ -244,3 +244,29 @@ def test_a_slice_of_a_stored_table_keeps_its_rows_placed_by_position():
     add_roofline(df, GPU)
     assert list(df.roof) == ["hbm_read", "compute:bfloat16"] and list(df.bound) == ["memory", "compute"]
     assert list(df.compute_roof) == ["compute:vector", "compute:bfloat16"]
+
+
+def test_an_indexed_read_above_its_roof_is_said_to_reuse_rows():
+    # a gather reading 1e9 B (one row per index) at 5.37 TB/s, 1/2 written (copy roof 3000, read 4000):
+    # above every main-memory roof; its op reads by index, so repeated rows from the cache explain it.
+    # A workload-stated aggregation (its bytes a row per message) the same; a plain copy at that rate not.
+    df = _rows([(0.0, 1e9, 5e8, 1e9 / 5370e3, "vector", "bfloat16")] * 3,
+               op_name=["aten::gather", "aten::mul", "aten::mul"], flops_source=["formula", "workload", "formula"])
+    add_roofline(df, GPU)
+    assert list(df.roof_note) == ["indexed_reuse", "indexed_reuse", "ceiling_stale"]
+
+
+def test_a_kernel_whose_bytes_fit_the_l2_but_do_not_stay_may_have_found_its_inputs_there():
+    # 33.6 MB (<= 60 MB of L2) at 5.1 TB/s, copy-like, not repeated within reach: against the HBM copy roof,
+    # above every HBM roof: its inputs may have been left in the L2 by the kernels before it
+    df = _rows([(0.0, 33.6e6, 16.8e6, 33.6e6 / 5100e3, "vector", "bfloat16"),
+                (0.0, 336e6, 168e6, 336e6 / 5100e3, "vector", "bfloat16")])  # 10x: past the L2
+    add_roofline(df, GPU)
+    assert list(df.memory_roof) == ["hbm_copy", "hbm_copy"]
+    assert list(df.roof_note) == ["cache_fit", "ceiling_stale"]
+
+
+def test_an_empty_table_is_placed_without_error():
+    df = _rows([])
+    add_roofline(df, GPU)
+    assert list(df.columns[-5:]) and len(df) == 0 and "roof_note" in df

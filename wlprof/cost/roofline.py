@@ -22,6 +22,12 @@ from wlprof.ceilings import ABOVE_ROOF_NOTES, NOTES, Ceilings
 READ_SHARE_MAX = 0.1  # written <= 10% of the bytes: read-dominated
 WRITE_SHARE_MIN = 0.9  # written >= 90%: write-dominated
 
+# Ops whose counted reads follow an index (one row read per index element): with repeated indices the
+# same rows are read again, from the cache, so the counted bytes are an upper bound on the traffic.
+INDEXED_OPS = frozenset("aten::" + n for n in (
+    "gather index_select embedding index scatter scatter_ scatter_add scatter_add_ scatter_reduce "
+    "scatter_reduce_ index_add index_add_ index_copy index_copy_ embedding_dense_backward "
+    "index_put_ _index_put_impl_").split())
 PLACEMENT_COLUMNS = ("ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "roofline_us", "roofline_fraction",
                      "bound", "roof", "compute_roof", "memory_roof", "roof_note", "working_set_bytes")
 
@@ -175,7 +181,7 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
     copy_roof = f"{mem}_copy"
     bw_of = {r: ceilings.bandwidth(r) for r in (f"{mem}_read", f"{mem}_write", copy_roof)}
     memory_roof = np.array([f"{mem}_{c}" for c in cls], dtype=object)
-    missing = np.array([bw_of[r] is None for r in memory_roof])
+    missing = np.array([bw_of[r] is None for r in memory_roof], dtype=bool)
     roof_unmeasured = missing & (memory_roof != copy_roof)
     memory_roof[missing] = copy_roof
     copy_bw = bw_of[copy_roof] if bw_of[copy_roof] is not None else float(ceilings.copy_gbps)
@@ -233,9 +239,17 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
     under_best = achieved_gbps <= best_main * best_ratio
     mixed = beyond & on_copy & under_best & ~written_unknown & (cls == "copy")
     explained_unknown = beyond & on_copy & under_best & written_unknown
+    op_names = df["op_name"].to_numpy(dtype=object) if "op_name" in df else np.full(n, None, dtype=object)
+    sources = df["flops_source"].to_numpy(dtype=object) if "flops_source" in df else np.full(n, None, dtype=object)
+    indexed_op = np.isin(op_names, list(INDEXED_OPS)) | (sources == "workload")
+    indexed = beyond & ~is_compute & indexed_op & ~mixed & ~explained_unknown
+    largest = max((cap for _, cap, _ in ceilings.cache_levels()), default=0)
+    on_main = np.array([r is not None and r.startswith(f"{mem}_") for r in roof], dtype=bool)
+    fit = beyond & on_main & (nbytes <= largest) & ~mixed & ~explained_unknown & ~indexed
     masks = {**resident, "written_unknown": written_unknown, "roof_unmeasured": roof_unmeasured,
-             "within_spread": within, "mixed_traffic": mixed,
-             "ceiling_stale": beyond & ~mixed & ~explained_unknown, "above_measured_roof": no_spread}
+             "within_spread": within, "mixed_traffic": mixed, "indexed_reuse": indexed, "cache_fit": fit,
+             "ceiling_stale": beyond & ~mixed & ~explained_unknown & ~indexed & ~fit,
+             "above_measured_roof": no_spread}
     df["roof_note"] = _obj(_notes(masks, n), df.index)
 
 
