@@ -672,11 +672,18 @@ def calibrate(device, quick: bool = False, cache_root: Path | None = None) -> Ce
     """
     import torch
 
+    gpu = device.type == "cuda"
+    plan = _gpu_plan(device, quick) if gpu else _cpu_plan(quick, torch.get_num_threads(), cache_root or SYSFS_CACHE)
+    return _calibrate(device, plan, gpu, quick)
+
+
+def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
+    """Run `plan` on `device` and assemble the ceilings (`gpu`: name them as a GPU's, hbm_* and l2)."""
+    import torch
+
     from wlprof.device import device_name
 
-    gpu = device.type == "cuda"
-    mem = main_memory(device.type)
-    plan = _gpu_plan(device, quick) if gpu else _cpu_plan(quick, torch.get_num_threads(), cache_root or SYSFS_CACHE)
+    mem = main_memory("cuda" if gpu else "cpu")
     gen = torch.Generator(device=device).manual_seed(0)
     errors: dict[str, str] = {}
     matrix = _measure_matrix(plan, device, gen, gpu, errors)
@@ -707,7 +714,7 @@ def calibrate(device, quick: bool = False, cache_root: Path | None = None) -> Ce
         method["errors"] = errors
     name = device_name(device)
     return Ceilings(
-        device_type=device.type,
+        device_type="cuda" if gpu else "cpu",
         device_name=name,
         matrix_tflops={k: m.value for k, m in matrix.items()},
         vector_tflops=matrix["float32"].value if "float32" in matrix else math.nan,

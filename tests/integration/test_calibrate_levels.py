@@ -111,3 +111,21 @@ def test_cli_calibrate_prints_every_roof_and_writes_the_file(tmp_path, monkeypat
     assert written.bandwidth("dram_read") > 0
     shown = CliRunner().invoke(app, ["calibrate", "--device", "cpu", "--show"])
     assert shown.exit_code == 0 and written.measured_at in shown.output
+
+
+def test_the_gpu_calibration_assembles_its_roofs(monkeypatch):
+    # the GPU plan's structure (hbm_* and l2, the datasheet beside) run at small sizes on the CPU; the CUDA
+    # graph is refused here and said so, the broadcast read stands
+    monkeypatch.setattr("wlprof.device.device_name", lambda device: "NVIDIA H200")
+    plan = ceilings._Plan(n_mm={"bfloat16": 64, "float32": 64, "tf32": 64}, reps=3, warmup=1, warm_s=0.0,
+                          main_bytes=1 << 22, cache_sizes={"l2": [1 << 16, 1 << 17]}, cache_bytes={"l2": 1 << 20},
+                          pass_bytes=1 << 22, graph_calls=8, notes={"l2_cache_size": 1 << 20})
+    c = ceilings._calibrate(CPU, plan, gpu=True, quick=True)
+    assert c.device_type == "cuda" and c.datasheet["source"].startswith("NVIDIA H200")
+    assert set(c.bandwidth_gbps) == {"hbm_read", "hbm_write", "hbm_copy", "l2"} and c.cache_bytes == {"l2": 1 << 20}
+    assert set(c.matrix_tflops) == {"bfloat16", "float32", "tf32"} and c.measurements["matrix:tf32"].method.endswith(
+        "(TF32 on)")
+    # read: the better of torch.sum and gemv; L2: the best of two buffer sizes
+    assert len(c.measurements["hbm_read"].alternatives) == 1 and len(c.measurements["l2"].alternatives) == 1
+    assert "l2/graph" in c.method["errors"]
+    assert Ceilings.from_dict(json.loads(json.dumps(c.to_dict()))) == c
