@@ -59,13 +59,13 @@ def traffic(nbytes: np.ndarray, written: np.ndarray) -> np.ndarray:
 
 
 def _key_ids(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
-    if not cols:
-        return np.zeros(len(df), dtype=np.int64)
-    parts = [pd.Series(df[c].to_numpy(dtype=object)).fillna("\x00").astype(str) for c in cols]
-    joined = parts[0]
-    for p in parts[1:]:
-        joined = joined + "\x1f" + p
-    return pd.factorize(joined)[0]
+    """One int64 id per distinct combination of the columns' values (None and NaN one value)."""
+    n = len(df)
+    combined = np.zeros(n, dtype=np.int64)
+    for c in cols:
+        codes, uniques = pd.factorize(df[c].to_numpy(dtype=object), use_na_sentinel=False)
+        combined = pd.factorize(combined * (len(uniques) + 1) + codes)[0].astype(np.int64)
+    return combined
 
 
 def working_set_bytes(df: pd.DataFrame, fallback_gbps: float | None = None) -> np.ndarray:
@@ -104,18 +104,24 @@ def working_set_bytes(df: pd.DataFrame, fallback_gbps: float | None = None) -> n
                        np.diff(np.r_[starts, n]))
     cum[order] = cs - offset  # bytes moved in the group up to and including this row
     before = cum - b  # ... up to this row, excluding it
-    t = pd.DataFrame({"g": group, "k": key, "step": step, "ts": ts, "i": np.arange(n)})
-    t = t[t.step >= 0].sort_values(["g", "step", "k", "ts"], kind="stable")
-    t["occ"] = t.groupby(["g", "step", "k"], sort=False).cumcount()
-    t = t.sort_values(["g", "k", "occ", "step"], kind="stable")
-    same = (t.g.to_numpy()[1:] == t.g.to_numpy()[:-1]) & (t.k.to_numpy()[1:] == t.k.to_numpy()[:-1]) & (
-        t.occ.to_numpy()[1:] == t.occ.to_numpy()[:-1])
-    idx = t.i.to_numpy()
-    prev = np.full(len(t), -1)
-    nxt = np.full(len(t), -1)
+    rows = np.flatnonzero(step >= 0)
+    g, k, st = group[rows], key[rows], step[rows]
+    # the occurrence of each call in its step: its rank by time among the same (group, step, key)
+    o = np.lexsort((ts[rows], k, st, g))
+    first = np.r_[True, (g[o][1:] != g[o][:-1]) | (st[o][1:] != st[o][:-1]) | (k[o][1:] != k[o][:-1])]
+    pos = np.arange(len(o))
+    occ = np.empty(len(o), dtype=np.int64)
+    occ[o] = pos - np.maximum.accumulate(np.where(first, pos, 0))
+    # the same call in successive steps, side by side
+    o2 = np.lexsort((st, occ, k, g))
+    gs, ks, os_ = g[o2], k[o2], occ[o2]
+    same = (gs[1:] == gs[:-1]) & (ks[1:] == ks[:-1]) & (os_[1:] == os_[:-1])
+    idx = rows[o2]
+    prev = np.full(len(idx), -1)
+    nxt = np.full(len(idx), -1)
     prev[1:][same] = idx[:-1][same]
     nxt[:-1][same] = idx[1:][same]
-    ws = np.full(len(t), np.nan)
+    ws = np.full(len(idx), np.nan)
     has_prev = prev >= 0
     ws[has_prev] = before[idx[has_prev]] - cum[prev[has_prev]] + b[idx[has_prev]]
     only_next = ~has_prev & (nxt >= 0)
@@ -160,18 +166,20 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
         return
     mem = ceilings.memory
 
-    # compute roof
+    # compute roof, looked up once per distinct (unit, dtype)
     units = df["cost_unit"].to_numpy(dtype=object)
     dts = df["cost_dtype"].to_numpy(dtype=object)
-    keys = np.empty(n, dtype=object)
-    peak = np.empty(n)
-    cache: dict[tuple, tuple] = {}
-    for i, kd in enumerate(zip(units, dts, strict=True)):
-        if kd not in cache:
-            key = compute_key(kd[0], kd[1], tf32)
-            cache[kd] = (key, ceilings.compute_tflops(kd[0], kd[1], tf32) if key else math.nan)
-        keys[i], peak[i] = cache[kd]
-    compute_roof = np.array([None if k is None else f"compute:{k}" for k in keys], dtype=object)
+    combo = _key_ids(df, ["cost_unit", "cost_dtype"])
+    uniq, firsts = np.unique(combo, return_index=True)
+    peaks, roofs = np.full(len(firsts), np.nan), np.full(len(firsts), None, dtype=object)
+    for j, i in enumerate(firsts):
+        unit = units[i] if isinstance(units[i], str) else None
+        dtype = dts[i] if isinstance(dts[i], str) else None
+        key = compute_key(unit, dtype, tf32)
+        if key:
+            peaks[j], roofs[j] = ceilings.compute_tflops(unit, dtype, tf32), f"compute:{key}"
+    slot = np.searchsorted(uniq, combo)
+    peak, compute_roof = peaks[slot], roofs[slot]
 
     # memory roof: by traffic
     written = df["bytes_written"].to_numpy(dtype=float) if "bytes_written" in df else np.full(n, np.nan)
@@ -180,12 +188,20 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
     cls = np.where(pd.isna(cls), "copy", cls).astype(object)
     copy_roof = f"{mem}_copy"
     bw_of = {r: ceilings.bandwidth(r) for r in (f"{mem}_read", f"{mem}_write", copy_roof)}
-    memory_roof = np.array([f"{mem}_{c}" for c in cls], dtype=object)
-    missing = np.array([bw_of[r] is None for r in memory_roof], dtype=bool)
+    memory_roof = np.empty(n, dtype=object)
+    for c in ("read", "copy", "write"):
+        memory_roof[cls == c] = f"{mem}_{c}"
+    missing = np.zeros(n, dtype=bool)
+    for r, v in bw_of.items():
+        if v is None:
+            missing |= memory_roof == r
     roof_unmeasured = missing & (memory_roof != copy_roof)
     memory_roof[missing] = copy_roof
     copy_bw = bw_of[copy_roof] if bw_of[copy_roof] is not None else float(ceilings.copy_gbps)
-    bw = np.array([bw_of[r] if bw_of[r] is not None else copy_bw for r in memory_roof], dtype=float)
+    bw = np.full(n, copy_bw, dtype=float)
+    for r, v in bw_of.items():
+        if v is not None:
+            bw[memory_roof == r] = v
 
     # ... and by working set: the smallest cache level it fits, where that level is faster
     ws = working_set_bytes(df, copy_bw)
@@ -241,10 +257,12 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
     explained_unknown = beyond & on_copy & under_best & written_unknown
     op_names = df["op_name"].to_numpy(dtype=object) if "op_name" in df else np.full(n, None, dtype=object)
     sources = df["flops_source"].to_numpy(dtype=object) if "flops_source" in df else np.full(n, None, dtype=object)
-    indexed_op = np.isin(op_names, list(INDEXED_OPS)) | (sources == "workload")
+    indexed_op = pd.Series(op_names, dtype=object).isin(INDEXED_OPS).to_numpy() | (sources == "workload")
     indexed = beyond & ~is_compute & indexed_op & ~mixed & ~explained_unknown
     largest = max((cap for _, cap, _ in ceilings.cache_levels()), default=0)
-    on_main = np.array([r is not None and r.startswith(f"{mem}_") for r in roof], dtype=bool)
+    on_main = np.zeros(n, dtype=bool)
+    for r in (f"{mem}_read", f"{mem}_copy", f"{mem}_write"):
+        on_main |= roof == r
     fit = beyond & on_main & (nbytes <= largest) & ~mixed & ~explained_unknown & ~indexed
     masks = {**resident, "written_unknown": written_unknown, "roof_unmeasured": roof_unmeasured,
              "within_spread": within, "mixed_traffic": mixed, "indexed_reuse": indexed, "cache_fit": fit,
