@@ -185,7 +185,8 @@ def main(argv=None) -> int:
     for folder in folders:
         k, o = place_folder(folder, c, args.runs)
         if len(k):
-            placed[folder.name], ops_by[folder.name] = k, o
+            name = folder.name if folder.name not in placed else f"{folder.parent.name}-{folder.name}"
+            placed[name], ops_by[name] = k, o
             print(f"{folder}: {k.run_id.nunique()} runs, {len(k):,} kernel rows re-placed")
     if not placed:
         print(f"no runs of {c.device_name} in {', '.join(map(str, folders))}", file=sys.stderr)
