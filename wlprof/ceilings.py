@@ -704,7 +704,7 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
     if copy is None:
         raise RuntimeError(f"could not measure the copy bandwidth of {device}: {errors}")
     method: dict[str, Any] = {"reps": plan.reps, "warmup": plan.warmup, "warm_s": plan.warm_s,
-                              "statistic": "median of per-repeat rates; spread p10-p90 and min-max",
+                              "statistic": "median", "spread": "p10-p90 and min-max of the per-repeat rates",
                               "data": "randn (GEMM); filled buffers (bandwidth: values do not matter)",
                               "quick": quick, **plan.notes}
     for k, m in matrix.items():
