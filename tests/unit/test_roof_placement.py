@@ -270,3 +270,13 @@ def test_an_empty_table_is_placed_without_error():
     df = _rows([])
     add_roofline(df, GPU)
     assert list(df.columns[-5:]) and len(df) == 0 and "roof_note" in df
+
+
+def test_tf32_per_row_and_recovered_when_placing_again():
+    # fp32 GEMMs of 4e11 FLOP in 1000 us: with TF32 against 400 TFLOP/s (1000 us), without against 50 (8000 us)
+    df = _rows([(4e11, 1e6, 1e5, 1000.0, "matrix", "float32")] * 2)
+    add_roofline(df, GPU, tf32=np.array([True, False]))
+    assert list(df.compute_roof) == ["compute:tf32", "compute:float32"]
+    assert df.roofline_us.tolist() == pytest.approx([1000.0, 8000.0])
+    again = replace_roofline(df, GPU, written_from_shapes=False)  # TF32 read back from compute_roof
+    assert list(again.compute_roof) == ["compute:tf32", "compute:float32"]

@@ -100,9 +100,11 @@ def replace_all(kernels: pd.DataFrame | None, ops: pd.DataFrame | None, steps: p
     for target, ids in groups.values():
         lines.append(f"re-placed against {describe(target)}: {', '.join(ids)}")
         if ops is not None:
-            o_parts.append(replace_roofline(ops[ops.run_id.isin(ids)], target))
+            o = ops[ops.run_id.isin(ids)]
+            o_parts.append(replace_roofline(o, target, _tf32(o, rc)))
         if kernels is not None:
-            k2 = replace_roofline(kernels[kernels.run_id.isin(ids)], target)
+            k = kernels[kernels.run_id.isin(ids)]
+            k2 = replace_roofline(k, target, _tf32(k, rc))
             k_parts.append(k2)
             if steps is not None:
                 s_parts.append(replace_steps_roofline(steps[steps.run_id.isin(ids)], k2))
@@ -113,3 +115,23 @@ def replace_all(kernels: pd.DataFrame | None, ops: pd.DataFrame | None, steps: p
         return pd.concat(parts, ignore_index=True) if parts else None
 
     return cat(k_parts), cat(o_parts), cat(s_parts), lines
+
+
+def _tf32(df: pd.DataFrame, rc: dict[str, RunCeilings]):
+    """Which fp32 matrix rows ran with TF32: placed under compute:tf32 (schema >= 2.2), or, for older
+    tables, placed against the run's recorded tf32 rate (where that differs from its fp32 one)."""
+    import numpy as np
+
+    tf = (df["compute_roof"] == "compute:tf32").fillna(False).to_numpy(dtype=bool) if "compute_roof" in df \
+        else np.zeros(len(df), dtype=bool)
+    fp32_matrix = ((df.cost_unit == "matrix") & (df.cost_dtype == "float32")).fillna(False).to_numpy(dtype=bool)
+    if not fp32_matrix.any() or "ceiling_tflops" not in df:
+        return tf
+    recorded = df.ceiling_tflops.to_numpy(dtype=float)
+    for run_id, r in rc.items():
+        c = r.ceilings
+        if c is None or "tf32" not in c.matrix_tflops or c.matrix_tflops["tf32"] == c.matrix_tflops.get("float32"):
+            continue
+        rows = fp32_matrix & (df.run_id == run_id).to_numpy() & np.isclose(recorded, c.matrix_tflops["tf32"])
+        tf |= rows
+    return tf

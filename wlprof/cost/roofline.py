@@ -142,11 +142,12 @@ def _notes(masks: dict[str, np.ndarray], n: int) -> np.ndarray:
     return np.array([table[c] for c in code], dtype=object)
 
 
-def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False) -> None:
+def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.ndarray = False) -> None:
     """Intensity, achieved rates and roofline placement, in place.
 
     Needs flops, bytes, dur_us, cost_unit, cost_dtype; uses bytes_written (the memory roof by
-    traffic) and step, ts_us and the op-call columns (the working set) where present.
+    traffic) and step, ts_us and the op-call columns (the working set) where present. `tf32`:
+    whether fp32 matrix products ran with TF32 (one value, or one per row).
     """
     flops = df["flops"].to_numpy(dtype=float)
     nbytes = df["bytes"].to_numpy(dtype=float)
@@ -169,15 +170,16 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool = False
     # compute roof, looked up once per distinct (unit, dtype)
     units = df["cost_unit"].to_numpy(dtype=object)
     dts = df["cost_dtype"].to_numpy(dtype=object)
-    combo = _key_ids(df, ["cost_unit", "cost_dtype"])
+    tf = np.broadcast_to(np.asarray(tf32, dtype=bool), (n,))
+    combo = _key_ids(pd.DataFrame({"u": units, "d": dts, "t": tf}), ["u", "d", "t"])
     uniq, firsts = np.unique(combo, return_index=True)
     peaks, roofs = np.full(len(firsts), np.nan), np.full(len(firsts), None, dtype=object)
     for j, i in enumerate(firsts):
         unit = units[i] if isinstance(units[i], str) else None
         dtype = dts[i] if isinstance(dts[i], str) else None
-        key = compute_key(unit, dtype, tf32)
+        key = compute_key(unit, dtype, bool(tf[i]))
         if key:
-            peaks[j], roofs[j] = ceilings.compute_tflops(unit, dtype, tf32), f"compute:{key}"
+            peaks[j], roofs[j] = ceilings.compute_tflops(unit, dtype, bool(tf[i])), f"compute:{key}"
     slot = np.searchsorted(uniq, combo)
     peak, compute_roof = peaks[slot], roofs[slot]
 
@@ -281,15 +283,20 @@ def _measurement_key(roof: str | None) -> str | None:
     return roof
 
 
-def replace_roofline(df: pd.DataFrame, ceilings: Ceilings, tf32: bool = False,
+def replace_roofline(df: pd.DataFrame, ceilings: Ceilings, tf32: bool | np.ndarray | None = None,
                      written_from_shapes: bool = True) -> pd.DataFrame:
     """A stored kernels or ops table placed again against other ceilings (a copy; the input is kept).
 
     Rows of several runs and points may be mixed: working sets are computed per run, point and
-    device. With `written_from_shapes`, a null `bytes_written` (tables written before formulas
-    stated it, schema < 2.2) is recomputed from the recorded op inputs where the same formula
-    gives the row's bytes (`cost.annotate.written_from_shapes`).
+    device. `tf32` None: a row ran with TF32 where it was placed under compute:tf32 (tables of
+    schema >= 2.2; older ones: no TF32, unless said). With `written_from_shapes`, a null
+    `bytes_written` (tables written before formulas stated it, schema < 2.2) is recomputed from
+    the recorded op inputs where the same formula gives the row's bytes
+    (`cost.annotate.written_from_shapes`).
     """
+    if tf32 is None:
+        tf32 = (df["compute_roof"] == "compute:tf32").fillna(False).to_numpy(dtype=bool) if "compute_roof" in df \
+            else False
     out = df.copy()
     if written_from_shapes and len(out):
         from wlprof.cost.annotate import written_from_shapes as restate
