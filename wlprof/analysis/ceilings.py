@@ -7,6 +7,7 @@ Rules: `docs/ceilings.md`.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from wlprof.ceilings import Ceilings
@@ -52,8 +53,10 @@ def mark_stale(df: pd.DataFrame, rc: dict[str, RunCeilings]) -> pd.DataFrame:
     from wlprof.steps import note_union
 
     out = df.copy()
-    rows = out.run_id.isin(stale) & out.roofline_fraction.notna()
-    out.loc[rows, "roof_note"] = [note_union(pd.Series([v, "ceiling_stale"])) for v in out.loc[rows, "roof_note"]]
+    rows = (out.run_id.isin(stale) & out.roofline_fraction.notna()).to_numpy(dtype=bool)
+    notes = np.array(out["roof_note"].to_numpy(dtype=object), dtype=object)
+    notes[rows] = [note_union(pd.Series([v, "ceiling_stale"], dtype=object)) for v in notes[rows]]
+    out["roof_note"] = pd.Series(notes, index=out.index, dtype=object)
     return out
 
 
@@ -120,10 +123,8 @@ def replace_all(kernels: pd.DataFrame | None, ops: pd.DataFrame | None, steps: p
 def _tf32(df: pd.DataFrame, rc: dict[str, RunCeilings]):
     """Which fp32 matrix rows ran with TF32: placed under compute:tf32 (schema >= 2.2), or, for older
     tables, placed against the run's recorded tf32 rate (where that differs from its fp32 one)."""
-    import numpy as np
-
-    tf = (df["compute_roof"] == "compute:tf32").fillna(False).to_numpy(dtype=bool) if "compute_roof" in df \
-        else np.zeros(len(df), dtype=bool)
+    tf = np.array((df["compute_roof"] == "compute:tf32").fillna(False), dtype=bool) if "compute_roof" in df \
+        else np.zeros(len(df), dtype=bool)  # a copy: pandas may hand out read-only arrays
     fp32_matrix = ((df.cost_unit == "matrix") & (df.cost_dtype == "float32")).fillna(False).to_numpy(dtype=bool)
     if not fp32_matrix.any() or "ceiling_tflops" not in df:
         return tf
