@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 
-def replicate(source: Path, out: Path, events: int, compact: bool = False) -> int:
+def replicate(source: Path, out: Path, events: int, compact: bool = False, rank: int | None = None) -> int:
     import orjson
 
     from wlprof.trace.parse import load_events
@@ -42,6 +42,8 @@ def replicate(source: Path, out: Path, events: int, compact: bool = False) -> in
     sep = b"," if compact else b",\n  "
     with opener(out, "wb") as fh:
         head = {k: v for k, v in meta.items()}
+        if rank is not None:  # one rank of a multi-rank folder
+            head["distributedInfo"] = {**(head.get("distributedInfo") or {}), "rank": rank}
         head_bytes = orjson.dumps(head)[:-1]  # without the closing brace
         fh.write(head_bytes + (b', "traceEvents": [' if compact else b',\n  "traceEvents": [\n  '))
         first = True
@@ -79,8 +81,9 @@ def main(argv=None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--compact", action="store_true")
+    ap.add_argument("--rank", type=int, default=None, help="write distributedInfo.rank (one file of a rank folder)")
     args = ap.parse_args(argv)
-    n = replicate(args.source, args.out, args.events, args.compact)
+    n = replicate(args.source, args.out, args.events, args.compact, args.rank)
     print(f"wrote {n:,} events to {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)")
     return 0
 

@@ -1,23 +1,23 @@
-"""Ingest speed and memory: `wlprof ingest` vs Holistic Trace Analysis on the same large trace.
+"""Ingest speed and memory: `wlprof ingest` beside Holistic Trace Analysis, on traces of different make-up.
 
-Makes a trace of --events events by replicating a real fixture's events with fresh ids
-(benchmarks/big_trace.py), then times, each in a fresh process and measuring its peak
-resident memory:
-  - `wlprof ingest` (parse, join, costs, Parquet written: the whole command),
-  - HTA's `TraceAnalysis(trace_dir=...)`, which parses the trace into a DataFrame
-    (run with --hta-python, a Python that has HolisticTraceAnalysis installed; it is
-    installed only for this benchmark, e.g. `python -m venv /tmp/hta && /tmp/hta/bin/pip
-    install HolisticTraceAnalysis`).
-Targets (issue 6): at most 10 s for 1,000,000 events, peak memory at most twice the
-uncompressed JSON, and at least 3x faster than HTA.
+Each make-up is a real trace replicated with fresh ids to --events events
+(benchmarks/big_trace.py): the H200 MoE layer (loop dispatch: small ops, host syncs),
+a GEMM/elementwise/index-op probe (GEMMs, elementwise, gather/scatter, sparse mm,
+graph replays), a training step (a transformer layer's forward, backward and AdamW:
+many small ops), and a folder of four ranks of an NCCL trace. Each tool runs in a
+fresh process whose wall time and peak resident memory are measured:
+  - `wlprof ingest` (parse, join, costs, Parquet written: the whole command), best of --repeats;
+  - HTA's `TraceAnalysis` parsing the trace into its DataFrames (--hta-python: a Python with
+    HolisticTraceAnalysis installed; for a rank folder HTA parses ranks in a process pool,
+    whose largest child's peak is reported).
 
-    python benchmarks/ingest.py --hta-python /tmp/hta/bin/python --out benchmarks/results/.../ingest.md
+    python benchmarks/ingest.py --hta-python /path/to/hta/bin/python --out benchmarks/results/.../ingest.md
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import ast
 import os
 import platform
 import subprocess
@@ -27,7 +27,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE = next((ROOT / "tests/fixtures/h200").glob("moe-*/_chrome/p000-dispersed-loop.raw.json.gz"), None)
+FIX = ROOT / "tests" / "fixtures"
+MAKEUPS = {
+    "moe": ("MoE layer, loop dispatch (H200)", FIX / "h200/moe-20261129-094804-ffc6/_chrome/p000-dispersed-loop.raw.json.gz"),
+    "gemm": ("GEMM/elementwise/index probe (H200)", FIX / "h200_probe_ops.json.gz"),
+    "train": ("transformer training step (H200)", FIX / "h200_training/transformer_eager.pt.trace.json.gz"),
+    "ranks": ("4 ranks of an NCCL trace (A100)", FIX / "public/hta_2024_nccl.json.gz"),
+}
 
 _MEASURE = """
 import resource, subprocess, sys, time
@@ -40,18 +46,16 @@ print({"wall_s": wall, "rc": r.returncode, "peak_mb": resource.getrusage(resourc
 
 _HTA = """
 import sys, time
-t = time.perf_counter()
+from pathlib import Path
 from hta.trace_analysis import TraceAnalysis
-a = TraceAnalysis(trace_dir=sys.argv[1])
-df = a.t.get_trace(0)
-print("HTA rows", len(df), "load s", time.perf_counter() - t)
+files = sorted(p for p in Path(sys.argv[1]).iterdir() if p.name.endswith(".json"))
+a = TraceAnalysis(trace_files={i: str(p) for i, p in enumerate(files)}, trace_dir=sys.argv[1])
+print("HTA rows", sum(len(a.t.get_trace(r)) for r in a.t.get_all_traces()))
 """
 
 
 def measure(cmd: list[str]) -> dict:
     out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=True)
-    import ast
-
     return ast.literal_eval(out.stdout.strip().splitlines()[-1])
 
 
@@ -65,68 +69,77 @@ def cpu_model() -> str:
     return platform.processor()
 
 
+def make(name: str, source: Path, events: int, tmp: Path) -> tuple[Path, int, float]:
+    """The trace folder of a make-up, its event count and its size in MB."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from big_trace import replicate
+
+    folder = tmp / name
+    folder.mkdir()
+    if name == "ranks":
+        n = sum(replicate(source, folder / f"rank{r}.json", events // 4, rank=r) for r in range(4))
+    else:
+        n = replicate(source, folder / "rank0.json", events)
+    return folder, n, sum(p.stat().st_size for p in folder.iterdir()) / 1e6
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    ap.add_argument("--makeups", default=",".join(MAKEUPS), help=f"comma-separated, of {', '.join(MAKEUPS)}")
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--hta-python", default=None, help="a Python with HolisticTraceAnalysis installed")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from big_trace import replicate
+    import wlprof
 
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        tdir = Path(tmp) / "trace"
-        tdir.mkdir()
-        trace = tdir / "rank0.json"
-        n = replicate(args.source, trace, args.events)
-        size_mb = trace.stat().st_size / 1e6
-        runs = []
-        for i in range(args.repeats):
-            out = Path(tmp) / f"traces{i}"
-            runs.append(measure([sys.executable, "-m", "wlprof.cli.main", "ingest", str(trace), "-o", str(out), "-q"]))
-            if runs[-1]["rc"] != 0:
-                raise SystemExit(f"wlprof ingest failed: {runs[-1]['tail']}")
-        hta = None
-        if args.hta_python:
-            hta = measure([args.hta_python, "-c", _HTA, str(tdir)])
-            if hta["rc"] != 0:
-                raise SystemExit(f"HTA failed: {hta['tail']}")
-        best = min(runs, key=lambda r: r["wall_s"])
-        import wlprof
-
-        k = wlprof.load(Path(tmp) / "traces0")
+        for name in args.makeups.split(","):
+            label, source = MAKEUPS[name]
+            folder, n, size_mb = make(name, source, args.events, Path(tmp))
+            target = folder if name == "ranks" else next(folder.iterdir())
+            runs = []
+            for i in range(args.repeats):
+                traces = Path(tmp) / f"traces-{name}-{i}"
+                runs.append(measure([sys.executable, "-m", "wlprof.cli.main", "ingest", str(target), "--traces",
+                                     str(traces), "-q"]))
+                if runs[-1]["rc"] != 0:
+                    raise SystemExit(f"wlprof ingest failed on {name}: {runs[-1]['tail']}")
+            best = min(runs, key=lambda r: r["wall_s"])
+            k = wlprof.load(Path(tmp) / f"traces-{name}-0")
+            hta = None
+            if args.hta_python:
+                hta = measure([args.hta_python, "-c", _HTA, str(folder)])
+                if hta["rc"] != 0:
+                    raise SystemExit(f"HTA failed on {name}: {hta['tail']}")
+            rows.append((name, label, n, size_mb, runs, best, hta, len(k)))
+            for p in folder.iterdir():
+                p.unlink()
     lines = [
-        f"# Ingest: {n:,} events ({size_mb:.0f} MB of JSON)",
+        f"# Ingest speed and memory: wlprof beside HTA, {args.events:,} events per make-up",
         "",
         f"- date (UTC): {time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime())}",
-        f"- machine: {cpu_model()}, {os.cpu_count()} cores; Python {platform.python_version()}",
-        f"- wlprof {wlprof.__version__}; source trace: {args.source.relative_to(ROOT) if args.source.is_relative_to(ROOT) else args.source} replicated "
-        "with fresh ids (benchmarks/big_trace.py)",
+        f"- machine: {cpu_model()}, {os.cpu_count()} cores; Python {platform.python_version()}; wlprof {wlprof.__version__}",
+        "- traces: real traces replicated with fresh ids to the event count (benchmarks/big_trace.py); each tool in a "
+        "fresh process, wall time and peak resident memory of that process",
         f"- command: `python benchmarks/ingest.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
         "",
-        "| tool | wall time | peak memory | peak / JSON size |",
-        "|---|---:|---:|---:|",
+        "| make-up | JSON | wlprof wall (runs) | wlprof peak | peak / JSON | HTA wall | HTA peak | wlprof faster |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for i, r in enumerate(runs):
-        lines.append(f"| wlprof ingest (run {i + 1}: parse, join, costs, Parquet written) | {r['wall_s']:.2f} s | "
-                     f"{r['peak_mb']:,.0f} MB | {r['peak_mb'] / size_mb:.2f}x |")
-    if hta:
-        lines.append(f"| HTA TraceAnalysis (parse into a DataFrame) | {hta['wall_s']:.2f} s | {hta['peak_mb']:,.0f} MB | "
-                     f"{hta['peak_mb'] / size_mb:.2f}x |")
-        lines += ["", f"wlprof is {hta['wall_s'] / best['wall_s']:.1f}x faster than HTA on this trace "
-                      f"(best wlprof run against HTA's one run)."]
-    else:
-        lines += ["", "HTA not measured: pass --hta-python."]
-    lines += ["", f"wlprof wrote {len(k):,} kernel rows; {int((k.flops_source == 'unknown').sum()):,} have no FLOP formula "
-                  f"({k.dur_us[k.flops_source == 'unknown'].sum() / k.dur_us.sum():.1%} of kernel time)."]
+    for _name, label, n, size_mb, runs, best, hta, nk in rows:
+        walls = ", ".join(f"{r['wall_s']:.1f}" for r in runs)
+        h_wall = f"{hta['wall_s']:.1f} s" if hta else "-"
+        h_peak = f"{hta['peak_mb']:,.0f} MB" if hta else "-"
+        speed = f"{hta['wall_s'] / best['wall_s']:.1f}x" if hta else "-"
+        lines.append(f"| {label} ({n:,} events, {nk:,} kernel rows) | {size_mb:,.0f} MB | {walls} s | "
+                     f"{best['peak_mb']:,.0f} MB | {best['peak_mb'] / size_mb:.2f}x | {h_wall} | {h_peak} | {speed} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
-    print(json.dumps({"wlprof": runs, "hta": hta})[:2000], file=sys.stderr)
     return 0
 
 

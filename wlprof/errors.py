@@ -58,6 +58,9 @@ class InputError(WlprofError, ValueError):
         text = f"{arg} {_render(self.rule, spell)} (got {self.value!r})"
         return f"{text}; {self.hint}" if self.hint else text
 
+    def __reduce__(self):  # pickled with its own arguments (raised in a worker process)
+        return (type(self), (self.arg, self.rule, self.value, self.hint))
+
     def spelled(self, spell: Spelling) -> InputError:
         """The same error with its keys spelled for the user (`--top-k`, `params.top_k`)."""
         arg = spell(self.arg) if isinstance(self.arg, Key) else self.arg
@@ -84,6 +87,9 @@ class TraceFormatError(WlprofError, ValueError):
         self.path = str(path)
         self.problem = problem
         super().__init__(f"{path}: {problem}")
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.problem))
 
 
 class StoreError(WlprofError):

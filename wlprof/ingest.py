@@ -5,14 +5,13 @@ The run is staged under a hidden name and appears only once every file was read.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wlprof.device import cpu_model
 from wlprof.errors import InputError, Key
+from wlprof.trace.identity import device_of, rank_of
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -56,41 +55,28 @@ def trace_files(path: str | Path, arg: str = "PATH") -> list[Path]:
     raise InputError(arg, "must be an existing trace file or folder", str(p))
 
 
-def _rank(meta: dict, default: int) -> int:
-    info = meta.get("distributedInfo")
-    if isinstance(info, dict) and isinstance(info.get("rank"), int):
-        return info["rank"]
-    return default
-
-
-def _device(meta: dict, has_device: bool) -> tuple[str, str]:
-    props = meta.get("deviceProperties")
-    if has_device:
-        name = props[0].get("name") if isinstance(props, list) and props and isinstance(props[0], dict) else None
-        return "cuda", str(name or "unknown GPU")
-    return "cpu", str(meta.get("host_name") or "cpu")
-
-
-def _ceilings(device_type: str, device_name: str, meta: dict):
+def _ceilings(device_type: str, device_name: str):
     """Measured ceilings for the trace's device, if this machine cached them; datasheets are never used."""
     from wlprof import ceilings as C
 
-    if device_type == "cpu" and meta.get("host_name") not in (None, socket.gethostname()):
-        return None, f"no ceilings: the trace comes from another host ({meta.get('host_name')})"
-    name = device_name if device_type == "cuda" else cpu_model()
-    cached = C.load_cached(device_type, name)
+    cached = C.load_cached(device_type, device_name)
     if cached is not None:
-        return cached, f"cache: {C.cache_path(device_type, name)}"
+        return cached, f"cache: {C.cache_path(device_type, device_name)}"
     return None, (f"no measured ceilings for {device_name} (run `wlprof calibrate` on that device): "
                   "no roofline columns; datasheet values are never used in their place")
 
 
 def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = None,
            chrome_top: int | None = None, command: str | None = None,
-           progress: Callable[[int, int, str], None] | None = None) -> IngestResult:
-    """Read every trace of `path` into a new run under `traces`; nothing is written unless all succeed."""
-    from wlprof import pipeline, study
-    from wlprof.memory import release
+           progress: Callable[[int, int, str], None] | None = None, jobs: int | None = None) -> IngestResult:
+    """Read every trace of `path` into a new run under `traces`; nothing is written unless all succeed.
+
+    The files of a folder are read in parallel by `jobs` processes (default: one per core,
+    at most one per file).
+    """
+    import os
+
+    from wlprof import study
     from wlprof.store.atomic import slug
     from wlprof.store.runs import RUN_ID_RE, RunWriter, check_writable
 
@@ -98,6 +84,8 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise InputError(Key("name", "store"), "must contain letters or digits", name)
     if chrome_top is not None and chrome_top < 1:
         raise InputError(Key("chrome_top", "store"), "must be a positive number of kernels", chrome_top)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise InputError(Key("jobs", "store"), "must be a positive number of processes", jobs)
     files = trace_files(path)
     root = check_writable(traces, Key("traces", "store"))
     manifest: dict[str, Any] = {
@@ -107,45 +95,88 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
                    for i, f in enumerate(files)],
     }
     writer = RunWriter(root, "ingest", manifest, prefix=name or "ingest", staged=True)
+    jobs = min(jobs or os.cpu_count() or 1, len(files))
+    tasks = [(writer.path, writer.run_id, i, f, chrome_top) for i, f in enumerate(files)]
     done: list[IngestedFile] = []
     origin = ""
     try:
-        for i, f in enumerate(files):
+        for n, (i, entry, summary, dev, ceil) in enumerate(_run_all(tasks, jobs)):
             if progress:
-                progress(i, len(files), f.name)
-            trace = pipeline.read(f, keep_events=False)
-            device_type, device_name = _device(trace.meta, trace.has_device_activity)
-            ceilings, origin = _ceilings(device_type, device_name, trace.meta)
-            rank = _rank(trace.meta, i)
-            variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
-            ident = {"run_id": writer.run_id, "workload": "ingest", "variant": variant, "point": i,
-                     "device_type": device_type, "device_name": device_name, "rank": rank,
-                     "source_file": str(f)}
-            tables = pipeline.tables(trace, ceilings=ceilings, identity=ident)
-            kernels = tables.kernels
-            tables.steps["note"] = "; ".join(trace.warnings) or None
-            chrome = None
-            if chrome_top:
-                chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, writer.run_id, variant)
-            unknown = kernels[kernels.flops_source == "unknown"]
-            top_unknown = (unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum()
-                           .sort_values(ascending=False).head(5))
-            files_written = writer.write_point(i, variant, {"kernels": kernels, "ops": tables.ops,
-                                                            "steps": tables.steps}, chrome)
-            writer.manifest["points"][i].update(status="ok", files=files_written, rank=rank, events=trace.event_count)
-            writer.manifest.setdefault("device", {"type": device_type, "name": device_name})
-            writer.manifest["ceilings"] = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
+                progress(n + 1, len(files), files[i].name)
+            writer.manifest["points"][i].update(entry)
+            writer.manifest.setdefault("device", dev)
+            origin = ceil["origin"]
+            writer.manifest["ceilings"] = ceil
             writer.write_manifest()
-            done.append(IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
-                                     float(unknown.dur_us.sum()), list(top_unknown.items()),
-                                     files_written.get("chrome")))
-            del trace, tables, kernels
-            release()
+            done.append(summary)
+        from wlprof.store.collectives import write_collectives
+
+        hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
+        write_collectives(writer.path, list(range(len(files))), hosts, "collectives")
         writer.finish("complete")
     except BaseException:
         writer.abort()
         raise
+    done.sort(key=lambda f: files.index(Path(f.path)))
     return IngestResult(writer.run_id, writer.path, done, origin)
+
+
+def _run_all(tasks: list, jobs: int):
+    """Each task's result as it finishes: in this process for one job, else in a process pool."""
+    if jobs <= 1:
+        for t in tasks:
+            yield _ingest_file(*t)
+        return
+    import multiprocessing
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    # forkserver: workers fork from a clean server process, not from this one and its library threads
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["wlprof.ingest", "wlprof.pipeline"])
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(_ingest_file, *t) for t in tasks]
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for fut in finished:
+                if fut.exception() is not None:
+                    for other in pending:
+                        other.cancel()
+                    raise fut.exception()
+                yield fut.result()
+
+
+def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int | None):
+    """Read, join and cost one trace file and write its point into the staged run folder."""
+    from wlprof import pipeline
+    from wlprof.memory import release
+    from wlprof.store.runs import write_point
+
+    trace = pipeline.read(f, keep_events=False)
+    device_type, device_name = device_of(trace.meta, trace.device)
+    ceilings, origin = _ceilings(device_type, device_name)
+    rank = rank_of(trace.meta, i)
+    variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
+    ident = {"run_id": run_id, "workload": "ingest", "variant": variant, "point": i,
+             "device_type": device_type, "device_name": device_name, "rank": rank, "source_file": str(f)}
+    tables = pipeline.tables(trace, ceilings=ceilings, identity=ident)
+    kernels = tables.kernels
+    tables.steps["note"] = "; ".join(trace.warnings) or None
+    chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
+    unknown = kernels[kernels.flops_source == "unknown"]
+    top_unknown = unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum().sort_values(ascending=False).head(5)
+    files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps,
+                                               "overlap": tables.overlap}, chrome)
+    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count,
+             "host": trace.meta.get("host_name")}
+    summary = IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
+                           float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"))
+    ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
+    del trace, tables, kernels
+    release()
+    return i, entry, summary, {"type": device_type, "name": device_name}, ceil
 
 
 def _top_chrome(path: Path, meta: dict, kernels, joined, top: int, run_id: str, variant: str) -> bytes:

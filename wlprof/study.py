@@ -336,7 +336,8 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity)
                          "source": ceilings.source},
         })
         files = writer.write_point(index, point.variant, {"kernels": tables.kernels, "ops": tables.ops,
-                                                          "steps": pd.DataFrame([step_row])}, chrome)
+                                                          "steps": pd.DataFrame([step_row]),
+                                                          "overlap": tables.overlap}, chrome)
         if cfg.keep_raw_trace:
             files["raw_chrome"] = writer.write_raw_trace(index, point.variant, raw)
         return step_row, files

@@ -103,13 +103,23 @@ def _graph(step: Callable[[], object], batches: int, min_batch_us: float, latenc
     return _gpu_samples(batch, batches, replays * steps_per_graph), None
 
 
+def calls_for(latency_us: float, min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000) -> int:
+    """Steps per back-to-back batch: enough to last `min_batch_ms` at this latency, 3 to the maximum."""
+    return int(min(max_calls_per_batch, max(3, math.ceil(min_batch_ms * 1e3 / max(latency_us, 1e-3)))))
+
+
 def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, batches: int = 5,
-              min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000, graph: bool = True) -> Timings:
-    """Time an already warmed-up `step` on `device` without the profiler."""
+              min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000, graph: bool = True,
+              calls_per_batch: int | None = None) -> Timings:
+    """Time an already warmed-up `step` on `device` without the profiler.
+
+    `calls_per_batch` fixes the batch size (ranks of a distributed step must all make the same
+    calls); None derives it from the single-call latency.
+    """
     gpu = device.type == "cuda"
     lat = single_call_us(step, device, latency_reps)
     med = statistics.median(lat)
-    per_batch = int(min(max_calls_per_batch, max(3, math.ceil(min_batch_ms * 1e3 / max(med, 1e-3)))))
+    per_batch = calls_per_batch or calls_for(med, min_batch_ms, max_calls_per_batch)
 
     # Graph replay first, back-to-back last: the profiled steps follow right after, so the
     # back-to-back time and the profiled kernel time are measured at the same clocks (a

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -12,6 +13,7 @@ from wlprof import ceilings
 from wlprof.ceilings import Ceilings
 
 CPU = torch.device("cpu")
+pytestmark = pytest.mark.calibrates  # these tests measure ceilings themselves
 
 
 def _fake_sysfs(root):

@@ -83,6 +83,7 @@ def test_a_later_higher_calibration_here_makes_the_runs_stale(traces, tmp_path, 
     assert "ceiling_stale" in shown and "no reason recorded" not in shown
 
 
+@pytest.mark.slow
 def test_ceilings_current_and_a_file_re_place_the_runs(traces, tmp_path, monkeypatch):
     monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "cache"))
     ceilings.save(NEW)

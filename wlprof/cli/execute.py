@@ -32,6 +32,9 @@ def execute(study, traces: Path, quiet: bool = False, resume: str | None = None)
     steps = result.steps
     device = steps.device_name.iloc[0] if "device_name" in steps and len(steps) else "?"
     con.print(render.steps_table(steps, title=f"{result.run_id}  ({device}, {steps.dtype.iloc[0]}, {result.status})"))
+    for _, r in steps.iterrows():  # what a workload measured about each point (halo: step against max and sum)
+        if isinstance(r.get("note"), str) and r["note"]:
+            con.print(f"[dim]{r['variant']}: {r['note']}[/dim]")
     con.print(f"ceilings: {result.ceilings_origin}")
     con.print(f"traces:   {result.path}  (kernels: pandas.read_parquet({str(traces)!r}); "
               f"Chrome traces for Perfetto: {result.path / '_chrome'})")

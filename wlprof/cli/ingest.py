@@ -23,6 +23,9 @@ def ingest(
     chrome_top: Annotated[int | None, typer.Option(
         "--chrome-top", help="Also write an enriched Chrome trace of the N longest kernels.")] = None,
     quiet: Quiet = False,
+    jobs: Annotated[int | None, typer.Option(
+        "--jobs", "-j", help="Processes reading the files of a folder at once. Default: one per core.",
+        metavar="N")] = None,
 ) -> None:
     """Per-kernel FLOPs, bytes and achieved rates for any torch.profiler trace, through wlprof's parser."""
     import time
@@ -36,9 +39,10 @@ def ingest(
 
     def progress(i: int, n: int, name_: str) -> None:
         if not quiet:
-            err.print(f"[dim]reading {i + 1}/{n}: {name_}[/dim]")
+            err.print(f"[dim]read {i}/{n}: {name_}[/dim]")
 
-    res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress)
+    res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress,
+                     jobs=jobs)
     con = console()
     t = Table(title=f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", title_justify="left")
     for col in ("file", "rank", "events", "kernel rows", "kernel time (ms)", "unknown FLOPs (share of time)",

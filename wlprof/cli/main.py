@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from wlprof.cli import calibrate, compare, ingest, ls, predict, report, roofline, run, show, sweep
+from wlprof.cli import calibrate, compare, ingest, ls, overlap, predict, report, roofline, run, show, sweep
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -14,7 +14,8 @@ app = typer.Typer(
 )
 app.add_typer(run.app, name="run")
 for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"), (report, "report"),
-                       (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest")):
+                       (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest"),
+                       (overlap, "overlap")):
     app.command(_name, epilog=_module.EXAMPLES)(getattr(_module, _name))
 
 

@@ -29,6 +29,10 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output."
 Resume = Annotated[str | None, typer.Option(
     "--resume", help="Finish an interrupted run of this same sweep (RUN_ID from `wlprof ls`), keeping its "
     "finished points.", metavar="RUN_ID")]
+WorldSize = Annotated[int | None, typer.Option(
+    "--world-size", help="Ranks to run the sweep on (processes on this host: gloo on the CPU, NCCL on GPUs); each "
+    "rank profiles itself and rank 0 merges them into one run. Under torchrun: taken from WORLD_SIZE.",
+    metavar="N")]
 AllowMixed = Annotated[bool, typer.Option(
     "--allow-mixed-devices", help="Analyse runs of several devices together (each keeps its own ceilings).",
     metavar="")]

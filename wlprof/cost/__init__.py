@@ -3,7 +3,7 @@
 Importing this package registers every formula (the modules below register at import).
 """
 
-from wlprof.cost import elementwise, gemm, indexing, reductions  # noqa: F401  (registration)
+from wlprof.cost import comm, elementwise, gemm, indexing, reductions  # noqa: F401  (registration)
 from wlprof.cost.registry import (
     MATRIX,
     SUPPORT_OPS,

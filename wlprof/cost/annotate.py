@@ -121,7 +121,8 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     # memcpy/memset whose op has no formula: the trace records the bytes moved
     names = rows.name.to_numpy(dtype=object)
     tb = rows.transfer_bytes.to_numpy()
-    for i in np.flatnonzero((kinds != "kernel") & (kinds != "cpu_op") & (source == UNKNOWN)):
+    copies = (kinds == "memcpy") | (kinds == "memset")
+    for i in np.flatnonzero(copies & (source == UNKNOWN)):
         flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
         written[i] = _memcpy_written(names[i], tb[i])
 
@@ -174,6 +175,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     for c in ("shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "correlation", "has_op"):
         k[c] = rows[c].to_numpy()
     k["launch_api"] = _obj(rows["launch_api"].to_numpy(dtype=object))
+    k["join_method"] = _obj(rows["join_method"].to_numpy(dtype=object))
     k["external_id"] = rows.ext_id.to_numpy()
     k["op_name"] = _obj([op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)])
     k["op_input_dims"] = _obj([dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
@@ -201,7 +203,10 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
 def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     with_op = k[k._op_pos >= 0]
     if with_op.empty:
-        return pd.DataFrame(columns=["step", "external_id", "op_name", "dur_us", "flops", "bytes"])
+        return pd.DataFrame(columns=["step", "external_id", "op_name", "op_input_dims", "op_input_types",
+                                     "op_input_strides", "op_concrete_inputs", "region", "ts_us", "cpu_dur_us",
+                                     "kernel_count", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
+                                     "cost_unit", "cost_dtype"])
     g = with_op.groupby("_op_pos", sort=True)
     first = g.first()
     pos = first.index.to_numpy()

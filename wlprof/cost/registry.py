@@ -206,8 +206,12 @@ def register_wrapper(*names: str) -> None:
         _WRAPPERS.add(name)
 
 
+# Ops without a namespace that carry a cost of their own: the collective a c10d op records
+UNNAMESPACED = frozenset({"record_param_comms"})
+
+
 def _check_new(name: str) -> None:
-    if not name.startswith("aten::"):
+    if not name.startswith("aten::") and name not in UNNAMESPACED:
         raise ValueError(f"op names are registered with their namespace, e.g. 'aten::mm' (got {name!r})")
     if name in _FORMULAS or name in _WRAPPERS or name in VIEW_OPS:
         raise ValueError(f"{name} is already registered in the cost registry")

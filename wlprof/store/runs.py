@@ -21,7 +21,7 @@ from wlprof.errors import InputError, Key, StoreError
 from wlprof.store.atomic import atomic_write_bytes, atomic_write_parquet, slug
 
 MANIFEST = "_manifest.json"
-TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps"}
+TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps", "overlap": "_overlap", "collectives": "_collectives"}
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def check_writable(root: str | Path, arg: str | Key = Key("traces", "store")) -> Path:
@@ -88,7 +88,7 @@ class RunWriter:
         self.path = path
         self.final_path = final
         self.staged = staged
-        for sub in ("_ops", "_steps", "_chrome"):
+        for sub in ("_ops", "_steps", "_overlap", "_collectives", "_chrome"):
             (self.path / sub).mkdir()
         self.manifest = dict(manifest)
         self.manifest.update(
@@ -108,25 +108,9 @@ class RunWriter:
     def write_manifest(self) -> None:
         atomic_write_bytes(self.path / MANIFEST, jsonio.dumps(self.manifest, indent=True))
 
-    def point_stem(self, index: int, variant: str) -> str:
-        return f"p{index:03d}-{slug(variant)}"
-
     def write_point(self, index: int, variant: str, tables: dict[str, Any], chrome: bytes | None) -> dict:
         """Write one finished point's tables (DataFrames) and Chrome trace; return its file map."""
-        stem = self.point_stem(index, variant)
-        files: dict[str, str] = {}
-        if chrome is not None:
-            path = self.path / "_chrome" / f"{stem}.json.gz"
-            atomic_write_bytes(path, chrome)
-            files["chrome"] = str(path.relative_to(self.path))
-        # the kernels file last: `pandas.read_parquet(traces)` never sees a point whose other
-        # tables are missing (a process killed in between leaves only hidden-folder files)
-        for table in sorted(tables, key=lambda t: t == "kernels"):
-            sub = TABLE_DIRS[table]
-            path = (self.path / sub / f"{stem}.parquet") if sub else (self.path / f"{stem}.parquet")
-            atomic_write_parquet(path, tables[table], table)
-            files[table] = str(path.relative_to(self.path))
-        return files
+        return write_point(self.path, index, variant, tables, chrome)
 
     @classmethod
     def reopen(cls, root: str | Path, run_id: str) -> RunWriter:
@@ -152,7 +136,7 @@ class RunWriter:
         """Keep torch.profiler's own trace beside the enriched one, gzipped."""
         import gzip
 
-        path = self.path / "_chrome" / f"{self.point_stem(index, variant)}.raw.json.gz"
+        path = self.path / "_chrome" / f"{point_stem(index, variant)}.raw.json.gz"
         atomic_write_bytes(path, gzip.compress(raw.read_bytes(), compresslevel=6))
         return str(path.relative_to(self.path))
 
@@ -169,6 +153,32 @@ class RunWriter:
 
         if self.staged and self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def point_stem(index: int, variant: str) -> str:
+    return f"p{index:03d}-{slug(variant)}"
+
+
+def write_point(run_path: Path, index: int, variant: str, tables: dict[str, Any], chrome: bytes | None) -> dict:
+    """Write one finished point's tables and Chrome trace into a run folder; return its file map.
+
+    Safe from several processes at once for different points (`wlprof ingest` of a rank folder).
+    """
+    stem = point_stem(index, variant)
+    files: dict[str, str] = {}
+    if chrome is not None:
+        path = run_path / "_chrome" / f"{stem}.json.gz"
+        atomic_write_bytes(path, chrome)
+        files["chrome"] = str(path.relative_to(run_path))
+    # the kernels file last: `pandas.read_parquet(traces)` never sees a point whose other
+    # tables are missing (a process killed in between leaves only hidden-folder files)
+    for table in sorted(tables, key=lambda t: t == "kernels"):
+        sub = TABLE_DIRS[table]
+        path = (run_path / sub / f"{stem}.parquet") if sub else (run_path / f"{stem}.parquet")
+        path.parent.mkdir(exist_ok=True)  # a run written before the table existed (--resume)
+        atomic_write_parquet(path, tables[table], table)
+        files[table] = str(path.relative_to(run_path))
+    return files
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

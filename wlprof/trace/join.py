@@ -27,7 +27,28 @@ class Joined:
     device_rows: pd.DataFrame | None  # one row per device activity; None for a CPU trace
 
 
-def _sweep(trace: RawTrace):
+# How a device row found its op (the `join_method` column).
+BY_EXTERNAL_ID = "external_id"  # its launch's External id names the op
+BY_KERNEL_ID = "kernel_external_id"  # no launch in the trace; the kernel's own External id names the op
+BY_TIME = "time"  # its launch lies inside the op, on the same thread (the innermost such op)
+GRAPH = "graph"  # replayed from a CUDA/HIP graph: no op launched it
+NONE = "none"  # no launch, or a launch outside every op
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "hipGraphLaunch")
+
+
+def external_ids_name_ops(trace: RawTrace) -> bool:
+    """Whether the launches' External ids are op ids. Some 2022-2023 traces give a runtime event an
+    External id equal to its own correlation: it names no op, and where it equals an op's id by
+    chance, a link through it would be wrong."""
+    lau = trace.launches
+    given = lau.ext_id.to_numpy() != NO_ID
+    if not given.any():
+        return False
+    same = (lau.ext_id.to_numpy() == lau.correlation.to_numpy()) & given
+    return bool(same.sum() <= 0.5 * given.sum())
+
+
+def _sweep(trace: RawTrace, trust_ext: bool):
     """Nest ops, annotations and launches per thread, by time containment.
 
     Returns (op_parent, op_region, op_step, launch_region, launch_step, launch_parent):
@@ -35,9 +56,12 @@ def _sweep(trace: RawTrace):
     non-step annotation's name, steps the number of the enclosing step annotation.
     """
     ops, ann, lau_all = trace.ops, trace.annotations, trace.launches
-    # A launch whose External id names an op is placed by that op (done in `join`); only the
-    # others (CUDA-graph replays, launches outside any op) need placing by time.
-    unresolved = np.flatnonzero(~lau_all.ext_id.isin(ops.ext_id[ops.ext_id != NO_ID]).to_numpy())
+    # A launch whose External id names an op is placed by that op (done below); only the others
+    # (CUDA-graph replays, launches outside any op, untrusted ids) need placing by time.
+    if trust_ext:
+        unresolved = np.flatnonzero(~lau_all.ext_id.isin(ops.ext_id[ops.ext_id != NO_ID]).to_numpy())
+    else:
+        unresolved = np.arange(len(lau_all))
     lau = lau_all.iloc[unresolved]
     n_ops, n_ann, n_lau = len(ops), len(ann), len(lau)
     kind = np.concatenate([np.zeros(n_ann, np.int8), np.ones(n_ops, np.int8), np.full(n_lau, 2, np.int8)])
@@ -121,15 +145,24 @@ def _nest(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
 
 
 def join(trace: RawTrace) -> Joined:
-    op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace)
+    """The trace's ops nested and its device activity joined to them.
+
+    A trace that marks no profiler step (no `ProfilerStep#N` or `wlprof/step#N`) is taken
+    as one step, step 0.
+    """
+    trust = external_ids_name_ops(trace)
+    op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace, trust)
+    if not any(STEP_RE.match(n) for n in trace.annotations.name.unique()):
+        op_step, lau_step = np.zeros_like(op_step), np.zeros_like(lau_step)
     ops = _nest(trace.ops, op_parent)
     ops["region"] = op_region
     ops["step"] = op_step
-    rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent) if trace.has_device_activity else None
+    rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent, trust) if trace.has_device_activity else None
     return Joined(trace=trace, ops=ops, device_rows=rows)
 
 
-def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_parent) -> pd.DataFrame:
+def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_parent, trust_ext: bool
+                 ) -> pd.DataFrame:
     dev = trace.device
     lau = trace.launches
     # correlation -> launch position (first one wins; a correlation id names one API call)
@@ -143,11 +176,29 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     ext_to_op = ext_to_op[ext_to_op.index != NO_ID]
 
     has_launch = launch_pos >= 0
-    lau_ext = lau.ext_id.to_numpy()
-    op_ext = np.where(has_launch, lau_ext[np.maximum(launch_pos, 0)] if len(lau) else NO_ID, NO_ID)
-    # a kernel carries the External id too; use it where the launch lacks one
-    op_ext = np.where(op_ext == NO_ID, dev.ext_id.to_numpy(), op_ext)
-    op_pos = ext_to_op.reindex(op_ext).fillna(-1).to_numpy().astype(np.int64)
+    safe = np.maximum(launch_pos, 0)
+    api = np.where(has_launch, lau.name.to_numpy(dtype=object)[safe] if len(lau) else None, None)
+    graph = np.isin(api, GRAPH_LAUNCHES)
+    method = np.full(len(dev), NONE, dtype=object)
+    op_pos = np.full(len(dev), -1, np.int64)
+    if trust_ext:
+        lau_ext = lau.ext_id.to_numpy()
+        from_launch = np.where(has_launch, lau_ext[safe] if len(lau) else NO_ID, NO_ID)
+        by_launch = ext_to_op.reindex(from_launch).fillna(-1).to_numpy().astype(np.int64)
+        # a kernel carries the External id too; used where the trace holds no launch for it
+        by_kernel = ext_to_op.reindex(dev.ext_id.to_numpy()).fillna(-1).to_numpy().astype(np.int64)
+        op_pos = np.where(by_launch >= 0, by_launch, np.where(~has_launch, by_kernel, -1))
+        method[by_launch >= 0] = BY_EXTERNAL_ID
+        method[(by_launch < 0) & ~has_launch & (by_kernel >= 0)] = BY_KERNEL_ID
+    # launches whose id names no op: the innermost op around the launch on its thread
+    timed = (op_pos < 0) & has_launch & ~graph
+    if timed.any() and len(lau):
+        parent = lau_parent[safe]
+        op_pos = np.where(timed & (parent >= 0), parent, op_pos)
+        method[timed & (parent >= 0)] = BY_TIME
+    method[graph & (op_pos < 0)] = GRAPH
+    op_ids = ops.ext_id.to_numpy()
+    op_ext = np.where(op_pos >= 0, op_ids[np.maximum(op_pos, 0)] if len(ops) else NO_ID, NO_ID)
 
     lau_region_arr = np.array(lau_region, dtype=object) if len(lau) else np.array([], dtype=object)
     region = np.where(has_launch, lau_region_arr[np.maximum(launch_pos, 0)] if len(lau) else None, None)
@@ -160,8 +211,8 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     step = np.where(~has_launch & has_op, op_step[np.maximum(op_pos, 0)] if len(ops) else -1, step)
 
     rows = dev.copy()
-    rows["launch_api"] = np.where(has_launch, lau.name.to_numpy(dtype=object)[np.maximum(launch_pos, 0)]
-                                  if len(lau) else None, None)
+    rows["launch_api"] = api
+    rows["join_method"] = method
     rows["op_pos"] = op_pos
     rows["has_op"] = has_op
     rows["region"] = region
@@ -192,6 +243,7 @@ def op_rows(ops: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
     rows["blocks_per_sm"] = np.nan
     rows["warps_per_sm"] = np.nan
     rows["launch_api"] = None
+    rows["join_method"] = "op"  # the row is the op itself
     rows["op_pos"] = sel.index.to_numpy()
     rows["has_op"] = True
     rows["region"] = sel.region.to_numpy()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gc
 import gzip
+import re
+import sys
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +23,6 @@ from wlprof import jsonio
 from wlprof.errors import TraceFormatError
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
-LAUNCH_CATS = {"cuda_runtime", "cuda_driver"}
 NO_ID = -1
 CHUNK_BYTES = 8 << 20  # ~28k events: their dicts take ~50 MB while a chunk is tabulated
 INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
@@ -41,7 +42,7 @@ class RawTrace:
     meta: dict[str, Any]
     events: list[dict] | None  # None unless read with keep_events=True
     ops: pd.DataFrame  # cpu_op (with args_id into args_table)
-    annotations: pd.DataFrame  # user_annotation
+    annotations: pd.DataFrame  # user_annotation (args_id: a gloo collective's tensor, else -1)
     launches: pd.DataFrame  # cuda_runtime / cuda_driver
     device: pd.DataFrame  # kernel / gpu_memcpy / gpu_memset (args_id: a collective's message, else -1)
     args_table: list[dict] = field(default_factory=list)  # distinct recorded op inputs and extras
@@ -126,9 +127,12 @@ def _open_stream(path: Path):
 def _stream_events(path: Path, on_meta):
     """Yield (byte offset, event list) chunk by chunk, reading the file as it goes.
 
-    Memory stays near one chunk: the file is never held whole. Calls `on_meta(meta)`
-    with the top-level metadata (everything but the event list) at the end. Raises
-    _NotStreamable, before yielding anything, when the layout does not allow it.
+    Memory stays near one chunk: the file is never held whole. Events are split where
+    one ends and the next begins: at a newline and the first event's indentation when
+    the writer put each event on its own line (one `rfind`), else at any `}`, `,`, `{`
+    (minified JSON), where a split inside an event is told apart by not parsing. Calls
+    `on_meta(meta)` with the top-level metadata at the end. Raises _NotStreamable,
+    before yielding anything, when the file is not a trace object or array.
     """
     try:
         stream = _open_stream(path)
@@ -140,26 +144,28 @@ def _stream_events(path: Path, on_meta):
             while True:
                 block = stream.read(1 << 20)
                 head += block
-                key = head.find(b'"traceEvents"')
-                if key >= 0:
-                    colon = head.find(b":", key + 13)
+                start = next((i for i, c in enumerate(head[:64]) if c not in b" \t\r\n"), -1)
+                if start >= 0 and head[start] == ord("["):  # the Trace Event spec's array format
+                    key, bracket, array = start, start, True
+                else:
+                    array = False
+                    key = head.find(b'"traceEvents"')
+                    colon = head.find(b":", key + 13) if key >= 0 else -1
                     bracket = head.find(b"[", colon + 1) if colon >= 0 else -1
-                    first = bracket + 1
-                    while 0 < first < len(head) and head[first] in b" \t\r\n":
-                        first += 1
-                    if bracket >= 0 and first < len(head):
-                        break
+                first = bracket + 1
+                while 0 < first < len(head) and head[first] in b" \t\r\n":
+                    first += 1
+                if bracket >= 0 and first < len(head):
+                    break
                 if not block or len(head) > HEAD_LIMIT:
                     raise _NotStreamable()
-            if head[key + 13:colon].strip() or head[colon + 1:bracket].strip():
+            if not array and (head[key + 13:colon].strip() or head[colon + 1:bracket].strip()):
                 raise _NotStreamable()
+            if head[first] != ord("{"):
+                raise _NotStreamable()  # an empty list, or not a list of events
             indent = bytes(head[bracket + 1:first])
-            if b"\n" not in indent or head[first] != ord("{"):
-                raise _NotStreamable()
-            indent = indent[indent.rfind(b"\n"):]
-            boundary = b"}," + indent + b"{"
-            ending = b"}" + indent + b"]"
-            prefix = bytes(head[:key])
+            fixed = b"},\n" + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
+            prefix = None if array else bytes(head[:key])
             consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
             del head
@@ -171,30 +177,90 @@ def _stream_events(path: Path, on_meta):
                         buf += block
                     else:
                         eof = True
-                if not eof:
-                    k = buf.rfind(boundary)
-                    if k < 0 or k < CHUNK_BYTES // 2 and len(buf) < 4 * CHUNK_BYTES:
-                        continue  # read on until a chunk's worth of whole events is buffered
-                    stop = k + 1
-                else:
-                    end = buf.find(ending)
-                    if end < 0:
-                        raise TraceFormatError(str(path), "ends before its event list is closed (truncated?)")
-                    stop = end + 1
-                    trailer = bytes(buf[stop + len(ending) - 1:])
-                saved = buf[stop]
-                buf[0], buf[stop] = 0x5B, 0x5D
-                chunk = _loads(path, memoryview(buf)[:stop + 1], offset=consumed)
-                buf[stop] = saved
+                if eof:
+                    chunk, meta = _last_chunk(path, buf, prefix, consumed)
+                    yield consumed, chunk
+                    on_meta(meta)
+                    return
+                if len(buf) < CHUNK_BYTES // 2:
+                    continue
+                got = _whole_events(buf, fixed)
+                if got is None:
+                    if len(buf) > 8 * CHUNK_BYTES:
+                        raise _NotStreamable()  # no split found in a large buffer: parse the file whole
+                    continue  # read on until a chunk's worth of whole events is buffered
+                stop, chunk = got
                 yield consumed, chunk
                 del chunk
-                if eof:
-                    on_meta(_split(_loads(path, prefix + b'"traceEvents": []' + trailer), path)[0])
-                    return
                 del buf[1:stop + 1]  # keep the spare byte; the next chunk starts after the comma
                 consumed += stop + 1
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
+
+
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_TRIES = 64  # candidate splits tried per chunk before reading on
+
+
+def _whole_events(buf: bytearray, fixed: bytes | None) -> tuple[int, list] | None:
+    """(position of the comma after the last whole event, the events before it), or None.
+
+    `buf[0]` is a spare byte; the events start at `buf[1]`.
+    """
+    if fixed is not None:
+        k = buf.rfind(fixed)
+        candidates = [k] if k > 0 else []
+    else:
+        tail = max(1, len(buf) - CHUNK_BYTES)
+        candidates = [m.start() for m in _BOUNDARY.finditer(buf, tail)][::-1][:_TRIES]
+    for k in candidates:
+        comma = buf.index(b",", k)
+        saved0, saved = buf[0], buf[comma]
+        buf[0], buf[comma] = 0x5B, 0x5D
+        try:
+            events = jsonio.loads(memoryview(buf)[:comma + 1])
+        except (*jsonio.JSONDecodeError, UnicodeDecodeError):
+            continue
+        finally:
+            buf[0], buf[comma] = saved0, saved
+        if isinstance(events, list):
+            return comma, events
+    return None
+
+
+_CLOSE = re.compile(rb"\}\s*\]")
+
+
+def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int) -> tuple[list, dict]:
+    """The last events and the metadata, from the buffer that holds the end of the file.
+
+    The event list closes at the first `}` + whitespace + `]` after which both the events
+    and the rest of the document are valid JSON: wherever a writer put the bracket
+    (Kineto at the events' indentation, early Kineto at column 0, `json.dump(indent=N)`
+    one level out). `prefix` None: the file is an event array (nothing may follow it).
+    None such: the file ends inside its event list.
+    """
+    for m in _CLOSE.finditer(buf):
+        stop = m.end() - 1  # the position of "]"
+        saved = buf[0]
+        buf[0] = 0x5B
+        try:
+            events = jsonio.loads(memoryview(buf)[:stop + 1])
+            rest = bytes(buf[stop + 1:])
+            if prefix is None:
+                if rest.strip():
+                    continue
+                doc = {}
+            else:
+                doc = jsonio.loads(prefix + b'"traceEvents": []' + rest)
+        except (*jsonio.JSONDecodeError, UnicodeDecodeError):
+            continue
+        finally:
+            buf[0] = saved
+        if isinstance(events, list) and isinstance(doc, dict):
+            return events, {k: v for k, v in doc.items() if k != "traceEvents"}
+    raise TraceFormatError(str(path), f"ends at byte {consumed + len(buf) - 1} before its event list is closed "
+                                      "(truncated)")
 
 
 class _Tables:
@@ -233,8 +299,8 @@ class _Tables:
             get = ev.get
             if get("ph") != "X":
                 continue
-            cat = get("cat")
-            if type(cat) is not str or cat not in _TABLE_CATS:
+            cat = _CATEGORY.get(get("cat"))
+            if cat is None:
                 continue
             ts = get("ts")
             dur = get("dur", 0)
@@ -251,17 +317,33 @@ class _Tables:
             if code is None:
                 code = names[name] = len(names)
             g = args.get
+            ext = g("External id")
+            if ext is None:
+                ext = g("external id")  # PyTorch 1.8-1.10 runtime and device events
             if cat == "cpu_op":
+                if name.startswith("ProfilerStep#"):  # PyTorch 1.8-1.10 record the step as an op
+                    a_add((i, code, get("pid"), get("tid"), ts, dur, -1))
+                    continue
+                if "Input dims" in args and "Input Dims" not in args:  # PyTorch 1.8-1.10
+                    args = {**args, "Input Dims": args["Input dims"]}
+                    g = args.get
                 key = dumps([g(k) for k in ARG_KEYS])
                 aid = args_ids.get(key)
                 if aid is None:
                     aid = args_ids[key] = len(args_table)
                     args_table.append({k: g(k) for k in ARG_KEYS if g(k) is not None})
-                o_add((i, code, get("pid"), get("tid"), ts, dur, g("External id"), aid))
-            elif cat in LAUNCH_CATS:
-                l_add((i, code, get("pid"), get("tid"), ts, dur, g("correlation"), g("External id")))
+                o_add((i, code, get("pid"), get("tid"), ts, dur, ext, aid))
+            elif cat == "launch":
+                l_add((i, code, get("pid"), get("tid"), ts, dur, g("correlation"), ext))
             elif cat == "user_annotation":
-                a_add((i, code, get("pid"), get("tid"), ts, dur))
+                aid = -1
+                if name.startswith("gloo:"):  # a gloo collective's work: its tensor's dims and dtype
+                    key = dumps([g(k) for k in INPUT_KEYS])
+                    aid = args_ids.get(key)
+                    if aid is None:
+                        aid = args_ids[key] = len(args_table)
+                        args_table.append({k: g(k) for k in INPUT_KEYS if g(k) is not None})
+                a_add((i, code, get("pid"), get("tid"), ts, dur, aid))
             else:
                 aid = -1
                 if g("Collective name") is not None:  # a collective's message, recorded on its kernel
@@ -270,13 +352,13 @@ class _Tables:
                     if aid is None:
                         aid = args_ids[key] = len(args_table)
                         args_table.append({k: g(k) for k in EXTRA_KEYS if g(k) is not None})
-                d_add((i, cat, code, get("pid"), get("tid"), ts, dur, g("correlation"), g("External id"),
+                d_add((i, cat, code, get("pid"), get("tid"), ts, dur, g("correlation"), ext,
                        g("stream", get("tid")), g("device", get("pid")), g("grid"), g("block"),
                        g("registers per thread"), g("shared memory"), g("blocks per SM"), g("warps per SM"),
                        g("bytes"), aid))
         thr = self._thread_ids
         (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = _columns(o_rows, 8)
-        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur) = _columns(a_rows, 6)
+        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur, a_args) = _columns(a_rows, 7)
         (l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext) = _columns(l_rows, 8)
         (d_idx, d_kind, d_name, d_pid, d_tid, d_ts, d_dur, d_corr, d_ext, d_stream, d_dev, d_grid, d_block,
          d_regs, d_smem, d_bps, d_wps, d_bytes, d_args) = _columns(d_rows, 19)
@@ -284,7 +366,7 @@ class _Tables:
                     tid=thr(o_tid), ts_ns=_ns(o_ts), dur_ns=_ns(o_dur), ext_id=_ids(o_ext),
                     args_id=np.asarray(o_args, np.int64))
         self._store("ann", idx=_ints(a_idx), name=np.asarray(a_name, np.int64), pid=thr(a_pid), tid=thr(a_tid),
-                    ts_ns=_ns(a_ts), dur_ns=_ns(a_dur))
+                    ts_ns=_ns(a_ts), dur_ns=_ns(a_dur), args_id=np.asarray(a_args, np.int64))
         self._store("lau", idx=_ints(l_idx), name=np.asarray(l_name, np.int64), pid=thr(l_pid), tid=thr(l_tid),
                     ts_ns=_ns(l_ts), dur_ns=_ns(l_dur), correlation=_ids(l_corr), ext_id=_ids(l_ext))
         gx, gy, gz = _triples(d_grid)
@@ -384,7 +466,11 @@ def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out[:, 0], out[:, 1], out[:, 2]
 
 
-_TABLE_CATS = {"cpu_op", "user_annotation", *LAUNCH_CATS, *DEVICE_CATS}
+# Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
+_CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
+             "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
+             "kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
+             "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
 def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     """Parse a Chrome trace written by torch.profiler into event tables.
 
@@ -397,6 +483,7 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     events = None
     with _gc_paused():
         streamed = False
+        stream_error = None
         if not keep_events:
             tables_s = _Tables()
             got: list[dict] = []
@@ -409,9 +496,15 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                 tables, meta = tables_s, got[0]
             except _NotStreamable:
                 pass
+            except TraceFormatError as exc:  # a layout the chunker misread: the whole parse decides
+                stream_error = exc
+            del tables_s
         if not streamed:
             data = _read(path)
-            meta, events = _split(_loads(path, data), path)
+            try:
+                meta, events = _split(_loads(path, data), path)
+            except TraceFormatError:
+                raise stream_error or sys.exc_info()[1] from None
             del data
             tables.add(events, 0)
         frames = tables.frames()
@@ -443,6 +536,6 @@ def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]
                 out.extend(e for i, e in enumerate(chunk, base) if keep(e, i))
                 base += len(chunk)
             return got[0], out
-        except _NotStreamable:
+        except (_NotStreamable, TraceFormatError):
             meta, events = _split(_loads(path, _read(path)), path)
             return meta, [e for i, e in enumerate(events) if keep(e, i)]

@@ -8,20 +8,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # torch is imported by the functions that use it: `wlprof --help` stays fast
+    import torch
 
 # Graph500 specification, Kronecker generator initiator: A, B, C (D = 1 - A - B - C).
 GRAPH500_A, GRAPH500_B, GRAPH500_C = 0.57, 0.19, 0.19
 GRAPH500_EDGE_FACTOR = 16  # Graph500: edges = edge factor * 2^scale
 
 
-def _generator(device: torch.device, seed: int) -> torch.Generator:
+def _generator(device, seed: int):
+    import torch
+
     return torch.Generator(device=device).manual_seed(seed)
 
 
 def uniform(num_nodes: int, num_edges: int, device: torch.device, seed: int = 0) -> torch.Tensor:
     """G(n, m): both endpoints of every edge uniform over the nodes (drawn with replacement)."""
+    import torch
+
     g = _generator(device, seed)
     src = torch.randint(0, num_nodes, (num_edges,), generator=g, device=device)
     dst = torch.randint(0, num_nodes, (num_edges,), generator=g, device=device)
@@ -38,6 +44,8 @@ def rmat(scale: int, num_edges: int, device: torch.device, seed: int = 0, a: flo
     work, O(E) memory. Vertex labels are permuted at the end, as the reference does
     (`permute=False` keeps the Kronecker labels, whose bits show the initiator).
     """
+    import torch
+
     if not (a > 0 and b >= 0 and c >= 0 and a + b + c < 1):
         raise ValueError(f"RMAT initiator must have a > 0, b, c >= 0 and a + b + c < 1 (got {a}, {b}, {c})")
     g = _generator(device, seed)
@@ -67,6 +75,8 @@ def zipf(num_nodes: int, num_edges: int, s: float, device: torch.device, seed: i
     per edge (O(E log n)); no n^2 and no categorical sampler limits (CUDA's
     multinomial takes at most 2^24 categories).
     """
+    import torch
+
     if s < 0 or not math.isfinite(s):
         raise ValueError(f"zipf exponent must be a finite number >= 0 (got {s})")
     g = _generator(device, seed)
@@ -95,6 +105,8 @@ def simplify(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     One sort of the edge keys source * n + destination (PyG's coalesced order).
     Syncs with the host (the number of distinct edges): a build-time step.
     """
+    import torch
+
     src, dst = edge_index[0], edge_index[1]
     keep = src != dst
     key = (src * num_nodes + dst)[keep]
@@ -117,10 +129,14 @@ class DegreeStats:
 
 
 def in_degree(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    import torch
+
     return torch.bincount(edge_index[1], minlength=num_nodes)
 
 
 def degree_stats(edge_index: torch.Tensor, num_nodes: int) -> DegreeStats:
+    import torch
+
     e = int(edge_index.size(1))
     deg_in = in_degree(edge_index, num_nodes)
     deg_out = torch.bincount(edge_index[0], minlength=num_nodes)

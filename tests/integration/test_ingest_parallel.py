@@ -1,0 +1,32 @@
+"""A folder of ranks ingested by several processes gives the tables one process gives."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pandas as pd
+
+import wlprof
+from wlprof.errors import InputError, Key, TraceFormatError
+from wlprof.ingest import ingest
+
+RANKS = Path(__file__).resolve().parents[1] / "fixtures" / "public" / "hta_2023_two_ranks"
+
+
+def test_parallel_and_serial_ingest_of_a_rank_folder_agree(tmp_path):
+    one = ingest(RANKS, tmp_path / "one", jobs=1)
+    two = ingest(RANKS, tmp_path / "two", jobs=2)
+    assert [f.rank for f in one.files] == [f.rank for f in two.files] == [0, 1]
+    cols = ["variant", "rank", "name", "dur_us", "op_name", "join_method", "flops", "bytes"]
+    a = wlprof.load(one.path).sort_values(["rank", "ts_us"])[cols].reset_index(drop=True)
+    b = wlprof.load(two.path).sort_values(["rank", "ts_us"])[cols].reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert len(a) == sum(f.kernels for f in two.files)
+
+
+def test_errors_survive_the_trip_from_a_worker_process():
+    e = pickle.loads(pickle.dumps(TraceFormatError("x.json", "ends at byte 7")))
+    assert (e.path, e.problem, str(e)) == ("x.json", "ends at byte 7", "x.json: ends at byte 7")
+    i = pickle.loads(pickle.dumps(InputError(Key("jobs", "store"), "must be positive", 0, hint="try 2")))
+    assert (i.arg, i.value, i.hint) == (Key("jobs", "store"), 0, "try 2")
