@@ -61,7 +61,7 @@ def mark_stale(df: pd.DataFrame, rc: dict[str, RunCeilings]) -> pd.DataFrame:
 
 
 def legacy_runs(df: pd.DataFrame) -> list[str]:
-    """Runs placed by a wlprof that named no roofs (schema < 2.2): roofline fractions, no `roof`."""
+    """Runs placed by a wlprof that named no roofs (schema < 2.4): roofline fractions, no `roof`."""
     if df is None or df.empty or "roofline_fraction" not in df:
         return []
     roof = df["roof"] if "roof" in df else pd.Series([None] * len(df), index=df.index)
@@ -121,7 +121,7 @@ def replace_all(kernels: pd.DataFrame | None, ops: pd.DataFrame | None, steps: p
 
 
 def _tf32(df: pd.DataFrame, rc: dict[str, RunCeilings]):
-    """Which fp32 matrix rows ran with TF32: placed under compute:tf32 (schema >= 2.2), or, for older
+    """Which fp32 matrix rows ran with TF32: placed under compute:tf32 (schema >= 2.4), or, for older
     tables, placed against the run's recorded tf32 rate (where that differs from its fp32 one)."""
     tf = np.array((df["compute_roof"] == "compute:tf32").fillna(False), dtype=bool) if "compute_roof" in df \
         else np.zeros(len(df), dtype=bool)  # a copy: pandas may hand out read-only arrays

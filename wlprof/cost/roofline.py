@@ -289,8 +289,8 @@ def replace_roofline(df: pd.DataFrame, ceilings: Ceilings, tf32: bool | np.ndarr
 
     Rows of several runs and points may be mixed: working sets are computed per run, point and
     device. `tf32` None: a row ran with TF32 where it was placed under compute:tf32 (tables of
-    schema >= 2.2; older ones: no TF32, unless said). With `written_from_shapes`, a null
-    `bytes_written` (tables written before formulas stated it, schema < 2.2) is recomputed from
+    schema >= 2.4; older ones: no TF32, unless said). With `written_from_shapes`, a null
+    `bytes_written` (tables written before formulas stated it, schema < 2.4) is recomputed from
     the recorded op inputs where the same formula gives the row's bytes
     (`cost.annotate.written_from_shapes`).
     """
