@@ -280,3 +280,9 @@ def test_tf32_per_row_and_recovered_when_placing_again():
     assert df.roofline_us.tolist() == pytest.approx([1000.0, 8000.0])
     again = replace_roofline(df, GPU, written_from_shapes=False)  # TF32 read back from compute_roof
     assert list(again.compute_roof) == ["compute:tf32", "compute:float32"]
+
+
+def test_ranks_of_one_run_are_never_matched_with_each_other():
+    one = _steps_of((1e6, 5e5, 1.0), steps=1)
+    two = pd.concat([one.assign(run_id="a", rank=0), one.assign(run_id="a", rank=1)], ignore_index=True)
+    assert np.isnan(working_set_bytes(two, 3000.0)).all()  # one step per rank: nothing repeats

@@ -88,7 +88,7 @@ def working_set_bytes(df: pd.DataFrame, fallback_gbps: float | None = None) -> n
         dur = df["dur_us"].to_numpy(dtype=float) if "dur_us" in df else np.zeros(n)
         fill = dur * fallback_gbps * 1e3 if fallback_gbps and math.isfinite(fallback_gbps) else np.zeros(n)
         b[unknown] = np.nan_to_num(fill[unknown])
-    group = _key_ids(df, [c for c in ("run_id", "point", "device_index") if c in df])
+    group = _key_ids(df, [c for c in ("run_id", "point", "rank", "device_index") if c in df])
     key = _key_ids(df, [c for c in ("name", "op_name", "op_input_dims", "op_input_types", "op_input_strides")
                         if c in df])
     step = df["step"].to_numpy()
@@ -287,8 +287,8 @@ def replace_roofline(df: pd.DataFrame, ceilings: Ceilings, tf32: bool | np.ndarr
                      written_from_shapes: bool = True) -> pd.DataFrame:
     """A stored kernels or ops table placed again against other ceilings (a copy; the input is kept).
 
-    Rows of several runs and points may be mixed: working sets are computed per run, point and
-    device. `tf32` None: a row ran with TF32 where it was placed under compute:tf32 (tables of
+    Rows of several runs and points may be mixed: working sets are computed per run, point, rank
+    and device. `tf32` None: a row ran with TF32 where it was placed under compute:tf32 (tables of
     schema >= 2.4; older ones: no TF32, unless said). With `written_from_shapes`, a null
     `bytes_written` (tables written before formulas stated it, schema < 2.4) is recomputed from
     the recorded op inputs where the same formula gives the row's bytes
