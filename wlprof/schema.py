@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2.3"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method;
-# 2.3: communication columns on kernels, the overlap and collectives tables
+SCHEMA_VERSION = "2.4"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method;
+# 2.3: communication columns on kernels, the overlap and collectives tables; 2.4: roof, compute_roof,
+# memory_roof, roof_note, working_set_bytes (the roof each kernel is placed against, and why)
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -105,12 +106,23 @@ COST = [
     _c("intensity_flop_per_byte", F64, "FLOP/byte", "flops / bytes"),
     _c("achieved_tflops", F64, "TFLOP/s", "flops / dur"),
     _c("achieved_gbps", F64, "GB/s", "bytes / dur"),
-    _c("ceiling_tflops", F64, "TFLOP/s", "compute ceiling used (measured)"),
-    _c("ceiling_gbps", F64, "GB/s", "memory ceiling used (measured copy bandwidth)"),
+    _c("ceiling_tflops", F64, "TFLOP/s", "compute ceiling used (measured; the compute_roof's)"),
+    _c("ceiling_gbps", F64, "GB/s", "memory ceiling used (measured bandwidth of the memory_roof)"),
     _c("ridge_flop_per_byte", F64, "FLOP/byte", "ceiling_tflops / ceiling_gbps"),
     _c("bound", S, "", "memory or compute: which roof is lower at this intensity"),
-    _c("roofline_us", F64, "us", "max(flops / ceiling, bytes / bandwidth): the roofline's floor"),
-    _c("roofline_fraction", F64, "fraction", "roofline_us / dur_us: 1 is on the roof"),
+    _c("roofline_us", F64, "us", "max(flops / ceiling_tflops, bytes / ceiling_gbps): the roofline's floor"),
+    _c("roofline_fraction", F64, "fraction", "roofline_us / dur_us: 1 is on the roof; above 1 only with a "
+       "roof_note saying why"),
+    _c("roof", S, "", "the roof that sets roofline_us: compute:<dtype> (compute:vector), or a memory roof "
+       "(hbm_read, hbm_copy, hbm_write, l2 on a GPU; dram_read, dram_copy, dram_write, l1, l2, l3 on a CPU)"),
+    _c("compute_roof", S, "", "the compute roof the row is placed under: compute:<dtype> or compute:vector"),
+    _c("memory_roof", S, "", "the memory roof the row is placed under: by its traffic (bytes_written / bytes "
+       "<= 0.1: read, >= 0.9: write, else copy; null bytes_written: copy) or the cache level its working set fits"),
+    _c("roof_note", S, "", "why the placement is what it is, comma-separated: l1/l2/l3_resident, "
+       "written_unknown, roof_unmeasured, and for a fraction above 1 within_spread, mixed_traffic, "
+       "indexed_reuse, cache_fit, ceiling_stale or above_measured_roof (docs/ceilings.md)"),
+    _c("working_set_bytes", F64, "bytes", "own bytes plus the bytes moved between this call and the same "
+       "call one step away: what a cache must hold for its data to stay (null: the call does not repeat)"),
 ]
 
 OP_OWN = [
@@ -254,7 +266,10 @@ def param_names() -> frozenset[str]:
 
 def _tables() -> dict[str, list[Column]]:
     params = list(workload_columns()) + TRACE_FACTS
-    step_cost = [c for c in COST if c.name not in ("cost_unit", "cost_dtype", "bytes_written")]
+    step_cost = [c for c in COST if c.name not in ("cost_unit", "cost_dtype", "bytes_written", "roof", "compute_roof",
+                                                   "memory_roof", "working_set_bytes")]
+    step_cost = [_c("roof_note", S, "", "every roof_note of the step's kernels (comma-separated, once each)")
+                 if c.name == "roof_note" else c for c in step_cost]
     return {
         "kernels": IDENTITY + params + KERNEL_OWN + COST + COMM,
         "ops": IDENTITY + params + OP_OWN + COST,

@@ -92,7 +92,7 @@ def test_run_gemm_writes_the_trace_contract(gemm_run):
     doc = json.loads(gzip.decompress((run_dir / chrome).read_bytes()))
     mm = [e for e in doc["traceEvents"] if e.get("name") == "aten::mm" and e.get("cat") == "cpu_op"]
     assert mm and all(e["args"]["flops"] == 196_608 for e in mm)
-    assert all({"bytes", "achieved TFLOP/s", "achieved GB/s", "bound"} <= set(e["args"]) for e in mm)
+    assert all({"bytes", "achieved TFLOP/s", "achieved GB/s", "bound", "roof"} <= set(e["args"]) for e in mm)
     assert doc["wlprof"]["run_id"] == manifest["run_id"]
     # no temporary files left behind
     assert not [f for f in files_under(out) if ".tmp" in f or "/.raw" in f]

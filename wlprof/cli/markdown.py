@@ -40,4 +40,5 @@ SPECTRUM_COLUMNS = {
     "family": "family", "points": "points", "spearman": "rank corr.", "r2_linear": "R² (linear)",
     "r2_flops_only": "R² (FLOPs only)", "equal_flops_spread": "spread at equal FLOPs (max/min)",
     "median_peak_fraction": "median fraction of peak", "median_roofline_fraction": "median fraction of roofline",
+    "above_roof": "above roof (why)",
 }

@@ -37,6 +37,12 @@ AllowMixed = Annotated[bool, typer.Option(
     "--allow-mixed-devices", help="Analyse runs of several devices together (each keeps its own ceilings).",
     metavar="")]
 
+CeilingsChoice = Annotated[str, typer.Option(
+    "--ceilings", help="The ceilings the roofline placement is read against: 'run' (each run's own, as recorded; "
+    "a run whose ceilings are older and lower than this machine's current calibration is marked ceiling_stale), "
+    "'current' (this machine's cached ceilings of each run's device) or a ceilings JSON file (`wlprof calibrate "
+    "--out`, a cache file or a run manifest).", metavar="run|current|FILE")]
+
 # Capture settings a `run` takes as flags: CaptureConfig field -> (flag, help)
 CAPTURE_FLAGS = {
     "profiled_steps": ("--steps", "Profiled steps per point."),

@@ -22,6 +22,16 @@ def _si(v, unit: str = "") -> str:
     return f"{v:.0f} {unit}".strip()
 
 
+def above_roof_why(frac, note) -> str:
+    """The reasons a fraction above 1 carries (from its roof notes); '' at or below the roof."""
+    from wlprof.ceilings import ABOVE_ROOF_NOTES
+
+    if frac is None or not (frac == frac) or frac <= 1:
+        return ""
+    notes = [n for n in str(note or "").split(",") if n in ABOVE_ROOF_NOTES]
+    return ",".join(notes) if notes else "[red]no reason recorded[/red]"
+
+
 def steps_table(steps: pd.DataFrame, title: str):
     """Per variant: the three timings, the kernel time, costs, rates and roofline placement."""
     from rich.table import Table
@@ -36,7 +46,8 @@ def steps_table(steps: pd.DataFrame, title: str):
             ("TFLOP/s", "right")]
     if useful:
         cols += [("useful\nFLOPs", "right"), ("TFLOP/s\nuseful", "right"), ("TFLOP/s\nexecuted", "right")]
-    cols += [("GB/s", "right"), ("FLOP/B", "right"), ("bound", "left"), ("roofline", "right")]
+    cols += [("GB/s", "right"), ("FLOP/B", "right"), ("bound", "left"), ("roofline", "right"),
+             ("above roof: why", "left")]
     for col, justify in cols:
         t.add_column(col, justify=justify)
     for _, r in steps.iterrows():
@@ -50,7 +61,8 @@ def steps_table(steps: pd.DataFrame, title: str):
             row += [_si(r["useful_flops"]), _num(r.get("achieved_tflops_useful"), "{:,.2f}"),
                     _num(r.get("achieved_tflops_executed"), "{:,.2f}")]
         row += [_num(r["achieved_gbps"], "{:,.0f}"), _num(r["intensity_flop_per_byte"], "{:,.2f}"),
-                str(r["bound"] or "-"), _num(100 * frac if frac == frac else None, "{:.0f}%")]
+                str(r["bound"] or "-"), _num(100 * frac if frac == frac else None, "{:.0f}%"),
+                above_roof_why(frac, r.get("roof_note"))]
         t.add_row(*row)
     return t
 
@@ -62,7 +74,7 @@ def kernel_table(summary: pd.DataFrame, title: str):
     for col, justify in [("op", "left"), ("kernel", "left"), ("region", "left"), ("n/step", "right"),
                          ("µs/step", "right"), ("share", "right"), ("FLOPs", "right"), ("bytes", "right"),
                          ("TFLOP/s", "right"), ("GB/s", "right"), ("FLOP/B", "right"), ("bound", "left"),
-                         ("roofline", "right"), ("source", "left")]:
+                         ("roof", "left"), ("roofline", "right"), ("roof note", "left"), ("source", "left")]:
         t.add_column(col, justify=justify, overflow="fold" if col == "kernel" else "ellipsis")
     for _, r in summary.iterrows():
         frac = r["roofline_fraction"]
@@ -70,10 +82,18 @@ def kernel_table(summary: pd.DataFrame, title: str):
             str(r["op_name"] or "-"), str(r["kernel"]), str(r["region"] or "-"), _num(r["count_per_step"], "{:.0f}"),
             _num(r["dur_us_per_step"]), _num(100 * r["time_share"], "{:.0f}%"), _si(r["flops_per_step"]),
             _si(r["bytes_per_step"], "B"), _num(r["achieved_tflops"], "{:,.2f}"), _num(r["achieved_gbps"], "{:,.0f}"),
-            _num(r["intensity_flop_per_byte"], "{:,.2f}"), str(r["bound"] or "-"),
-            _num(100 * frac if frac == frac else None, "{:.0f}%"), str(r["flops_source"]),
+            _num(r["intensity_flop_per_byte"], "{:,.2f}"), str(r["bound"] or "-"), str(r.get("roof") or "-"),
+            _num(100 * frac if frac == frac else None, "{:.0f}%"), _note(frac, r.get("roof_note")),
+            str(r["flops_source"]),
         )
     return t
+
+
+def _note(frac, note) -> str:
+    """A row's roof notes, with a warning where its fraction is above 1 and none explains it."""
+    text = note if isinstance(note, str) else ""
+    why = above_roof_why(frac, note)
+    return f"{text} {why}".strip() if why.startswith("[red]") else text
 
 
 def runs_table(runs: pd.DataFrame):

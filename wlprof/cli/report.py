@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, CeilingsChoice, Traces, epilog
 
-EXAMPLES = epilog("wlprof report", "wlprof report --out report/", "wlprof report RUN_A RUN_B --workload moe --out moe-report/")
+EXAMPLES = epilog("wlprof report", "wlprof report --out report/", "wlprof report RUN_A RUN_B --workload moe --out moe-report/",
+                  "wlprof report --ceilings h200-ceilings.json --out report/")
 
 
 @handle_errors
@@ -20,6 +21,7 @@ def report(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write report.md and PNG figures into this folder.")] = None,
     workload: Annotated[str | None, typer.Option("--workload", help="Only this workload.")] = None,
     allow_mixed_devices: AllowMixed = False,
+    ceilings: CeilingsChoice = "run",
 ) -> None:
     """The spectrum: rank correlation, R², spread at equal FLOPs, fraction of peak and roofline, per family."""
     from wlprof.analysis.report import build_report
@@ -30,8 +32,16 @@ def report(
     steps = load_runs(traces, "steps", ids, "RUNS", workload, allow_mixed_devices)
     ops = load_runs(traces, "ops", ids, "RUNS", workload, allow_mixed_devices)
     kernels = load_runs(traces, "kernels", ids, "RUNS", workload, allow_mixed_devices)
-    rep = build_report(steps, ops, kernels)
+    from wlprof.cli.placement import place
+
+    placed = place(traces, ceilings, ops, kernels, steps)
+    rep = build_report(placed.steps, placed.ops, placed.kernels)
+    rep.ceilings = placed.lines_ceilings
+    rep.ceilings_findings = placed.findings
     con = console()
+    con.print("[bold]Ceilings[/bold]")
+    for line in placed.findings:
+        con.print(f"  {line}")
     con.print(rich_table(rep.spectrum_latency, SPECTRUM_COLUMNS,
                          title="How well FLOPs explain latency (one call, as a caller sees it)"))
     con.print(rich_table(rep.spectrum_kernel, SPECTRUM_COLUMNS, title="... and kernel time per step"))

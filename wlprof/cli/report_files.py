@@ -31,13 +31,17 @@ def write_report(rep: Report, out: Path, traces: Path) -> Path:
     if out.resolve() == Path(traces).resolve():
         raise InputError("--out", "must not be the traces folder (the report would be read as traces)", str(out))
     runs = sorted(rep.steps.run_id.unique())
-    ceilings = ceilings_of(traces, runs[0])
+    ceilings = rep.ceilings if rep.ceilings is not None else ceilings_of(traces, runs[0])
+    ceilings_dict = ceilings if isinstance(ceilings, dict) else ceilings.to_dict()
     device = rep.steps.device_name.iloc[0]
-    peak = max((ceilings.get("matrix_tflops") or {"x": 1.0}).values())
+    peak = max((ceilings_dict.get("matrix_tflops") or {"x": 1.0}).values())
+    findings = rep.ceilings_findings or [
+        f"{', '.join(runs)}: copy {ceilings_dict.get('copy_gbps', 0):,.0f} GB/s; "
+        + ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in sorted((ceilings_dict.get('matrix_tflops') or {}).items()))]
     lines = [f"# Where FLOPs stop predicting latency — {device}", "",
-             f"Runs: {', '.join(runs)}  ", f"Ceilings ({ceilings.get('source')}, {ceilings.get('measured_at')}): "
-             f"copy {ceilings.get('copy_gbps', 0):,.0f} GB/s; "
-             + ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in sorted((ceilings.get('matrix_tflops') or {}).items())),
+             f"Runs: {', '.join(runs)}", "", "## Ceilings", "",
+             *[f"- {line}" for line in findings],
+             "", "A roofline fraction above 1 is shown with its reason (`roof_note`; docs/ceilings.md).",
              "", "## How well FLOPs explain latency, per family", "",
              "Latency of one call, as a caller sees it:", "", table(rep.spectrum_latency, SPECTRUM_COLUMNS),
              "Kernel time per step:", "", table(rep.spectrum_kernel, SPECTRUM_COLUMNS)]

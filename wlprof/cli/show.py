@@ -23,8 +23,10 @@ def show(
     from wlprof import load
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli import render
+    from wlprof.cli.placement import place
     from wlprof.errors import InputError, StoreError
     from wlprof.store.runs import effective_status, read_manifest, run_dir
+    from wlprof.store.selection import run_ceilings
 
     path = run_dir(traces, run_id)
     if not path.is_dir():
@@ -45,8 +47,15 @@ def show(
     con.print(f"[bold]{run_id}[/bold]  {manifest.get('workload')} on {dev.get('name')} ({manifest.get('dtype')}), "
               f"status {effective_status(manifest)}")
     con.print(f"command: {manifest.get('command')}")
-    con.print(f"ceilings ({cei.get('source')}, {cei.get('origin')}): copy {cei.get('copy_gbps', 0):,.0f} GB/s, "
-              + ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in sorted((cei.get('matrix_tflops') or {}).items())))
+    rc = run_ceilings(traces, [run_id])[run_id]
+    con.print(f"ceilings ({cei.get('source')}, {cei.get('origin')}): {rc.describe()}")
+    placed = place(traces, "run", None, kernels, steps)
+    steps, kernels = placed.steps, placed.kernels
+    for line in placed.findings[1:]:  # the first describes the ceilings, printed above
+        con.print(f"[yellow]{line}[/yellow]")
+    if rc.stale:
+        con.print("[yellow]`wlprof report --ceilings current` places it against this machine's current "
+                  "ceilings[/yellow]")
     for note in manifest.get("notes", []):
         con.print(f"[dim]note: {note}[/dim]")
     con.print(render.steps_table(steps.sort_values("point"), title="per variant (one step)"))

@@ -98,6 +98,12 @@ def _memcpy_bytes(name: str, transfer_bytes: int) -> float:
     return 2.0 * transfer_bytes if "DtoD" in name else float(transfer_bytes)
 
 
+def _memcpy_written(name: str, transfer_bytes: int) -> float:
+    # Device memory written: a memset and a copy into the device write what they move; a copy
+    # to the host only reads device memory.
+    return 0.0 if "DtoH" in name else float(transfer_bytes)
+
+
 def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceilings: Ceilings | None,
              stated: Sequence = (), tf32: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The kernels and ops tables (contract columns, without run identity or parameters).
@@ -156,7 +162,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     copies = (kinds == "memcpy") | (kinds == "memset")
     for i in np.flatnonzero(copies & (source == UNKNOWN)):
         flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
-        written[i] = tb[i]  # a copy writes what it moves; a memset writes every byte
+        written[i] = _memcpy_written(names[i], tb[i])
 
     op_names = ops.name.to_numpy(dtype=object)
     # workload-stated costs override, split per (region, step) by duration
@@ -270,3 +276,55 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         o.loc[with_op[col].isna().groupby(by, sort=True).any().to_numpy() | unknown, col] = np.nan
     o.loc[unknown, "flops_source"] = UNKNOWN
     return o.reset_index(drop=True)
+
+
+def written_from_shapes(df: pd.DataFrame) -> np.ndarray:
+    """The bytes each stored row writes, recomputed from its recorded op inputs (NaN where unknown).
+
+    For tables written before formulas stated their written bytes: a row costed by a formula
+    gets the formula's `written` times its `cost_share` where the formula, run again on the
+    recorded inputs, gives the row's bytes (so the row was costed by that same formula); a
+    memset writes all its bytes, a device-to-device memcpy half (it reads the other half), a copy
+    to the device all it moves, a copy to the host nothing on the device. Workload-stated and unknown rows stay NaN.
+    """
+    from wlprof.cost.registry import cost_of
+
+    n = len(df)
+    out = np.full(n, np.nan)
+    if n == 0 or "op_name" not in df:
+        return out
+    nbytes = df["bytes"].to_numpy(dtype=float)
+    share = df["cost_share"].to_numpy(dtype=float) if "cost_share" in df else np.ones(n)
+    source = df["flops_source"].to_numpy(dtype=object) if "flops_source" in df else np.full(n, FORMULA, object)
+    kinds = df["kind"].to_numpy(dtype=object) if "kind" in df else np.full(n, "kernel", object)
+    names = df["name"].to_numpy(dtype=object) if "name" in df else np.full(n, "", object)
+    cols = ("op_input_dims", "op_input_types", "op_input_strides", "op_concrete_inputs")
+    arg_keys = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+    vals = [df[c].to_numpy(dtype=object) if c in df else np.full(n, None, object) for c in cols]
+    op = df["op_name"].to_numpy(dtype=object)
+    memo: dict[tuple, Cost | None] = {}
+    for i in np.flatnonzero((source == FORMULA) & ~np.isnan(nbytes)):
+        if op[i] is None:
+            continue
+        key = (op[i], *(v[i] for v in vals))
+        if key not in memo:
+            args = {}
+            for k, v in zip(arg_keys, key[1:], strict=True):
+                if isinstance(v, str):
+                    try:
+                        args[k] = json.loads(v)
+                    except ValueError:
+                        pass
+            memo[key] = cost_of(OpCall.from_args(op[i], args))
+        c = memo[key]
+        if c is None or c.written is None or c.bytes is None:
+            continue
+        expected = c.bytes * share[i]
+        if abs(expected - nbytes[i]) <= 1e-6 * max(abs(nbytes[i]), 1.0):
+            out[i] = c.written * share[i]
+    copies = (kinds != "kernel") & (kinds != "cpu_op") & np.isnan(out) & (source == FORMULA) & ~np.isnan(nbytes)
+    for i in np.flatnonzero(copies):
+        name = str(names[i])
+        dtod = kinds[i] == "memcpy" and "DtoD" in name
+        out[i] = nbytes[i] / 2 if dtod else (0.0 if kinds[i] == "memcpy" and "DtoH" in name else nbytes[i])
+    return out

@@ -24,7 +24,8 @@ def index_select(call: OpCall) -> Cost | None:
     # index_select(self, dim, index): |index| slices of `self` along `dim` are copied.
     src, dim, idx = call.tensor(0), call.scalar(1), call.tensor(2)
     out = idx.numel * _row_numel(src, dim)
-    return Cost(0, out * src.itemsize + idx.nbytes_read + out * src.itemsize, VECTOR, src.dtype)
+    return Cost(0, out * src.itemsize + idx.nbytes_read + out * src.itemsize, VECTOR, src.dtype,
+                written=out * src.itemsize)
 
 
 @formula("aten::embedding")
@@ -33,7 +34,7 @@ def embedding(call: OpCall) -> Cost | None:
     # index_select (then gather): a dispatcher there, costed once on the innermost op.
     w, idx = call.tensor(0), call.tensor(1)
     out = idx.numel * (w.numel // w.dims[0])
-    return Cost(0, out * w.itemsize + idx.nbytes_read + out * w.itemsize, VECTOR, w.dtype)
+    return Cost(0, out * w.itemsize + idx.nbytes_read + out * w.itemsize, VECTOR, w.dtype, written=out * w.itemsize)
 
 
 @formula("aten::gather")
@@ -42,7 +43,7 @@ def gather(call: OpCall) -> Cost | None:
     # CUDA's index_select gathers with an index expanded by a zero stride: stored size counts.
     src, idx = call.tensor(0), call.tensor(2)
     n = idx.numel
-    return Cost(0, n * src.itemsize + idx.nbytes_read + n * src.itemsize, VECTOR, src.dtype)
+    return Cost(0, n * src.itemsize + idx.nbytes_read + n * src.itemsize, VECTOR, src.dtype, written=n * src.itemsize)
 
 
 def _scatter(call: OpCall, combine: bool) -> Cost:
@@ -55,8 +56,8 @@ def _scatter(call: OpCall, combine: bool) -> Cost:
     touched = min(n, dst.numel)
     reads = idx.nbytes_read + (min(n, src.stored) * src.itemsize if src is not None else 0)
     if combine:
-        return Cost(n, reads + 2 * touched * dst.itemsize, VECTOR, dst.dtype)
-    return Cost(0, reads + touched * dst.itemsize, VECTOR, dst.dtype)
+        return Cost(n, reads + 2 * touched * dst.itemsize, VECTOR, dst.dtype, written=touched * dst.itemsize)
+    return Cost(0, reads + touched * dst.itemsize, VECTOR, dst.dtype, written=touched * dst.itemsize)
 
 
 @formula("aten::scatter_add_", "aten::scatter_add", aux_children=True)
@@ -86,7 +87,8 @@ def index_add(call: OpCall) -> Cost | None:
     touched = min(n, dst.numel)
     flops = n * (2 if isinstance(alpha, (int, float)) and alpha != 1 else 1)
     _ = dim
-    return Cost(flops, idx.nbytes_read + src.nbytes_read + 2 * touched * dst.itemsize, VECTOR, dst.dtype)
+    return Cost(flops, idx.nbytes_read + src.nbytes_read + 2 * touched * dst.itemsize, VECTOR, dst.dtype,
+                written=touched * dst.itemsize)
 
 
 @formula("aten::index_copy_", "aten::index_copy", "aten::index_fill_", aux_children=True)
@@ -95,7 +97,7 @@ def index_copy(call: OpCall) -> Cost | None:
     src = call.tensor(3)
     n = idx.numel * _row_numel(dst, dim)
     reads = idx.nbytes_read + (src.nbytes_read if src is not None else 0)
-    return Cost(0, reads + n * dst.itemsize, VECTOR, dst.dtype)
+    return Cost(0, reads + n * dst.itemsize, VECTOR, dst.dtype, written=n * dst.itemsize)
 
 
 @formula("aten::cat", "aten::_cat", uses_kernels=True)
@@ -121,7 +123,8 @@ def topk(call: OpCall) -> Cost | None:
     length = t.dims[int(dim) % len(t.dims)] if t.dims else 1
     slices = t.numel // length if length else 0
     flops = t.numel + slices * k * max(0, math.ceil(math.log2(k))) if k > 0 else 0
-    return Cost(flops, t.nbytes_read + slices * k * (t.itemsize + 8), VECTOR, t.dtype)
+    out = slices * k * (t.itemsize + 8)
+    return Cost(flops, t.nbytes_read + out, VECTOR, t.dtype, written=out)
 
 
 @formula("aten::sort", aux_children=True)
@@ -134,7 +137,8 @@ def sort(call: OpCall) -> Cost | None:
     dim = -1 if dim is None or isinstance(dim, bool) else dim
     length = t.dims[int(dim) % len(t.dims)] if t.dims else 1
     flops = t.numel * max(0, math.ceil(math.log2(length))) if length > 1 else 0
-    return Cost(flops, t.nbytes_read + t.numel * (t.itemsize + 8), VECTOR, t.dtype)
+    out = t.numel * (t.itemsize + 8)
+    return Cost(flops, t.nbytes_read + out, VECTOR, t.dtype, written=out)
 
 
 @formula("aten::bincount", aux_children=True)
@@ -150,14 +154,14 @@ def bincount(call: OpCall) -> Cost | None:
     out_size = dtypes.size_of_dtype(out_dtype) if out_dtype else 8
     flops = t.numel * (2 if w is not None else 1)
     reads = t.nbytes_read + (w.nbytes_read if w is not None else 0)
-    return Cost(flops, reads + int(minlength) * out_size, VECTOR, out_dtype)
+    return Cost(flops, reads + int(minlength) * out_size, VECTOR, out_dtype, written=int(minlength) * out_size)
 
 
 @formula("aten::histc", aux_children=True)
 def histc(call: OpCall) -> Cost | None:
     # histc(self, bins, min, max): per element subtract, scale, increment = 3.
     t, bins = call.tensor(0), int(call.scalar(1) or 100)
-    return Cost(3 * t.numel, t.nbytes_read + bins * t.itemsize, VECTOR, t.dtype)
+    return Cost(3 * t.numel, t.nbytes_read + bins * t.itemsize, VECTOR, t.dtype, written=bins * t.itemsize)
 
 
 @formula("aten::index", "aten::_unsafe_index", aux_children=True, uses_children=True)
