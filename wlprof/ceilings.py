@@ -33,14 +33,17 @@ NOTES = (
     "mixed_traffic",  # copy-like, above the copy roof but not above the read/write roofs
     "indexed_reuse",  # an indexed read (gather, scatter, a stated aggregation) above its roof: repeated
     #                   indices re-read rows from the cache, so its counted bytes are an upper bound
-    "cache_fit",  # above the main-memory roof, its own bytes within a cache level: its inputs may have been
-    #               left there by the kernels just before it (no repeat shows it; the trace cannot tell)
+    "cache_fit",  # above the main-memory roof, no faster than if the largest cache level held as much of its
+    #               bytes as it can: its inputs may have been left there by the kernels just before it
+    #               (no repeat shows it; the trace cannot tell)
+    "data_dependent",  # above the matrix roof (measured on randn data), within the rate of the same GEMM on
+    #                    zeros: padded, masked or sparse inputs draw less power and hold higher clocks
     "ceiling_stale",  # above its roof beyond the measured spread, or the run's ceilings are stale
     "above_measured_roof",  # above 1 against a ceiling that kept no spread to judge by
 )
 # the notes that explain a roofline fraction above 1
 ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "indexed_reuse", "cache_fit",
-                    "ceiling_stale", "above_measured_roof")
+                    "data_dependent", "ceiling_stale", "above_measured_roof")
 
 # Datasheet values: dense (no sparsity) TFLOP/s and memory bandwidth in GB/s.
 DATASHEETS: list[tuple[str, dict[str, Any]]] = [
@@ -421,13 +424,15 @@ def cpu_caches(threads: int, root: Path = SYSFS_CACHE, cpus: int | None = None) 
 # --- timing ----------------------------------------------------------------------------------
 
 
-def _timed_us(fn, device, reps: int, warmup: int, warm_s: float) -> tuple[list[float], int]:
-    """µs of `reps` individually timed calls of `fn`, after at least `warmup` untimed calls and
+def _timed_us(fn, device, reps: int, warmup: int, warm_s: float, per: int = 1) -> tuple[list[float], int]:
+    """µs per call of `reps` timed samples of `fn`, after at least `warmup` untimed calls and
     `warm_s` seconds of them (clocks ramped, caches and allocator warm), and, up to ten times
     that, until the last call is within twice the fastest one (a shared CPU's second thread can
-    sit descheduled for milliseconds at a time). Returns the samples and the warm-up calls made."""
+    sit descheduled for milliseconds at a time). On a GPU each sample is `per` back-to-back calls
+    (a short kernel timed alone would count its launch). Returns the samples and the warm-up
+    calls made."""
     from wlprof.device import synchronize
-    from wlprof.timing import single_call_us
+    from wlprof.timing import gpu_samples, single_call_us
 
     start, n, fastest, last = time.perf_counter(), 0, math.inf, math.inf
     while n < 10_000:
@@ -440,6 +445,11 @@ def _timed_us(fn, device, reps: int, warmup: int, warm_s: float) -> tuple[list[f
         last = time.perf_counter() - t0
         fastest = min(fastest, last)
         n += 1
+    if per > 1 and device.type == "cuda":
+        def run():
+            for _ in range(per):
+                fn()
+        return gpu_samples(run, reps, per), n
     return single_call_us(fn, device, reps), n
 
 
@@ -459,7 +469,7 @@ def _filled(n: int, device, dtype=None, value: float = 1.5):
 
 @dataclass
 class _Plan:
-    n_mm: dict[str, int]
+    n_mm: dict[str, list[int]]  # dtype -> the square GEMM sizes measured (the ceiling is the best)
     reps: int
     warmup: int
     warm_s: float
@@ -482,7 +492,11 @@ def _gpu_plan(device, quick: bool) -> _Plan:
     # L2-resident buffers: a half and a quarter of the L2 (an H200's L2 is two partitions, about
     # half near each SM), above the SMs' combined L1 where possible
     sizes = ([l2 // 2] if quick else [l2 // 4, l2 // 2]) if l2 else []
-    return _Plan(n_mm={"bfloat16": 8192, "float16": 8192, "float32": 4096, "tf32": 8192},
+    # several sizes: a sustained 8192^3 GEMM draws the most power and can run at lower clocks
+    # than a smaller one, so no single size is the peak
+    sizes_16 = [4096, 8192] if quick else [2048, 4096, 8192]
+    return _Plan(n_mm={"bfloat16": sizes_16, "float16": sizes_16, "float32": [2048, 4096],
+                       "tf32": [4096, 8192]},
                  reps=10 if quick else 20, warmup=3, warm_s=0.1 if quick else 0.3, main_bytes=int(main),
                  cache_sizes={"l2": sizes} if sizes else {}, cache_bytes={"l2": l2} if l2 else {},
                  pass_bytes=(1 << 30) if quick else (4 << 30), graph_calls=64,
@@ -515,7 +529,7 @@ def _cpu_plan(quick: bool, threads: int, root: Path = SYSFS_CACHE) -> _Plan:
         avail = 8 << 30
     want = max(4 * last, 256 << 20)
     main = min(want, (256 << 20) if quick else (2 << 30), max(avail // 6, 64 << 20))
-    return _Plan(n_mm={"float32": 512 if quick else 1024, "bfloat16": 256 if quick else 512},
+    return _Plan(n_mm={"float32": [512 if quick else 1024], "bfloat16": [256 if quick else 512]},
                  reps=5 if quick else 9, warmup=1 if quick else 2, warm_s=0.02 if quick else 0.1,
                  main_bytes=int(main), cache_sizes=sizes, cache_bytes=cache_bytes,
                  pass_bytes=(16 << 20) if quick else (128 << 20), graph_calls=0,
@@ -523,27 +537,56 @@ def _cpu_plan(quick: bool, threads: int, root: Path = SYSFS_CACHE) -> _Plan:
                         "main_past_last_cache": bool(main > 2 * last) if last else None})
 
 
-def _measure_matrix(plan: _Plan, device, gen, gpu: bool, errors: dict) -> dict[str, Measurement]:
+def _zero_data_rate(best: Measurement, dtype, device, plan: _Plan) -> Measurement:
+    """The rate of `best`'s GEMM on all-zero inputs: a GEMM's power, and so the clock it holds,
+    depends on its values, and zeros (padding, pruned or masked inputs) draw the least."""
+    import torch
+
+    n, per = best.sizes["n"], best.sizes.get("calls_per_sample", 1)
+    a = torch.zeros(n, n, device=device, dtype=dtype)
+    b = torch.zeros(n, n, device=device, dtype=dtype)
+    us, warm = _timed_us(lambda: torch.mm(a, b), device, plan.reps, plan.warmup, plan.warm_s, per)
+    return Measurement.of_rates(_rates(2 * n**3, us, 1e12), "TFLOP/s", "torch.mm of two n x n all-zero matrices "
+                                "(not a roof: the data-dependent headroom above the randn one)", dict(best.sizes), warm)
+
+
+def _measure_matrix(plan: _Plan, device, gen, gpu: bool, errors: dict,
+                    zeros: dict | None = None) -> dict[str, Measurement]:
+    """The matrix rate per dtype, the best over the plan's sizes on randn inputs; on a GPU the
+    16-bit dtypes' zero-data rate at that size goes into `zeros`."""
     import torch
 
     out = {}
+    zeros = {} if zeros is None else zeros
     prev_tf32 = torch.backends.cuda.matmul.allow_tf32 if gpu else None
     try:
-        for key, n in plan.n_mm.items():
+        for key, sizes in plan.n_mm.items():
             dtype = torch.float32 if key == "tf32" else getattr(torch, key)
             if gpu:
                 torch.backends.cuda.matmul.allow_tf32 = key == "tf32"
-            try:
-                a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
-                b = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
-                us, warm = _timed_us(lambda a=a, b=b: torch.mm(a, b), device, plan.reps, plan.warmup, plan.warm_s)
-            except RuntimeError as exc:  # a dtype the device cannot multiply in
-                errors[f"matrix:{key}"] = str(exc)[:200]
+            cands = []
+            largest = max(sizes, default=0)
+            for n in sizes:
+                per = max(1, (largest // n) ** 3) if gpu else 1  # about the largest size's time per sample
+                try:
+                    a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
+                    b = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
+                    us, warm = _timed_us(lambda a=a, b=b: torch.mm(a, b), device, plan.reps, plan.warmup,
+                                         plan.warm_s, per)
+                except RuntimeError as exc:  # a dtype the device cannot multiply in
+                    errors[f"matrix:{key}"] = str(exc)[:200]
+                    break
+                sized = {"n": n, "calls_per_sample": per} if per > 1 else {"n": n}
+                cands.append(Measurement.of_rates(_rates(2 * n**3, us, 1e12), "TFLOP/s",
+                                                  "torch.mm of two n x n randn matrices" +
+                                                  (" (TF32 on)" if key == "tf32" else ""), sized, warm))
+                del a, b
+            best = _best(cands)
+            if best is None:
                 continue
-            out[key] = Measurement.of_rates(_rates(2 * n**3, us, 1e12), "TFLOP/s",
-                                            "torch.mm of two n x n randn matrices" +
-                                            (" (TF32 on)" if key == "tf32" else ""), {"n": n}, warm)
-            del a, b
+            out[key] = best
+            if gpu and key in ("bfloat16", "float16"):
+                zeros[key] = _zero_data_rate(best, dtype, device, plan)
     finally:
         if gpu:
             torch.backends.cuda.matmul.allow_tf32 = prev_tf32
@@ -595,10 +638,17 @@ def _measure_main(plan: _Plan, device, gpu: bool, errors: dict, mem: str) -> dic
     try:
         a = _filled(m * k, device, dtype, 0.5).view(m, k)
         v = _filled(k, device, dtype, 0.25)
+        name = str(dtype).removeprefix("torch.")
         reads.append(run(f"{mem}_read/gemv", lambda a=a, v=v: torch.mv(a, v), m * k * item + k * item + m * item,
-                         f"torch.mv of an m x {k} {str(dtype).removeprefix('torch.')} matrix (cuBLAS gemv on a GPU)",
+                         f"torch.mv of an m x {k} {name} matrix (cuBLAS gemv on a GPU)",
                          {"buffer_bytes": m * k * item, "m": m, "k": k}))
-        del a, v
+        # the same matrix read as the B of a 1 x m x k GEMM (a row vector times an m x k matrix):
+        # a tall-skinny GEMM takes cuBLAS's other gemv kernel
+        r = _filled(m, device, dtype, 0.25).view(1, m)
+        reads.append(run(f"{mem}_read/row_gemm", lambda a=a, r=r: torch.mm(r, a), m * k * item + m * item + k * item,
+                         f"torch.mm of a 1 x m row and an m x {k} {name} matrix (a tall-skinny GEMM)",
+                         {"buffer_bytes": m * k * item, "m": m, "k": k}))
+        del a, v, r
     except RuntimeError as exc:
         errors[f"{mem}_read/gemv"] = str(exc)[:200]
     for name, meas in ((f"{mem}_read", _best(reads)), (f"{mem}_write", write), (f"{mem}_copy", copy)):
@@ -686,7 +736,8 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
     mem = main_memory("cuda" if gpu else "cpu")
     gen = torch.Generator(device=device).manual_seed(0)
     errors: dict[str, str] = {}
-    matrix = _measure_matrix(plan, device, gen, gpu, errors)
+    zeros: dict[str, Measurement] = {}
+    matrix = _measure_matrix(plan, device, gen, gpu, errors, zeros)
     if gpu:
         torch.cuda.empty_cache()
     main = _measure_main(plan, device, gpu, errors, mem)
@@ -694,6 +745,7 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
     if gpu:
         torch.cuda.empty_cache()
     measurements: dict[str, Measurement] = {f"matrix:{k}": m for k, m in matrix.items()}
+    measurements.update({f"matrix_zeros:{k}": m for k, m in zeros.items()})
     if "float32" in matrix:
         measurements["vector"] = Measurement(**{**asdict(matrix["float32"]), "alternatives": [],
                                                 "method": "the fp32 GEMM rate (TF32 off): the vector units' ceiling"})

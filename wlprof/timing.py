@@ -44,7 +44,7 @@ def single_call_us(step: Callable[[], object], device, reps: int) -> list[float]
     """`reps` individually timed calls, in µs: device events around each call on an idle GPU,
     perf_counter on the CPU."""
     if device.type == "cuda":
-        return _gpu_samples(step, reps, 1)
+        return gpu_samples(step, reps, 1)
     out = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -53,7 +53,7 @@ def single_call_us(step: Callable[[], object], device, reps: int) -> list[float]
     return out
 
 
-def _gpu_samples(run: Callable[[], object], samples: int, per_sample: int) -> list[float]:
+def gpu_samples(run: Callable[[], object], samples: int, per_sample: int) -> list[float]:
     """µs per call: device events around each of `samples` runs of `run` (which makes `per_sample`
     calls) on an idle device, started after a full synchronization."""
     import torch
@@ -100,7 +100,7 @@ def _graph(step: Callable[[], object], batches: int, min_batch_us: float, latenc
         for _ in range(replays):
             graph.replay()
 
-    return _gpu_samples(batch, batches, replays * steps_per_graph), None
+    return gpu_samples(batch, batches, replays * steps_per_graph), None
 
 
 def calls_for(latency_us: float, min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000) -> int:
@@ -137,7 +137,7 @@ def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, bat
             step()
 
     if gpu:
-        b2b = _gpu_samples(run_batch, batches, per_batch)
+        b2b = gpu_samples(run_batch, batches, per_batch)
     else:
         b2b = []
         for _ in range(batches):

@@ -58,9 +58,9 @@ def test_quick_cpu_calibration_has_every_roof_with_method_sizes_and_spread(tmp_p
     # the main-memory buffers are past the last cache: 4 x 4 MiB at least
     assert c.measurements["dram_copy"].sizes["buffer_bytes"] >= 16 << 20
     assert c.method["main_past_last_cache"] is True
-    # the read roof is the best of two methods, the other kept beside it
+    # the read roof is the best of three methods (sum, gemv, row-vector GEMM), the others kept beside it
     read = c.measurements["dram_read"]
-    assert len(read.alternatives) == 1 and read.alternatives[0]["value"] <= read.value
+    assert len(read.alternatives) == 2 and all(a["value"] <= read.value for a in read.alternatives)
     assert Ceilings.from_dict(json.loads(json.dumps(c.to_dict()))) == c
 
 
@@ -119,7 +119,7 @@ def test_the_gpu_calibration_assembles_its_roofs(monkeypatch):
     # the GPU plan's structure (hbm_* and l2, the datasheet beside) run at small sizes on the CPU; the CUDA
     # graph is refused here and said so, the broadcast read stands
     monkeypatch.setattr("wlprof.device.device_name", lambda device: "NVIDIA H200")
-    plan = ceilings._Plan(n_mm={"bfloat16": 64, "float32": 64, "tf32": 64}, reps=3, warmup=1, warm_s=0.0,
+    plan = ceilings._Plan(n_mm={"bfloat16": [32, 64], "float32": [64], "tf32": [64]}, reps=3, warmup=1, warm_s=0.0,
                           main_bytes=1 << 22, cache_sizes={"l2": [1 << 16, 1 << 17]}, cache_bytes={"l2": 1 << 20},
                           pass_bytes=1 << 22, graph_calls=8, notes={"l2_cache_size": 1 << 20})
     c = ceilings._calibrate(CPU, plan, gpu=True, quick=True)
@@ -127,7 +127,11 @@ def test_the_gpu_calibration_assembles_its_roofs(monkeypatch):
     assert set(c.bandwidth_gbps) == {"hbm_read", "hbm_write", "hbm_copy", "l2"} and c.cache_bytes == {"l2": 1 << 20}
     assert set(c.matrix_tflops) == {"bfloat16", "float32", "tf32"} and c.measurements["matrix:tf32"].method.endswith(
         "(TF32 on)")
-    # read: the better of torch.sum and gemv; L2: the best of two buffer sizes
-    assert len(c.measurements["hbm_read"].alternatives) == 1 and len(c.measurements["l2"].alternatives) == 1
+    # read: the best of torch.sum, gemv and the row-vector GEMM; L2: the best of two buffer sizes
+    assert len(c.measurements["hbm_read"].alternatives) == 2 and len(c.measurements["l2"].alternatives) == 1
+    # bf16: the better of two sizes, the other kept beside it
+    bf16 = c.measurements["matrix:bfloat16"]
+    assert bf16.sizes["n"] in (32, 64) and [a["sizes"]["n"] for a in bf16.alternatives] == [96 - bf16.sizes["n"]]
+    assert c.matrix_tflops["bfloat16"] == bf16.value
     assert "l2/graph" in c.method["errors"]
     assert Ceilings.from_dict(json.loads(json.dumps(c.to_dict()))) == c

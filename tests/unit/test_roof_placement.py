@@ -266,6 +266,37 @@ def test_a_kernel_whose_bytes_fit_the_l2_but_do_not_stay_may_have_found_its_inpu
     assert list(df.roof_note) == ["cache_fit", "ceiling_stale"]
 
 
+def test_a_kernel_a_little_past_the_l2_may_have_found_part_of_its_inputs_there():
+    # reads 71.4 MB, writes 4.2 MB (5.9%: read-dominated, hbm_read 4000 GB/s), past the 60 MB L2.
+    # At best 60 MB from the L2 and 11.4 MB from HBM: 60e6 / 10e12 + 11.4e6 / 4e12 = 6.0 + 2.85 = 8.85 us.
+    # At 6.4 TB/s it took 71.4e6 / 6.4e12 = 11.16 us >= 8.85: explained; at 9 TB/s (7.93 us) not.
+    df = _rows([(0.0, 71.4e6, 4.2e6, 71.4e6 / 6400e3, "vector", "bfloat16"),
+                (0.0, 71.4e6, 4.2e6, 71.4e6 / 9000e3, "vector", "bfloat16")])
+    add_roofline(df, GPU)
+    assert list(df.memory_roof) == ["hbm_read", "hbm_read"]
+    assert list(df.roofline_fraction.round(3)) == [1.6, 2.25]  # 6400 / 4000, 9000 / 4000
+    assert list(df.roof_note) == ["cache_fit", "ceiling_stale"]
+
+
+def test_a_gemm_above_the_randn_roof_within_the_zero_data_rate_is_data_dependent():
+    # bf16 roof 800 TFLOP/s (p90 808) on randn; the same GEMM on zeros 900 (p90 909: 1% spread).
+    # 2e12 FLOPs (intensity 2e12 / 4e6 = 5e5: compute-bound): at 2.3 ms 869.6 TFLOP/s, 1.087 of the roof,
+    # beyond its spread (808 / 800 = 1.01) and within 909: data-dependent; at 2.1 ms 952.4 (> 909): not
+    zeros = Measurement(900.0, "TFLOP/s", "mm on zeros", p10=891.0, p90=909.0)
+    c = Ceilings.from_dict({**GPU.to_dict()})
+    c.measurements["matrix_zeros:bfloat16"] = zeros
+    df = _rows([(2e12, 4e6, 1e6, 2300.0, "matrix", "bfloat16"), (2e12, 4e6, 1e6, 2100.0, "matrix", "bfloat16")])
+    add_roofline(df, c)
+    assert list(df.roof) == ["compute:bfloat16"] * 2
+    assert list(df.roof_note) == ["data_dependent", "ceiling_stale"]
+    # the zero-data rate is not a roof: the fraction stays against the randn one
+    assert df.roofline_fraction.iloc[0] == pytest.approx(2e12 / 800e6 / 2300.0)
+    # without that measurement the first is beyond the spread, unexplained
+    df2 = _rows([(2e12, 4e6, 1e6, 2300.0, "matrix", "bfloat16")])
+    add_roofline(df2, GPU)
+    assert list(df2.roof_note) == ["ceiling_stale"]
+
+
 def test_an_empty_table_is_placed_without_error():
     df = _rows([])
     add_roofline(df, GPU)

@@ -261,16 +261,45 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
     sources = df["flops_source"].to_numpy(dtype=object) if "flops_source" in df else np.full(n, None, dtype=object)
     indexed_op = pd.Series(op_names, dtype=object).isin(INDEXED_OPS).to_numpy() | (sources == "workload")
     indexed = beyond & ~is_compute & indexed_op & ~mixed & ~explained_unknown
-    largest = max((cap for _, cap, _ in ceilings.cache_levels()), default=0)
     on_main = np.zeros(n, dtype=bool)
     for r in (f"{mem}_read", f"{mem}_copy", f"{mem}_write"):
         on_main |= roof == r
-    fit = beyond & on_main & (nbytes <= largest) & ~mixed & ~explained_unknown & ~indexed
+    fit = beyond & on_main & _cache_could_serve(nbytes, bw, dur, ceilings) & ~mixed & ~explained_unknown & ~indexed
+    data = beyond & is_compute & _within_zero_data_rate(frac, roof, peak, ceilings)
     masks = {**resident, "written_unknown": written_unknown, "roof_unmeasured": roof_unmeasured,
              "within_spread": within, "mixed_traffic": mixed, "indexed_reuse": indexed, "cache_fit": fit,
-             "ceiling_stale": beyond & ~mixed & ~explained_unknown & ~indexed & ~fit,
+             "data_dependent": data,
+             "ceiling_stale": beyond & ~mixed & ~explained_unknown & ~indexed & ~fit & ~data,
              "above_measured_roof": no_spread}
     df["roof_note"] = _obj(_notes(masks, n), df.index)
+
+
+def _cache_could_serve(nbytes: np.ndarray, main_bw: np.ndarray, dur: np.ndarray, ceilings: Ceilings) -> np.ndarray:
+    """Whether a kernel took at least as long as it would if a cache level held as much of its
+    bytes as fits there (the rest from main memory), for some level: a main-memory kernel above
+    its roof that this explains may have found its inputs left in the cache."""
+    ok = np.zeros(len(nbytes), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _, cap, level_bw in ceilings.cache_levels():
+            cached = np.minimum(nbytes, cap)
+            t_best = cached / (level_bw * 1e3) + (nbytes - cached) / (main_bw * 1e3)
+            ok |= (level_bw > main_bw) & (dur >= t_best)
+    return ok
+
+
+def _within_zero_data_rate(frac: np.ndarray, roof: np.ndarray, peak: np.ndarray, ceilings: Ceilings) -> np.ndarray:
+    """Whether a compute-bound kernel's rate is within its dtype's zero-data GEMM rate (and that
+    measurement's spread): data-dependent power explains it."""
+    ok = np.zeros(len(frac), dtype=bool)
+    for r in pd.unique(roof[pd.notna(roof)]):
+        if not str(r).startswith("compute:"):
+            continue
+        meas = ceilings.measurements.get(f"matrix_zeros:{str(r).split(':', 1)[1]}")
+        if meas is None:
+            continue
+        on = roof == r
+        ok[on] = frac[on] * peak[on] <= meas.value * (meas.upper_ratio or 1.0)
+    return ok
 
 
 def _measurement_key(roof: str | None) -> str | None:

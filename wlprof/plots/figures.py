@@ -43,7 +43,8 @@ def _as_ceilings(ceilings):
 
 # how a point above its roof is marked, by the first of its reasons found in this order
 _ABOVE = [("ceiling_stale", "X", "red"), ("above_measured_roof", "P", "darkorange"),
-          ("indexed_reuse", "s", "olive"), ("cache_fit", "h", "teal"), ("mixed_traffic", "^", "purple"),
+          ("indexed_reuse", "s", "olive"), ("cache_fit", "h", "teal"), ("data_dependent", "*", "navy"),
+          ("mixed_traffic", "^", "purple"),
           ("written_unknown", "v", "brown"), ("within_spread", "D", "grey")]
 _MEMORY_STYLE = {"read": "--", "copy": "-", "write": ":"}
 
