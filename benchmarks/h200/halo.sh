@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The halo exchange on one H200 (issue 14): serial vs overlapped, the exchange on the copy engine
 # (device to device on two side streams, and through pinned host memory: device to host on one
-# side stream, host to device on the other), at two grid sizes; `wlprof overlap` on each run; the
+# side stream, host to device on the other), at two grid sizes, then through host memory with the
+# grid cut into 16 and 64 strips (a larger exchange); `wlprof overlap` on each run; the
 # Chrome traces of the overlapped points (compute on the default stream, copies on two side streams)
 # kept, and one of them ingested back and put through `wlprof overlap` as a foreign trace would be.
 # Run from the repository root on the device machine:  bash benchmarks/h200/halo.sh
 # On a CPU first:                                     bash benchmarks/h200/halo.sh --device cpu
-# At most ~4 minutes; everything lands in $OUT (5 files).
+# At most ~5 minutes; everything lands in $OUT (5 files).
 source "$(dirname "$0")/common.sh"
 DEV=()
 if [ "${1:-}" = "--device" ]; then DEV=(--device "$2"); fi
 if [ "${DEV[1]:-cuda}" = "cpu" ]; then
   SIZES=(--nodes 1024,4096 --features 16)
+  NARROW=(16); NARROW_SIZES=(--nodes 4096 --features 16)
 else
   SIZES=(--nodes 262144,1048576 --features 128)
+  NARROW=(16 64); NARROW_SIZES=(--nodes 262144 --features 128)
 fi
 TR="$T/traces"
 {
@@ -24,6 +27,13 @@ for X in d2d host; do
   step "halo, exchange $X: serial vs overlap"
   timeout 80 $WL run halo --schedule serial,overlap --exchange "$X" --partitions 4 "${SIZES[@]}" "${DEV[@]}" \
     --traces "$TR" -q --reps 10 || echo "halo $X exit $?"
+done
+# narrower strips: the exchange grows with the borders (2 (P - 1) of them), the compute stays; through
+# pinned host memory the exchange becomes a sizeable share of the step, and overlap has something to hide
+for P in "${NARROW[@]}"; do
+  step "halo, exchange host, $P strips: serial vs overlap"
+  timeout 60 $WL run halo --schedule serial,overlap --exchange host --partitions "$P" "${NARROW_SIZES[@]}" "${DEV[@]}" \
+    --traces "$TR" -q --reps 10 || echo "halo host P=$P exit $?"
 done
 for RUN in $(ls "$TR"); do
   step "wlprof overlap $RUN"; timeout 30 $WL overlap "$RUN" --traces "$TR"

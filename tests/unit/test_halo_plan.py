@@ -52,3 +52,16 @@ def test_bad_input_is_refused():
         _parse(partitions=4)
     with planned(2):
         assert _parse().spec.partitions == 2  # one partition per rank by default
+
+
+def test_the_position_in_words():
+    from wlprof.workloads.halo import position_phrase
+
+    # compute 1000, exchange 400: max 1000, sum 1400; a step of 1200 is (1200 - 1000) / 400 = 50% of the way
+    assert position_phrase(1000.0, 400.0, 1200.0) == "50% of the way from max to sum"
+    assert position_phrase(1000.0, 400.0, 1010.0) == "at max: the exchange hid completely"  # 0.025
+    assert position_phrase(1000.0, 400.0, 1390.0) == "at sum: nothing overlapped"  # 0.975
+    assert position_phrase(1000.0, 400.0, 1500.0) == "1.25: above the sum"
+    # an exchange of 30 against 1000 (3% < 5%): said to be too small to tell
+    assert position_phrase(1000.0, 30.0, 1015.0) == ("50% of the way from max to sum (the exchange is 3.0% of the "
+                                                     "compute: too small for the position to say much)")

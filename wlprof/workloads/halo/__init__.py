@@ -18,6 +18,9 @@ from wlprof.schema import F64, I64, Column, S
 from wlprof.workloads.base import Built, Parsed, Point, Workload, column
 from wlprof.workloads.halo.steps import EXCHANGES, SCHEDULES
 
+# below this share of the larger of the two, sum and max of a step are too close to place it between them
+SMALL_EXCHANGE = 0.05
+
 GRAPHS = ("grid", "uniform", "rmat")
 EDGE_FACTOR = 8  # uniform and rmat: edges drawn per node (before duplicates and self-loops are removed)
 
@@ -187,10 +190,7 @@ class Halo(Workload):
                  "exchange_bytes": rows * p["features"] * dtype.itemsize, "exchange_copies": n_copies,
                  "halo_compute_us": compute_us, "halo_exchange_us": exchange_us, "halo_step_us": step_us,
                  "halo_max_us": lo, "halo_sum_us": hi, "halo_position": position}
-        where = (f"{position:.2f}: below max" if position < -0.05 else
-                 "at max: the exchange hid completely" if position <= 0.05 else
-                 f"{position:.2f}: above the sum" if position > 1.05 else
-                 "at sum: nothing overlapped" if position >= 0.95 else f"{position:.0%} of the way from max to sum")
+        where = position_phrase(compute_us, exchange_us, step_us)
         peers = f", P2P with ranks {sorted(pl.send)}" if pl.send else ""
         note = (f"rank {world.rank}: compute {compute_us:,.1f} µs, exchange {exchange_us:,.1f} µs "
                 f"({rows:,} rows, {n_copies} copies{peers}); step {step_us:,.1f} µs against max {lo:,.1f} and sum "
@@ -200,3 +200,17 @@ class Halo(Workload):
 
 
 WORKLOAD = Halo()
+
+
+def position_phrase(compute_us: float, exchange_us: float, step_us: float) -> str:
+    """Where a step lies between max(compute, exchange) and their sum, in words."""
+    lo, hi = max(compute_us, exchange_us), compute_us + exchange_us
+    position = (step_us - lo) / (hi - lo) if hi > lo else float("nan")
+    where = (f"{position:.2f}: below max" if position < -0.05 else
+             "at max: the exchange hid completely" if position <= 0.05 else
+             f"{position:.2f}: above the sum" if position > 1.05 else
+             "at sum: nothing overlapped" if position >= 0.95 else f"{position:.0%} of the way from max to sum")
+    if hi > lo and hi - lo < SMALL_EXCHANGE * lo:
+        small, large = ("exchange", "compute") if exchange_us <= compute_us else ("compute", "exchange")
+        where += f" (the {small} is {(hi - lo) / lo:.1%} of the {large}: too small for the position to say much)"
+    return where
