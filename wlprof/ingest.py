@@ -157,7 +157,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     trace = pipeline.read(f, keep_events=False)
     device_type, device_name = device_of(trace.meta, trace.device)
     ceilings, origin = _ceilings(device_type, device_name)
-    rank = rank_of(trace.meta, i)
+    rank = rank_of(trace.meta, i, f.name, _communicates(trace))
     variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
     ident = {"run_id": run_id, "workload": "ingest", "variant": variant, "point": i,
              "device_type": device_type, "device_name": device_name, "rank": rank, "source_file": str(f)}
@@ -177,6 +177,16 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     del trace, tables, kernels
     release()
     return i, entry, summary, {"type": device_type, "name": device_name}, ceil
+
+
+def _communicates(trace) -> bool:
+    """Whether a trace has collective or P2P work: NCCL-like kernels, c10d or gloo ops."""
+    from wlprof.collectives import is_comm_kernel, is_comm_op
+
+    kernels = trace.device["name"].unique() if "name" in trace.device else []
+    ops = [*(trace.ops["name"].unique() if "name" in trace.ops else []),
+           *(trace.annotations["name"].unique() if "name" in trace.annotations else [])]
+    return any(is_comm_kernel(str(k)) for k in kernels) or any(is_comm_op(str(o)) for o in ops)
 
 
 def _top_chrome(path: Path, meta: dict, kernels, joined, top: int, run_id: str, variant: str) -> bytes:
