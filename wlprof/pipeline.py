@@ -64,7 +64,7 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
     """Join, attribute and cost a trace: its kernels and ops tables (without identity columns)."""
     from wlprof.cost.annotate import annotate
     from wlprof.cost.attribution import flag_ops, working
-    from wlprof.cost.comm import annotate_comm
+    from wlprof.cost.comm import annotate_comm, zero_comm_flops
     from wlprof.memory import release
     from wlprof.trace.comm import with_comm_rows
     from wlprof.trace.join import join, op_rows
@@ -77,6 +77,7 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
         rows = with_comm_rows(op_rows(joined.ops, working(joined.ops)), trace, joined.ops)
     kernels, ops = annotate(rows, joined.ops, trace.args_table, ceilings, stated, tf32)
     annotate_comm(kernels, rows, joined.ops, trace.args_table, trace.meta)
+    zero_comm_flops(kernels)
     release()
     return Costed(kernels, ops, joined, rows)
 

@@ -100,7 +100,8 @@ COST = [
     _c("bytes", F64, "bytes", "compulsory traffic: inputs read once, outputs written once"),
     _c("bytes_written", F64, "bytes", "the part of bytes that is written (null where the formula does not say)"),
     _c("flops_source", S, "", "formula (from shapes), inductor (Inductor's kernel_num_gb / kernel_flop "
-                                "of a Triton launch), workload (stated by the workload), unknown"),
+                                "of a Triton launch), workload (stated by the workload), comm (communication that does no "
+                                "arithmetic: 0 FLOPs), unknown"),
     _c("cost_unit", S, "", "matrix or vector: which compute ceiling applies"),
     _c("cost_dtype", S, "", "dtype of the arithmetic, for the ceiling lookup"),
     _c("intensity_flop_per_byte", F64, "FLOP/byte", "flops / bytes"),

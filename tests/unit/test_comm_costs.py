@@ -87,3 +87,21 @@ def test_group_size_from_distributed_info():
     # all_gather's S is the output: 4 ranks x 32 floats x 4 bytes = 512; busbw = 512 B / 10 µs x 3/4
     assert r.group_size == 4 and r.process_group == "0" and r.comm_bytes == 512
     assert r.busbw_gbps == pytest.approx(512 / 10 / 1e3 * 0.75)
+
+
+def test_communication_without_arithmetic_is_zero_flops_not_unknown():
+    # rows as annotate_comm leaves them, FLOPs unknown (the trace recorded no message sizes):
+    # all_gather and all_to_all do no arithmetic -> 0 FLOPs, source comm; an all_reduce adds
+    # (n-1)/n x S elements of an unknown S -> stays unknown; a compute kernel and a memcpy are not touched
+    import numpy as np
+    import pandas as pd
+
+    from wlprof.cost.comm import zero_comm_flops
+
+    k = pd.DataFrame({"comm_class": ["collective", "collective", "collective", None, "memcpy", "p2p"],
+                      "collective": ["all_gather", "all_to_all", "all_reduce", None, None, "send"],
+                      "flops": [np.nan, np.nan, np.nan, np.nan, np.nan, 5.0],
+                      "flops_source": ["unknown", "unknown", "unknown", "unknown", "unknown", "formula"]})
+    zero_comm_flops(k)
+    assert k.flops.tolist()[:2] == [0.0, 0.0] and np.isnan(k.flops.tolist()[2:5]).all() and k.flops[5] == 5.0
+    assert k.flops_source.tolist() == ["comm", "comm", "unknown", "unknown", "unknown", "formula"]

@@ -194,6 +194,24 @@ def annotate_comm(k: pd.DataFrame, rows: pd.DataFrame, ops: pd.DataFrame, args_t
         k[c] = v
 
 
+def zero_comm_flops(k: pd.DataFrame) -> None:
+    """Collective and P2P rows whose FLOPs no formula gave but whose collective does no arithmetic
+    (all_gather, all_to_all, broadcast, send/recv: anything but a reduction) get 0 FLOPs, source
+    `comm`, in place: their cost is their bytes, not an unknown."""
+    if not len(k) or "comm_class" not in k:
+        return
+    colls = k["collective"].to_numpy(dtype=object)
+    known = np.array([isinstance(c, str) and c not in C.REDUCING for c in colls], dtype=bool)
+    rows = (k["comm_class"].isin(["collective", "p2p"]).to_numpy() & known & k["flops"].isna().to_numpy()
+            & (k["flops_source"] == "unknown").to_numpy())
+    if rows.any():
+        k.loc[rows, "flops"] = 0.0
+        k.loc[rows, "flops_source"] = COMM_SOURCE
+
+
+COMM_SOURCE = "comm"
+
+
 def split_sizes(text) -> list[int] | None:
     """A recorded split-size list ('[400, 600]') as ints, None when empty or unreadable."""
     try:
