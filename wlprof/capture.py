@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from wlprof.stderr_filter import profiler_noise_filtered
 from wlprof.timing import Timings, time_step
 
 
@@ -85,7 +86,8 @@ def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool
             exported.append(trace_path)
 
         total = cfg.profiler_warmup + cfg.profiled_steps
-        with profile(activities=activities, record_shapes=True,
+        # Kineto's profiler_start/profiler_stop lines go to fd 2 below Python: kept off the user's stderr
+        with profiler_noise_filtered(), profile(activities=activities, record_shapes=True,
                      schedule=schedule(wait=0, warmup=cfg.profiler_warmup, active=cfg.profiled_steps, repeat=1),
                      on_trace_ready=on_ready) as prof:
             for i in range(total):
