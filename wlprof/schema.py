@@ -209,10 +209,40 @@ def columns(table: str) -> list[Column]:
     return _tables()[table]
 
 
+def nullable_int_columns() -> frozenset[str]:
+    """The integer parameter columns (the workloads' and the trace facts'), read back as pandas' nullable
+    integers: a folder mixes workloads, so most of these are null on some rows, and numpy's int64 has
+    no null (pandas would make them float64: batch 8.0)."""
+    return frozenset(c.name for c in workload_columns() + tuple(TRACE_FACTS) if pa.types.is_integer(c.type))
+
+
+@functools.cache
+def _pandas_metadata(table: str) -> bytes:
+    """The `pandas` schema metadata Arrow writes for a DataFrame of this table's pandas types.
+
+    Every reader that goes through pyarrow's to_pandas (`pandas.read_parquet` of a file or a folder,
+    `wlprof.load`) then gives the integer parameters pandas' nullable Int64/Int32 dtypes.
+    """
+    import pandas as pd
+
+    nullable = nullable_int_columns()
+    frame = {}
+    for c in columns(table):
+        if pa.types.is_integer(c.type):
+            dtype = ("Int32" if c.type == I32 else "Int64") if c.name in nullable else c.type.to_pandas_dtype()
+        elif pa.types.is_floating(c.type) or pa.types.is_boolean(c.type):
+            dtype = c.type.to_pandas_dtype()
+        else:
+            dtype = object
+        frame[c.name] = pd.Series([], dtype=dtype)
+    return pa.Schema.from_pandas(pd.DataFrame(frame), preserve_index=False).metadata[b"pandas"]
+
+
 def arrow_schema(table: str) -> pa.Schema:
     cols = columns(table)
     return pa.schema([pa.field(c.name, c.type) for c in cols],
-                     metadata={METADATA_KEY: SCHEMA_VERSION.encode(), b"wlprof.table": table.encode()})
+                     metadata={METADATA_KEY: SCHEMA_VERSION.encode(), b"wlprof.table": table.encode(),
+                               b"pandas": _pandas_metadata(table)})
 
 
 def conform(df, table: str) -> pa.Table:
