@@ -263,7 +263,6 @@ SIZES = ["--tokens", "8", "--experts", "4", "--d-model", "16", "--d-ff", "32"]
     (["--tokens", "0", "--experts", "4"], "--tokens", "'0'"),
     (["--routing", "uniform"], "--routing", "'uniform'"),
     (["--routing", "zipf:-1"], "--routing", "'zipf:-1'"),
-    (["--routing", "dispersed", "--tokens", "100"], "--routing", "'dispersed'"),
     (["--routing", "explicit:2x64"], "--routing", "'explicit:2x64'"),
     (["--dispatch", "grouped", "--dtype", "float64"], "--dtype", "'float64'"),
     (["--dispatch", "sorted"], "--dispatch", "'sorted'"),
@@ -291,11 +290,12 @@ def test_study_file_prefix_names_params_and_defaults_note_cpu():
     assert any(n.startswith("CPU:") for n in parsed.notes)
 
 
-def test_default_routings_skip_what_the_sizes_cannot_realize():
-    # 8192 tokens over 64 experts cannot be 'dispersed' (1-4 each): skipped with a note, not an error
+def test_default_routings_include_dispersed_at_any_token_count():
+    # 8192 tokens over 64 experts: dispersed is every expert active with 1-256 assignments (it was skipped
+    # when dispersed meant 1-4 each)
     parsed = get("moe").parse({"tokens": 8192, "experts": 64, "d_model": 16, "d_ff": 32}, CPU, F32)
-    assert parsed.spec.routings == ("concentrated", "balanced")
-    assert any(n.startswith("dispersed skipped") for n in parsed.notes)
+    assert parsed.spec.routings == ("concentrated", "balanced", "dispersed")
+    assert not any("skipped" in n for n in parsed.notes)
 
 
 def test_oversized_configs_are_refused_before_allocation(monkeypatch):

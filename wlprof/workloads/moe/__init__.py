@@ -54,7 +54,9 @@ class Moe(Workload):
     phases = True
     params = (
         Param("routing", "str", f"Routings to sweep: {rt.SPEC_HELP}; a bare number continues the kind before "
-              "it (zipf:0,0.5,1.2). Default: concentrated, balanced and dispersed where the sizes allow",
+              f"it (zipf:0,0.5,1.2). {rt.DISPERSED_HELP}; balanced: an even share each; concentrated: "
+              "max(2, top-k) hot experts share everything. Default: concentrated, balanced and dispersed where "
+              "the sizes allow",
               many=True, items=_routings, metavar="SPEC,..."),
         Param("dispatch", "str", "loop (Hugging Face eager), padded (capacity buffers + bmm), grouped "
               "(torch._grouped_mm)", many=True, choices=DISPATCHES, default=list(DISPATCHES)),
@@ -126,6 +128,8 @@ class Moe(Workload):
             for s in specs:
                 for t in tokens:
                     rt.check_feasible(s, t, experts, top_k, key)
+        if any(s.kind == "dispersed" for s in specs):
+            notes += [n for n in (rt.dispersed_note(t, experts, top_k) for t in tokens) if n]
         if "grouped" in dispatches:
             self._check_grouped(device, dtype, d_model, d_ff)
         spec = MoeSpec(tuple(s.label for s in specs), tuple(dispatches), tuple(tokens), experts, top_k,
