@@ -29,6 +29,9 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output."
 Resume = Annotated[str | None, typer.Option(
     "--resume", help="Finish an interrupted run of this same sweep (RUN_ID from `wlprof ls`), keeping its "
     "finished points.", metavar="RUN_ID")]
+Wide = Annotated[bool, typer.Option(
+    "--wide", help="Show every column of the tables. Default: off (the columns that fit the terminal, at least "
+    "100 characters, by priority).")]
 AllowMixed = Annotated[bool, typer.Option(
     "--allow-mixed-devices", help="Analyse runs of several devices together (each keeps its own ceilings).",
     metavar="")]
