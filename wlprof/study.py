@@ -91,7 +91,11 @@ def load_study(path: str | Path) -> Study:
 
     path = Path(path)
     if not path.is_file():
-        raise InputError("STUDY_FILE", "must be an existing study file (TOML)", str(path))
+        near = sorted(p.name for p in path.parent.glob("*.toml")) if path.parent.is_dir() else []
+        hint = did_you_mean(path.name, near)
+        raise InputError("STUDY_FILE", "must be an existing study file (TOML)", str(path),
+                         hint=hint.replace(repr(hint.split("'")[1]), repr(str(path.parent / hint.split("'")[1])))
+                         if hint else None)
     return study_from_toml(path.read_bytes(), str(path))
 
 

@@ -16,7 +16,7 @@ EXAMPLES = epilog("wlprof compare RUN_A:'concentrated / grouped' RUN_A:'disperse
 
 def _select(traces: Path, spec: str, arg: str):
     """'RUN' or 'RUN:VARIANT' -> (steps row, kernels) of one sweep point."""
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, did_you_mean
     from wlprof.store.selection import load_runs
 
     run, _, variant = spec.partition(":")
@@ -28,7 +28,8 @@ def _select(traces: Path, spec: str, arg: str):
                              spec)
         variant = variants[0]
     if variant not in variants:
-        raise InputError(arg, f"must name a sweep point of {run}, one of {variants}", variant)
+        raise InputError(arg, f"must name a sweep point of {run}, one of {variants}", variant,
+                         hint=did_you_mean(variant, variants))
     kernels = load_runs(traces, "kernels", [run], arg)
     return steps[steps.variant == variant].iloc[0], kernels[kernels.variant == variant], f"{run}:{variant}"
 

@@ -19,9 +19,10 @@ EXAMPLES = epilog("wlprof ingest model_step.pt.trace.json.gz",
 def ingest(
     path: Annotated[Path, typer.Argument(help="A trace (.json or .json.gz) or a folder of per-rank traces.")],
     traces: Traces = DEFAULT_TRACES,
-    name: Annotated[str | None, typer.Option("--name", help="Name the run (its id starts with it).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Name the run (its id starts with it). Default: ingest.")] = None,
     chrome_top: Annotated[int | None, typer.Option(
-        "--chrome-top", help="Also write an enriched Chrome trace of the N longest kernels.")] = None,
+        "--chrome-top", help="Also write an enriched Chrome trace of the N longest kernels. Default: none.",
+        metavar="N")] = None,
     quiet: Quiet = False,
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", help="Processes reading the files of a folder at once. Default: one per core.",

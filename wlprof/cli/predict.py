@@ -17,14 +17,14 @@ EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
 
 @handle_errors
 def predict(
-    test: Annotated[list[str], typer.Option("--test", help="Run ids to score on.")],
+    test: Annotated[list[str], typer.Option("--test", help="Run ids to score on (comma-separated or repeated); required.")],
     train: Annotated[list[str] | None, typer.Option(
-        "--train", help="Run ids to fit on (comma-separated or repeated); default: every run in --train-traces")] = None,
+        "--train", help="Run ids to fit on (comma-separated or repeated). Default: every run in --train-traces.")] = None,
     traces: Traces = DEFAULT_TRACES,
     train_traces: Annotated[Path | None, typer.Option(
-        "--train-traces", help="Traces folder of the --train runs, e.g. an offline profile kept apart "
-        "(default: --traces)")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the scores as Markdown to this file.")] = None,
+        "--train-traces", help="Traces folder of the --train runs, e.g. an offline profile kept apart. "
+        "Default: --traces.", metavar="DIR")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the scores as Markdown to this file. Default: none.")] = None,
     allow_mixed_devices: AllowMixed = False,
 ) -> None:
     """Fit the ladder on --train runs and score every level per family on --test runs.
@@ -34,12 +34,17 @@ def predict(
     """
     from wlprof.analysis import models
     from wlprof.cli.markdown import rich_table, table
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import list_runs
-    from wlprof.store.selection import load_runs, split_runs
+    from wlprof.store.selection import load_runs, ls_hint, split_runs
 
     train_root = train_traces if train_traces is not None else traces
     tr, te = split_runs(train), split_runs(test)
+    known_test = [m["run_id"] for m in list_runs(traces)]
+    for r in te:  # the runs to score first: a missing one is named before any other check
+        if r not in known_test:
+            raise InputError("--test", f"must name runs in {traces}/ ({ls_hint(traces)})", r,
+                             hint=did_you_mean(r, known_test))
     if train is not None and not tr:
         raise InputError("--train", "must name at least one run", train)
     if not tr:

@@ -15,10 +15,11 @@ EXAMPLES = epilog("wlprof report", "wlprof report --out report/", "wlprof report
 
 @handle_errors
 def report(
-    runs: Annotated[list[str] | None, typer.Argument(help="Run ids (default: every run).")] = None,
+    runs: Annotated[list[str] | None, typer.Argument(help="Run ids. Default: every run in --traces.")] = None,
     traces: Traces = DEFAULT_TRACES,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write report.md and PNG figures into this folder.")] = None,
-    workload: Annotated[str | None, typer.Option("--workload", help="Only this workload.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write index.html, report.md and PNG figures into this folder. Default: none (the tables only).",
+        metavar="DIR")] = None,
+    workload: Annotated[str | None, typer.Option("--workload", help="Only this workload. Default: every workload.")] = None,
     allow_mixed_devices: AllowMixed = False,
 ) -> None:
     """The spectrum: rank correlation, R², spread at equal FLOPs, fraction of peak and roofline, per family."""

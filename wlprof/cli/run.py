@@ -10,7 +10,6 @@ import inspect
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 from wlprof.cli.common import handle_errors
 from wlprof.cli.options import (
@@ -24,22 +23,9 @@ from wlprof.cli.options import (
     capture_parameters,
     epilog,
 )
-from wlprof.errors import did_you_mean
+from wlprof.cli.usage import WlprofCommand, WlprofGroup
 
-
-class WorkloadGroup(TyperGroup):
-    """Names the argument, the rule and the value for an unknown workload."""
-
-    def resolve_command(self, ctx, args):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            hint = did_you_mean(args[0], self.commands)
-            typer.echo(f"error: WORKLOAD must be one of {', '.join(sorted(self.commands))} (got {args[0]!r})"
-                       + (f"; {hint}" if hint else ""), err=True)
-            raise typer.Exit(2)
-        return super().resolve_command(ctx, args)
-
-
-app = typer.Typer(cls=WorkloadGroup, no_args_is_help=True, help="Profile a workload's sweep: `wlprof run gemm`.")
+app = typer.Typer(cls=WlprofGroup, no_args_is_help=True, help="Profile a workload's sweep: `wlprof run gemm`.")
 
 
 def _help(p) -> str:
@@ -100,7 +86,8 @@ def _register() -> None:
     from wlprof import workloads
 
     for wl in workloads.all_workloads():
-        app.command(wl.name, epilog=epilog(*wl.examples) if wl.examples else None)(command_for(wl))
+        app.command(wl.name, epilog=epilog(*wl.examples) if wl.examples else None, cls=WlprofCommand)(
+            command_for(wl))
 
 
 _register()

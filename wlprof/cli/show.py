@@ -16,26 +16,30 @@ EXAMPLES = epilog("wlprof show RUN_ID", "wlprof show RUN_ID --variant 'batch 64'
 def show(
     run_id: Annotated[str, typer.Argument(help="A run id from `wlprof ls`.")],
     traces: Traces = DEFAULT_TRACES,
-    variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point.")] = None,
+    variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point. Default: every sweep point.")] = None,
     top: Annotated[int, typer.Option("--top", help="Kernels per variant (0: all).")] = 12,
 ) -> None:
     """Per variant: timings and totals, then the kernels by time with their costs and roofline."""
     from wlprof import load
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli import render
-    from wlprof.errors import InputError, StoreError
+    from wlprof.errors import InputError, StoreError, did_you_mean
     from wlprof.store.runs import effective_status, read_manifest, run_dir
+    from wlprof.store.selection import ls_hint
 
     path = run_dir(traces, run_id)
     if not path.is_dir():
-        raise InputError("RUN_ID", f"must name a run in {traces}/ (see `wlprof ls`)", run_id)
+        from wlprof.store.runs import list_runs
+
+        raise InputError("RUN_ID", f"must name a run in {traces}/ ({ls_hint(traces)})", run_id,
+                         hint=did_you_mean(run_id, [m["run_id"] for m in list_runs(traces)]))
     manifest = read_manifest(path)
     steps = load(path, table="steps")
     kernels = load(path, table="kernels")
     if variant is not None:
         known = list(steps.variant)
         if variant not in known:
-            raise InputError("--variant", f"must be one of {known}", variant)
+            raise InputError("--variant", f"must be one of {known}", variant, hint=did_you_mean(variant, known))
         steps, kernels = steps[steps.variant == variant], kernels[kernels.variant == variant]
     if top < 0:
         raise InputError("--top", "must be 0 (all) or a positive number", top)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wlprof.errors import InputError, Key
+from wlprof.errors import InputError, Key, did_you_mean
 from wlprof.params import Param, PerDevice, Values
 from wlprof.schema import F64, I64, B, Column, S
 from wlprof.workloads.base import Built, Parsed, Point, Workload, column
@@ -63,7 +63,8 @@ def parse_graph(value: Any, key: Key | str) -> str:
         if not math.isfinite(s) or s < 0:
             raise InputError(key, "must give zipf a finite exponent S >= 0 (zipf:S, e.g. zipf:1.5)", value)
         return f"zipf:{s:g}"
-    raise InputError(key, f"must be one of {', '.join(GRAPHS)}", value)
+    raise InputError(key, f"must be one of {', '.join(GRAPHS)}", value,
+                     hint=did_you_mean(v, ("uniform", "rmat", "karate", "zipf:1.5")))
 
 
 def zipf_exponent(graph: str) -> float | None:

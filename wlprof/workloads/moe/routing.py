@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wlprof.errors import InputError
+from wlprof.errors import InputError, did_you_mean
 
 KINDS = ("concentrated", "balanced", "dispersed", "zipf", "explicit", "router")
 SPEC_HELP = "concentrated[:N], balanced, dispersed, zipf:s, explicit:AxM[+AxM...] or router"
@@ -108,7 +108,7 @@ def parse_spec(text: str, arg: str) -> RoutingSpec:
             groups.append((int(m.group(1)), int(m.group(2))))
         label = "explicit:" + "+".join(f"{a}x{m}" for a, m in groups)
         return RoutingSpec(kind, label, groups=tuple(groups))
-    raise InputError(arg, f"must be one of {SPEC_HELP}", raw)
+    raise InputError(arg, f"must be one of {SPEC_HELP}", raw, hint=did_you_mean(kind, KINDS))
 
 
 def parse_specs(value, arg: str) -> list[RoutingSpec]:
