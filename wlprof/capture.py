@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from wlprof.stderr_filter import profiler_noise_filtered
-from wlprof.timing import Timings, time_step
+from wlprof.timing import Phase, Timings, no_phase, time_step
 
 
 @dataclass(frozen=True)
@@ -62,19 +62,23 @@ def sm_clock_mhz(device) -> float | None:
         return None
 
 
-def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool = True) -> Capture:
+def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool = True,
+            on_phase: Phase = no_phase) -> Capture:
+    """Warm up, time and profile `step`; `on_phase(phase, done, total)` hears each call of each phase
+    (warm-up, one call, graph replay, back to back, profiling)."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     from wlprof.device import synchronize
 
     with torch.inference_mode():
-        for _ in range(cfg.warmup):
+        for i in range(cfg.warmup):
+            on_phase("warm-up", i, cfg.warmup)
             step()
         synchronize(device)
         clock_start = sm_clock_mhz(device)
         timings = time_step(step, device, latency_reps=cfg.latency_reps, batches=cfg.batches,
-                            min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe)
+                            min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe, on_phase=on_phase)
 
         activities = [ProfilerActivity.CPU]
         if device.type == "cuda":
@@ -91,6 +95,7 @@ def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool
                      schedule=schedule(wait=0, warmup=cfg.profiler_warmup, active=cfg.profiled_steps, repeat=1),
                      on_trace_ready=on_ready) as prof:
             for i in range(total):
+                on_phase("profiling", i, total)
                 with record_function(f"wlprof/step#{i}"):
                     step()
                 if i == cfg.profiler_warmup - 1 or i == total - 1:

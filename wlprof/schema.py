@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2.2"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method
+SCHEMA_VERSION = "2.3"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method; 2.3: timing_spread, noisy
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -148,6 +148,11 @@ STEP_OWN = [
     _c("achieved_tflops_executed", F64, "TFLOP/s", "executed_flops / kernel_us"),
     _c("sm_clock_mhz_start", F64, "MHz", "GPU SM clock before the timings (NVML; null where unreadable)"),
     _c("sm_clock_mhz_end", F64, "MHz", "GPU SM clock after the profiled steps"),
+    _c("timing_spread", F64, "fraction", "the largest spread of the point's repeated timing samples: (p90 - p10) "
+       "/ median over 10 or more samples (the single-call latencies), (max - min) / median over fewer (the "
+       "back-to-back and graph batches, the profiled steps' kernel times)"),
+    _c("timing_spread_of", S, "", "which samples spread most: latency, back_to_back, graph or kernel"),
+    _c("noisy", B, "", "timing_spread above 0.25 (wlprof.steps.NOISY_SPREAD): the medians are not stable"),
 ]
 
 # Columns whose type changed, by the major version that changed them: (converter from the old type).

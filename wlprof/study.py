@@ -209,7 +209,22 @@ def versions(import_torch: bool = True) -> dict[str, Any]:
     }
 
 
-Progress = Callable[[int, int, str, str], None]  # (index, total, variant, state)
+# (points done, a fraction inside the running point included; total; variant; state), and at the end of a
+# point `row=` its steps row
+Progress = Callable[..., None]
+
+# Rough shares of a point's time per phase, for progress inside a point (an ETA needs only rough ones)
+PHASE_WEIGHTS = {"building": 0.05, "warm-up": 0.05, "one call": 0.15, "graph replay": 0.10, "back to back": 0.20,
+                 "profiling": 0.20, "parsing": 0.20, "writing": 0.05}
+
+
+def phase_fraction(phase: str, done: int, total: int) -> float:
+    """How far into a point a phase's `done` of `total` samples is (0-1), by PHASE_WEIGHTS."""
+    names = list(PHASE_WEIGHTS)
+    if phase not in PHASE_WEIGHTS:
+        return 0.0
+    start = sum(PHASE_WEIGHTS[n] for n in names[:names.index(phase)])
+    return min(0.99, start + PHASE_WEIGHTS[phase] * (done / total if total else 0.0))
 
 
 def prepare(study: Study):
@@ -341,12 +356,18 @@ def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info
             if writer.point_done(i):  # a resumed run: this point is already written
                 rows.append(pd.read_parquet(writer.path / entry["files"]["steps"]).iloc[0].to_dict())
                 if progress:
-                    progress(i + 1, len(points), point.variant, "kept")
+                    progress(i + 1, len(points), point.variant, "kept", row=rows[-1])
                 continue
-            if progress:
-                progress(i, len(points), point.variant, "running")
+
+            def on_phase(phase: str, done: int, total: int, i=i, point=point) -> None:
+                if progress:
+                    label = phase if total <= 1 else f"{phase} {done + 1}/{total}"
+                    progress(i + phase_fraction(phase, done, total), len(points), point.variant, label)
+
+            on_phase("building", 0, 1)
             try:
-                row, files = _run_point(wl, point, i, device, dtype, study.capture, writer, ceilings, identity)
+                row, files = _run_point(wl, point, i, device, dtype, study.capture, writer, ceilings, identity,
+                                        on_phase)
                 entry.update(status="ok", files=files)
                 rows.append(row)
             except WlprofError:
@@ -362,7 +383,7 @@ def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info
                 _free(device)
             writer.write_manifest()
             if progress:
-                progress(i + 1, len(points), point.variant, entry["status"])
+                progress(i + 1, len(points), point.variant, entry["status"], row=rows[-1])
     except BaseException:
         writer.finish("incomplete")
         raise
@@ -386,17 +407,20 @@ def _free(device) -> None:
         torch.cuda.empty_cache()
 
 
-def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity):
+def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity, on_phase=None):
     import pandas as pd
 
     from wlprof import pipeline
     from wlprof.capture import capture
     from wlprof.schema import SCHEMA_VERSION
+    from wlprof.timing import no_phase
 
+    on_phase = on_phase or no_phase
     raw = writer.path / f".raw-p{index:03d}.json"
     try:
         built = wl.build(point, device, dtype)
-        cap = capture(built.step, device, cfg, raw, graph_safe=built.graph_safe)
+        cap = capture(built.step, device, cfg, raw, graph_safe=built.graph_safe, on_phase=on_phase)
+        on_phase("parsing", 0, 1)
         del built.step  # the step's closure holds the point's tensors: free them before parsing
         columns = {**identity, **dict(point.params), **built.facts, "variant": point.variant, "point": index}
         tables = pipeline.process(raw, ceilings=ceilings, identity=columns, stated=built.stated,
@@ -406,6 +430,7 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity)
         step_row = tables.steps.iloc[0].to_dict()
         step_row["note"] = built.note
         step_row["sm_clock_mhz_start"], step_row["sm_clock_mhz_end"] = cap.sm_clock_mhz
+        on_phase("writing", 0, 1)
         chrome = pipeline.chrome(tables, {
             "run_id": identity["run_id"], "variant": point.variant, "schema_version": SCHEMA_VERSION,
             "ceilings": {"copy_gbps": ceilings.copy_gbps, "matrix_tflops": ceilings.matrix_tflops,

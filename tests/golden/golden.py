@@ -44,6 +44,7 @@ VOLATILE = {
     "back_to_back_us", "back_to_back_samples_us", "calls_per_batch", "graph_us", "graph_error", "kernel_us",
     "kernel_busy_us", "host_overhead_us", "unknown_time_share", "bytes_unknown_time_share", "achieved_tflops_latency",
     "achieved_tflops_useful", "achieved_tflops_executed", "sm_clock_mhz_start", "sm_clock_mhz_end",
+    "timing_spread", "timing_spread_of", "noisy",
 }
 # On a workload-costed row (its region's cost split by duration) FLOPs and bytes are timing too;
 # their sums per step and region are not.
