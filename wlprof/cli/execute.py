@@ -126,7 +126,8 @@ def execute(study, traces: Path, quiet: bool = False, resume: str | None = None,
         con.print(f"[dim]note: {escape(note)}[/dim]")
     steps = result.steps
     device = steps.device_name.iloc[0] if "device_name" in steps and len(steps) else "?"
-    con.print(render.steps_table(steps, title=f"{result.run_id}  ({device}, {steps.dtype.iloc[0]}, {result.status})"))
+    con.print(render.steps_table(steps, title=f"{result.run_id}  ({device}, {steps.dtype.iloc[0]}, {result.status})",
+                                 wide=wide, width=con.width))
     for line in noisy_lines(steps):
         con.print(escape(line))
     con.print(f"ceilings: {escape(str(result.ceilings_origin))}")

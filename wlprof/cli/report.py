@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof report", "wlprof report --out report/", "wlprof report RUN_A RUN_B --workload moe --out moe-report/")
 
@@ -21,10 +21,11 @@ def report(
         metavar="DIR")] = None,
     workload: Annotated[str | None, typer.Option("--workload", help="Only this workload. Default: every workload.")] = None,
     allow_mixed_devices: AllowMixed = False,
+    wide: Wide = False,
 ) -> None:
     """The spectrum: rank correlation, R², spread at equal FLOPs, fraction of peak and roofline, per family."""
     from wlprof.analysis.report import build_report
-    from wlprof.cli.markdown import SPECTRUM_COLUMNS, rich_table
+    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, SPECTRUM_PRIORITY, rich_table
     from wlprof.store.selection import load_runs, split_runs
 
     ids = split_runs(runs)
@@ -33,9 +34,10 @@ def report(
     kernels = load_runs(traces, "kernels", ids, "RUNS", workload, allow_mixed_devices)
     rep = build_report(steps, ops, kernels)
     con = console()
-    con.print(rich_table(rep.spectrum_latency, SPECTRUM_COLUMNS,
-                         title="How well FLOPs explain latency (one call, as a caller sees it)"))
-    con.print(rich_table(rep.spectrum_kernel, SPECTRUM_COLUMNS, title="... and kernel time per step"))
+    for frame, title in ((rep.spectrum_latency, "How well FLOPs explain latency (one call, as a caller sees it)"),
+                         (rep.spectrum_kernel, "... and kernel time per step")):
+        con.print(rich_table(frame, SPECTRUM_COLUMNS, title=title, formats=SPECTRUM_FORMATS, wide=wide,
+                             width=con.width, text={"family"}, wrap={"family": 18}, priorities=SPECTRUM_PRIORITY))
     if out is not None:
         from wlprof.cli.report_files import write_report
 

@@ -19,6 +19,7 @@ from wlprof.cli.options import (
     Quiet,
     Resume,
     Traces,
+    Wide,
     capture_config,
     capture_parameters,
     epilog,
@@ -58,7 +59,7 @@ def _option(p) -> inspect.Parameter:
 
 _SHARED = [
     ("device", Device, None), ("dtype", Dtype, None), ("traces", Traces, DEFAULT_TRACES), ("quiet", Quiet, False),
-    ("resume", Resume, None),
+    ("resume", Resume, None), ("wide", Wide, False),
 ]
 
 
@@ -73,7 +74,7 @@ def command_for(wl):
         params = {n: kwargs[n] for n in names if kwargs[n] is not None}
         study = Study(workload=wl.name, params=params, device=kwargs["device"], dtype=kwargs["dtype"],
                       capture=capture_config(kwargs))
-        execute(study, kwargs["traces"], kwargs["quiet"], resume=kwargs["resume"])
+        execute(study, kwargs["traces"], kwargs["quiet"], resume=kwargs["resume"], wide=kwargs["wide"])
 
     shared = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a) for n, a, d in _SHARED]
     run.__signature__ = inspect.Signature([_option(p) for p in wl.params] + shared + capture_parameters())

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof show RUN_ID", "wlprof show RUN_ID --variant 'batch 64' --top 0")
 
@@ -18,12 +18,15 @@ def show(
     traces: Traces = DEFAULT_TRACES,
     variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point. Default: every sweep point.")] = None,
     top: Annotated[int, typer.Option("--top", help="Kernels per variant (0: all).")] = 12,
+    wide: Wide = False,
 ) -> None:
     """Per variant: timings and totals, then the kernels by time with their costs and roofline."""
+    from rich.markup import escape
+
     from wlprof import load
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli import render
-    from wlprof.errors import InputError, StoreError, did_you_mean
+    from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import effective_status, read_manifest, run_dir
     from wlprof.store.selection import ls_hint
 
@@ -44,24 +47,30 @@ def show(
     if top < 0:
         raise InputError("--top", "must be 0 (all) or a positive number", top)
     con = console()
-    dev = manifest.get("device", {})
-    cei = manifest.get("ceilings", {})
-    con.print(f"[bold]{run_id}[/bold]  {manifest.get('workload')} on {dev.get('name')} ({manifest.get('dtype')}), "
-              f"status {effective_status(manifest)}")
-    con.print(f"command: {manifest.get('command')}")
-    con.print(f"ceilings ({cei.get('source')}, {cei.get('origin')}): copy {cei.get('copy_gbps', 0):,.0f} GB/s, "
-              + ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in sorted((cei.get('matrix_tflops') or {}).items())))
+    dev = manifest.get("device") or {}
+    dtype = manifest.get("dtype")
+    con.print(f"[bold]{escape(run_id)}[/bold]  {escape(str(manifest.get('workload')))} on "
+              f"{escape(str(dev.get('name') or 'an unknown device'))}" + (f" ({escape(dtype)})" if dtype else "")
+              + f", status {effective_status(manifest)}")
+    con.print(f"command: {escape(str(manifest.get('command')))}")
+    con.print(escape(f"ceilings: {render.ceilings_text(manifest.get('ceilings') or {})}"))
     for note in manifest.get("notes", []):
-        con.print(f"[dim]note: {note}[/dim]")
-    con.print(render.steps_table(steps.sort_values("point"), title="per variant (one step)"))
+        con.print(f"[dim]note: {escape(str(note))}[/dim]")
+    opts = {"wide": wide, "width": con.width}
+    con.print(render.steps_table(steps.sort_values("point"), title="per variant (one step)", **opts))
     if kernels.empty:
-        raise StoreError(f"run {run_id} has no kernel rows")
+        con.print(f"no kernel rows in {escape(run_id)}: the trace recorded no device activity in its profiled "
+                  "steps (nothing to break down)")
+        return
     for (point, name), k in kernels.groupby(["point", "variant"], sort=True):
         summary = kernel_summary(k)
+        if summary.empty:
+            con.print(f"{escape(str(name))}: no kernel rows inside a profiled step")
+            continue
         if top:
             summary = summary.head(top)
-        con.print(render.kernel_table(summary, title=f"{name}: kernels by time per step"))
+        con.print(render.kernel_table(summary, title=f"{name}: kernels by time per step", **opts))
         chrome = next((p.get("files", {}).get("chrome") for p in manifest.get("points", [])
                        if p.get("index") == point), None)
         if chrome:
-            con.print(f"[dim]Chrome trace (open in https://ui.perfetto.dev): {path / chrome}[/dim]")
+            con.print(f"[dim]Chrome trace (open in https://ui.perfetto.dev): {escape(str(path / chrome))}[/dim]")

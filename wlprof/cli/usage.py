@@ -148,7 +148,7 @@ class WlprofGroup(TyperGroup):
         except click_exc.ClickException as exc:
             typer.echo(f"error: {message(exc)}", err=True)
             sys.exit(exc.exit_code)
-        except click_exc.Abort:
+        except typer.Abort:
             typer.echo("aborted", err=True)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
