@@ -42,4 +42,6 @@ def report(
         from wlprof.cli.report_files import write_report
 
         path = write_report(rep, out, traces)
-        con.print(f"wrote {path} and its figures")
+        pngs = sorted(p.name for p in path.parent.glob("*.png"))
+        con.print(f"wrote {path} (one self-contained page), {path.parent / 'report.md'} and {len(pngs)} figures: "
+                  + ", ".join(pngs), markup=False, highlight=False)

@@ -95,6 +95,7 @@ class Gnn(Workload):
     summary = "GNN aggregation (scatter, index_add, segment, CSR SpMM, PyG layers) over generated graphs"
     label = "GNN"
     phases = True
+    figure = "backends"
     params = (
         Param("graph", "str", "Graph generators: uniform, rmat (Graph500 Kronecker), zipf:S (destination hubs), "
               "karate", many=True, item=parse_graph, default=["rmat"], metavar="GRAPH,..."),
