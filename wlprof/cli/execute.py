@@ -34,8 +34,9 @@ def busy_machine_note() -> str | None:
 class PointProgress:
     """Progress on stderr: a live bar with the phase and an ETA on a terminal, one line per point elsewhere."""
 
-    def __init__(self, err, workload: str, label: str | None, quiet: bool):
+    def __init__(self, err, workload: str, label: str | None, quiet: bool, note: str | None = None):
         self.err, self.workload, self.label, self.quiet = err, workload, label, quiet
+        self.note = note  # said once the run starts (after its input was checked)
         self.live = err.is_terminal and not quiet
         self.t0 = time.perf_counter()
         self.point_t0 = self.t0
@@ -56,6 +57,9 @@ class PointProgress:
     def __call__(self, done: float, total: int, variant: str, state: str, row: dict | None = None) -> None:
         if self.quiet:
             return
+        if self.note:
+            self.err.print(f"note: {self.note}", markup=False, highlight=False, soft_wrap=True)
+            self.note = None
         head = f"{self.label + ' ' if self.label else ''}{self.workload}: {variant}"
         finished = row is not None
         if self.live:
@@ -113,10 +117,7 @@ def execute(study, traces: Path, quiet: bool = False, resume: str | None = None,
     from wlprof.study import run_study
 
     err = console(stderr=True)
-    busy = busy_machine_note()
-    if busy and not quiet:
-        err.print(f"note: {busy}", markup=False, highlight=False, soft_wrap=True)
-    progress = PointProgress(err, study.workload, label, quiet)
+    progress = PointProgress(err, study.workload, label, quiet, busy_machine_note())
     try:
         result = run_study(study, traces=traces, progress=progress, command=command_line(), resume=resume)
     finally:
