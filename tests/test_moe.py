@@ -286,7 +286,7 @@ def test_study_file_prefix_names_params_and_defaults_note_cpu():
     parsed = get("moe").parse({}, CPU, F32)
     assert parsed.spec.routings == ("concentrated", "balanced", "dispersed")
     assert parsed.spec.dispatches == ("loop", "padded", "grouped")
-    assert (parsed.spec.tokens, parsed.spec.experts, parsed.spec.d_model, parsed.spec.d_ff) == ((64,), 32, 256, 512)
+    assert (parsed.spec.tokens, parsed.spec.experts, parsed.spec.d_model, parsed.spec.d_ff) == ((32,), 16, 256, 512)
     assert any(n.startswith("CPU:") for n in parsed.notes)
 
 

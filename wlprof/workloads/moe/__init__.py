@@ -60,8 +60,8 @@ class Moe(Workload):
               many=True, items=_routings, metavar="SPEC,..."),
         Param("dispatch", "str", "loop (Hugging Face eager), padded (capacity buffers + bmm), grouped "
               "(torch._grouped_mm)", many=True, choices=DISPATCHES, default=list(DISPATCHES)),
-        Param("tokens", "int", "Tokens per step", many=True, default=PerDevice([128], [64])),
-        Param("experts", "int", "Experts", default=PerDevice(64, 32)),
+        Param("tokens", "int", "Tokens per step", many=True, default=PerDevice([128], [32])),
+        Param("experts", "int", "Experts", default=PerDevice(64, 16)),
         Param("top_k", "int", "Experts per token", default=1),
         Param("d_model", "int", "Model width", default=PerDevice(4096, 256)),
         Param("d_ff", "int", "Expert hidden width", default=PerDevice(14336, 512)),
@@ -98,7 +98,7 @@ class Moe(Workload):
     examples = (
         "wlprof run moe --routing dispersed",
         "wlprof run moe --routing concentrated,balanced,dispersed --dispatch loop,padded,grouped",
-        "wlprof run moe --routing zipf:0,0.5,1.2,2 --experts 64 --top-k 2 --tokens 8192",
+        "wlprof run moe --routing zipf:0,0.5,1.2,2 --top-k 2 --dispatch grouped,loop",
     )
 
     def spec(self, values: Values, device, dtype) -> Parsed:
@@ -109,7 +109,7 @@ class Moe(Workload):
             raise InputError(Key("top_k"), ("must be at most ", Key("experts"), f" ({experts}): a token picks "
                              "distinct experts"), top_k)
         if device.type != "cuda" and not {"tokens", "experts", "d_model", "d_ff"} & values.given:
-            notes.append("CPU: d_model 256, d_ff 512, 32 experts, 64 tokens (GPU defaults: 4096, 14336, 64, 128)")
+            notes.append("CPU: d_model 256, d_ff 512, 16 experts, 32 tokens (GPU defaults: 4096, 14336, 64, 128)")
         dispatches = values["dispatch"]
         if "capacity_factor" in values.given and "padded" not in dispatches:
             notes.append("--capacity-factor applies to the padded dispatch only: ignored")
