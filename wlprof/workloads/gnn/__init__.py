@@ -131,7 +131,7 @@ class Gnn(Workload):
         Column("seed", I64, "", "MoE/GNN: seed of the generated data (routing draw, graph draw, inputs)", data=True),
     )
     examples = (
-        "wlprof run gnn --graph rmat --scale 20 --features 64,128,256",
+        "wlprof run gnn --graph rmat --features 64,128,256",
         "wlprof run gnn --graph uniform,rmat,zipf:1.5 --backend scatter,index_add,segment,csr",
         "wlprof run gnn --graph rmat --backend pyg:gcn,pyg:sage,pyg:gat",
     )
