@@ -81,7 +81,7 @@ def phase_table(kernels: pd.DataFrame, steps: pd.DataFrame | None = None) -> pd.
 
     Rows are labelled by variant; where the points come from several runs the index is (context,
     variant), the context naming what tells the runs apart (`run_context`: '128 tok, top-1'). With the
-    steps table the rows follow `point_order`.
+    steps table the rows follow `point_order`. `attrs["points"]` holds each row's (run_id, point).
     """
     k = kernels[kernels.step >= 0].copy()
     k["region"] = k.region.fillna("(none)")
@@ -105,13 +105,23 @@ def phase_table(kernels: pd.DataFrame, steps: pd.DataFrame | None = None) -> pd.
     context = context.fillna(pd.Series([r for r, _ in t.index], index=t.index)).astype(str)
     regions = sorted(t.columns, key=lambda r: (r == "(none)", r))
     t = t[regions]
+    points = list(t.index)  # (run_id, point) of each row, for joining the steps table back
     if (context != "").any():
         pairs = list(zip(context, labels, strict=True))
         if len(set(pairs)) < len(pairs):  # the same variant and context twice: the run tells them apart
-            pairs = [(f"{c} ({run})", v) for (c, v), (run, _) in zip(pairs, t.index, strict=True)]
+            runs_of: dict[str, set] = {}
+            for (c, _), (run, _) in zip(pairs, t.index, strict=True):
+                runs_of.setdefault(c, set()).add(run)
+            pairs = [(f"{c} ({run})" if len(runs_of[c]) > 1 else c, v)
+                     for (c, v), (run, _) in zip(pairs, t.index, strict=True)]
+        # one block per context, in the order the blocks first appear
+        first_seen = {c: i for i, (c, _) in reversed(list(enumerate(pairs)))}
+        order = sorted(range(len(pairs)), key=lambda i: (first_seen[pairs[i][0]], i))
+        t, pairs, points = t.iloc[order], [pairs[i] for i in order], [points[i] for i in order]
         t.index = pd.MultiIndex.from_tuples(pairs, names=["context", "variant"])
     else:
         t.index = pd.Index(labels.to_numpy(), name="variant")
+    t.attrs["points"] = points
     return t
 
 

@@ -78,7 +78,6 @@ def roofline_figure() -> Figure:
 
 def _workload_figures(ctx: Context) -> list[Figure]:
     from wlprof import workloads
-    from wlprof.analysis.report import run_context
     from wlprof.plots import figures
 
     steps = _steps_for_figures(ctx)
@@ -96,11 +95,10 @@ def _workload_figures(ctx: Context) -> list[Figure]:
                               lambda ctx, p=present, w=w, label=label: figures.rate_vs_axis(p, w.rate_axis, label)))
         elif kind == "phases" and w.name in ctx.rep.phases:
             table = ctx.rep.phases[w.name]
-            keyed = present.assign(_context=run_context(present))
-            index = (pd.MultiIndex.from_arrays([keyed._context, keyed.variant]) if isinstance(table.index, pd.MultiIndex)
-                     else pd.Index(keyed.variant))
-            useful = pd.Series(keyed.useful_flops.to_numpy(), index=index).reindex(table.index)
-            executed = pd.Series(keyed.executed_flops.to_numpy(), index=index).reindex(table.index)
+            by_point = present.drop_duplicates(["run_id", "point"]).set_index(["run_id", "point"])
+            rows = table.attrs.get("points") or []
+            useful = pd.Series([by_point.useful_flops.get(p) for p in rows], index=table.index, dtype=float)
+            executed = pd.Series([by_point.executed_flops.get(p) for p in rows], index=table.index, dtype=float)
             out.append(Figure(f"phases_{w.name}.png",
                               f"{label}: where does the time go, per variant, by phase (as shares, and as absolute "
                               "time on a log axis), and how many of the executed FLOPs are padding?",
