@@ -218,7 +218,7 @@ def _html_table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats
         cells = []
         for c in columns:
             v = formats.get(c, fmt)(r[c])
-            cls = ' class="t"' if c in text or not any(ch.isdigit() for ch in str(v)) else ""
+            cls = ' class="t"' if c in text else ""
             cells.append(f"<td{cls}>{html.escape(str(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -268,10 +268,10 @@ def html_page(ctx: Context, runs_df: pd.DataFrame, pngs: list[tuple[Figure, byte
 <body>
 <h1>Where FLOPs stop predicting latency</h1>
 <p class=meta>{esc(ctx.device)} · {len(runs_df)} runs · {int(rep.steps.shape[0])} sweep points · made by wlprof</p>
-<h2>How well FLOPs explain latency, per family</h2>
-{spectrum}
 <h2>Figures</h2>
 {figs}
+<h2>How well FLOPs explain latency, per family</h2>
+{spectrum}
 <h2>Phases</h2>
 {phases or "<p>No workload with phases in these runs.</p>"}
 <h2>Runs and provenance</h2>

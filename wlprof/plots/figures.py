@@ -109,7 +109,7 @@ def tick(v: float) -> str:
     """A tick label: 1, 10, 1,000, 0.1 (whole numbers without decimals)."""
     if v >= 1 and abs(v - round(v)) < 1e-9 * max(1.0, v):
         return f"{v:,.0f}"
-    return f"{v:g}" if v < 1 else num(v)
+    return f"{v:g}" if v < 1000 else num(v)
 
 
 def si_tick(v: float) -> str:
