@@ -92,6 +92,9 @@ def reduce(root: Path) -> dict:
             out[f"{table}_workload_sums"] = sums
             df.loc[stated, list(SPLIT)] = float("nan")
         df = df.drop(columns=[c for c in df.columns if c in VOLATILE])
+        for c in df.columns:  # nullable integers (schema 2.3's pandas metadata) as the floats they were stored as
+            if pd.api.types.is_integer_dtype(df[c].dtype) and isinstance(df[c].dtype, pd.api.extensions.ExtensionDtype):
+                df[c] = df[c].astype("float64")
         for c in df.columns:  # list columns as compact JSON, comparable and storable in any version
             if df[c].dtype == object and df[c].map(lambda v: hasattr(v, "__len__") and not isinstance(v, str)).any():
                 df[c] = df[c].map(lambda v: None if v is None else json.dumps([int(x) for x in v],
