@@ -15,9 +15,8 @@ EXAMPLES = epilog("wlprof calibrate", "wlprof calibrate --device cpu --quick", "
 @handle_errors
 def calibrate(
     device: Device = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes, fewer repeats. Default: off.", metavar="")] = False,
-    show: Annotated[bool, typer.Option("--show", help="Print the cached ceilings without measuring. Default: off.",
-                                           metavar="")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes, fewer repeats.")] = False,
+    show: Annotated[bool, typer.Option("--show", help="Print the cached ceilings without measuring.")] = False,
 ) -> None:
     """Measure and cache the device's ceilings; runs record which ones they used."""
     from rich.table import Table

@@ -108,8 +108,23 @@ def message(exc) -> str:
     return text
 
 
+def _flags_say_their_default(params) -> None:
+    """An on/off flag shows no value type (typer's `<bool>`) and says it is off unless given."""
+    for p in params:
+        if getattr(p, "param_type_name", "") != "option" or not getattr(p, "is_flag", False):
+            continue
+        if p.metavar is None:
+            p.metavar = ""
+        if p.help and "Default" not in p.help and p.default is False and not p.secondary_opts:
+            p.help = p.help.rstrip() + " Default: off."
+
+
 class WlprofCommand(TyperCommand):
-    """A command whose --help flag shows no value type."""
+    """A command whose flags show no value type and say their default."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _flags_say_their_default(self.params)
 
     def get_help_option(self, ctx):
         opt = super().get_help_option(ctx)
