@@ -22,12 +22,13 @@ class CaptureConfig:
     profiler_warmup: int = 1
     graph: bool = True  # try CUDA-graph replay timing where the workload allows it
     keep_raw_trace: bool = False  # also keep torch.profiler's trace as written (_chrome/<point>.raw.json.gz)
+    calls_per_batch: int = 0  # steps per back-to-back batch; 0: enough for min_batch_ms (ranks agree on one)
 
     def __post_init__(self):
         from wlprof.errors import InputError, Key
 
         for name, low in (("warmup", 1), ("latency_reps", 1), ("batches", 1), ("profiled_steps", 1),
-                          ("profiler_warmup", 0)):
+                          ("profiler_warmup", 0), ("calls_per_batch", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise InputError(Key(name, "capture"), "must be an integer", v)
@@ -78,7 +79,8 @@ def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool
         synchronize(device)
         clock_start = sm_clock_mhz(device)
         timings = time_step(step, device, latency_reps=cfg.latency_reps, batches=cfg.batches,
-                            min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe, on_phase=on_phase)
+                            min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe,
+                            calls_per_batch=cfg.calls_per_batch or None, on_phase=on_phase)
 
         activities = [ProfilerActivity.CPU]
         if device.type == "cuda":

@@ -109,6 +109,10 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             writer.manifest["ceilings"] = ceil
             writer.write_manifest()
             done.append(summary)
+        from wlprof.store.collectives import write_collectives
+
+        hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
+        write_collectives(writer.path, list(range(len(files))), hosts, "collectives")
         writer.finish("complete")
     except BaseException:
         writer.abort()
@@ -163,8 +167,10 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
     unknown = kernels[kernels.flops_source == "unknown"]
     top_unknown = unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum().sort_values(ascending=False).head(5)
-    files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps}, chrome)
-    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count}
+    files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps,
+                                               "overlap": tables.overlap}, chrome)
+    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count,
+             "host": trace.meta.get("host_name")}
     summary = IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"))
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}

@@ -434,10 +434,13 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity,
         chrome = pipeline.chrome(tables, {
             "run_id": identity["run_id"], "variant": point.variant, "schema_version": SCHEMA_VERSION,
             "ceilings": {"copy_gbps": ceilings.copy_gbps, "matrix_tflops": ceilings.matrix_tflops,
-                         "vector_tflops": ceilings.vector_tflops, "source": ceilings.source},
+                         "vector_tflops": ceilings.vector_tflops, "bandwidth_gbps": ceilings.bandwidth_gbps,
+                         "cache_bytes": ceilings.cache_bytes, "measured_at": ceilings.measured_at,
+                         "source": ceilings.source},
         })
         files = writer.write_point(index, point.variant, {"kernels": tables.kernels, "ops": tables.ops,
-                                                          "steps": pd.DataFrame([step_row])}, chrome)
+                                                          "steps": pd.DataFrame([step_row]),
+                                                          "overlap": tables.overlap}, chrome)
         if cfg.keep_raw_trace:
             files["raw_chrome"] = writer.write_raw_trace(index, point.variant, raw)
         return step_row, files

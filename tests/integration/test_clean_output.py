@@ -22,8 +22,7 @@ def wl(*args, cwd=None):
 
 
 @pytest.fixture(scope="module")
-def traces(tmp_path_factory, cpu_ceilings_dir):
-    os.environ["WLPROF_CACHE_DIR"] = str(cpu_ceilings_dir)
+def traces(tmp_path_factory, cpu_ceilings):
     root = tmp_path_factory.mktemp("traces")
     runs = []
     for args in (["mlp", "--batch", "1,8", "--d-model", "32", "--d-ff", "64"], ["gemm", "--shapes", "8x8x8"]):

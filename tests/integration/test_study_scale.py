@@ -16,7 +16,7 @@ from wlprof.errors import InputError
 from wlprof.study import at_scale, load_study, override_params, prepare
 
 REPO = Path(__file__).resolve().parents[2]
-STUDIES = sorted((REPO / "workloads").glob("*.toml"))
+STUDIES = sorted(p for p in (REPO / "workloads").glob("*.toml") if not p.name.startswith("mix_"))  # mixes: place
 runner = CliRunner()
 
 

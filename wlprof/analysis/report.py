@@ -19,6 +19,8 @@ class Report:
     spectrum_kernel: pd.DataFrame
     phases: dict[str, pd.DataFrame] = field(default_factory=dict)
     fitted_tflops: float | None = None
+    ceilings: object | None = None  # the Ceilings the roofline figure's lines are drawn from
+    ceilings_findings: list[str] = field(default_factory=list)  # which runs used which, mixed, stale
 
 
 def natural_key(text) -> list:

@@ -129,6 +129,9 @@ def execute(study, traces: Path, quiet: bool = False, resume: str | None = None,
     device = steps.device_name.iloc[0] if "device_name" in steps and len(steps) else "?"
     con.print(render.steps_table(steps, title=f"{result.run_id}  ({device}, {steps.dtype.iloc[0]}, {result.status})",
                                  wide=wide, width=con.width))
+    for _, r in steps.iterrows():  # what a workload measured about each point (halo: step against max and sum)
+        if isinstance(r.get("note"), str) and r["note"]:
+            con.print(f"[dim]{escape(str(r['variant']))}: {escape(r['note'])}[/dim]")
     for line in noisy_lines(steps):
         con.print(escape(line))
     con.print(f"ceilings: {escape(str(result.ceilings_origin))}")

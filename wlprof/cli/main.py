@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import typer
 
-from wlprof.cli import calibrate, compare, ingest, ls, predict, report, roofline, run, show, sweep
+from wlprof.cli import (
+    calibrate,
+    compare,
+    ingest,
+    ls,
+    overlap,
+    place,
+    predict,
+    report,
+    roofline,
+    run,
+    show,
+    sweep,
+)
 from wlprof.cli.usage import WlprofCommand, WlprofGroup
 
 app = typer.Typer(
@@ -16,7 +29,8 @@ app = typer.Typer(
 )
 app.add_typer(run.app, name="run")
 for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"), (report, "report"),
-                       (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest")):
+                       (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest"),
+                       (overlap, "overlap"), (place, "place")):
     app.command(_name, epilog=_module.EXAMPLES, cls=WlprofCommand)(getattr(_module, _name))
 
 

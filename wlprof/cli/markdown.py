@@ -68,6 +68,7 @@ SPECTRUM_COLUMNS = {
     "family": "family", "points": "points", "spearman": "rank\ncorr.", "r2_linear": "R²\nlinear",
     "r2_flops_only": "R²\nFLOPs only", "equal_flops_spread": "spread at\nequal FLOPs",
     "median_peak_fraction": "median\n% of peak", "median_roofline_fraction": "median %\nof roofline",
+    "above_roof": "above roof\n(why)",
 }
 SPECTRUM_FORMATS: Formats = {
     "spearman": render.coef, "r2_linear": render.coef, "r2_flops_only": render.coef,
@@ -75,4 +76,5 @@ SPECTRUM_FORMATS: Formats = {
     "median_roofline_fraction": render.percent,
 }
 SPECTRUM_PRIORITY = {"family": 10, "points": 4, "spearman": 8, "r2_linear": 6, "r2_flops_only": 8,
-                     "equal_flops_spread": 9, "median_peak_fraction": 7, "median_roofline_fraction": 7}
+                     "equal_flops_spread": 9, "median_peak_fraction": 7, "median_roofline_fraction": 7,
+                     "above_roof": 5}

@@ -32,9 +32,19 @@ Resume = Annotated[str | None, typer.Option(
 Wide = Annotated[bool, typer.Option(
     "--wide", help="Show every column of the tables. Default: off (the columns that fit the terminal, at least "
     "100 characters, by priority).", metavar="")]
+WorldSize = Annotated[int | None, typer.Option(
+    "--world-size", help="Ranks to run the sweep on (processes on this host: gloo on the CPU, NCCL on GPUs); each "
+    "rank profiles itself and rank 0 merges them into one run. Default: 1; under torchrun, WORLD_SIZE.",
+    metavar="N")]
 AllowMixed = Annotated[bool, typer.Option(
     "--allow-mixed-devices", help="Analyse runs of several devices together (each keeps its own ceilings). "
     "Default: off (runs of one device only).", metavar="")]
+
+CeilingsChoice = Annotated[str, typer.Option(
+    "--ceilings", help="The ceilings the roofline placement is read against: 'run' (each run's own, as recorded; "
+    "a run whose ceilings are older and lower than this machine's current calibration is marked ceiling_stale), "
+    "'current' (this machine's cached ceilings of each run's device) or a ceilings JSON file (`wlprof calibrate "
+    "--out`, a cache file or a run manifest).", metavar="run|current|FILE")]
 
 # Capture settings a `run` takes as flags: CaptureConfig field -> (flag, help)
 CAPTURE_FLAGS = {

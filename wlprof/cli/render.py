@@ -212,6 +212,25 @@ def ceilings_text(c: dict) -> str:
     return "; ".join(parts) + (f" ({where})" if where else "")
 
 
+def above_roof_why(frac, note) -> str:
+    """The reasons a fraction above 1 carries (from its roof notes); '' at or below the roof."""
+    why = above_roof_text(frac, note)
+    return "[red]no reason recorded[/red]" if why == NO_REASON else why
+
+
+NO_REASON = "no reason recorded"
+
+
+def above_roof_text(frac, note) -> str:
+    """`above_roof_why` as plain text (the fitted tables style it themselves)."""
+    from wlprof.ceilings import ABOVE_ROOF_NOTES
+
+    if _missing(frac) or frac <= 1:
+        return ""
+    notes = [n for n in str(note or "").split(",") if n in ABOVE_ROOF_NOTES]
+    return ",".join(notes) if notes else NO_REASON
+
+
 # --------------------------------------------------------------------------- the tables
 
 
@@ -259,6 +278,11 @@ def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int 
              Col("FLOP/B", masked(_col(steps, "intensity_flop_per_byte"), sig), 4)]
     optional("bound", Col("bound", masked(_col(steps, "bound"), lambda v: "-" if _missing(v) else str(v)), 5, "left"))
     optional("roofline_fraction", Col("roof-\nline", masked(_col(steps, "roofline_fraction"), percent), 7))
+    why = [above_roof_text(f, n) for f, n in zip(_col(steps, "roofline_fraction"), _col(steps, "roof_note"),
+                                                 strict=True)]
+    if any(why):
+        cols.append(Col("above roof:\nwhy", masked(why, str), 6, "left", wrap=18,
+                        styles=["red" if w == NO_REASON else None for w in why]))
     if any(v is True for v in _col(steps, "noisy")):
         cols.append(Col("spread", masked(_col(steps, "timing_spread"), lambda v: percent(v)), 7))
     styles = ["red" if f else ("yellow" if n is True else None) for f, n in zip(failed, _col(steps, "noisy"),
@@ -289,10 +313,24 @@ def kernel_table(summary: pd.DataFrame, title: str, wide: bool = False, width: i
              Col("GB/s", cells(_col(summary, "achieved_gbps"), sig), 7),
              Col("FLOP/B", cells(_col(summary, "intensity_flop_per_byte"), sig), 4)]
     if _any(_col(summary, "roofline_fraction")):  # no ceilings measured for the device: no roofline columns
-        cols += [Col("bound", cells(_col(summary, "bound"), text), 5, "left"),
-                 Col("roof-\nline", cells(_col(summary, "roofline_fraction"), percent), 7)]
+        cols.append(Col("bound", cells(_col(summary, "bound"), text), 5, "left"))
+        if _any(_col(summary, "roof")):
+            cols.append(Col("roof", cells(_col(summary, "roof"), text), 4, "left", wrap=12))
+        cols.append(Col("roof-\nline", cells(_col(summary, "roofline_fraction"), percent), 7))
+        notes = [_note(f, n) for f, n in zip(_col(summary, "roofline_fraction"), _col(summary, "roof_note"),
+                                             strict=True)]
+        if any(notes):
+            cols.append(Col("roof note", notes, 5, "left", wrap=16,
+                            styles=["red" if NO_REASON in x else None for x in notes]))
     cols.append(Col("source", cells(_col(summary, "flops_source"), text), 3, "left"))
     return table(cols, title, width, wide)
+
+
+def _note(frac, note) -> str:
+    """A row's roof notes, with a warning where its fraction is above 1 and none explains it."""
+    text = note if isinstance(note, str) else ""
+    why = above_roof_text(frac, note)
+    return f"{text} {why}".strip() if why == NO_REASON else text
 
 
 def runs_table(runs: pd.DataFrame, wide: bool = False, width: int | None = None):

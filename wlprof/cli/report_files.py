@@ -26,7 +26,7 @@ class Context:
 
     rep: Report
     device: str
-    ceilings: dict  # the first run's (the roofline's)
+    ceilings: object  # what the roofline's lines are drawn from: the placement's Ceilings, else the first run's
     manifests: dict[str, dict] = field(default_factory=dict)  # run id -> manifest
 
     def ceilings_of(self, run_id: str) -> dict:
@@ -150,8 +150,12 @@ def _runs_frame(ctx: Context) -> pd.DataFrame:
 
 
 def _ceilings_lines(ctx: Context) -> list[str]:
+    """Which ceilings the runs were placed against (the placement's findings where it made them)."""
     from wlprof.cli.render import ceilings_text
 
+    if ctx.rep.ceilings_findings:
+        return [*ctx.rep.ceilings_findings, "A roofline fraction above 1 is shown with its reason (`roof_note`; "
+                "docs/ceilings.md)."]
     seen: dict[str, list[str]] = {}
     for run in sorted(ctx.manifests):
         seen.setdefault(ceilings_text(ctx.ceilings_of(run)), []).append(run)
@@ -174,7 +178,8 @@ def write_report(rep: Report, out: Path, traces: Path) -> Path:
     runs = sorted(rep.steps.run_id.unique())
     manifests = {r: read_manifest(run_dir(traces, r)) for r in runs}
     device = rep.steps.device_name.iloc[0]
-    ctx = Context(rep, device, manifests[runs[0]].get("ceilings") or {}, manifests)
+    ceilings = rep.ceilings if rep.ceilings is not None else (manifests[runs[0]].get("ceilings") or {})
+    ctx = Context(rep, device, ceilings, manifests)
     pngs: list[tuple[Figure, bytes]] = []
     for f in figures_for(ctx):
         data = _save_png(f.draw(ctx))

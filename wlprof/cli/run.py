@@ -20,11 +20,20 @@ from wlprof.cli.options import (
     Resume,
     Traces,
     Wide,
+    WorldSize,
     capture_config,
     capture_parameters,
     epilog,
 )
 from wlprof.cli.usage import WlprofCommand, WlprofGroup
+
+
+def distributed_env() -> bool:
+    """This process is a rank torchrun (or `--world-size`) started."""
+    import os
+
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
 
 app = typer.Typer(cls=WlprofGroup, no_args_is_help=True, help="Profile a workload's sweep: `wlprof run gemm`.")
 
@@ -59,7 +68,7 @@ def _option(p) -> inspect.Parameter:
 
 _SHARED = [
     ("device", Device, None), ("dtype", Dtype, None), ("traces", Traces, DEFAULT_TRACES), ("quiet", Quiet, False),
-    ("resume", Resume, None), ("wide", Wide, False),
+    ("resume", Resume, None), ("world_size", WorldSize, None), ("wide", Wide, False),
 ]
 
 
@@ -74,6 +83,11 @@ def command_for(wl):
         params = {n: kwargs[n] for n in names if kwargs[n] is not None}
         study = Study(workload=wl.name, params=params, device=kwargs["device"], dtype=kwargs["dtype"],
                       capture=capture_config(kwargs))
+        if kwargs["world_size"] is not None or distributed_env():  # ranks: launched here, or by torchrun
+            from wlprof.cli.distributed import run_distributed
+
+            run_distributed(study, kwargs["traces"], kwargs["quiet"], kwargs["world_size"], kwargs["resume"])
+            return
         execute(study, kwargs["traces"], kwargs["quiet"], resume=kwargs["resume"], wide=kwargs["wide"])
 
     shared = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a) for n, a, d in _SHARED]

@@ -26,9 +26,10 @@ def show(
     from wlprof import load
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli import render
+    from wlprof.cli.placement import place
     from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import effective_status, read_manifest, run_dir
-    from wlprof.store.selection import ls_hint
+    from wlprof.store.selection import ls_hint, run_ceilings
 
     path = run_dir(traces, run_id)
     if not path.is_dir():
@@ -49,11 +50,23 @@ def show(
     con = console()
     dev = manifest.get("device") or {}
     dtype = manifest.get("dtype")
+    cei = manifest.get("ceilings") or {}
     con.print(f"[bold]{escape(run_id)}[/bold]  {escape(str(manifest.get('workload')))} on "
               f"{escape(str(dev.get('name') or 'an unknown device'))}" + (f" ({escape(dtype)})" if dtype else "")
               + f", status {effective_status(manifest)}")
     con.print(f"command: {escape(str(manifest.get('command')))}")
-    con.print(escape(f"ceilings: {render.ceilings_text(manifest.get('ceilings') or {})}"))
+    rc = run_ceilings(traces, [run_id])[run_id]
+    if rc.ceilings is not None:
+        con.print(escape(f"ceilings ({cei.get('source')}, {cei.get('origin')}): {rc.describe()}"))
+    else:  # an ingested trace of a device never calibrated here: say so, not copy 0 GB/s
+        con.print(escape(f"ceilings: {render.ceilings_text(cei)}"))
+    placed = place(traces, "run", None, kernels, steps)
+    steps, kernels = placed.steps, placed.kernels
+    for line in placed.findings[1:]:  # the first describes the ceilings, printed above
+        con.print(f"[yellow]{escape(str(line))}[/yellow]")
+    if rc.stale:
+        con.print("[yellow]`wlprof report --ceilings current` places it against this machine's current "
+                  "ceilings[/yellow]")
     for note in manifest.get("notes", []):
         con.print(f"[dim]note: {escape(str(note))}[/dim]")
     opts = {"wide": wide, "width": con.width}
