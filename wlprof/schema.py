@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2.4"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method;
+SCHEMA_VERSION = "2.5"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method;
 # 2.3: communication columns on kernels, the overlap and collectives tables; 2.4: roof, compute_roof,
-# memory_roof, roof_note, working_set_bytes (the roof each kernel is placed against, and why)
+# memory_roof, roof_note, working_set_bytes (the roof each kernel is placed against, and why);
+# 2.5: timing_spread, timing_spread_of, noisy (how far a point's repeated timing samples spread)
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -164,6 +165,11 @@ STEP_OWN = [
     _c("achieved_tflops_executed", F64, "TFLOP/s", "executed_flops / kernel_us"),
     _c("sm_clock_mhz_start", F64, "MHz", "GPU SM clock before the timings (NVML; null where unreadable)"),
     _c("sm_clock_mhz_end", F64, "MHz", "GPU SM clock after the profiled steps"),
+    _c("timing_spread", F64, "fraction", "the largest spread of the point's repeated timing samples: (p90 - p10) "
+       "/ median over 10 or more samples (the single-call latencies), (max - min) / median over fewer (the "
+       "back-to-back and graph batches, the profiled steps' kernel times)"),
+    _c("timing_spread_of", S, "", "which samples spread most: latency, back_to_back, graph or kernel"),
+    _c("noisy", B, "", "timing_spread above 0.25 (wlprof.steps.NOISY_SPREAD): the medians are not stable"),
 ]
 
 # A communication row's message and rates, by the nccl-tests conventions (docs/overlap.md). Null on
@@ -295,10 +301,40 @@ def columns(table: str) -> list[Column]:
     return _tables()[table]
 
 
+def nullable_int_columns() -> frozenset[str]:
+    """The integer parameter columns (the workloads' and the trace facts'), read back as pandas' nullable
+    integers: a folder mixes workloads, so most of these are null on some rows, and numpy's int64 has
+    no null (pandas would make them float64: batch 8.0)."""
+    return frozenset(c.name for c in workload_columns() + tuple(TRACE_FACTS) if pa.types.is_integer(c.type))
+
+
+@functools.cache
+def _pandas_metadata(table: str) -> bytes:
+    """The `pandas` schema metadata Arrow writes for a DataFrame of this table's pandas types.
+
+    Every reader that goes through pyarrow's to_pandas (`pandas.read_parquet` of a file or a folder,
+    `wlprof.load`) then gives the integer parameters pandas' nullable Int64/Int32 dtypes.
+    """
+    import pandas as pd
+
+    nullable = nullable_int_columns()
+    frame = {}
+    for c in columns(table):
+        if pa.types.is_integer(c.type):
+            dtype = ("Int32" if c.type == I32 else "Int64") if c.name in nullable else c.type.to_pandas_dtype()
+        elif pa.types.is_floating(c.type) or pa.types.is_boolean(c.type):
+            dtype = c.type.to_pandas_dtype()
+        else:
+            dtype = object
+        frame[c.name] = pd.Series([], dtype=dtype)
+    return pa.Schema.from_pandas(pd.DataFrame(frame), preserve_index=False).metadata[b"pandas"]
+
+
 def arrow_schema(table: str) -> pa.Schema:
     cols = columns(table)
     return pa.schema([pa.field(c.name, c.type) for c in cols],
-                     metadata={METADATA_KEY: SCHEMA_VERSION.encode(), b"wlprof.table": table.encode()})
+                     metadata={METADATA_KEY: SCHEMA_VERSION.encode(), b"wlprof.table": table.encode(),
+                               b"pandas": _pandas_metadata(table)})
 
 
 def conform(df, table: str) -> pa.Table:

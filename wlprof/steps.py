@@ -9,6 +9,32 @@ import pandas as pd
 
 from wlprof.timing import Timings
 
+# A point's timings are `noisy` when its repeated samples spread more than this (see `spread`).
+NOISY_SPREAD = 0.25
+
+
+def spread(samples) -> float:
+    """How far repeated samples of one timing scatter, relative to their median: (p90 - p10) / median
+    with 10 or more samples, (max - min) / median with 2-9 (too few for percentiles). NaN below 2."""
+    xs = np.asarray([x for x in (samples if samples is not None else []) if x == x], dtype=float)
+    if len(xs) < 2:
+        return math.nan
+    med = float(np.median(xs))
+    if med <= 0:
+        return math.nan
+    lo, hi = (np.percentile(xs, [10, 90]) if len(xs) >= 10 else (xs.min(), xs.max()))
+    return float((hi - lo) / med)
+
+
+def timing_spread(latency, back_to_back, graph, kernel) -> tuple[float, str | None]:
+    """The largest spread among a point's sample sets and which set it is (NaN, None: none measured)."""
+    best, which = math.nan, None
+    for name, xs in (("latency", latency), ("back_to_back", back_to_back), ("graph", graph), ("kernel", kernel)):
+        s = spread(xs)
+        if s == s and not best >= s:
+            best, which = s, name
+    return best, which
+
 
 def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
     """Length of the union of [start, end) intervals: device busy time, overlap counted once."""
@@ -100,6 +126,8 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
     bytes_unknown = float(k.loc[k["bytes"].isna(), "dur_us"].sum() / total) if total > 0 else math.nan
     placement = roofline_fields(k, n_steps)
     lat = timings.latency_median_us if timings is not None else math.nan  # ingested traces: not measured
+    spread_, spread_of = (timing_spread(timings.latency_us, timings.back_to_back_us, timings.graph_us,
+                                        per_step.to_numpy()) if timings is not None else (math.nan, None))
     with np.errstate(divide="ignore", invalid="ignore"):
         row = {
             "latency_us": lat,
@@ -132,6 +160,9 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
             "achieved_tflops_executed": executed / kernel_us / 1e6 if kernel_us > 0 else math.nan,
             **placement,
             "host_overhead_us": lat - kernel_us,
+            "timing_spread": spread_,
+            "timing_spread_of": spread_of,
+            "noisy": bool(spread_ > NOISY_SPREAD) if spread_ == spread_ else None,
             "status": "ok",
         }
     return row

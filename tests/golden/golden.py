@@ -45,6 +45,7 @@ VOLATILE = {
     "kernel_busy_us", "host_overhead_us", "unknown_time_share", "bytes_unknown_time_share", "achieved_tflops_latency",
     "achieved_tflops_useful", "achieved_tflops_executed", "sm_clock_mhz_start", "sm_clock_mhz_end",
     "roof", "compute_roof", "memory_roof", "roof_note", "working_set_bytes",
+    "timing_spread", "timing_spread_of", "noisy",
 }
 # On a workload-costed row (its region's cost split by duration) FLOPs and bytes are timing too;
 # their sums per step and region are not.
@@ -93,6 +94,9 @@ def reduce(root: Path) -> dict:
             out[f"{table}_workload_sums"] = sums
             df.loc[stated, list(SPLIT)] = float("nan")
         df = df.drop(columns=[c for c in df.columns if c in VOLATILE])
+        for c in df.columns:  # nullable integers (schema 2.3's pandas metadata) as the floats they were stored as
+            if pd.api.types.is_integer_dtype(df[c].dtype) and isinstance(df[c].dtype, pd.api.extensions.ExtensionDtype):
+                df[c] = df[c].astype("float64")
         for c in df.columns:  # list columns as compact JSON, comparable and storable in any version
             if df[c].dtype == object and df[c].map(lambda v: hasattr(v, "__len__") and not isinstance(v, str)).any():
                 df[c] = df[c].map(lambda v: None if v is None else json.dumps([int(x) for x in v],

@@ -104,6 +104,7 @@ def test_cli_calibrate_prints_every_roof_and_writes_the_file(tmp_path, monkeypat
     from wlprof.cli.main import app
 
     monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "200")  # the labels on one line each (at 100 columns rich wraps them)
     res = CliRunner().invoke(app, ["calibrate", "--device", "cpu", "--quick", "-o", str(tmp_path / "c.json")])
     assert res.exit_code == 0, res.output
     for text in ("matrix float32 TFLOP/s", "DRAM read GB/s", "DRAM write GB/s", "DRAM copy (read + write) GB/s",

@@ -45,7 +45,7 @@ def traces(tmp_path):
 
 
 def _invoke(*args):
-    res = CliRunner().invoke(app, [str(a) for a in args])
+    res = CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})  # findings unwrapped
     assert res.exit_code == 0, res.output
     return res.output
 

@@ -186,7 +186,7 @@ def test_overlap_command_and_load(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "per rank" in out.stdout and "collectives per rank" in out.stdout and "position" in out.stdout
-    code = f"import wlprof; t = wlprof.load({str(tmp_path)!r}, table='overlap'); print(len(t), sorted(set(t['rank'])))"
+    code = f"import wlprof; t = wlprof.load({str(tmp_path)!r}, table='overlap'); print(len(t), sorted(set(t['rank'].astype(int).tolist())))"
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert got.stdout.split()[0] == "2" and "[0, 1]" in got.stdout
     assert isinstance(wlprof.load(tmp_path, table="overlap"), pd.DataFrame)

@@ -76,7 +76,6 @@ SIZES = ["--tokens", "8", "--experts", "4", "--d-model", "16", "--d-ff", "32"]
     (["--tokens", "0", "--experts", "4"], "--tokens", "'0'"),
     (["--routing", "uniform"], "--routing", "'uniform'"),
     (["--routing", "zipf:-1"], "--routing", "'zipf:-1'"),
-    (["--routing", "dispersed", "--tokens", "100"], "--routing", "'dispersed'"),
     (["--routing", "explicit:2x64"], "--routing", "'explicit:2x64'"),
     (["--dispatch", "grouped", "--dtype", "float64"], "--dtype", "'float64'"),
     (["--dispatch", "sorted"], "--dispatch", "'sorted'"),

@@ -26,7 +26,8 @@ def test_report_writes_markdown_and_figures(traces, tmp_path, cli):
     assert "NVIDIA H200" in text and "How well FLOPs explain latency" in text
     for fam in ("GEMM shapes", "MLP (small batch)", "MoE (dispersed)", "GNN (csr)"):
         assert fam in text
-    for png in ("roofline.png", "latency_vs_flops.png", "tflops_vs_batch.png", "phases_moe.png", "phases_gnn.png"):
+    for png in ("roofline.png", "latency_vs_flops.png", "tflops_vs_batch.png", "phases_moe.png", "backends_gnn.png",
+                "timings.png"):
         assert (out / png).stat().st_size > 10_000, png
     assert "![roofline.png](roofline.png)" in text
 

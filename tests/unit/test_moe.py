@@ -197,15 +197,15 @@ def test_study_file_prefix_names_params_and_defaults_note_cpu():
     parsed = get("moe").parse({}, CPU, F32)
     assert parsed.spec.routings == ("concentrated", "balanced", "dispersed")
     assert parsed.spec.dispatches == ("loop", "padded", "grouped")
-    assert (parsed.spec.tokens, parsed.spec.experts, parsed.spec.d_model, parsed.spec.d_ff) == ((64,), 32, 256, 512)
+    assert (parsed.spec.tokens, parsed.spec.experts, parsed.spec.d_model, parsed.spec.d_ff) == ((32,), 16, 256, 512)
     assert any(n.startswith("CPU:") for n in parsed.notes)
 
 
-def test_default_routings_skip_what_the_sizes_cannot_realize():
-    # 8192 tokens over 64 experts cannot be 'dispersed' (1-4 each): skipped with a note, not an error
+def test_default_routings_include_dispersed_at_any_token_count():
+    # 8192 tokens over 64 experts: dispersed is every expert active with 1-256 assignments
     parsed = get("moe").parse({"tokens": 8192, "experts": 64, "d_model": 16, "d_ff": 32}, CPU, F32)
-    assert parsed.spec.routings == ("concentrated", "balanced")
-    assert any(n.startswith("dispersed skipped") for n in parsed.notes)
+    assert parsed.spec.routings == ("concentrated", "balanced", "dispersed")
+    assert not any("skipped" in n for n in parsed.notes)
 
 
 def test_oversized_configs_are_refused_before_allocation(monkeypatch):

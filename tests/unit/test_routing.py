@@ -61,11 +61,11 @@ def test_dispersed_gives_every_expert_1_to_4_tokens():
 
 
 @pytest.mark.parametrize("tokens,experts,top_k", [(8192, 64, 1), (10, 64, 1), (128, 16, 2)])
-def test_dispersed_refuses_sizes_it_cannot_realize(tokens, experts, top_k):
-    # 8192 > 4 * 64; 10 < 64; 256 > 4 * 16
-    with pytest.raises(InputError) as exc:
-        rt.check_feasible(rt.parse_spec("dispersed", ARG), tokens, experts, top_k, ARG)
-    assert exc.value.arg == ARG and exc.value.value == "dispersed"
+def test_dispersed_is_defined_at_sizes_the_old_1_to_4_rule_refused(tokens, experts, top_k):
+    # 8192 > 4 * 64; 10 < 64; 256 > 4 * 16: refused before, realized now (tests/unit/test_dispersed_routing.py)
+    rt.check_feasible(rt.parse_spec("dispersed", ARG), tokens, experts, top_k, ARG)
+    c = rt.expert_counts(rt.parse_spec("dispersed", ARG), tokens, experts, top_k)
+    assert c.sum() == tokens * top_k and c.max() <= rt.dispersed_cap(tokens, experts, top_k)
 
 
 def test_explicit_counts_are_exact():
@@ -184,4 +184,5 @@ def test_every_feasible_spec_realizes_its_counts_exactly(spec, tokens, experts, 
     assert distinct_per_token(r.expert_ids)
     assert np.allclose(r.gates.sum(axis=1), 1.0, atol=1e-5)
     if s.kind == "dispersed":
-        assert counts.min() >= 1 and counts.max() <= min(4, tokens)
+        assert counts.max() <= rt.dispersed_cap(tokens, experts, top_k)
+        assert counts.min() >= 1 if tokens * top_k >= experts else counts.max() == 1

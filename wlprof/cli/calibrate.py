@@ -77,7 +77,7 @@ def calibrate(
     quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes, fewer repeats.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the cached ceilings without measuring.")] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the ceilings to this JSON file "
-                                             "(for `--ceilings` elsewhere).", metavar="FILE")] = None,
+                                             "(for `--ceilings` elsewhere). Default: only the cache.", metavar="FILE")] = None,
 ) -> None:
     """Measure and cache the device's ceilings; runs record which ones they used."""
     from wlprof import jsonio

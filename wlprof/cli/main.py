@@ -18,8 +18,10 @@ from wlprof.cli import (
     show,
     sweep,
 )
+from wlprof.cli.usage import WlprofCommand, WlprofGroup
 
 app = typer.Typer(
+    cls=WlprofGroup,
     no_args_is_help=True,
     add_completion=False,
     help="wlprof: kernel by kernel, where FLOPs stop predicting latency.",
@@ -29,7 +31,7 @@ app.add_typer(run.app, name="run")
 for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"), (report, "report"),
                        (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest"),
                        (overlap, "overlap"), (place, "place")):
-    app.command(_name, epilog=_module.EXAMPLES)(getattr(_module, _name))
+    app.command(_name, epilog=_module.EXAMPLES, cls=WlprofCommand)(getattr(_module, _name))
 
 
 def main() -> None:

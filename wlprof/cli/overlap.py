@@ -30,8 +30,8 @@ def _pct(v) -> str:
 def overlap(
     run_id: Annotated[str, typer.Argument(help="A run id from `wlprof ls`.")],
     traces: Traces = DEFAULT_TRACES,
-    streams: Annotated[bool, typer.Option("--streams/--no-streams", help="Also one row per CUDA stream.")] = True,
-    variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point.")] = None,
+    streams: Annotated[bool, typer.Option("--streams/--no-streams", help="Also one row per CUDA stream. Default: on.")] = True,
+    variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point. Default: every point.")] = None,
 ) -> None:
     """Per rank (and stream): compute, communication, overlapped and exposed time, and the overlap share."""
     from rich.table import Table

@@ -23,29 +23,29 @@ EXAMPLES = epilog(
 def place(
     mix_file: Annotated[Path, typer.Argument(help="The mix (TOML): its models, each a workload configuration (docs/placement.md).",
                                              metavar="MIX_FILE", show_default=False)],
-    gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs to place the models on (identical).",
+    gpus: Annotated[int, typer.Option("--gpus", "-g", help="GPUs to place the models on (identical; required).",
                                       metavar="INT")],
     planner: Annotated[list[str] | None, typer.Option(
         "--planner", "-p", help="flops, roofline, profile, oracle or all (comma-separated or repeated). "
         "Default: flops and roofline, profile with --profile, oracle with --validate (mixes of at most 8).",
         metavar="NAME,...")] = None,
     profile: Annotated[Path | None, typer.Option(
-        "--profile", help="Offline profile for the profile planner: a traces folder profiled on this device.",
+        "--profile", help="Offline profile for the profile planner: a traces folder profiled on this device. Default: none (no profile planner).",
         metavar="DIR")] = None,
     coloc: Annotated[list[Path] | None, typer.Option(
         "--coloc", help="Co-location calibrations to reuse (coloc.json of an earlier place; repeatable); pairs "
-        "missing from them are measured.", metavar="FILE")] = None,
+        "missing from them are measured. Default: measure every pair.", metavar="FILE")] = None,
     validate: Annotated[bool, typer.Option(
         "--validate", help="Co-run each plan's GPU groups on this device, one at a time, and measure them.")] = False,
     reps: Annotated[int | None, typer.Option(
-        "--reps", help="Request waves per measured group (default 20 on a GPU, 5 on the CPU).",
+        "--reps", help="Request waves per measured group. Default: 20 on a GPU, 5 on the CPU.",
         metavar="INT")] = None,
     search: Annotated[str, typer.Option(
         "--search", help="auto (exhaustive up to 200,000 assignments, else greedy + local search), "
         "exhaustive or heuristic.", metavar="METHOD")] = "auto",
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="Folder for plan.json, plan.md, the Parquet tables and the Chrome traces "
-        "(default: placement/<mix>-<UTC time>).", metavar="DIR")] = None,
+        "--out", "-o", help="Folder for plan.json, plan.md, the Parquet tables and the Chrome traces. "
+        "Default: placement/<mix>-<UTC time>.", metavar="DIR")] = None,
     no_trace: Annotated[bool, typer.Option("--no-trace", help="Do not trace the validated groups.")] = False,
     device: Device = None,
     quiet: Quiet = False,

@@ -35,7 +35,7 @@ def check(study, world_size: int):
     if world_size < 1:
         raise InputError("--world-size", "must be a positive number of ranks", world_size)
     with W.planned(world_size):
-        wl, device, dtype, parsed, points = S.prepare(study)
+        wl, device, dtype, parsed, points, _ = S.prepare(study)
     if device.type == "cuda" and world_size > torch.cuda.device_count():
         raise InputError("--world-size", f"must be at most the {torch.cuda.device_count()} GPUs of this host "
                          "(one rank per GPU)", world_size)

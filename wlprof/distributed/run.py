@@ -120,7 +120,7 @@ def run_rank(study, traces="traces", progress=None, command: str | None = None):
             import torch
 
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", size))))
-        wl, device, dtype, parsed, points = S.prepare(study)
+        wl, device, dtype, parsed, points, study = S.prepare(study)
         info = device_info(device)
         if rank == 0:
             root = check_writable(traces, Key("traces", "store"))

@@ -8,7 +8,13 @@ from pathlib import Path
 import pandas as pd
 
 from wlprof.ceilings import Ceilings
-from wlprof.errors import InputError
+from wlprof.errors import InputError, did_you_mean
+
+
+def ls_hint(root: str | Path) -> str:
+    """'see `wlprof ls`', naming the traces folder where it is not the default one."""
+    root = Path(root)
+    return "see `wlprof ls`" if root == Path("traces") else f"see `wlprof ls --traces {root}`"
 
 
 def split_runs(values) -> list[str]:
@@ -29,7 +35,15 @@ def load_runs(root: str | Path, table: str, runs: list[str] | None = None, arg: 
     for r in runs or []:
         run_dir(root, r)  # refuses ids that would leave the folder
         if r not in known:
-            raise InputError(arg, f"must name runs in {root}/ (see `wlprof ls`)", r)
+            raise InputError(arg, f"must name runs in {root}/ ({ls_hint(root)})", r,
+                             hint=did_you_mean(r, known))
+    if workload:
+        from wlprof import workloads
+
+        names = sorted({*workloads.names(), "ingest"})
+        if workload not in names:
+            raise InputError("--workload", f"must be one of {', '.join(names)}", workload,
+                             hint=did_you_mean(workload, names))
     filters = {}
     if runs:
         filters["run_id"] = list(runs)

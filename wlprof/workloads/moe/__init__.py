@@ -61,14 +61,16 @@ class Moe(Workload):
     phases = True
     params = (
         Param("routing", "str", f"Routings to sweep: {rt.SPEC_HELP}; a bare number continues the kind before "
-              "it (zipf:0,0.5,1.2). Default: concentrated, balanced and dispersed where the sizes allow",
+              f"it (zipf:0,0.5,1.2). {rt.DISPERSED_HELP}; balanced: an even share each; concentrated: "
+              "max(2, top-k) hot experts share everything. Default: concentrated, balanced and dispersed where "
+              "the sizes allow",
               many=True, items=_routings, metavar="SPEC,..."),
         Param("dispatch", "str", "loop (Hugging Face eager), padded (capacity buffers + bmm), grouped "
               "(torch._grouped_mm), alltoall (expert parallelism: experts sharded over the ranks, tokens moved "
               "with all_to_all_single; --tokens per rank)", many=True, choices=DISPATCHES,
               default=list(DEFAULT_DISPATCHES)),
-        Param("tokens", "int", "Tokens per step", many=True, default=PerDevice([128], [64])),
-        Param("experts", "int", "Experts", default=PerDevice(64, 32)),
+        Param("tokens", "int", "Tokens per step", many=True, default=PerDevice([128], [32])),
+        Param("experts", "int", "Experts", default=PerDevice(64, 16)),
         Param("top_k", "int", "Experts per token", default=1),
         Param("d_model", "int", "Model width", default=PerDevice(4096, 256)),
         Param("d_ff", "int", "Expert hidden width", default=PerDevice(14336, 512)),
@@ -112,7 +114,7 @@ class Moe(Workload):
     examples = (
         "wlprof run moe --routing dispersed",
         "wlprof run moe --routing concentrated,balanced,dispersed --dispatch loop,padded,grouped",
-        "wlprof run moe --routing zipf:0,0.5,1.2,2 --experts 64 --top-k 2 --tokens 8192",
+        "wlprof run moe --routing zipf:0,0.5,1.2,2 --top-k 2 --dispatch grouped,loop",
         "wlprof run moe --dispatch alltoall --world-size 4 --routing balanced,zipf:1.2",
         "torchrun --nproc-per-node 4 -m wlprof run moe --dispatch alltoall",
     )
@@ -125,7 +127,7 @@ class Moe(Workload):
             raise InputError(Key("top_k"), ("must be at most ", Key("experts"), f" ({experts}): a token picks "
                              "distinct experts"), top_k)
         if device.type != "cuda" and not {"tokens", "experts", "d_model", "d_ff"} & values.given:
-            notes.append("CPU: d_model 256, d_ff 512, 32 experts, 64 tokens (GPU defaults: 4096, 14336, 64, 128)")
+            notes.append("CPU: d_model 256, d_ff 512, 16 experts, 32 tokens (GPU defaults: 4096, 14336, 64, 128)")
         dispatches = values["dispatch"]
         if "capacity_factor" in values.given and "padded" not in dispatches:
             notes.append("--capacity-factor applies to the padded dispatch only: ignored")
@@ -144,6 +146,8 @@ class Moe(Workload):
             for s in specs:
                 for t in tokens:
                     rt.check_feasible(s, t, experts, top_k, key)
+        if any(s.kind == "dispersed" for s in specs):
+            notes += [n for n in (rt.dispersed_note(t, experts, top_k) for t in tokens) if n]
         if "grouped" in dispatches or "alltoall" in dispatches:
             self._check_grouped(device, dtype, d_model, d_ff)
         if "alltoall" in dispatches:
