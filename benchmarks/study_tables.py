@@ -21,19 +21,20 @@ STEP_COLS = {"variant": "variant", "latency_us": "latency 1 call (µs)", "back_t
              "kernels_per_step": "kernels/step", "flops": "FLOPs/step", "bytes": "bytes/step",
              "achieved_tflops": "TFLOP/s (kernels)", "achieved_tflops_latency": "TFLOP/s (1 call)",
              "achieved_gbps": "GB/s (kernels)", "intensity_flop_per_byte": "FLOP/byte", "bound": "bound",
-             "roofline_fraction": "fraction of roofline"}
+             "roofline_fraction": "fraction of roofline", "roof_note": "roof notes"}
 
 
 def header(manifest: dict) -> list[str]:
+    from wlprof.ceilings import Ceilings
+    from wlprof.store.selection import describe
+
     v, d, c = manifest["versions"], manifest["device"], manifest["ceilings"]
     return [
         f"- date (UTC): {manifest['created_at']}",
         f"- device: {d['name']} ({d.get('sm_count')} SMs, {d.get('memory_bytes', 0) / 2**30:.0f} GiB), "
         f"torch {v['torch']}, CUDA {v['cuda']}, PyG {v['torch_geometric']}, Python {v['python']}",
         f"- command: `{manifest['command']}`  (run `{manifest['run_id']}`, status {manifest['status']})",
-        f"- ceilings ({c['source']} {c['measured_at']}): copy {c['copy_gbps']:,.0f} GB/s; "
-        + ", ".join(f"matrix {k} {x:,.1f} TFLOP/s" for k, x in sorted(c['matrix_tflops'].items()))
-        + f"; vector {c['vector_tflops']:,.1f} TFLOP/s",
+        f"- ceilings ({c['source']}): {describe(Ceilings.from_dict(c))}",
     ]
 
 
@@ -41,12 +42,14 @@ def run_markdown(traces: Path, run_id: str, top: int = 5) -> str:
     import wlprof
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli.markdown import table
+    from wlprof.cli.placement import place
     from wlprof.store.runs import read_manifest
 
     path = traces / run_id
     m = read_manifest(path)
-    steps = wlprof.load(path, table="steps").sort_values("point")
-    kernels = wlprof.load(path, table="kernels")
+    # placed as `wlprof show` places it: a run placed before roofs had names is named against its own ceilings
+    placed = place(traces, "run", None, wlprof.load(path, table="kernels"), wlprof.load(path, table="steps"))
+    steps, kernels = placed.steps.sort_values("point"), placed.kernels
     title = (m.get("study") or {}).get("name") or m["workload"]
     lines = [f"# {title}", "", *header(m), ""]
     desc = (m.get("study") or {}).get("description")
@@ -68,8 +71,8 @@ def run_markdown(traces: Path, run_id: str, top: int = 5) -> str:
         lines += [f"### {variant}", "", table(s, {
             "op_name": "op", "kernel": "kernel", "region": "region", "count_per_step": "n", "dur_us_per_step": "µs",
             "time_share": "share", "achieved_tflops": "TFLOP/s", "achieved_gbps": "GB/s",
-            "intensity_flop_per_byte": "FLOP/B", "bound": "bound", "roofline_fraction": "roofline",
-            "flops_source": "source"}), ""]
+            "intensity_flop_per_byte": "FLOP/B", "bound": "bound", "roof": "roof", "roofline_fraction": "roofline",
+            "roof_note": "roof notes", "flops_source": "source"}), ""]
     return "\n".join(lines)
 
 

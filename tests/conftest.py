@@ -1,11 +1,30 @@
-"""Shared test fixtures: an isolated ceilings cache, the committed H200 fixtures, a GPU marker."""
+"""Shared test fixtures: an empty ceilings cache per session, CPU ceilings on request, one CLI helper,
+the committed H200 fixtures, and the gpu / slow / calibrates markers.
+
+- `tests/unit`: pure functions (no capture, no CLI); `tests/integration`: the CLI, captures,
+  the store, the fixtures, the golden comparison. `pytest -m "not slow"` is the fast tier.
+- Every test sees `WLPROF_CACHE_DIR` pointing at an empty temporary folder of the session
+  (never ~/.cache). A test that runs a study or needs the CPU's ceilings requests
+  `cpu_ceilings`: the CPU is measured once per session (quick sizes) and saved there.
+- No test may measure ceilings otherwise: `ceilings.calibrate` raises unless the test is
+  marked `calibrates` (the tests of calibration itself).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-import pytest
+# One OpenMP thread for torch and scikit-learn: the tests check what wlprof computes, never how
+# fast, and on a small shared machine two spinning OpenMP pools fighting over two cores made
+# tiny ops 5-30x slower (the ladder's regressor: 1.8 s alone, 23-80 s under load). Set before
+# torch is imported; `OMP_NUM_THREADS=N pytest` overrides it. Subprocesses inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+
+from wlprof import ceilings  # noqa: E402  (imports no torch)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200"
@@ -29,26 +48,73 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="session")
-def cpu_ceilings_dir(tmp_path_factory) -> Path:
-    """A ceilings cache with this CPU measured once (quick sizes) for the whole session."""
-    import torch
+# ---------------------------------------------------------------- the ceilings cache
 
-    from wlprof import ceilings
 
+@pytest.fixture(scope="session", autouse=True)
+def wlprof_cache_dir(tmp_path_factory):
+    """WLPROF_CACHE_DIR for the whole session: an empty temporary folder, never ~/.cache."""
     d = tmp_path_factory.mktemp("wlprof-cache")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("WLPROF_CACHE_DIR", str(d))
-    ceilings.save(ceilings.calibrate(torch.device("cpu"), quick=True))
-    mp.undo()
-    return d
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WLPROF_CACHE_DIR", str(d))
+        yield d
+
+
+_CALIBRATE = ceilings.calibrate  # the real one, for cpu_ceilings and the tests marked calibrates
 
 
 @pytest.fixture(autouse=True)
-def isolated_cache(cpu_ceilings_dir, monkeypatch):
-    """Every test reads and writes ceilings in the session's own cache, never ~/.cache."""
-    monkeypatch.setenv("WLPROF_CACHE_DIR", str(cpu_ceilings_dir))
-    return cpu_ceilings_dir
+def _no_unrequested_calibration(request, monkeypatch):
+    """A test that would measure the CPU without asking fails instead of silently taking seconds
+    (and, alone, measuring with the full sizes): request `cpu_ceilings`, or mark it `calibrates`."""
+    if request.node.get_closest_marker("calibrates"):
+        return
+
+    def refuse(device, quick=False):
+        raise AssertionError(f"{request.node.nodeid} measured the ceilings of {device}: request the "
+                             "cpu_ceilings fixture (or mark the test calibrates)")
+
+    monkeypatch.setattr(ceilings, "calibrate", refuse)
+
+
+@pytest.fixture(scope="session")
+def cpu_ceilings(wlprof_cache_dir):
+    """This CPU's ceilings, measured once per session (quick sizes) and saved in the session's cache,
+    so every study the tests run (in this process or a subprocess) finds them there."""
+    import torch
+
+    c = _CALIBRATE(torch.device("cpu"), quick=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WLPROF_CACHE_DIR", str(wlprof_cache_dir))
+        ceilings.save(c)
+    return c
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """`cli("run", "gemm", "--shapes", "8x8x8", "--traces", tmp)`: the real `wlprof` app in this
+    process (typer's CliRunner), arguments stringified; returns the click Result (exit_code, output)."""
+    from typer.testing import CliRunner
+
+    from wlprof.cli.main import app
+
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(app, [str(a) for a in args])
+
+    return invoke
+
+
+def files_under(path: Path) -> list[str]:
+    """Every file and folder under `path`, relative to it (empty when it does not exist)."""
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
+
+
+# ---------------------------------------------------------------- the committed H200 fixtures
 
 
 def h200_run(prefix: str) -> Path:

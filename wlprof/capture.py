@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wlprof.timing import Timings, time_step
+from wlprof.stderr_filter import profiler_noise_filtered
+from wlprof.timing import Phase, Timings, no_phase, time_step
 
 
 @dataclass(frozen=True)
@@ -21,12 +22,13 @@ class CaptureConfig:
     profiler_warmup: int = 1
     graph: bool = True  # try CUDA-graph replay timing where the workload allows it
     keep_raw_trace: bool = False  # also keep torch.profiler's trace as written (_chrome/<point>.raw.json.gz)
+    calls_per_batch: int = 0  # steps per back-to-back batch; 0: enough for min_batch_ms (ranks agree on one)
 
     def __post_init__(self):
         from wlprof.errors import InputError, Key
 
         for name, low in (("warmup", 1), ("latency_reps", 1), ("batches", 1), ("profiled_steps", 1),
-                          ("profiler_warmup", 0)):
+                          ("profiler_warmup", 0), ("calls_per_batch", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int):
                 raise InputError(Key(name, "capture"), "must be an integer", v)
@@ -61,19 +63,24 @@ def sm_clock_mhz(device) -> float | None:
         return None
 
 
-def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool = True) -> Capture:
+def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool = True,
+            on_phase: Phase = no_phase) -> Capture:
+    """Warm up, time and profile `step`; `on_phase(phase, done, total)` hears each call of each phase
+    (warm-up, one call, graph replay, back to back, profiling)."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     from wlprof.device import synchronize
 
     with torch.inference_mode():
-        for _ in range(cfg.warmup):
+        for i in range(cfg.warmup):
+            on_phase("warm-up", i, cfg.warmup)
             step()
         synchronize(device)
         clock_start = sm_clock_mhz(device)
         timings = time_step(step, device, latency_reps=cfg.latency_reps, batches=cfg.batches,
-                            min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe)
+                            min_batch_ms=cfg.min_batch_ms, graph=cfg.graph and graph_safe,
+                            calls_per_batch=cfg.calls_per_batch or None, on_phase=on_phase)
 
         activities = [ProfilerActivity.CPU]
         if device.type == "cuda":
@@ -85,10 +92,12 @@ def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool
             exported.append(trace_path)
 
         total = cfg.profiler_warmup + cfg.profiled_steps
-        with profile(activities=activities, record_shapes=True,
+        # Kineto's profiler_start/profiler_stop lines go to fd 2 below Python: kept off the user's stderr
+        with profiler_noise_filtered(), profile(activities=activities, record_shapes=True,
                      schedule=schedule(wait=0, warmup=cfg.profiler_warmup, active=cfg.profiled_steps, repeat=1),
                      on_trace_ready=on_ready) as prof:
             for i in range(total):
+                on_phase("profiling", i, total)
                 with record_function(f"wlprof/step#{i}"):
                     step()
                 if i == cfg.profiler_warmup - 1 or i == total - 1:

@@ -6,8 +6,9 @@ import os
 import platform
 from typing import Any
 
-from wlprof.errors import InputError
+from wlprof.errors import InputError, did_you_mean
 
+DTYPES = ("bfloat16", "float16", "float32", "float64")
 DTYPE_ALIASES = {
     "bf16": "bfloat16", "bfloat16": "bfloat16",
     "fp16": "float16", "half": "float16", "float16": "float16",
@@ -25,7 +26,8 @@ def resolve_device(name: str | None, arg: str = "--device"):
     try:
         dev = torch.device(name)
     except (RuntimeError, TypeError):
-        raise InputError(arg, "must be 'cpu', 'cuda', 'cuda:N' or 'auto'", name) from None
+        raise InputError(arg, "must be 'cpu', 'cuda', 'cuda:N' or 'auto'", name,
+                         hint=did_you_mean(name, ("cpu", "cuda", "auto"))) from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise InputError(arg, "names a CUDA device but this machine has none", name)
@@ -34,7 +36,8 @@ def resolve_device(name: str | None, arg: str = "--device"):
         if dev.index is None:
             dev = torch.device("cuda", torch.cuda.current_device())
     elif dev.type != "cpu":
-        raise InputError(arg, "must be 'cpu', 'cuda', 'cuda:N' or 'auto'", name)
+        raise InputError(arg, "must be 'cpu', 'cuda', 'cuda:N' or 'auto'", name,
+                         hint=did_you_mean(name, ("cpu", "cuda", "auto")))
     return dev
 
 
@@ -48,7 +51,9 @@ def resolve_dtype(name: str | None, device, arg: str = "--dtype"):
 
     canon = DTYPE_ALIASES.get((name or default_dtype_name(device)).lower())
     if canon is None:
-        raise InputError(arg, f"must be one of {sorted(set(DTYPE_ALIASES.values()))}", name)
+        aliases = [a for a in DTYPE_ALIASES if a not in DTYPES]
+        raise InputError(arg, f"must be one of {', '.join(DTYPES)} (also {', '.join(aliases)})", name,
+                         hint=did_you_mean(str(name).lower(), DTYPE_ALIASES))
     dtype = getattr(torch, canon)
     if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
         raise InputError(arg, f"must be a dtype {device_name(device)} supports; it lacks bfloat16", name)

@@ -109,6 +109,10 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             writer.manifest["ceilings"] = ceil
             writer.write_manifest()
             done.append(summary)
+        from wlprof.store.collectives import write_collectives
+
+        hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
+        write_collectives(writer.path, list(range(len(files))), hosts, "collectives")
         writer.finish("complete")
     except BaseException:
         writer.abort()
@@ -153,7 +157,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     trace = pipeline.read(f, keep_events=False)
     device_type, device_name = device_of(trace.meta, trace.device)
     ceilings, origin = _ceilings(device_type, device_name)
-    rank = rank_of(trace.meta, i)
+    rank = rank_of(trace.meta, i, f.name, _communicates(trace))
     variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
     ident = {"run_id": run_id, "workload": "ingest", "variant": variant, "point": i,
              "device_type": device_type, "device_name": device_name, "rank": rank, "source_file": str(f)}
@@ -163,14 +167,26 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
     unknown = kernels[kernels.flops_source == "unknown"]
     top_unknown = unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum().sort_values(ascending=False).head(5)
-    files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps}, chrome)
-    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count}
+    files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps,
+                                               "overlap": tables.overlap}, chrome)
+    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count,
+             "host": trace.meta.get("host_name")}
     summary = IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"))
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     del trace, tables, kernels
     release()
     return i, entry, summary, {"type": device_type, "name": device_name}, ceil
+
+
+def _communicates(trace) -> bool:
+    """Whether a trace has collective or P2P work: NCCL-like kernels, c10d or gloo ops."""
+    from wlprof.collectives import is_comm_kernel, is_comm_op
+
+    kernels = trace.device["name"].unique() if "name" in trace.device else []
+    ops = [*(trace.ops["name"].unique() if "name" in trace.ops else []),
+           *(trace.annotations["name"].unique() if "name" in trace.annotations else [])]
+    return any(is_comm_kernel(str(k)) for k in kernels) or any(is_comm_op(str(o)) for o in ops)
 
 
 def _top_chrome(path: Path, meta: dict, kernels, joined, top: int, run_id: str, variant: str) -> bytes:

@@ -24,6 +24,7 @@ class PointTables:
     ops: pd.DataFrame
     steps: pd.DataFrame  # one row
     joined: Joined  # the trace and its join, for an enriched Chrome trace
+    overlap: pd.DataFrame | None = None  # communication against computation, per rank and stream
 
 
 def set_columns(df: pd.DataFrame, values: Mapping[str, Any]) -> None:
@@ -63,13 +64,20 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
     """Join, attribute and cost a trace: its kernels and ops tables (without identity columns)."""
     from wlprof.cost.annotate import annotate
     from wlprof.cost.attribution import flag_ops, working
+    from wlprof.cost.comm import annotate_comm, zero_comm_flops
     from wlprof.memory import release
+    from wlprof.trace.comm import with_comm_rows
     from wlprof.trace.join import join, op_rows
 
     joined = join(trace)
-    joined.ops = flag_ops(joined.ops)
-    rows = joined.device_rows if joined.device_rows is not None else op_rows(joined.ops, working(joined.ops))
+    joined.ops = flag_ops(joined.ops, trace.args_table)
+    if joined.device_rows is not None:
+        rows = joined.device_rows
+    else:  # a CPU trace: the ops that do work, and gloo's communication work
+        rows = with_comm_rows(op_rows(joined.ops, working(joined.ops)), trace, joined.ops)
     kernels, ops = annotate(rows, joined.ops, trace.args_table, ceilings, stated, tf32)
+    annotate_comm(kernels, rows, joined.ops, trace.args_table, trace.meta)
+    zero_comm_flops(kernels)
     release()
     return Costed(kernels, ops, joined, rows)
 
@@ -78,6 +86,7 @@ def tables(trace: RawTrace, *, ceilings, identity: Mapping[str, Any], stated: Se
            profiled_steps: int | None = None, useful_flops: float | None = None,
            executed_regions: tuple[str, ...] | None = None, tf32: bool = False) -> PointTables:
     """The kernels, ops and steps tables of one trace; `identity` becomes columns of every row of all three."""
+    from wlprof.analysis.overlap import overlap_table
     from wlprof.steps import summarize
 
     c = costed(trace, ceilings, stated, tf32)
@@ -85,10 +94,11 @@ def tables(trace: RawTrace, *, ceilings, identity: Mapping[str, Any], stated: Se
     if profiled_steps is None:
         profiled_steps = int(kernels.step[kernels.step >= 0].nunique())
     row = summarize(kernels, timings, profiled_steps, useful_flops, executed_regions)
-    for df in (kernels, op_table):
+    overlap = overlap_table(kernels)
+    for df in (kernels, op_table, overlap):
         set_columns(df, identity)
     row.update(identity)
-    return PointTables(kernels, op_table, pd.DataFrame([row]), joined)
+    return PointTables(kernels, op_table, pd.DataFrame([row]), joined, overlap)
 
 
 def chrome(tables: PointTables, extra_meta: dict) -> bytes:

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2.2"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method
+SCHEMA_VERSION = "2.5"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method;
+# 2.3: communication columns on kernels, the overlap and collectives tables; 2.4: roof, compute_roof,
+# memory_roof, roof_note, working_set_bytes (the roof each kernel is placed against, and why);
+# 2.5: timing_spread, timing_spread_of, noisy (how far a point's repeated timing samples spread)
 METADATA_KEY = b"wlprof.schema_version"
 
 
@@ -68,7 +71,8 @@ OP_CALL = [
 
 KERNEL_OWN = [
     _c("step", I32, "", "profiled step the kernel belongs to (-1: outside any step)"),
-    _c("kind", S, "", "kernel, memcpy, memset (GPU) or cpu_op (a CPU op's own work)"),
+    _c("kind", S, "", "kernel, memcpy, memset (GPU), cpu_op (a CPU op's own work) or comm (CPU: a gloo "
+       "collective's work on its worker thread)"),
     _c("name", S, "", "kernel name (GPU) or op name (CPU)"),
     _c("stream", I64, "", "CUDA stream (-1 on the CPU)"),
     _c("device_index", I32, "", "CUDA device index (-1 on the CPU)"),
@@ -86,7 +90,7 @@ KERNEL_OWN = [
     _c("has_op", B, "", "False for kernels with no launching op (CUDA-graph replays)"),
     _c("join_method", S, "", "how the row found its op: external_id (its launch names the op), kernel_external_id, "
        "time (its launch lies inside the op on the same thread), graph (a CUDA-graph replay), none; op (CPU: the row "
-       "is the op)"),
+       "is the op); comm_order (CPU: a gloo collective's work, the k-th of its kind matched to the k-th c10d op)"),
     *OP_CALL,
     _c("op_kernel_count", I32, "", "device activities the launching op ran"),
     _c("cost_share", F64, "fraction", "this kernel's share of its op's cost, by duration"),
@@ -96,18 +100,31 @@ COST = [
     _c("flops", F64, "FLOP", "floating-point operations (multiply = add = 1)"),
     _c("bytes", F64, "bytes", "compulsory traffic: inputs read once, outputs written once"),
     _c("bytes_written", F64, "bytes", "the part of bytes that is written (null where the formula does not say)"),
-    _c("flops_source", S, "", "formula (from shapes), workload (stated by the workload), unknown"),
+    _c("flops_source", S, "", "formula (from shapes), inductor (Inductor's kernel_num_gb / kernel_flop "
+                                "of a Triton launch), workload (stated by the workload), comm (communication that does no "
+                                "arithmetic: 0 FLOPs), unknown"),
     _c("cost_unit", S, "", "matrix or vector: which compute ceiling applies"),
     _c("cost_dtype", S, "", "dtype of the arithmetic, for the ceiling lookup"),
     _c("intensity_flop_per_byte", F64, "FLOP/byte", "flops / bytes"),
     _c("achieved_tflops", F64, "TFLOP/s", "flops / dur"),
     _c("achieved_gbps", F64, "GB/s", "bytes / dur"),
-    _c("ceiling_tflops", F64, "TFLOP/s", "compute ceiling used (measured)"),
-    _c("ceiling_gbps", F64, "GB/s", "memory ceiling used (measured copy bandwidth)"),
+    _c("ceiling_tflops", F64, "TFLOP/s", "compute ceiling used (measured; the compute_roof's)"),
+    _c("ceiling_gbps", F64, "GB/s", "memory ceiling used (measured bandwidth of the memory_roof)"),
     _c("ridge_flop_per_byte", F64, "FLOP/byte", "ceiling_tflops / ceiling_gbps"),
     _c("bound", S, "", "memory or compute: which roof is lower at this intensity"),
-    _c("roofline_us", F64, "us", "max(flops / ceiling, bytes / bandwidth): the roofline's floor"),
-    _c("roofline_fraction", F64, "fraction", "roofline_us / dur_us: 1 is on the roof"),
+    _c("roofline_us", F64, "us", "max(flops / ceiling_tflops, bytes / ceiling_gbps): the roofline's floor"),
+    _c("roofline_fraction", F64, "fraction", "roofline_us / dur_us: 1 is on the roof; above 1 only with a "
+       "roof_note saying why"),
+    _c("roof", S, "", "the roof that sets roofline_us: compute:<dtype> (compute:vector), or a memory roof "
+       "(hbm_read, hbm_copy, hbm_write, l2 on a GPU; dram_read, dram_copy, dram_write, l1, l2, l3 on a CPU)"),
+    _c("compute_roof", S, "", "the compute roof the row is placed under: compute:<dtype> or compute:vector"),
+    _c("memory_roof", S, "", "the memory roof the row is placed under: by its traffic (bytes_written / bytes "
+       "<= 0.1: read, >= 0.9: write, else copy; null bytes_written: copy) or the cache level its working set fits"),
+    _c("roof_note", S, "", "why the placement is what it is, comma-separated: l1/l2/l3_resident, "
+       "written_unknown, roof_unmeasured, and for a fraction above 1 within_spread, mixed_traffic, "
+       "indexed_reuse, cache_fit, data_dependent, ceiling_stale or above_measured_roof (docs/ceilings.md)"),
+    _c("working_set_bytes", F64, "bytes", "own bytes plus the bytes moved between this call and the same "
+       "call one step away: what a cache must hold for its data to stay (null: the call does not repeat)"),
 ]
 
 OP_OWN = [
@@ -148,6 +165,75 @@ STEP_OWN = [
     _c("achieved_tflops_executed", F64, "TFLOP/s", "executed_flops / kernel_us"),
     _c("sm_clock_mhz_start", F64, "MHz", "GPU SM clock before the timings (NVML; null where unreadable)"),
     _c("sm_clock_mhz_end", F64, "MHz", "GPU SM clock after the profiled steps"),
+    _c("timing_spread", F64, "fraction", "the largest spread of the point's repeated timing samples: (p90 - p10) "
+       "/ median over 10 or more samples (the single-call latencies), (max - min) / median over fewer (the "
+       "back-to-back and graph batches, the profiled steps' kernel times)"),
+    _c("timing_spread_of", S, "", "which samples spread most: latency, back_to_back, graph or kernel"),
+    _c("noisy", B, "", "timing_spread above 0.25 (wlprof.steps.NOISY_SPREAD): the medians are not stable"),
+]
+
+# A communication row's message and rates, by the nccl-tests conventions (docs/overlap.md). Null on
+# every other row; memcpy and memset rows carry only comm_class.
+COMM = [
+    _c("comm_class", S, "", "communication the row is: collective, p2p, memcpy, memset; null: compute"),
+    _c("collective", S, "", "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, "
+       "gather, scatter, barrier (normalized from the trace's Collective name or c10d op)"),
+    _c("process_group", S, "", "the collective's process group name (as the trace records it)"),
+    _c("group_size", I64, "ranks", "ranks in the collective's group"),
+    _c("comm_dtype", S, "", "dtype of the message elements"),
+    _c("comm_bytes", F64, "bytes", "nccl-tests size S per rank: all_reduce, broadcast, reduce, send: the input "
+       "buffer; recv: the output buffer; all_gather: the output (n x input); reduce_scatter: the input "
+       "(n x output); all_to_all: the send buffer (every peer's chunk, its own included)"),
+    _c("algbw_gbps", F64, "GB/s", "comm_bytes / dur_us (nccl-tests algbw)"),
+    _c("busbw_factor", F64, "", "busbw / algbw: 2(n-1)/n all_reduce; (n-1)/n all_gather, reduce_scatter, all_to_all, "
+       "gather, scatter; 1 broadcast, reduce, send, recv"),
+    _c("busbw_gbps", F64, "GB/s", "algbw_gbps x busbw_factor (nccl-tests busbw)"),
+]
+
+# The overlap table: per rank (and per stream) of each point, communication against computation.
+OVERLAP_OWN = [
+    _c("scope", S, "", "rank (every row of the rank's trace) or stream (one CUDA stream's rows)"),
+    _c("stream", I64, "", "the stream of a stream row (-1 on rank rows)"),
+    _c("steps", I32, "", "profiled steps the trace covers (divide a time by it for a per-step figure)"),
+    _c("rows", I64, "", "device rows (CPU: op and comm rows) in the scope"),
+    _c("compute_us", F64, "us", "union of the scope's compute intervals (every row that is not communication)"),
+    _c("comm_us", F64, "us", "union of the scope's communication intervals (collective and P2P kernels, memcpy, "
+       "memset)"),
+    _c("collective_us", F64, "us", "union of the scope's collective and P2P intervals"),
+    _c("copy_us", F64, "us", "union of the scope's memcpy and memset intervals"),
+    _c("overlap_us", F64, "us", "|scope's communication ∩ the rank's compute|: communication hidden under compute"),
+    _c("exposed_comm_us", F64, "us", "comm_us - overlap_us: communication with no compute beside it"),
+    _c("overlap_share", F64, "fraction", "overlap_us / comm_us"),
+    _c("collective_overlap_us", F64, "us", "|scope's collectives ∩ the rank's compute| (HTA's numerator)"),
+    _c("collective_overlap_share", F64, "fraction", "collective_overlap_us / collective_us (HTA's "
+       "comp_comm_overlap_pctg / 100, up to its rounding)"),
+    _c("copy_overlap_us", F64, "us", "|scope's memcpy and memset ∩ the rank's compute|"),
+    _c("copy_overlap_share", F64, "fraction", "copy_overlap_us / copy_us"),
+    _c("compute_overlapped_us", F64, "us", "|scope's compute ∩ the rank's communication|"),
+    _c("busy_us", F64, "us", "union of every interval of the scope"),
+    _c("span_us", F64, "us", "last end - first start of the scope's rows"),
+    _c("idle_us", F64, "us", "span_us - busy_us"),
+]
+
+# The collectives table: every collective or P2P row of every rank, matched across the ranks of a capture.
+COLLECTIVE_OWN = [
+    _c("step", I32, "", "profiled step of the row"),
+    _c("stream", I64, "", "CUDA stream (-1 on the CPU)"),
+    _c("name", S, "", "kernel name (GPU) or gloo work name (CPU)"),
+    *[c for c in COMM if c.name != "comm_class"],
+    _c("comm_class", S, "", "collective or p2p"),
+    _c("seq", I64, "", "order of this collective among its group's collectives on this rank (0-based)"),
+    _c("ts_us", F64, "us", "start, on the rank's own trace clock"),
+    _c("dur_us", F64, "us", "duration"),
+    _c("clock_offset_us", F64, "us", "this rank's clock minus the reference rank's (0: one host's clock; else the "
+       "median difference of matched collectives' ends)"),
+    _c("clock_method", S, "", "same host, collective ends, or single rank"),
+    _c("start_us", F64, "us", "start on the reference rank's clock (ts_us - clock_offset_us)"),
+    _c("ranks_matched", I32, "", "ranks whose k-th collective of this group matched this one"),
+    _c("arrival_skew_us", F64, "us", "start_us - the earliest matched rank's start: how late this rank arrived"),
+    _c("skew_wait_us", F64, "us", "the latest matched rank's start - start_us: time this rank's collective waited "
+       "for the last rank to arrive (0 on the straggler)"),
+    _c("straggler_rank", I64, "", "the rank that arrived last at this collective"),
 ]
 
 # Columns whose type changed, by the major version that changed them: (converter from the old type).
@@ -172,7 +258,8 @@ def workload_columns() -> tuple[Column, ...]:
                 raise ValueError(f"workloads {wl.name} and another declare column {col.name} with types "
                                  f"{col.type} and {prev.type}")
             seen.setdefault(col.name, col)
-    core = {c.name for c in IDENTITY + TRACE_FACTS + KERNEL_OWN + OP_OWN + COST + STEP_OWN}
+    core = {c.name for c in IDENTITY + TRACE_FACTS + KERNEL_OWN + OP_OWN + COST + STEP_OWN + COMM + OVERLAP_OWN
+            + COLLECTIVE_OWN}
     clash = sorted(set(seen) & core)
     if clash:
         raise ValueError(f"workload columns must not reuse the core columns' names: {clash}")
@@ -186,16 +273,21 @@ def param_names() -> frozenset[str]:
 
 def _tables() -> dict[str, list[Column]]:
     params = list(workload_columns()) + TRACE_FACTS
-    step_cost = [c for c in COST if c.name not in ("cost_unit", "cost_dtype", "bytes_written")]
+    step_cost = [c for c in COST if c.name not in ("cost_unit", "cost_dtype", "bytes_written", "roof", "compute_roof",
+                                                   "memory_roof", "working_set_bytes")]
+    step_cost = [_c("roof_note", S, "", "every roof_note of the step's kernels (comma-separated, once each)")
+                 if c.name == "roof_note" else c for c in step_cost]
     return {
-        "kernels": IDENTITY + params + KERNEL_OWN + COST,
+        "kernels": IDENTITY + params + KERNEL_OWN + COST + COMM,
         "ops": IDENTITY + params + OP_OWN + COST,
         "steps": IDENTITY + params + step_cost + [_c("dur_us", F64, "us", "kernel_us, for the cost columns' rates")]
         + STEP_OWN,
+        "overlap": IDENTITY + params + OVERLAP_OWN,
+        "collectives": IDENTITY + params + COLLECTIVE_OWN,
     }
 
 
-TABLE_NAMES = ("kernels", "ops", "steps")
+TABLE_NAMES = ("kernels", "ops", "steps", "overlap", "collectives")
 
 
 def columns_with(role: str) -> list[str]:
@@ -209,10 +301,40 @@ def columns(table: str) -> list[Column]:
     return _tables()[table]
 
 
+def nullable_int_columns() -> frozenset[str]:
+    """The integer parameter columns (the workloads' and the trace facts'), read back as pandas' nullable
+    integers: a folder mixes workloads, so most of these are null on some rows, and numpy's int64 has
+    no null (pandas would make them float64: batch 8.0)."""
+    return frozenset(c.name for c in workload_columns() + tuple(TRACE_FACTS) if pa.types.is_integer(c.type))
+
+
+@functools.cache
+def _pandas_metadata(table: str) -> bytes:
+    """The `pandas` schema metadata Arrow writes for a DataFrame of this table's pandas types.
+
+    Every reader that goes through pyarrow's to_pandas (`pandas.read_parquet` of a file or a folder,
+    `wlprof.load`) then gives the integer parameters pandas' nullable Int64/Int32 dtypes.
+    """
+    import pandas as pd
+
+    nullable = nullable_int_columns()
+    frame = {}
+    for c in columns(table):
+        if pa.types.is_integer(c.type):
+            dtype = ("Int32" if c.type == I32 else "Int64") if c.name in nullable else c.type.to_pandas_dtype()
+        elif pa.types.is_floating(c.type) or pa.types.is_boolean(c.type):
+            dtype = c.type.to_pandas_dtype()
+        else:
+            dtype = object
+        frame[c.name] = pd.Series([], dtype=dtype)
+    return pa.Schema.from_pandas(pd.DataFrame(frame), preserve_index=False).metadata[b"pandas"]
+
+
 def arrow_schema(table: str) -> pa.Schema:
     cols = columns(table)
     return pa.schema([pa.field(c.name, c.type) for c in cols],
-                     metadata={METADATA_KEY: SCHEMA_VERSION.encode(), b"wlprof.table": table.encode()})
+                     metadata={METADATA_KEY: SCHEMA_VERSION.encode(), b"wlprof.table": table.encode(),
+                               b"pandas": _pandas_metadata(table)})
 
 
 def conform(df, table: str) -> pa.Table:

@@ -9,6 +9,32 @@ import pandas as pd
 
 from wlprof.timing import Timings
 
+# A point's timings are `noisy` when its repeated samples spread more than this (see `spread`).
+NOISY_SPREAD = 0.25
+
+
+def spread(samples) -> float:
+    """How far repeated samples of one timing scatter, relative to their median: (p90 - p10) / median
+    with 10 or more samples, (max - min) / median with 2-9 (too few for percentiles). NaN below 2."""
+    xs = np.asarray([x for x in (samples if samples is not None else []) if x == x], dtype=float)
+    if len(xs) < 2:
+        return math.nan
+    med = float(np.median(xs))
+    if med <= 0:
+        return math.nan
+    lo, hi = (np.percentile(xs, [10, 90]) if len(xs) >= 10 else (xs.min(), xs.max()))
+    return float((hi - lo) / med)
+
+
+def timing_spread(latency, back_to_back, graph, kernel) -> tuple[float, str | None]:
+    """The largest spread among a point's sample sets and which set it is (NaN, None: none measured)."""
+    best, which = math.nan, None
+    for name, xs in (("latency", latency), ("back_to_back", back_to_back), ("graph", graph), ("kernel", kernel)):
+        s = spread(xs)
+        if s == s and not best >= s:
+            best, which = s, name
+    return best, which
+
 
 def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
     """Length of the union of [start, end) intervals: device busy time, overlap counted once."""
@@ -26,11 +52,60 @@ def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
     return float(total + cur_e - cur_s)
 
 
+def note_union(notes: pd.Series) -> str | None:
+    """Every roof note of a set of rows, once each, in the roofline's order (None when there are none)."""
+    from wlprof.ceilings import NOTES
+
+    seen = {n for v in notes.dropna().unique() for n in str(v).split(",") if n}
+    ordered = [n for n in NOTES if n in seen] + sorted(seen - set(NOTES))
+    return ",".join(ordered) or None
+
+
+def roofline_fields(k: pd.DataFrame, n_steps: int) -> dict:
+    """A steps row's placement from its kernels (step >= 0): the roofline time per step, its fraction
+    of the kernel time (over the placed kernels), the bound holding most time, the longest kernel's
+    ceilings, and every roof note."""
+    roofed = k[k.roofline_us.notna()]
+    roof_us = float(roofed.roofline_us.sum()) / n_steps if len(roofed) else math.nan
+    roof_frac = float(roofed.roofline_us.sum() / roofed.dur_us.sum()) if roofed.dur_us.sum() > 0 else math.nan
+    bound = None
+    if len(roofed):
+        by_bound = roofed.groupby("bound").dur_us.sum()
+        bound = str(by_bound.idxmax())
+    top = k.sort_values("dur_us", ascending=False).head(1)
+    return {
+        "ceiling_tflops": float(top.ceiling_tflops.iloc[0]) if len(top) else math.nan,
+        "ceiling_gbps": float(top.ceiling_gbps.iloc[0]) if len(top) else math.nan,
+        "ridge_flop_per_byte": float(top.ridge_flop_per_byte.iloc[0]) if len(top) else math.nan,
+        "bound": bound,
+        "roofline_us": roof_us,
+        "roofline_fraction": roof_frac,
+        "roof_note": note_union(k["roof_note"]) if "roof_note" in k else None,
+    }
+
+
+def replace_steps_roofline(steps: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
+    """Stored steps rows with their placement recomputed from their (re-placed) kernels (a copy)."""
+    out = steps.copy()
+    if out.empty:
+        return out
+    k = kernels[kernels.step >= 0]
+    groups = dict(iter(k.groupby(["run_id", "point"], sort=False)))
+    for i, row in out.iterrows():
+        g = groups.get((row["run_id"], row["point"]))
+        if g is None or row.get("status", "ok") == "failed":
+            continue
+        for key, value in roofline_fields(g, max(g.step.nunique(), 1)).items():
+            out.at[i, key] = value
+    return out
+
+
 def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: int,
               useful_flops: float | None, executed_regions: tuple[str, ...] | None = None) -> dict:
     """One steps-table row (without identity and parameters) for a profiled point."""
     cols = ["step", "ts_us", "dur_us", "flops", "bytes", "flops_source", "roofline_us", "bound",
-            "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "region"]
+            "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "region", "roof_note"]
+    cols = [c for c in cols if c in kernels]
     k = kernels.loc[kernels.step >= 0, cols]  # only the columns needed: a large trace's rows are wide
     steps = sorted(k.step.unique())
     per_step = k.groupby("step").dur_us.sum()
@@ -49,15 +124,10 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
     total = k.dur_us.sum()
     unknown_share = float(k.loc[k.flops.isna(), "dur_us"].sum() / total) if total > 0 else math.nan
     bytes_unknown = float(k.loc[k["bytes"].isna(), "dur_us"].sum() / total) if total > 0 else math.nan
-    roofed = k[k.roofline_us.notna()]
-    roof_us = float(roofed.roofline_us.sum()) / n_steps if len(roofed) else math.nan
-    roof_frac = float(roofed.roofline_us.sum() / roofed.dur_us.sum()) if roofed.dur_us.sum() > 0 else math.nan
-    bound = None
-    if len(roofed):
-        by_bound = roofed.groupby("bound").dur_us.sum()
-        bound = str(by_bound.idxmax())
-    top = k.sort_values("dur_us", ascending=False).head(1)
+    placement = roofline_fields(k, n_steps)
     lat = timings.latency_median_us if timings is not None else math.nan  # ingested traces: not measured
+    spread_, spread_of = (timing_spread(timings.latency_us, timings.back_to_back_us, timings.graph_us,
+                                        per_step.to_numpy()) if timings is not None else (math.nan, None))
     with np.errstate(divide="ignore", invalid="ignore"):
         row = {
             "latency_us": lat,
@@ -88,13 +158,11 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
             "achieved_tflops_useful": (useful_flops if useful_flops is not None else executed) / kernel_us / 1e6
             if kernel_us > 0 else math.nan,
             "achieved_tflops_executed": executed / kernel_us / 1e6 if kernel_us > 0 else math.nan,
-            "ceiling_tflops": float(top.ceiling_tflops.iloc[0]) if len(top) else math.nan,
-            "ceiling_gbps": float(top.ceiling_gbps.iloc[0]) if len(top) else math.nan,
-            "ridge_flop_per_byte": float(top.ridge_flop_per_byte.iloc[0]) if len(top) else math.nan,
-            "bound": bound,
-            "roofline_us": roof_us,
-            "roofline_fraction": roof_frac,
+            **placement,
             "host_overhead_us": lat - kernel_us,
+            "timing_spread": spread_,
+            "timing_spread_of": spread_of,
+            "noisy": bool(spread_ > NOISY_SPREAD) if spread_ == spread_ else None,
             "status": "ok",
         }
     return row

@@ -17,9 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from wlprof.capture import CaptureConfig
-from wlprof.errors import InputError, Key, WlprofError
+from wlprof.errors import InputError, Key, WlprofError, did_you_mean
 
 _STUDY_KEYS = {"name", "workload", "device", "dtype", "description"}
+_CPU_KEYS = {"dtype", "params", "capture"}
+
+
+@dataclass(frozen=True)
+class CpuScale:
+    """A study's `[cpu]` section: the same sweep at sizes a laptop CPU runs in seconds. On a CPU its
+    params replace the study's (those given with --set excepted), its dtype the study's, its capture
+    settings the study's; [params] keeps the GPU sizes behind the committed results."""
+
+    params: Mapping[str, Any] = field(default_factory=dict)
+    dtype: str | None = None
+    capture: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"params": dict(self.params), "dtype": self.dtype, "capture": dict(self.capture)}
 
 
 @dataclass(frozen=True)
@@ -32,18 +47,55 @@ class Study:
     name: str | None = None
     description: str | None = None
     source: str | None = None  # the study file it came from
+    cpu: CpuScale | None = None  # the [cpu] section, until the study is scaled to a device
+    overrides: tuple[str, ...] = ()  # params given with --set: a scale never replaces them
+    scale: str | None = None  # "cpu" once the [cpu] section was applied
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "workload": self.workload, "device": self.device, "dtype": self.dtype,
-                "description": self.description, "source": self.source, "params": dict(self.params),
-                "capture": self.capture.to_dict()}
+        out = {"name": self.name, "workload": self.workload, "device": self.device, "dtype": self.dtype,
+               "description": self.description, "source": self.source, "params": dict(self.params),
+               "capture": self.capture.to_dict()}
+        if self.scale:
+            out["scale"] = self.scale
+        if self.cpu is not None:
+            out["cpu"] = self.cpu.to_dict()
+        if self.overrides:
+            out["overrides"] = list(self.overrides)
+        return out
+
+
+def at_scale(study: Study, device_type: str) -> tuple[Study, str | None]:
+    """The study as it runs on `device_type`: on a CPU, with its [cpu] section applied; and a note saying so."""
+    from dataclasses import replace
+
+    from wlprof.params import show
+
+    if device_type != "cpu" or study.cpu is None:
+        return replace(study, cpu=None), None
+    cpu = study.cpu
+    params = dict(study.params)
+    changed = {k: v for k, v in cpu.params.items() if k not in study.overrides and params.get(k) != v}
+    params.update(changed)
+    capture = replace(study.capture, **dict(cpu.capture))
+    dtype = cpu.dtype or study.dtype
+    parts = [f"{k} {show(v)}" for k, v in changed.items()]
+    if cpu.dtype and cpu.dtype != study.dtype:
+        parts.append(f"dtype {cpu.dtype}")
+    parts += [f"capture.{k} {show(v)}" for k, v in cpu.capture.items()]
+    note = ("CPU: the study's [cpu] scale" + (f" ({'; '.join(parts)})" if parts else "")
+            + "; [params] holds the GPU sizes")
+    return replace(study, params=params, capture=capture, dtype=dtype, cpu=None, scale="cpu"), note
 
 
 def load_study(path: str | Path) -> Study:
 
     path = Path(path)
     if not path.is_file():
-        raise InputError("STUDY_FILE", "must be an existing study file (TOML)", str(path))
+        near = sorted(p.name for p in path.parent.glob("*.toml")) if path.parent.is_dir() else []
+        hint = did_you_mean(path.name, near)
+        raise InputError("STUDY_FILE", "must be an existing study file (TOML)", str(path),
+                         hint=hint.replace(repr(hint.split("'")[1]), repr(str(path.parent / hint.split("'")[1])))
+                         if hint else None)
     return study_from_toml(path.read_bytes(), str(path))
 
 
@@ -56,10 +108,10 @@ def study_from_toml(data: bytes, source: str) -> Study:
         doc = tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError("STUDY_FILE", f"must be valid TOML ({exc})", str(path)) from None
-    unknown = set(doc) - {"study", "params", "capture"}
+    unknown = set(doc) - {"study", "params", "capture", "cpu"}
     if unknown:
         raise InputError(f"{path.name}: [{sorted(unknown)[0]}]", "is not a section of a study file "
-                         "(sections: study, params, capture)", sorted(unknown)[0])
+                         "(sections: study, params, capture, cpu)", sorted(unknown)[0])
     head = doc.get("study", {})
     bad = set(head) - _STUDY_KEYS
     if bad:
@@ -67,15 +119,30 @@ def study_from_toml(data: bytes, source: str) -> Study:
         raise InputError(f"study.{key}", f"is not a study key (keys: {', '.join(sorted(_STUDY_KEYS))})", head[key])
     if "workload" not in head:
         raise InputError("study.workload", "is required", None)
-    cap_raw = doc.get("capture", {})
-    known = {f.name for f in fields(CaptureConfig)}
-    for key in cap_raw:
-        if key not in known:
-            raise InputError(f"capture.{key}", f"is not a capture setting (settings: {', '.join(sorted(known))})",
-                             cap_raw[key])
+    cap_raw = _capture_settings(doc.get("capture", {}), "capture")
+    cpu = None
+    if "cpu" in doc:
+        raw = doc["cpu"]
+        bad = set(raw) - _CPU_KEYS
+        if bad:
+            key = sorted(bad)[0]
+            raise InputError(f"cpu.{key}", f"is not a key of [cpu] (keys: {', '.join(sorted(_CPU_KEYS))})",
+                             raw[key])
+        cpu_cap = _capture_settings(raw.get("capture", {}), "cpu.capture")
+        CaptureConfig(**{**cap_raw, **cpu_cap})  # checked now, named as capture settings
+        cpu = CpuScale(params=dict(raw.get("params", {})), dtype=raw.get("dtype"), capture=cpu_cap)
     return Study(workload=head["workload"], params=dict(doc.get("params", {})), device=head.get("device"),
                  dtype=head.get("dtype"), capture=CaptureConfig(**cap_raw), name=head.get("name"),
-                 description=head.get("description"), source=source)
+                 description=head.get("description"), source=source, cpu=cpu)
+
+
+def _capture_settings(raw: Mapping[str, Any], section: str) -> dict[str, Any]:
+    known = {f.name for f in fields(CaptureConfig)}
+    for key in raw:
+        if key not in known:
+            raise InputError(f"{section}.{key}", "is not a capture setting (settings: "
+                             f"{', '.join(sorted(known))})", raw[key], hint=did_you_mean(key, known))
+    return dict(raw)
 
 
 def override_params(study: Study, assignments: list[str], arg: str = "--set") -> Study:
@@ -95,7 +162,8 @@ def override_params(study: Study, assignments: list[str], arg: str = "--set") ->
         except tomllib.TOMLDecodeError:
             value = raw.strip()
         params[key] = value
-    return replace(study, params=params)
+    return replace(study, params=params, overrides=tuple(dict.fromkeys((*study.overrides, *(
+        a.partition("=")[0].strip() for a in assignments)))))
 
 
 @dataclass
@@ -141,7 +209,22 @@ def versions(import_torch: bool = True) -> dict[str, Any]:
     }
 
 
-Progress = Callable[[int, int, str, str], None]  # (index, total, variant, state)
+# (points done, a fraction inside the running point included; total; variant; state), and at the end of a
+# point `row=` its steps row
+Progress = Callable[..., None]
+
+# Rough shares of a point's time per phase, for progress inside a point (an ETA needs only rough ones)
+PHASE_WEIGHTS = {"building": 0.05, "warm-up": 0.05, "one call": 0.15, "graph replay": 0.10, "back to back": 0.20,
+                 "profiling": 0.20, "parsing": 0.20, "writing": 0.05}
+
+
+def phase_fraction(phase: str, done: int, total: int) -> float:
+    """How far into a point a phase's `done` of `total` samples is (0-1), by PHASE_WEIGHTS."""
+    names = list(PHASE_WEIGHTS)
+    if phase not in PHASE_WEIGHTS:
+        return 0.0
+    start = sum(PHASE_WEIGHTS[n] for n in names[:names.index(phase)])
+    return min(0.99, start + PHASE_WEIGHTS[phase] * (done / total if total else 0.0))
 
 
 def prepare(study: Study):
@@ -150,9 +233,19 @@ def prepare(study: Study):
     from wlprof.device import resolve_device, resolve_dtype
 
     wl = workloads.get(study.workload)
-    device = resolve_device(study.device, Key("device", "study"))
+    try:
+        device = resolve_device(study.device, Key("device", "study"))
+    except InputError as exc:
+        if str(study.device).startswith("cuda") and "has none" in exc.rule_text():
+            hint = ("pass --device cpu to run it on this CPU"
+                    + (" at the study's [cpu] scale" if study.cpu is not None else ""))
+            raise InputError(exc.arg, exc.rule, exc.value, hint=hint) from None
+        raise
+    study, scale_note = at_scale(study, device.type)
     dtype = resolve_dtype(study.dtype, device, Key("dtype", "study"))
     parsed = wl.parse(study.params, device, dtype)
+    if scale_note:
+        parsed = type(parsed)(parsed.spec, (scale_note, *parsed.notes))
     points = wl.points(parsed.spec)
     labels = [p.variant for p in points]
     if len(set(labels)) != len(labels):
@@ -171,7 +264,7 @@ def prepare(study: Study):
                 for i, k in enumerate(sizes):
                     rule += (", " if i else "", k)
                 raise InputError(sizes[0] if sizes else Key("params", "study"), rule, p.variant)
-    return wl, device, dtype, parsed, points
+    return wl, device, dtype, parsed, points, study
 
 
 MEMORY_SHARE = 0.9  # a point may use at most this share of the free memory
@@ -202,7 +295,7 @@ def run_study(study: Study, traces: str | Path = "traces", progress: Progress | 
     from wlprof.device import device_info, dtype_name
     from wlprof.store.runs import RunWriter, check_writable, effective_status, read_manifest, run_dir
 
-    wl, device, dtype, parsed, points = prepare(study)
+    wl, device, dtype, parsed, points, study = prepare(study)
     root = check_writable(traces, Key("traces", "store"))
     info = device_info(device)
     if resume is not None:
@@ -263,12 +356,18 @@ def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info
             if writer.point_done(i):  # a resumed run: this point is already written
                 rows.append(pd.read_parquet(writer.path / entry["files"]["steps"]).iloc[0].to_dict())
                 if progress:
-                    progress(i + 1, len(points), point.variant, "kept")
+                    progress(i + 1, len(points), point.variant, "kept", row=rows[-1])
                 continue
-            if progress:
-                progress(i, len(points), point.variant, "running")
+
+            def on_phase(phase: str, done: int, total: int, i=i, point=point) -> None:
+                if progress:
+                    label = phase if total <= 1 else f"{phase} {done + 1}/{total}"
+                    progress(i + phase_fraction(phase, done, total), len(points), point.variant, label)
+
+            on_phase("building", 0, 1)
             try:
-                row, files = _run_point(wl, point, i, device, dtype, study.capture, writer, ceilings, identity)
+                row, files = _run_point(wl, point, i, device, dtype, study.capture, writer, ceilings, identity,
+                                        on_phase)
                 entry.update(status="ok", files=files)
                 rows.append(row)
             except WlprofError:
@@ -284,7 +383,7 @@ def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info
                 _free(device)
             writer.write_manifest()
             if progress:
-                progress(i + 1, len(points), point.variant, entry["status"])
+                progress(i + 1, len(points), point.variant, entry["status"], row=rows[-1])
     except BaseException:
         writer.finish("incomplete")
         raise
@@ -308,17 +407,20 @@ def _free(device) -> None:
         torch.cuda.empty_cache()
 
 
-def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity):
+def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity, on_phase=None):
     import pandas as pd
 
     from wlprof import pipeline
     from wlprof.capture import capture
     from wlprof.schema import SCHEMA_VERSION
+    from wlprof.timing import no_phase
 
+    on_phase = on_phase or no_phase
     raw = writer.path / f".raw-p{index:03d}.json"
     try:
         built = wl.build(point, device, dtype)
-        cap = capture(built.step, device, cfg, raw, graph_safe=built.graph_safe)
+        cap = capture(built.step, device, cfg, raw, graph_safe=built.graph_safe, on_phase=on_phase)
+        on_phase("parsing", 0, 1)
         del built.step  # the step's closure holds the point's tensors: free them before parsing
         columns = {**identity, **dict(point.params), **built.facts, "variant": point.variant, "point": index}
         tables = pipeline.process(raw, ceilings=ceilings, identity=columns, stated=built.stated,
@@ -328,13 +430,17 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity)
         step_row = tables.steps.iloc[0].to_dict()
         step_row["note"] = built.note
         step_row["sm_clock_mhz_start"], step_row["sm_clock_mhz_end"] = cap.sm_clock_mhz
+        on_phase("writing", 0, 1)
         chrome = pipeline.chrome(tables, {
             "run_id": identity["run_id"], "variant": point.variant, "schema_version": SCHEMA_VERSION,
             "ceilings": {"copy_gbps": ceilings.copy_gbps, "matrix_tflops": ceilings.matrix_tflops,
-                         "vector_tflops": ceilings.vector_tflops, "source": ceilings.source},
+                         "vector_tflops": ceilings.vector_tflops, "bandwidth_gbps": ceilings.bandwidth_gbps,
+                         "cache_bytes": ceilings.cache_bytes, "measured_at": ceilings.measured_at,
+                         "source": ceilings.source},
         })
         files = writer.write_point(index, point.variant, {"kernels": tables.kernels, "ops": tables.ops,
-                                                          "steps": pd.DataFrame([step_row])}, chrome)
+                                                          "steps": pd.DataFrame([step_row]),
+                                                          "overlap": tables.overlap}, chrome)
         if cfg.keep_raw_trace:
             files["raw_chrome"] = writer.write_raw_trace(index, point.variant, raw)
         return step_row, files

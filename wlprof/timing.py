@@ -40,26 +40,36 @@ class Timings:
         return xs[i]
 
 
-def single_call_us(step: Callable[[], object], device, reps: int) -> list[float]:
+Phase = Callable[[str, int, int], None]  # (phase, samples done, samples planned): progress inside a point
+
+
+def no_phase(phase: str, done: int, total: int) -> None:
+    return None
+
+
+def single_call_us(step: Callable[[], object], device, reps: int, on_phase: Phase = no_phase) -> list[float]:
     """`reps` individually timed calls, in µs: device events around each call on an idle GPU,
     perf_counter on the CPU."""
     if device.type == "cuda":
-        return _gpu_samples(step, reps, 1)
+        return gpu_samples(step, reps, 1, lambda i: on_phase("one call", i, reps))
     out = []
-    for _ in range(reps):
+    for i in range(reps):
+        on_phase("one call", i, reps)
         t0 = time.perf_counter()
         step()
         out.append((time.perf_counter() - t0) * 1e6)
     return out
 
 
-def _gpu_samples(run: Callable[[], object], samples: int, per_sample: int) -> list[float]:
+def gpu_samples(run: Callable[[], object], samples: int, per_sample: int,
+                on_sample: Callable[[int], None] = lambda i: None) -> list[float]:
     """µs per call: device events around each of `samples` runs of `run` (which makes `per_sample`
     calls) on an idle device, started after a full synchronization."""
     import torch
 
     out = []
-    for _ in range(samples):
+    for i in range(samples):
+        on_sample(i)
         torch.cuda.synchronize()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
@@ -71,8 +81,8 @@ def _gpu_samples(run: Callable[[], object], samples: int, per_sample: int) -> li
     return out
 
 
-def _graph(step: Callable[[], object], batches: int, min_batch_us: float, latency_us: float
-           ) -> tuple[list[float] | None, str | None]:
+def _graph(step: Callable[[], object], batches: int, min_batch_us: float, latency_us: float,
+           on_phase: Phase = no_phase) -> tuple[list[float] | None, str | None]:
     import torch
 
     # several steps per graph, so that one graph launch does not dominate tiny steps
@@ -100,23 +110,34 @@ def _graph(step: Callable[[], object], batches: int, min_batch_us: float, latenc
         for _ in range(replays):
             graph.replay()
 
-    return _gpu_samples(batch, batches, replays * steps_per_graph), None
+    return gpu_samples(batch, batches, replays * steps_per_graph,
+                       lambda i: on_phase("graph replay", i, batches)), None
+
+
+def calls_for(latency_us: float, min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000) -> int:
+    """Steps per back-to-back batch: enough to last `min_batch_ms` at this latency, 3 to the maximum."""
+    return int(min(max_calls_per_batch, max(3, math.ceil(min_batch_ms * 1e3 / max(latency_us, 1e-3)))))
 
 
 def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, batches: int = 5,
-              min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000, graph: bool = True) -> Timings:
-    """Time an already warmed-up `step` on `device` without the profiler."""
+              min_batch_ms: float = 20.0, max_calls_per_batch: int = 2000, graph: bool = True,
+              calls_per_batch: int | None = None, on_phase: Phase = no_phase) -> Timings:
+    """Time an already warmed-up `step` on `device` without the profiler; `on_phase` hears each sample.
+
+    `calls_per_batch` fixes the batch size (ranks of a distributed step must all make the same
+    calls); None derives it from the single-call latency.
+    """
     gpu = device.type == "cuda"
-    lat = single_call_us(step, device, latency_reps)
+    lat = single_call_us(step, device, latency_reps, on_phase)
     med = statistics.median(lat)
-    per_batch = int(min(max_calls_per_batch, max(3, math.ceil(min_batch_ms * 1e3 / max(med, 1e-3)))))
+    per_batch = calls_per_batch or calls_for(med, min_batch_ms, max_calls_per_batch)
 
     # Graph replay first, back-to-back last: the profiled steps follow right after, so the
     # back-to-back time and the profiled kernel time are measured at the same clocks (a
     # long compute-bound sweep heats the GPU and its clocks drift over seconds).
     g_us, g_err = None, None
     if gpu and graph:
-        g_us, g_err = _graph(step, batches, min_batch_ms * 1e3, med)
+        g_us, g_err = _graph(step, batches, min_batch_ms * 1e3, med, on_phase)
     elif gpu:
         g_err = "the workload does host syncs or host work per step: not capturable"
     else:
@@ -127,10 +148,11 @@ def time_step(step: Callable[[], object], device, *, latency_reps: int = 30, bat
             step()
 
     if gpu:
-        b2b = _gpu_samples(run_batch, batches, per_batch)
+        b2b = gpu_samples(run_batch, batches, per_batch, lambda i: on_phase("back to back", i, batches))
     else:
         b2b = []
-        for _ in range(batches):
+        for i in range(batches):
+            on_phase("back to back", i, batches)
             t0 = time.perf_counter()
             run_batch()
             b2b.append((time.perf_counter() - t0) * 1e6 / per_batch)

@@ -44,10 +44,12 @@ VOLATILE = {
     "back_to_back_us", "back_to_back_samples_us", "calls_per_batch", "graph_us", "graph_error", "kernel_us",
     "kernel_busy_us", "host_overhead_us", "unknown_time_share", "bytes_unknown_time_share", "achieved_tflops_latency",
     "achieved_tflops_useful", "achieved_tflops_executed", "sm_clock_mhz_start", "sm_clock_mhz_end",
+    "roof", "compute_roof", "memory_roof", "roof_note", "working_set_bytes",
+    "timing_spread", "timing_spread_of", "noisy",
 }
 # On a workload-costed row (its region's cost split by duration) FLOPs and bytes are timing too;
 # their sums per step and region are not.
-SPLIT = ("flops", "bytes", "intensity_flop_per_byte")
+SPLIT = ("flops", "bytes", "bytes_written", "intensity_flop_per_byte")
 
 
 def run_all(tmp: Path, invoke) -> dict[str, Path]:
@@ -86,11 +88,15 @@ def reduce(root: Path) -> dict:
         df = df.sort_values(order, kind="stable").reset_index(drop=True)
         if table != "steps" and "flops_source" in df:
             stated = df.flops_source == "workload"
-            sums = (df[stated].groupby(["point", "step", "region"])[["flops", "bytes"]].sum().reset_index()
-                    if stated.any() else pd.DataFrame(columns=["point", "step", "region", "flops", "bytes"]))
+            summed = [c for c in ("flops", "bytes", "bytes_written") if c in df]
+            sums = (df[stated].groupby(["point", "step", "region"])[summed].sum(min_count=1).reset_index()
+                    if stated.any() else pd.DataFrame(columns=["point", "step", "region", *summed]))
             out[f"{table}_workload_sums"] = sums
             df.loc[stated, list(SPLIT)] = float("nan")
         df = df.drop(columns=[c for c in df.columns if c in VOLATILE])
+        for c in df.columns:  # nullable integers (schema 2.3's pandas metadata) as the floats they were stored as
+            if pd.api.types.is_integer_dtype(df[c].dtype) and isinstance(df[c].dtype, pd.api.extensions.ExtensionDtype):
+                df[c] = df[c].astype("float64")
         for c in df.columns:  # list columns as compact JSON, comparable and storable in any version
             if df[c].dtype == object and df[c].map(lambda v: hasattr(v, "__len__") and not isinstance(v, str)).any():
                 df[c] = df[c].map(lambda v: None if v is None else json.dumps([int(x) for x in v],

@@ -100,7 +100,13 @@ def test_rank_and_world_from_distributed_info():
         meta, _ = raw(path)
         assert meta["distributedInfo"]["rank"] == i
         assert rank_of(pipeline.read(path, keep_events=False).meta, default=99) == i
-    assert rank_of({}, default=7) == 7
+    # no distributedInfo: a rank in the file's name, else the file's order for a trace that communicates,
+    # else 0 (a folder of single-process traces is not a run of ranks)
+    assert rank_of({}, default=7, name="step_rank_3.pt.trace.json") == 3
+    assert rank_of({}, default=7, name="worker-Rank12.json.gz") == 12
+    assert rank_of({}, default=7, name="trace.json", communicates=True) == 7
+    assert rank_of({}, default=7, name="trace.json", communicates=False) == 0
+    assert rank_of({"distributedInfo": {"rank": 2}}, default=7, name="rank5.json") == 2
 
 
 # ---------------------------------------------------------------- layouts of one trace

@@ -76,6 +76,19 @@ def workload_flops(steps: pd.DataFrame) -> pd.Series:
     return steps.flops
 
 
+def _above_roof(g: pd.DataFrame) -> str | None:
+    """'N of M points: reasons' for the points whose roofline fraction is above 1 (None: none is)."""
+    above = g[g.roofline_fraction > 1]
+    if above.empty:
+        return None
+    from wlprof.ceilings import ABOVE_ROOF_NOTES
+
+    notes = above.roof_note if "roof_note" in above else pd.Series([None] * len(above), index=above.index)
+    seen = {n for v in notes.dropna() for n in str(v).split(",") if n in ABOVE_ROOF_NOTES}
+    why = ",".join(n for n in ABOVE_ROOF_NOTES if n in seen) or "no reason recorded"
+    return f"{len(above)} of {len(g)}: {why}"
+
+
 def spectrum(steps: pd.DataFrame, latency: str = "latency_us", rel_tol: float = 0.01,
              workload_totals: bool = True) -> pd.DataFrame:
     """One row per family: how well FLOPs explain `latency` (a steps-table column) there.
@@ -107,5 +120,6 @@ def spectrum(steps: pd.DataFrame, latency: str = "latency_us", rel_tol: float = 
             "equal_flops_spread": equal_flops_spread(x, y, rel_tol),
             "median_peak_fraction": float(peak.median()) if peak.notna().any() else float("nan"),
             "median_roofline_fraction": float(g.roofline_fraction.median()),
+            "above_roof": _above_roof(g),
         })
     return pd.DataFrame(rows)

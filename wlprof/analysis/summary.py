@@ -25,7 +25,10 @@ def short_kernel_name(name: str, limit: int = 70) -> str:
 
 
 def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
-    """One row per (op, kernel, region) of one variant: per-step count, time, costs, rates, roofline."""
+    """One row per (op, kernel, region) of one variant: per-step count, time, costs, rates, roofline
+    (the roof most of its calls were placed against, and every roof note of its calls)."""
+    from wlprof.steps import note_union
+
     k = kernels[kernels.step >= 0].copy()
     if k.empty:
         return pd.DataFrame()
@@ -45,6 +48,9 @@ def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
         "roofline_us": g.roofline_us.sum(min_count=1),
         "roof_dur": roof_dur.groupby([k.op_name, k.kernel, k.region], sort=False).sum(min_count=1),
         "bound": g.bound.agg(lambda s: s.mode().iloc[0] if s.notna().any() else None),
+        "roof": (g.roof.agg(lambda s: s.mode().iloc[0] if s.notna().any() else None) if "roof" in k
+                 else g.bound.agg(lambda s: None)),
+        "roof_note": (g.roof_note.agg(note_union) if "roof_note" in k else g.bound.agg(lambda s: None)),
         "flops_source": g.flops_source.agg(lambda s: ",".join(sorted(s.dropna().unique()))),
     }).reset_index()
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -1,7 +1,9 @@
-"""`wlprof calibrate`: measure this device's ceilings (matrix rate per dtype, copy bandwidth)."""
+"""`wlprof calibrate`: measure this device's ceilings (matrix rate per dtype; main-memory read, write and
+copy bandwidth; the caches' bandwidth) and cache them; `--show` prints the cached ones."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,7 +11,64 @@ import typer
 from wlprof.cli.common import console, handle_errors
 from wlprof.cli.options import Device, epilog
 
-EXAMPLES = epilog("wlprof calibrate", "wlprof calibrate --device cpu --quick", "wlprof calibrate --show")
+EXAMPLES = epilog("wlprof calibrate", "wlprof calibrate --device cpu --quick", "wlprof calibrate --show",
+                  "wlprof calibrate --out h200-ceilings.json")
+
+
+def _bytes(n) -> str:
+    if not n:
+        return "-"
+    for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= div:
+            return f"{n / div:,.1f} {unit}".replace(".0 ", " ")
+    return f"{n} B"
+
+
+def _sizes(sizes: dict) -> str:
+    parts = []
+    for k, v in sizes.items():
+        if v is None:
+            continue
+        parts.append(f"{k} {_bytes(v)}" if "bytes" in k else f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}")
+    return ", ".join(parts)
+
+
+def ceilings_table(c):
+    """A rich table of every ceiling: median, spread, method and sizes, the datasheet beside."""
+    from rich.table import Table
+
+    sheet = c.datasheet or {}
+    t = Table(title=f"{c.device_name}: ceilings measured {c.measured_at} (torch {c.torch_version}, format "
+              f"{c.format_version}{f', migrated from {c.migrated_from}' if c.migrated_from else ''})",
+              title_justify="left")
+    for col, j in (("ceiling", "left"), ("median", "right"), ("p10-p90", "right"), ("min-max", "right"),
+                   ("n", "right"), ("method (sizes)", "left"), ("datasheet", "right")):
+        t.add_column(col, justify=j, overflow="fold" if col.startswith("method") else "ellipsis")
+
+    def row(label, key, value, fmt, sheet_key=None):
+        m = c.measurements.get(key)
+        spread = f"{fmt.format(m.p10)}-{fmt.format(m.p90)}" if m is not None and m.p10 is not None else "-"
+        extent = f"{fmt.format(m.min)}-{fmt.format(m.max)}" if m is not None and m.min is not None else "-"
+        how = f"{m.method} ({_sizes(m.sizes)})" if m is not None else "-"
+        if m is not None and m.alternatives:
+            how += "; also " + "; ".join(f"{a['method'].split(':')[0]} {fmt.format(a['value'])}"
+                                         f" ({_sizes(a.get('sizes') or {})})" for a in m.alternatives)
+        t.add_row(label, fmt.format(value), spread, extent, str(m.repeats) if m is not None else "-", how,
+                  fmt.format(sheet[sheet_key]) if sheet_key in sheet else "-")
+
+    for key, val in sorted(c.matrix_tflops.items()):
+        label = "tf32 (fp32 inputs)" if key == "tf32" else key
+        row(f"matrix {label} TFLOP/s", f"matrix:{key}", val, "{:,.1f}", key)
+    row("vector TFLOP/s (fp32 GEMM, TF32 off)", "vector", c.vector_tflops, "{:,.1f}", "float32")
+    labels = {"read": "read", "write": "write", "copy": "copy (read + write)"}
+    for roof, gbps in c.memory_roofs().items():
+        level, _, kind = roof.partition("_")
+        if kind:
+            label = f"{level.upper()} {labels.get(kind, kind)} GB/s"
+        else:
+            label = f"{level.upper()} read GB/s (working sets up to {_bytes(c.cache_bytes.get(level))})"
+        row(label, roof, gbps, "{:,.0f}", "copy_gbps" if kind in ("read", "copy") else None)
+    return t
 
 
 @handle_errors
@@ -17,17 +76,20 @@ def calibrate(
     device: Device = None,
     quick: Annotated[bool, typer.Option("--quick", help="Smaller sizes, fewer repeats.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the cached ceilings without measuring.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the ceilings to this JSON file "
+                                             "(for `--ceilings` elsewhere). Default: only the cache.", metavar="FILE")] = None,
 ) -> None:
     """Measure and cache the device's ceilings; runs record which ones they used."""
-    from rich.table import Table
-
-    from wlprof.ceilings import cache_path, load_cached, save
+    from wlprof import jsonio
+    from wlprof.ceilings import cache_path, load_cached, save, stale_against
     from wlprof.ceilings import calibrate as measure
     from wlprof.device import device_name, resolve_device
+    from wlprof.store.atomic import atomic_write_bytes
 
     dev = resolve_device(device)
+    previous = load_cached(dev.type, device_name(dev))
     if show:
-        c = load_cached(dev.type, device_name(dev))
+        c = previous
         if c is None:
             typer.echo(f"no cached ceilings for {dev}: run `wlprof calibrate`", err=True)
             raise typer.Exit(1)
@@ -35,21 +97,22 @@ def calibrate(
     else:
         c = measure(dev, quick=quick)
         path = save(c)
-    sheet = c.datasheet or {}
-    t = Table(title=f"{c.device_name}: ceilings measured {c.measured_at} (torch {c.torch_version})",
-              title_justify="left")
-    t.add_column("ceiling")
-    t.add_column("measured", justify="right")
-    t.add_column("datasheet", justify="right")
-    for key, val in sorted(c.matrix_tflops.items()):
-        label = "tf32 (fp32 inputs)" if key == "tf32" else key
-        t.add_row(f"matrix {label} TFLOP/s", f"{val:,.1f}", f"{sheet[key]:,.1f}" if key in sheet else "-")
-    t.add_row("vector fp32 TFLOP/s (fp32 GEMM, TF32 off)", f"{c.vector_tflops:,.1f}",
-              f"{sheet['float32']:,.1f}" if "float32" in sheet else "-")
-    t.add_row("copy GB/s (read + write)", f"{c.copy_gbps:,.0f}",
-              f"{sheet['copy_gbps']:,.0f}" if "copy_gbps" in sheet else "-")
     con = console()
-    con.print(t)
-    if sheet:
-        con.print(f"datasheet: {sheet.get('source')} (shown for reference, never used)")
+    con.print(ceilings_table(c))
+    if c.datasheet:
+        con.print(f"datasheet: {c.datasheet.get('source')} (shown for reference, never used)")
+    errors = (c.method or {}).get("errors")
+    if errors:
+        con.print(f"[yellow]not measured: {', '.join(f'{k} ({v})' for k, v in errors.items())}[/yellow]")
+    if c.method.get("main_past_last_cache") is False:
+        con.print(f"[yellow]the main-memory buffers ({_bytes(c.method.get('copy_bytes_each_way'))}) are not past "
+                  "the last cache: the dram_* ceilings may be cache rates (a quick calibration)[/yellow]")
+    if not show and previous is not None:
+        why = stale_against(previous, c)
+        if why:
+            con.print(f"replaces the cache of {previous.measured_at}, now stale: {'; '.join(why)}; runs placed "
+                      "against it are marked ceiling_stale in `wlprof report` and `wlprof roofline`")
     con.print(f"cached in {path}")
+    if out is not None:
+        atomic_write_bytes(out, jsonio.dumps(c.to_dict(), indent=True))
+        con.print(f"wrote {out}")

@@ -15,7 +15,15 @@ from wlprof.errors import InputError, TraceFormatError, WlprofError
 def console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, width=200 if not sys.stdout.isatty() else None)
+    if stderr:
+        # whether stderr is a terminal is decided now: while the profiler runs, fd 2 is a pipe
+        # (wlprof.stderr_filter) and the progress display must keep drawing through it
+        return Console(stderr=True, highlight=False, force_terminal=sys.stderr.isatty() or None)
+    # a terminal's own width; elsewhere COLUMNS, else 100 (tables are fitted to it: `render.fit`)
+    import os
+
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 100
+    return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def fail(message: str, code: int = 2) -> None:

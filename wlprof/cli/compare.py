@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof compare RUN_A:'concentrated / grouped' RUN_A:'dispersed / grouped'",
                   "wlprof compare RUN_A RUN_B --top 20")
@@ -16,7 +16,7 @@ EXAMPLES = epilog("wlprof compare RUN_A:'concentrated / grouped' RUN_A:'disperse
 
 def _select(traces: Path, spec: str, arg: str):
     """'RUN' or 'RUN:VARIANT' -> (steps row, kernels) of one sweep point."""
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, did_you_mean
     from wlprof.store.selection import load_runs
 
     run, _, variant = spec.partition(":")
@@ -28,7 +28,8 @@ def _select(traces: Path, spec: str, arg: str):
                              spec)
         variant = variants[0]
     if variant not in variants:
-        raise InputError(arg, f"must name a sweep point of {run}, one of {variants}", variant)
+        raise InputError(arg, f"must name a sweep point of {run}, one of {variants}", variant,
+                         hint=did_you_mean(variant, variants))
     kernels = load_runs(traces, "kernels", [run], arg)
     return steps[steps.variant == variant].iloc[0], kernels[kernels.variant == variant], f"{run}:{variant}"
 
@@ -39,6 +40,7 @@ def compare(
     b: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT")],
     traces: Traces = DEFAULT_TRACES,
     top: Annotated[int, typer.Option("--top", help="Rows per table.")] = 12,
+    wide: Wide = False,
 ) -> None:
     """Timings, then kernel time per step by op category, by phase and by kernel, with B - A and B / A."""
     from wlprof.analysis.compare import compare_kernels, compare_steps
@@ -50,14 +52,24 @@ def compare(
     sb, kb, lb = _select(traces, b, "B")
     if sa.device_name != sb.device_name:
         raise InputError("B", f"must come from the same device as A ({sa.device_name})", sb.device_name)
+    from wlprof.cli import render
+
     con = console()
-    con.print(rich_table(compare_steps(sa, sb), {"metric": "per step", "a": f"A {la}", "b": f"B {lb}",
-                                                  "ratio": "B / A"}, title="timings and totals"))
-    cols = {"dur_us_a": "A µs/step", "dur_us_b": "B µs/step", "diff_us": "B - A µs", "ratio": "B / A",
-            "share_of_diff": "share of the difference", "kernels_a": "A kernels", "kernels_b": "B kernels"}
+    con.print(f"A: {la}\nB: {lb}", markup=False, highlight=False)
+    opts = {"wide": wide, "width": con.width}
+    con.print(rich_table(compare_steps(sa, sb), {"metric": "per step", "a": "A", "b": "B", "ratio": "B / A"},
+                         title="timings and totals", formats={"ratio": render.ratio}, text={"metric"}, **opts))
+    cols = {"dur_us_a": "A\nµs/step", "dur_us_b": "B\nµs/step", "diff_us": "B - A\nµs", "ratio": "B / A",
+            "share_of_diff": "share of\nthe diff.", "kernels_a": "A\nkernels", "kernels_b": "B\nkernels"}
+    formats = {"ratio": render.ratio, "share_of_diff": render.percent}
+    prio = {"dur_us_a": 9, "dur_us_b": 9, "diff_us": 8, "ratio": 7, "share_of_diff": 8, "kernels_a": 4,
+            "kernels_b": 4}
     for by, title in ((["category"], "by op category"), (["region"], "by phase (record_function region)")):
         t = compare_kernels(ka, kb, by)
-        con.print(rich_table(t.head(top), {by[0]: by[0], **cols}, title=title))
+        con.print(rich_table(t.head(top), {by[0]: by[0], **cols}, title=title, formats=formats, priorities=prio,
+                             text={by[0]}, wrap={by[0]: 24}, **opts))
     ka2, kb2 = ka.assign(kernel=ka.name.map(short_kernel_name)), kb.assign(kernel=kb.name.map(short_kernel_name))
     t = compare_kernels(ka2, kb2, ["op_name", "kernel"])
-    con.print(rich_table(t.head(top), {"op_name": "op", "kernel": "kernel", **cols}, title="by kernel"))
+    con.print(rich_table(t.head(top), {"op_name": "op", "kernel": "kernel", **cols}, title="by kernel",
+                         formats=formats, priorities={**prio, "op_name": 10, "kernel": 10}, text={"op_name", "kernel"},
+                         wrap={"op_name": 16, "kernel": 24}, **opts))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import command_line, console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, Quiet, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, Quiet, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof ingest model_step.pt.trace.json.gz",
                    "wlprof ingest runs/ --name llama-train",
@@ -19,18 +19,18 @@ EXAMPLES = epilog("wlprof ingest model_step.pt.trace.json.gz",
 def ingest(
     path: Annotated[Path, typer.Argument(help="A trace (.json or .json.gz) or a folder of per-rank traces.")],
     traces: Traces = DEFAULT_TRACES,
-    name: Annotated[str | None, typer.Option("--name", help="Name the run (its id starts with it).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Name the run (its id starts with it). Default: ingest.")] = None,
     chrome_top: Annotated[int | None, typer.Option(
-        "--chrome-top", help="Also write an enriched Chrome trace of the N longest kernels.")] = None,
+        "--chrome-top", help="Also write an enriched Chrome trace of the N longest kernels. Default: none.",
+        metavar="N")] = None,
     quiet: Quiet = False,
     jobs: Annotated[int | None, typer.Option(
         "--jobs", "-j", help="Processes reading the files of a folder at once. Default: one per core.",
         metavar="N")] = None,
+    wide: Wide = False,
 ) -> None:
     """Per-kernel FLOPs, bytes and achieved rates for any torch.profiler trace, through wlprof's parser."""
     import time
-
-    from rich.table import Table
 
     from wlprof.ingest import ingest as run_ingest
 
@@ -43,16 +43,22 @@ def ingest(
 
     res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress,
                      jobs=jobs)
+    from wlprof.cli import render
+    from wlprof.cli.render import Col
+
     con = console()
-    t = Table(title=f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", title_justify="left")
-    for col in ("file", "rank", "events", "kernel rows", "kernel time (ms)", "unknown FLOPs (share of time)",
-                "longest unknown ops"):
-        t.add_column(col)
-    for f in res.files:
-        share = f.unknown_us / f.kernel_us if f.kernel_us else float("nan")
-        t.add_row(Path(f.path).name, str(f.rank), f"{f.events:,}", f"{f.kernels:,}", f"{f.kernel_us / 1e3:,.2f}",
-                  f"{share:.1%}", ", ".join(f"{op} {us / 1e3:,.2f} ms" for op, us in f.top_unknown[:3]))
-    con.print(t)
+    files = res.files
+    shares = [f.unknown_us / f.kernel_us if f.kernel_us else None for f in files]
+    t_scale, t_unit = render.unit_for([f.kernel_us for f in files])
+    cols = [Col("file", [Path(f.path).name for f in files], 10, "left", wrap=24),
+            Col("rank", [str(f.rank) for f in files], 3),
+            Col("events", [f"{f.events:,}" for f in files], 4),
+            Col("kernel\nrows", [f"{f.kernels:,}" for f in files], 7),
+            Col(f"kernel time\n{t_unit}", [render.sig(f.kernel_us / t_scale) for f in files], 9),
+            Col("unknown FLOPs\n(time share)", [render.percent(s) for s in shares], 8),
+            Col("longest unknown ops", [", ".join(f"{op} {render.sig(us / 1e3)} ms" for op, us in f.top_unknown[:3])
+                                        or "-" for f in files], 7, "left", wrap=30)]
+    con.print(render.table(cols, f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", con.width, wide))
     con.print(f"{res.unknown_share:.1%} of kernel time has no FLOP formula (kept as flops_source = unknown)")
     con.print(f"ceilings: {res.ceilings_origin}")
     con.print(f"written: {res.path}  (pandas.read_parquet({str(traces)!r}), or wlprof.load({str(traces)!r}, "

@@ -5,13 +5,13 @@ from __future__ import annotations
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof ls", "wlprof ls --traces offline/")
 
 
 @handle_errors
-def ls(traces: Traces = DEFAULT_TRACES) -> None:
+def ls(traces: Traces = DEFAULT_TRACES, wide: Wide = False) -> None:
     """List the runs in the traces folder, oldest first."""
     from wlprof.analysis.summary import runs_overview
     from wlprof.cli import render
@@ -21,4 +21,5 @@ def ls(traces: Traces = DEFAULT_TRACES) -> None:
     if runs.empty:
         typer.echo(f"no runs in {traces}/ yet: try `wlprof run gemm`")
         return
-    console().print(render.runs_table(runs))
+    con = console()
+    con.print(render.runs_table(runs, wide=wide, width=con.width))

@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import typer
 
-from wlprof.cli import calibrate, compare, ingest, ls, predict, profile, report, roofline, run, show, sweep
+from wlprof.cli import (
+    calibrate,
+    compare,
+    ingest,
+    ls,
+    overlap,
+    place,
+    predict,
+    profile,
+    report,
+    roofline,
+    run,
+    show,
+    sweep,
+)
+from wlprof.cli.usage import WlprofCommand, WlprofGroup
 
 app = typer.Typer(
+    cls=WlprofGroup,
     no_args_is_help=True,
     add_completion=False,
     help="wlprof: kernel by kernel, where FLOPs stop predicting latency.",
@@ -15,8 +31,8 @@ app = typer.Typer(
 app.add_typer(run.app, name="run")
 for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"), (report, "report"),
                        (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest"),
-                       (profile, "profile")):
-    app.command(_name, epilog=_module.EXAMPLES)(getattr(_module, _name))
+                       (overlap, "overlap"), (place, "place"), (profile, "profile")):
+    app.command(_name, epilog=_module.EXAMPLES, cls=WlprofCommand)(getattr(_module, _name))
 
 
 def main() -> None:

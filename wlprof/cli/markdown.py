@@ -1,43 +1,80 @@
-"""DataFrames as Markdown tables, for the files `report` and `predict` write. Presentation only."""
+"""DataFrames as Markdown tables, for the files `report` and `predict` write, and the same tables for the
+terminal. Presentation only; numbers are written as `render` writes them (three significant digits,
+whole numbers with thousands separators, R² and correlations with two decimals, fractions as %)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 
+from wlprof.cli import render
+
 
 def fmt(v, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    """One cell: '-' for missing, three significant digits for floats, ints with thousands separators."""
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
         return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
     if isinstance(v, float):
-        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
-            return f"{v:.3g}"
-        return f"{v:,.{digits}f}".rstrip("0").rstrip(".") if "." in f"{v:.{digits}f}" else f"{v:,}"
+        return render.sig(v, digits)
+    try:
+        import numpy as np
+
+        if isinstance(v, np.integer):
+            return f"{int(v):,}"
+        if isinstance(v, np.floating):
+            return render.sig(float(v), digits)
+    except ImportError:  # pragma: no cover
+        pass
     return str(v)
 
 
-def table(df: pd.DataFrame, columns: dict[str, str] | None = None, digits: int = 3) -> str:
+Formats = dict[str, Callable]
+
+
+def table(df: pd.DataFrame, columns: dict[str, str] | None = None, digits: int = 3,
+          formats: Formats | None = None) -> str:
     cols = columns or {c: c for c in df.columns}
-    head = "| " + " | ".join(cols.values()) + " |"
+    formats = formats or {}
+    head = "| " + " | ".join(h.replace("\n", " ") for h in cols.values()) + " |"
     sep = "|" + "|".join("---" for _ in cols) + "|"
-    rows = ["| " + " | ".join(fmt(r[c], digits) for c in cols) + " |" for _, r in df.iterrows()]
+    rows = ["| " + " | ".join(formats.get(c, lambda v: fmt(v, digits))(r[c]) for c in cols) + " |"
+            for _, r in df.iterrows()]
     return "\n".join([head, sep, *rows]) + "\n"
 
 
-def rich_table(df: pd.DataFrame, columns: dict[str, str], title: str | None = None, digits: int = 3):
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left")
-    for label in columns.values():
-        t.add_column(label)
-    for _, r in df.iterrows():
-        t.add_row(*[fmt(r[c], digits) for c in columns])
-    return t
+def rich_table(df: pd.DataFrame, columns: dict[str, str], title: str | None = None, digits: int = 3,
+               formats: Formats | None = None, wide: bool = False, width: int | None = None,
+               priorities: dict[str, int] | None = None, text: set[str] | None = None,
+               wrap: dict[str, int] | None = None):
+    """The same table for the terminal, fitted to its width (`render.table`): the first column, then the
+    others in order, are kept longest unless `priorities` says otherwise."""
+    formats = formats or {}
+    priorities = priorities or {}
+    names = list(columns)
+    spec = {c: (columns[c], formats.get(c, lambda v: fmt(v, digits)),
+                priorities.get(c, 10 if i == 0 else max(1, 9 - i // 2))) for i, c in enumerate(names)}
+    text = text if text is not None else {c for c in names if c in df and df[c].dtype == object
+                                          and not df[c].map(lambda v: isinstance(v, (int, float))).all()}
+    return render.frame_table(df, spec, title, wide=wide, width=width, text=text, wrap=wrap)
 
 
 SPECTRUM_COLUMNS = {
-    "family": "family", "points": "points", "spearman": "rank corr.", "r2_linear": "R² (linear)",
-    "r2_flops_only": "R² (FLOPs only)", "equal_flops_spread": "spread at equal FLOPs (max/min)",
-    "median_peak_fraction": "median fraction of peak", "median_roofline_fraction": "median fraction of roofline",
+    "family": "family", "points": "points", "spearman": "rank\ncorr.", "r2_linear": "R²\nlinear",
+    "r2_flops_only": "R²\nFLOPs only", "equal_flops_spread": "spread at\nequal FLOPs",
+    "median_peak_fraction": "median\n% of peak", "median_roofline_fraction": "median %\nof roofline",
+    "above_roof": "above roof\n(why)",
 }
+SPECTRUM_FORMATS: Formats = {
+    "spearman": render.coef, "r2_linear": render.coef, "r2_flops_only": render.coef,
+    "equal_flops_spread": render.ratio, "median_peak_fraction": render.percent,
+    "median_roofline_fraction": render.percent,
+}
+SPECTRUM_PRIORITY = {"family": 10, "points": 4, "spearman": 8, "r2_linear": 6, "r2_flops_only": 8,
+                     "equal_flops_spread": 9, "median_peak_fraction": 7, "median_roofline_fraction": 7,
+                     "above_roof": 5}

@@ -23,15 +23,28 @@ Traces = Annotated[Path, typer.Option("--traces", "-t", help="Traces folder: one
 Device = Annotated[str | None, typer.Option(
     "--device", help="cuda, cuda:N or cpu. Default: the GPU if there is one, else the CPU.", metavar="DEVICE")]
 Dtype = Annotated[str | None, typer.Option(
-    "--dtype", help="bfloat16, float16 or float32 (also bf16, fp16, fp32). Default: bfloat16 on a GPU, float32 "
-    "on the CPU.", metavar="DTYPE")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.", metavar="")]
+    "--dtype", help="bfloat16, float16, float32 or float64 (also bf16, fp16, fp32, fp64). Default: bfloat16 on a "
+    "GPU, float32 on the CPU.", metavar="DTYPE")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output. Default: off (progress on stderr).", metavar="")]
 Resume = Annotated[str | None, typer.Option(
     "--resume", help="Finish an interrupted run of this same sweep (RUN_ID from `wlprof ls`), keeping its "
-    "finished points.", metavar="RUN_ID")]
+    "finished points. Default: none (a new run).", metavar="RUN_ID")]
+Wide = Annotated[bool, typer.Option(
+    "--wide", help="Show every column of the tables. Default: off (the columns that fit the terminal, at least "
+    "100 characters, by priority).", metavar="")]
+WorldSize = Annotated[int | None, typer.Option(
+    "--world-size", help="Ranks to run the sweep on (processes on this host: gloo on the CPU, NCCL on GPUs); each "
+    "rank profiles itself and rank 0 merges them into one run. Default: 1; under torchrun, WORLD_SIZE.",
+    metavar="N")]
 AllowMixed = Annotated[bool, typer.Option(
-    "--allow-mixed-devices", help="Analyse runs of several devices together (each keeps its own ceilings).",
-    metavar="")]
+    "--allow-mixed-devices", help="Analyse runs of several devices together (each keeps its own ceilings). "
+    "Default: off (runs of one device only).", metavar="")]
+
+CeilingsChoice = Annotated[str, typer.Option(
+    "--ceilings", help="The ceilings the roofline placement is read against: 'run' (each run's own, as recorded; "
+    "a run whose ceilings are older and lower than this machine's current calibration is marked ceiling_stale), "
+    "'current' (this machine's cached ceilings of each run's device) or a ceilings JSON file (`wlprof calibrate "
+    "--out`, a cache file or a run manifest).", metavar="run|current|FILE")]
 
 # Capture settings a `run` takes as flags: CaptureConfig field -> (flag, help)
 CAPTURE_FLAGS = {

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
                   "wlprof predict --train-traces offline/ --test RUN_ID",
@@ -20,29 +20,31 @@ EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
 
 @handle_errors
 def predict(
-    test: Annotated[list[str] | None, typer.Option("--test", help="Run ids to score on.")] = None,
+    test: Annotated[list[str] | None, typer.Option(
+        "--test", help="Run ids to score on (comma-separated or repeated); required unless --spec or --trace.")] = None,
     train: Annotated[list[str] | None, typer.Option(
-        "--train", help="Run ids to fit on (comma-separated or repeated); default: every run in --train-traces")] = None,
+        "--train", help="Run ids to fit on (comma-separated or repeated). Default: every run in --train-traces.")] = None,
     traces: Traces = DEFAULT_TRACES,
     train_traces: Annotated[Path | None, typer.Option(
-        "--train-traces", help="Traces folder of the --train runs, e.g. an offline profile kept apart "
-        "(default: --traces)")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the scores as Markdown to this file.")] = None,
+        "--train-traces", help="Traces folder of the --train runs, e.g. an offline profile kept apart. "
+        "Default: --traces.", metavar="DIR")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the scores as Markdown to this file. Default: none.")] = None,
     allow_mixed_devices: AllowMixed = False,
     profile: Annotated[Path | None, typer.Option(
-        "--profile", help="An offline profile (`wlprof profile -o DIR`): Level 3 from it instead of --train.",
+        "--profile", help="An offline profile (`wlprof profile -o DIR`): Level 3 from it instead of --train. Default: none.",
         metavar="DIR")] = None,
     spec: Annotated[str | None, typer.Option(
-        "--spec", help="With --profile: a configuration to predict without running it, 'WORKLOAD KEY=VALUE ...'.",
+        "--spec", help="With --profile: a configuration to predict without running it, 'WORKLOAD KEY=VALUE ...'. Default: none.",
         metavar="SPEC")] = None,
     trace: Annotated[Path | None, typer.Option(
-        "--trace", help="With --profile: a torch.profiler trace whose first step to predict.", metavar="FILE")] = None,
+        "--trace", help="With --profile: a torch.profiler trace whose first step to predict. Default: none.", metavar="FILE")] = None,
     scale: Annotated[str | None, typer.Option(
-        "--scale", help="With --trace: rewrite one dimension, DIM=FACTOR (batch=4, or a dimension's value: 4096=2).",
+        "--scale", help="With --trace: rewrite one dimension, DIM=FACTOR (batch=4, or a dimension's value: 4096=2). Default: none.",
         metavar="DIM=FACTOR")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="With --spec: the dtype (default bfloat16).")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="With --spec: the dtype. Default: bfloat16.")] = None,
     top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown.")] = 15,
     refit: Annotated[bool, typer.Option("--refit", help="With --profile: fit the profile's runs again.")] = False,
+    wide: Wide = False,
 ) -> None:
     """Fit the ladder on --train runs and score every level per family on --test runs.
 
@@ -51,9 +53,9 @@ def predict(
     """
     from wlprof.analysis import models
     from wlprof.cli.markdown import rich_table, table
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import list_runs
-    from wlprof.store.selection import load_runs, split_runs
+    from wlprof.store.selection import load_runs, ls_hint, split_runs
 
     if profile is not None or spec is not None or trace is not None:
         from wlprof.cli import predict_profile
@@ -65,13 +67,18 @@ def predict(
         if scale is not None and trace is None:
             raise InputError("--scale", "applies to --trace", scale)
         if spec is not None:
-            return predict_profile.spec(profile, spec, dtype, top, out, refit)
+            return predict_profile.spec(profile, spec, dtype, top, out, refit, wide)
         if trace is not None:
-            return predict_profile.trace(profile, trace, scale, top, out, refit)
-        return predict_profile.score(profile, split_runs(test), traces, out, refit)
+            return predict_profile.trace(profile, trace, scale, top, out, refit, wide)
+        return predict_profile.score(profile, split_runs(test), traces, out, refit, wide)
 
     train_root = train_traces if train_traces is not None else traces
     tr, te = split_runs(train), split_runs(test)
+    known_test = [m["run_id"] for m in list_runs(traces)]
+    for r in te:  # the runs to score first: a missing one is named before any other check
+        if r not in known_test:
+            raise InputError("--test", f"must name runs in {traces}/ ({ls_hint(traces)})", r,
+                             hint=did_you_mean(r, known_test))
     if train is not None and not tr:
         raise InputError("--train", "must name at least one run", train)
     if not tr:
@@ -96,9 +103,15 @@ def predict(
     ladder = models.fit(f_tr)
     op_scores, step_scores = models.score(ladder, f_te)
     merged = op_scores.merge(step_scores, on=["model", "family"])
-    cols = {"model": "model", "family": "family", "ops": "op calls", "within_10pct": "within ±10%",
-            "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps",
-            "step_within_5pct": "steps within ±5%", "step_median_ape": "step median |error|"}
+    from wlprof.cli import render
+
+    cols = {"model": "model", "family": "family", "ops": "op\ncalls", "within_10pct": "within\n±10%",
+            "time_within_10pct": "their\ntime", "median_ape": "median\n|error|", "steps": "steps",
+            "step_within_5pct": "steps\nwithin ±5%", "step_median_ape": "step median\n|error|"}
+    formats = {"within_10pct": render.percent, "time_within_10pct": render.percent, "median_ape": render.percent,
+               "step_within_5pct": render.percent, "step_median_ape": render.percent}
+    prio = {"model": 10, "family": 10, "within_10pct": 9, "median_ape": 8, "step_within_5pct": 8, "ops": 6,
+            "time_within_10pct": 6, "steps": 5, "step_median_ape": 7}
     con = console()
     coverage = len(f_te) / max(len(ops_te), 1)
     con.print(f"trained on {len(f_tr)} op calls from {len(tr)} runs; scored on {len(f_te)} op calls "
@@ -108,12 +121,14 @@ def predict(
               + " (same point: the call profiled in the same sweep point of --train; same call: profiled "
               f"elsewhere there; nearest: shapes within {models.NEAREST_MAX_RATIO:g}x; regression: none of these). "
               "The noise floor: the same call in the other profiled steps of its run.")
-    con.print(rich_table(merged, cols, title="Level 0-3 performance models on held-out runs"))
+    con.print(rich_table(merged, cols, title="Level 0-3 performance models on held-out runs", formats=formats,
+                         priorities=prio, text={"model", "family"}, wrap={"family": 20}, wide=wide,
+                         width=con.width))
     if out is not None:
         from wlprof.store.atomic import atomic_write_bytes
 
         text = (f"Trained on {', '.join(tr)}; tested on {', '.join(te)} ({devices[0]}). L3 answered from: "
                 + ", ".join(f"{k} {v:.1%}" for k, v in sources.items()) + ".\n\n"
-                + table(merged, cols))
+                + table(merged, cols, formats=formats))
         atomic_write_bytes(out, text.encode())
         con.print(f"wrote {out}")

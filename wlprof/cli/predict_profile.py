@@ -34,7 +34,8 @@ def _write(out: Path | None, text: str, con) -> None:
     con.print(f"wrote {out}")
 
 
-def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit: bool) -> None:
+def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit: bool,
+          wide: bool = False) -> None:
     """Score held-out runs with the profile's predictor beside L0-L2 and the noise floor."""
     from wlprof.cli.common import console
     from wlprof.cli.markdown import rich_table, table
@@ -62,13 +63,15 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
             f"{'GPU-minutes' if info.get('gpu_minutes') else 's'}); scored {res['scored_calls']} op calls with "
             f"known FLOPs and bytes of {res['calls']} in {len(test)} runs. L3 answered from: {src}.")
     con.print(head)
-    con.print(rich_table(merged, OP_COLS, title="Level 0-3 on runs the profile never saw"))
-    con.print(rich_table(res["timeline"], TIMELINE_COLS, title="Whole steps (every call) and their timings"))
+    con.print(rich_table(merged, OP_COLS, title="Level 0-3 on runs the profile never saw", wide=wide,
+                         width=con.width))
+    con.print(rich_table(res["timeline"], TIMELINE_COLS, title="Whole steps (every call) and their timings",
+                         wide=wide, width=con.width))
     _write(out, f"{head}\n\n{table(merged, OP_COLS)}\n{table(res['timeline'], TIMELINE_COLS)}", con)
 
 
 def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, out: Path | None, con,
-                      measured: pd.DataFrame | None = None) -> pd.DataFrame:
+                      measured: pd.DataFrame | None = None, wide: bool = False) -> pd.DataFrame:
     from wlprof.cli.markdown import rich_table, table
     from wlprof.predict.report import breakdown, predict_calls
     from wlprof.predict.steps import Plan
@@ -95,14 +98,15 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         msg = (f"{label}: {len(g)} calls, kernel time {pred.sum():,.1f} µs, back to back {b2b:,.1f} µs/step, "
                f"one call {lat:,.1f} µs")
         con.print(msg)
-        con.print(rich_table(bd, cols))
+        con.print(rich_table(bd, cols, wide=wide, width=con.width))
         lines += [f"## {label}", "", msg, "", table(bd, cols)]
     summary = pd.DataFrame(rows)
     _write(out, "\n".join(lines), con)
     return summary
 
 
-def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None, refit: bool) -> None:
+def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None, refit: bool,
+         wide: bool = False) -> None:
     from wlprof.cli.common import console
     from wlprof.predict.profile import load_profile
     from wlprof.predict.spec import parse_spec, record
@@ -112,10 +116,11 @@ def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None
     sp = parse_spec(text)
     ops = record(sp, dtype, launching=frozenset(predictor.meta.get("op_names", [])))
     _predict_and_show(f"# {text}\n\nPredicted from profile {profile}; calls listed on the meta device.", ops,
-                      predictor, host, top, out, con)
+                      predictor, host, top, out, con, wide=wide)
 
 
-def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path | None, refit: bool) -> None:
+def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path | None, refit: bool,
+          wide: bool = False) -> None:
     from wlprof.cli.common import console
     from wlprof.errors import InputError
     from wlprof.predict.profile import load_profile
@@ -138,4 +143,4 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         ops = ops.assign(measured_us=pd.to_numeric(ops.dur_us, errors="coerce"))
         title = f"# {path}\n\nPredicted from profile {profile} beside the trace's measured calls."
     ops = ops.assign(variant=str(Path(path).name))
-    _predict_and_show(title, ops, predictor, host, top, out, con)
+    _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide)

@@ -17,15 +17,15 @@ EXAMPLES = epilog("wlprof profile --device cuda -o profiles/h200",
 
 @handle_errors
 def profile(
-    out: Annotated[Path, typer.Option("--out", "-o", help="The profile folder to create (new or empty).",
+    out: Annotated[Path, typer.Option("--out", "-o", help="The profile folder to create (new or empty; required).",
                                       metavar="DIR")],
     device: Device = None,
     budget_minutes: Annotated[float, typer.Option(
         "--budget-minutes", help="Stop starting sections once this much wall time is spent (the coarse pass "
-        "of every section first).", metavar="MIN")] = 6.0,
+        "of every section first).", metavar="MIN", show_default=True)] = 6.0,
     section: Annotated[list[str] | None, typer.Option(
         "--section", help="Profile only these sections of the grid (repeatable): gemm nn, gemm nt, gemm linear, "
-        "elementwise, gnn raw, gnn pyg, moe (a CPU's grid: gnn).", metavar="NAME")] = None,
+        "elementwise, gnn raw, gnn pyg, moe (a CPU's grid: gnn). Default: every section.", metavar="NAME")] = None,
     quiet: Quiet = False,
 ) -> None:
     """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps) into DIR, check it

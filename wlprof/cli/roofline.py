@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, CeilingsChoice, Traces, epilog
 
-EXAMPLES = epilog("wlprof roofline RUN_ID", "wlprof roofline RUN_A RUN_B -o roofline.png")
+EXAMPLES = epilog("wlprof roofline RUN_ID", "wlprof roofline RUN_A RUN_B -o roofline.png",
+                  "wlprof roofline RUN_ID --ceilings current")
 
 
 @handle_errors
@@ -19,20 +20,28 @@ def roofline(
     output: Annotated[Path, typer.Option("--out", "-o", help="PNG file to write.")] = Path("roofline.png"),
     traces: Traces = DEFAULT_TRACES,
     allow_mixed_devices: AllowMixed = False,
+    ceilings: CeilingsChoice = "run",
 ) -> None:
-    """Draw the roofline (measured ceilings) with every op call as a point."""
+    """Draw the hierarchical roofline (measured ceilings: memory and cache roofs, a compute roof per dtype)
+    with every op call as a point, those above their roof marked by their reason."""
     from wlprof.analysis.families import add_family
+    from wlprof.cli.placement import place
     from wlprof.cli.report_files import _save
     from wlprof.errors import InputError
     from wlprof.plots import figures
     from wlprof.store.runs import check_writable
-    from wlprof.store.selection import ceilings_of, load_runs, split_runs
+    from wlprof.store.selection import load_runs, split_runs
 
     ids = split_runs(runs)
     if output.suffix.lower() != ".png":
         raise InputError("--out", "must be a .png file", str(output))
     check_writable(output.parent if str(output.parent) else Path("."), "--out")
-    ops = add_family(load_runs(traces, "ops", ids, "RUNS", None, allow_mixed_devices))
-    fig = figures.roofline(ops, ceilings_of(traces, ids[0]), f"Roofline: {', '.join(ids)}")
+    ops = load_runs(traces, "ops", ids, "RUNS", None, allow_mixed_devices)
+    placed = place(traces, ceilings, ops)
+    for line in placed.findings:
+        typer.echo(f"ceilings: {line}")
+    fig = figures.roofline(add_family(placed.ops), placed.lines_ceilings or {}, f"Roofline: {', '.join(ids)}")
     _save(fig, output)
-    typer.echo(f"wrote {output} ({len(ops)} op calls)")
+    above = placed.ops[placed.ops.roofline_fraction > 1] if "roofline_fraction" in placed.ops else placed.ops[:0]
+    why = above.roof_note.fillna("(none)").value_counts().to_dict() if len(above) else {}
+    typer.echo(f"wrote {output} ({len(ops)} op calls" + (f"; above their roof: {why}" if why else "") + ")")

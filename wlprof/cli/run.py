@@ -10,7 +10,6 @@ import inspect
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 from wlprof.cli.common import handle_errors
 from wlprof.cli.options import (
@@ -20,26 +19,23 @@ from wlprof.cli.options import (
     Quiet,
     Resume,
     Traces,
+    Wide,
+    WorldSize,
     capture_config,
     capture_parameters,
     epilog,
 )
-from wlprof.errors import did_you_mean
+from wlprof.cli.usage import WlprofCommand, WlprofGroup
 
 
-class WorkloadGroup(TyperGroup):
-    """Names the argument, the rule and the value for an unknown workload."""
+def distributed_env() -> bool:
+    """This process is a rank torchrun (or `--world-size`) started."""
+    import os
 
-    def resolve_command(self, ctx, args):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
-            hint = did_you_mean(args[0], self.commands)
-            typer.echo(f"error: WORKLOAD must be one of {', '.join(sorted(self.commands))} (got {args[0]!r})"
-                       + (f"; {hint}" if hint else ""), err=True)
-            raise typer.Exit(2)
-        return super().resolve_command(ctx, args)
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-app = typer.Typer(cls=WorkloadGroup, no_args_is_help=True, help="Profile a workload's sweep: `wlprof run gemm`.")
+app = typer.Typer(cls=WlprofGroup, no_args_is_help=True, help="Profile a workload's sweep: `wlprof run gemm`.")
 
 
 def _help(p) -> str:
@@ -72,7 +68,7 @@ def _option(p) -> inspect.Parameter:
 
 _SHARED = [
     ("device", Device, None), ("dtype", Dtype, None), ("traces", Traces, DEFAULT_TRACES), ("quiet", Quiet, False),
-    ("resume", Resume, None),
+    ("resume", Resume, None), ("world_size", WorldSize, None), ("wide", Wide, False),
 ]
 
 
@@ -87,7 +83,12 @@ def command_for(wl):
         params = {n: kwargs[n] for n in names if kwargs[n] is not None}
         study = Study(workload=wl.name, params=params, device=kwargs["device"], dtype=kwargs["dtype"],
                       capture=capture_config(kwargs))
-        execute(study, kwargs["traces"], kwargs["quiet"], resume=kwargs["resume"])
+        if kwargs["world_size"] is not None or distributed_env():  # ranks: launched here, or by torchrun
+            from wlprof.cli.distributed import run_distributed
+
+            run_distributed(study, kwargs["traces"], kwargs["quiet"], kwargs["world_size"], kwargs["resume"])
+            return
+        execute(study, kwargs["traces"], kwargs["quiet"], resume=kwargs["resume"], wide=kwargs["wide"])
 
     shared = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=a) for n, a, d in _SHARED]
     run.__signature__ = inspect.Signature([_option(p) for p in wl.params] + shared + capture_parameters())
@@ -100,7 +101,8 @@ def _register() -> None:
     from wlprof import workloads
 
     for wl in workloads.all_workloads():
-        app.command(wl.name, epilog=epilog(*wl.examples) if wl.examples else None)(command_for(wl))
+        app.command(wl.name, epilog=epilog(*wl.examples) if wl.examples else None, cls=WlprofCommand)(
+            command_for(wl))
 
 
 _register()

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof show RUN_ID", "wlprof show RUN_ID --variant 'batch 64' --top 0")
 
@@ -16,48 +16,74 @@ EXAMPLES = epilog("wlprof show RUN_ID", "wlprof show RUN_ID --variant 'batch 64'
 def show(
     run_id: Annotated[str, typer.Argument(help="A run id from `wlprof ls`.")],
     traces: Traces = DEFAULT_TRACES,
-    variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point.")] = None,
+    variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point. Default: every sweep point.")] = None,
     top: Annotated[int, typer.Option("--top", help="Kernels per variant (0: all).")] = 12,
+    wide: Wide = False,
 ) -> None:
     """Per variant: timings and totals, then the kernels by time with their costs and roofline."""
+    from rich.markup import escape
+
     from wlprof import load
     from wlprof.analysis.summary import kernel_summary
     from wlprof.cli import render
-    from wlprof.errors import InputError, StoreError
+    from wlprof.cli.placement import place
+    from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import effective_status, read_manifest, run_dir
+    from wlprof.store.selection import ls_hint, run_ceilings
 
     path = run_dir(traces, run_id)
     if not path.is_dir():
-        raise InputError("RUN_ID", f"must name a run in {traces}/ (see `wlprof ls`)", run_id)
+        from wlprof.store.runs import list_runs
+
+        raise InputError("RUN_ID", f"must name a run in {traces}/ ({ls_hint(traces)})", run_id,
+                         hint=did_you_mean(run_id, [m["run_id"] for m in list_runs(traces)]))
     manifest = read_manifest(path)
     steps = load(path, table="steps")
     kernels = load(path, table="kernels")
     if variant is not None:
         known = list(steps.variant)
         if variant not in known:
-            raise InputError("--variant", f"must be one of {known}", variant)
+            raise InputError("--variant", f"must be one of {known}", variant, hint=did_you_mean(variant, known))
         steps, kernels = steps[steps.variant == variant], kernels[kernels.variant == variant]
     if top < 0:
         raise InputError("--top", "must be 0 (all) or a positive number", top)
     con = console()
-    dev = manifest.get("device", {})
-    cei = manifest.get("ceilings", {})
-    con.print(f"[bold]{run_id}[/bold]  {manifest.get('workload')} on {dev.get('name')} ({manifest.get('dtype')}), "
-              f"status {effective_status(manifest)}")
-    con.print(f"command: {manifest.get('command')}")
-    con.print(f"ceilings ({cei.get('source')}, {cei.get('origin')}): copy {cei.get('copy_gbps', 0):,.0f} GB/s, "
-              + ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in sorted((cei.get('matrix_tflops') or {}).items())))
+    dev = manifest.get("device") or {}
+    dtype = manifest.get("dtype")
+    cei = manifest.get("ceilings") or {}
+    con.print(f"[bold]{escape(run_id)}[/bold]  {escape(str(manifest.get('workload')))} on "
+              f"{escape(str(dev.get('name') or 'an unknown device'))}" + (f" ({escape(dtype)})" if dtype else "")
+              + f", status {effective_status(manifest)}")
+    con.print(f"command: {escape(str(manifest.get('command')))}")
+    rc = run_ceilings(traces, [run_id])[run_id]
+    if rc.ceilings is not None:
+        con.print(escape(f"ceilings ({cei.get('source')}, {cei.get('origin')}): {rc.describe()}"))
+    else:  # an ingested trace of a device never calibrated here: say so, not copy 0 GB/s
+        con.print(escape(f"ceilings: {render.ceilings_text(cei)}"))
+    placed = place(traces, "run", None, kernels, steps)
+    steps, kernels = placed.steps, placed.kernels
+    for line in placed.findings[1:]:  # the first describes the ceilings, printed above
+        con.print(f"[yellow]{escape(str(line))}[/yellow]")
+    if rc.stale:
+        con.print("[yellow]`wlprof report --ceilings current` places it against this machine's current "
+                  "ceilings[/yellow]")
     for note in manifest.get("notes", []):
-        con.print(f"[dim]note: {note}[/dim]")
-    con.print(render.steps_table(steps.sort_values("point"), title="per variant (one step)"))
+        con.print(f"[dim]note: {escape(str(note))}[/dim]")
+    opts = {"wide": wide, "width": con.width}
+    con.print(render.steps_table(steps.sort_values("point"), title="per variant (one step)", **opts))
     if kernels.empty:
-        raise StoreError(f"run {run_id} has no kernel rows")
+        con.print(f"no kernel rows in {escape(run_id)}: the trace recorded no device activity in its profiled "
+                  "steps (nothing to break down)")
+        return
     for (point, name), k in kernels.groupby(["point", "variant"], sort=True):
         summary = kernel_summary(k)
+        if summary.empty:
+            con.print(f"{escape(str(name))}: no kernel rows inside a profiled step")
+            continue
         if top:
             summary = summary.head(top)
-        con.print(render.kernel_table(summary, title=f"{name}: kernels by time per step"))
+        con.print(render.kernel_table(summary, title=f"{name}: kernels by time per step", **opts))
         chrome = next((p.get("files", {}).get("chrome") for p in manifest.get("points", [])
                        if p.get("index") == point), None)
         if chrome:
-            con.print(f"[dim]Chrome trace (open in https://ui.perfetto.dev): {path / chrome}[/dim]")
+            con.print(f"[dim]Chrome trace (open in https://ui.perfetto.dev): {escape(str(path / chrome))}[/dim]")

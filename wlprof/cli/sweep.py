@@ -13,38 +13,67 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, Device, Quiet, Resume, Traces, epilog, spell_cli, spell_study
+from wlprof.cli.options import (
+    DEFAULT_TRACES,
+    Device,
+    Quiet,
+    Resume,
+    Traces,
+    Wide,
+    epilog,
+    spell_cli,
+    spell_study,
+)
 from wlprof.errors import InputError, Key
 
 EXAMPLES = epilog("wlprof sweep workloads/gemm_same_flops.toml",
                   "wlprof sweep workloads/moe_zipf.toml --set seed=1 --traces offline/",
-                  "wlprof sweep workloads/mlp_batch.toml --device cpu")
+                  "wlprof sweep workloads/*.toml --device cpu")
 
 
 @handle_errors(spelling=spell_study)
 def sweep(
-    study_file: Annotated[Path, typer.Argument(help="A study file, e.g. workloads/gemm_same_flops.toml")],
+    study_files: Annotated[list[Path], typer.Argument(
+        help="Study files (workloads/*.toml), run one after another, each into a run of its own.",
+        metavar="STUDY_FILE...")],
     traces: Traces = DEFAULT_TRACES,
     device: Device = None,
     quiet: Quiet = False,
     resume: Resume = None,
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a study parameter, KEY=VALUE (repeatable), e.g. --set seed=1")] = None,
+        "--set", help="Override a study parameter, KEY=VALUE (repeatable), e.g. --set seed=1. Default: none.",
+        metavar="KEY=VALUE")] = None,
+    wide: Wide = False,
 ) -> None:
-    """Run the sweep of a study file (workloads/*.toml) into the traces folder."""
+    """Run the sweep of each study file into the traces folder.
+
+    On a CPU a study runs at the scale its [cpu] section gives (the GPU sizes stay in [params]).
+    """
     from dataclasses import replace
 
     from wlprof.cli.execute import execute
-    from wlprof.study import load_study, override_params
+    from wlprof.study import load_study, override_params, prepare
 
-    study = load_study(study_file)
-    if set_:
-        study = override_params(study, set_)
-    if device is not None:
-        study = replace(study, device=device)
+    if resume is not None and len(study_files) > 1:
+        raise InputError(Key("resume", "store"), "finishes one run: pass one study file with it",
+                         [str(f) for f in study_files])
+    studies = []
+    for f in study_files:
+        study = load_study(f)
+        if set_:
+            study = override_params(study, set_)
+        if device is not None:
+            study = replace(study, device=device)
+        studies.append(study)
     try:
-        execute(study, traces, quiet, resume=resume)
+        for study in studies[1:]:  # every file is checked before the first one runs
+            prepare(study)
+        statuses = [execute(study, traces, quiet, resume=resume, wide=wide, exit_on_failure=False,
+                            label=f"[{i + 1}/{len(studies)}] {study.source}" if len(studies) > 1 else None)
+                    for i, study in enumerate(studies)]
     except InputError as exc:  # an override given as a flag is named as the flag
         if device is not None and exc.arg == Key("device", "study"):
             raise exc.spelled(spell_cli) from None
         raise
+    if any(s != "complete" for s in statuses):
+        raise SystemExit(1)

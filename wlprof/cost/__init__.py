@@ -3,7 +3,24 @@
 Importing this package registers every formula (the modules below register at import).
 """
 
-from wlprof.cost import elementwise, gemm, indexing, reductions  # noqa: F401  (registration)
+from wlprof.cost import (  # noqa: F401  (registration)
+    activations,
+    attention,
+    comm,
+    convolution,
+    elementwise,
+    elementwise_extra,
+    gemm,
+    indexing,
+    indexing_data,
+    inductor,
+    losses,
+    norms,
+    optimizers,
+    pooling,
+    reductions,
+    resampling,
+)
 from wlprof.cost.registry import (
     MATRIX,
     SUPPORT_OPS,

@@ -17,10 +17,10 @@ import pandas as pd
 
 from wlprof.ceilings import Ceilings
 from wlprof.cost.attribution import ancestors
-from wlprof.cost.registry import Cost, OpCall, cost_of
+from wlprof.cost.registry import FORMULA, Cost, OpCall, cost_of, uses_children, uses_kernels
 from wlprof.cost.roofline import add_roofline
 
-FORMULA, WORKLOAD, UNKNOWN = "formula", "workload", "unknown"
+WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost
 
 
 def _obj(values) -> pd.Series | np.ndarray:
@@ -37,11 +37,31 @@ def _json(v) -> str | None:
     return None if v is None else json.dumps(v, separators=(",", ":"))
 
 
-def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarray) -> dict:
+def _kernel_names(rows: pd.DataFrame, wanted: np.ndarray) -> dict[int, tuple[str, ...]]:
+    """The distinct names of the kernels each op in `wanted` launched, in launch order."""
+    op_pos = rows.op_pos.to_numpy()
+    sel = np.flatnonzero(rows.has_op.to_numpy() & (rows.kind.to_numpy() == "kernel") & np.isin(op_pos, wanted))
+    if not len(sel):
+        return {}
+    sel = sel[np.lexsort((rows.ts_ns.to_numpy()[sel], op_pos[sel]))]
+    names = rows.name.to_numpy(dtype=object)[sel]
+    pos, start = np.unique(op_pos[sel], return_index=True)
+    bounds = list(start[1:]) + [len(sel)]
+    return {int(p): tuple(dict.fromkeys(names[a:b])) for p, a, b in zip(pos, start, bounds, strict=True)}
+
+
+def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarray,
+              rows: pd.DataFrame | None = None) -> dict:
     names = ops.name.to_numpy(dtype=object)
     args_id = ops.args_id.to_numpy()
     dispatcher = ops.dispatcher.to_numpy()
     parent = ops.parent.to_numpy()
+    # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
+    needs = np.array([not dispatcher[p] and uses_kernels(names[p]) for p in op_positions], dtype=bool)
+    kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
+    # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
+    wants = np.array([not dispatcher[p] and uses_children(names[p]) for p in op_positions], dtype=bool)
+    children = _children(ops, op_positions[wants]) if wants.any() else {}
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
     for pos in op_positions:
@@ -49,10 +69,26 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
             out[pos] = None
             continue
         anc = ancestors(names, parent, pos)
-        key = (names[pos], args_id[pos], anc)  # distinct recorded inputs share an args id
-        if key not in memo:
-            memo[key] = cost_of(OpCall.from_args(names[pos], args_table[args_id[pos]], anc))
+        kn = kernels.get(int(pos), ())
+        ch = children.get(int(pos), ())
+        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch))
+        if key not in memo:  # distinct recorded inputs share an args id
+            nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
+            memo[key] = cost_of(OpCall.from_args(names[pos], args_table[args_id[pos]], anc, kn, nested))
         out[pos] = memo[key]
+    return out
+
+
+def _children(ops: pd.DataFrame, wanted: np.ndarray) -> dict[int, list[int]]:
+    """The positions of the ops nested directly in each op of `wanted`, in time order."""
+    parent = ops.parent.to_numpy()
+    sel = np.flatnonzero(np.isin(parent, wanted))
+    if not len(sel):
+        return {}
+    sel = sel[np.lexsort((ops.ts_ns.to_numpy()[sel], parent[sel]))]
+    out: dict[int, list[int]] = {}
+    for c in sel.tolist():
+        out.setdefault(int(parent[c]), []).append(c)
     return out
 
 
@@ -60,6 +96,12 @@ def _memcpy_bytes(name: str, transfer_bytes: int) -> float:
     # A device-to-device copy reads and writes the bytes on the device; host<->device
     # copies touch device memory once.
     return 2.0 * transfer_bytes if "DtoD" in name else float(transfer_bytes)
+
+
+def _memcpy_written(name: str, transfer_bytes: int) -> float:
+    # Device memory written: a memset and a copy into the device write what they move; a copy
+    # to the host only reads device memory.
+    return 0.0 if "DtoH" in name else float(transfer_bytes)
 
 
 def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceilings: Ceilings | None,
@@ -75,7 +117,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     n = len(rows)
 
     launching = np.unique(op_pos[has_op])
-    costs = _op_costs(ops, args_table, launching)
+    costs = _op_costs(ops, args_table, launching, rows)
 
     # An op's cost is split over its kernels by duration. Memsets and memcpys an op runs
     # beside its kernels (a split-K GEMM zeroing its workspace) get none of it: they are
@@ -97,9 +139,11 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     op_flops, op_bytes, op_written = np.full(n_ops, np.nan), np.full(n_ops, np.nan), np.full(n_ops, np.nan)
     op_costed = np.zeros(n_ops, bool)
     op_unit, op_dtype = np.full(n_ops, None, dtype=object), np.full(n_ops, None, dtype=object)
+    op_source = np.full(n_ops, UNKNOWN, dtype=object)
     for pos, c in costs.items():
         if c is not None:
             op_costed[pos] = True
+            op_source[pos] = c.source
             op_flops[pos] = np.nan if c.flops is None else c.flops
             op_bytes[pos] = np.nan if c.bytes is None else c.bytes
             op_written[pos] = np.nan if c.written is None else c.written
@@ -109,15 +153,16 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     flops = np.where(known, op_flops[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
     nbytes = np.where(known, op_bytes[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
     written = np.where(known, op_written[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
-    source = np.where(known, FORMULA, UNKNOWN).astype(object)
+    source = np.where(known, op_source[safe_pos], UNKNOWN).astype(object) if n_ops else np.full(n, UNKNOWN, object)
     unit = np.where(known, op_unit[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     cdtype = np.where(known, op_dtype[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     # memcpy/memset whose op has no formula: the trace records the bytes moved
     names = rows.name.to_numpy(dtype=object)
     tb = rows.transfer_bytes.to_numpy()
-    for i in np.flatnonzero((kinds != "kernel") & (kinds != "cpu_op") & (source == UNKNOWN)):
+    copies = (kinds == "memcpy") | (kinds == "memset")
+    for i in np.flatnonzero(copies & (source == UNKNOWN)):
         flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
-        written[i] = tb[i]  # a copy writes what it moves; a memset writes every byte
+        written[i] = _memcpy_written(names[i], tb[i])
 
     op_names = ops.name.to_numpy(dtype=object)
     # workload-stated costs override, split per (region, step) by duration
@@ -231,3 +276,55 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         o.loc[with_op[col].isna().groupby(by, sort=True).any().to_numpy() | unknown, col] = np.nan
     o.loc[unknown, "flops_source"] = UNKNOWN
     return o.reset_index(drop=True)
+
+
+def written_from_shapes(df: pd.DataFrame) -> np.ndarray:
+    """The bytes each stored row writes, recomputed from its recorded op inputs (NaN where unknown).
+
+    For tables written before formulas stated their written bytes: a row costed by a formula
+    gets the formula's `written` times its `cost_share` where the formula, run again on the
+    recorded inputs, gives the row's bytes (so the row was costed by that same formula); a
+    memset writes all its bytes, a device-to-device memcpy half (it reads the other half), a copy
+    to the device all it moves, a copy to the host nothing on the device. Workload-stated and unknown rows stay NaN.
+    """
+    from wlprof.cost.registry import cost_of
+
+    n = len(df)
+    out = np.full(n, np.nan)
+    if n == 0 or "op_name" not in df:
+        return out
+    nbytes = df["bytes"].to_numpy(dtype=float)
+    share = df["cost_share"].to_numpy(dtype=float) if "cost_share" in df else np.ones(n)
+    source = df["flops_source"].to_numpy(dtype=object) if "flops_source" in df else np.full(n, FORMULA, object)
+    kinds = df["kind"].to_numpy(dtype=object) if "kind" in df else np.full(n, "kernel", object)
+    names = df["name"].to_numpy(dtype=object) if "name" in df else np.full(n, "", object)
+    cols = ("op_input_dims", "op_input_types", "op_input_strides", "op_concrete_inputs")
+    arg_keys = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+    vals = [df[c].to_numpy(dtype=object) if c in df else np.full(n, None, object) for c in cols]
+    op = df["op_name"].to_numpy(dtype=object)
+    memo: dict[tuple, Cost | None] = {}
+    for i in np.flatnonzero((source == FORMULA) & ~np.isnan(nbytes)):
+        if op[i] is None:
+            continue
+        key = (op[i], *(v[i] for v in vals))
+        if key not in memo:
+            args = {}
+            for k, v in zip(arg_keys, key[1:], strict=True):
+                if isinstance(v, str):
+                    try:
+                        args[k] = json.loads(v)
+                    except ValueError:
+                        pass
+            memo[key] = cost_of(OpCall.from_args(op[i], args))
+        c = memo[key]
+        if c is None or c.written is None or c.bytes is None:
+            continue
+        expected = c.bytes * share[i]
+        if abs(expected - nbytes[i]) <= 1e-6 * max(abs(nbytes[i]), 1.0):
+            out[i] = c.written * share[i]
+    copies = (kinds != "kernel") & (kinds != "cpu_op") & np.isnan(out) & (source == FORMULA) & ~np.isnan(nbytes)
+    for i in np.flatnonzero(copies):
+        name = str(names[i])
+        dtod = kinds[i] == "memcpy" and "DtoD" in name
+        out[i] = nbytes[i] / 2 if dtod else (0.0 if kinds[i] == "memcpy" and "DtoH" in name else nbytes[i])
+    return out

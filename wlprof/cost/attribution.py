@@ -4,7 +4,9 @@ A registered op with a costed op nested inside dispatches to it (aten::relu over
 aten::clamp_min, aten::_grouped_mm running one aten::mm per group on the CPU), unless
 its formula declares nested ops its own auxiliary work (aten::addmm copying its bias).
 An op with an op of its own name nested inside is an overload dispatching to another
-(aten::sum -> aten::sum.dim_IntList): only the inner one does the work.
+(aten::sum -> aten::sum.dim_IntList): only the inner one does the work. An op whose
+recorded args choose a formula (an Inductor Triton launch: `kernel_backend` triton) has
+one too, whatever its name.
 """
 
 from __future__ import annotations
@@ -12,11 +14,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wlprof.cost.registry import SUPPORT_OPS, aux_children, has_formula, is_view, is_wrapper
+from wlprof.cost.registry import (
+    SUPPORT_OPS,
+    aux_children,
+    aux_ops,
+    has_formula,
+    is_view,
+    is_wrapper,
+    selects_formula,
+)
 
 
-def flag_ops(ops: pd.DataFrame) -> pd.DataFrame:
-    """`ops` (name, parent) with is_view, is_wrapper, has_formula and dispatcher columns."""
+def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.DataFrame:
+    """`ops` (name, parent) with is_view, is_wrapper, has_formula and dispatcher columns.
+
+    With `args_table` (and an `args_id` column), ops whose recorded args choose a formula
+    (`registry.arg_formula`) count as having one.
+    """
     names = ops.name.to_numpy(dtype=object)
     parent = ops.parent.to_numpy()
     n = len(ops)
@@ -28,6 +42,11 @@ def flag_ops(ops: pd.DataFrame) -> pd.DataFrame:
         return np.array([bool(pred(x)) for x in uniq], dtype=bool)[codes] if n else np.zeros(0, bool)
 
     view, wrapper, formula = per_name(is_view), per_name(is_wrapper), per_name(has_formula)
+    if args_table is not None and n and "args_id" in ops:
+        aid = ops.args_id.to_numpy()
+        acodes, auniq = pd.factorize(aid)
+        chosen = np.array([0 <= a < len(args_table) and selects_formula(args_table[a]) for a in auniq], dtype=bool)
+        formula = formula | chosen[acodes]
     support, aux = per_name(lambda x: x in SUPPORT_OPS), per_name(aux_children)
     # costed descendants: walk up from every costed op (stop where already marked)
     has_costed_desc = np.zeros(n, bool)
@@ -36,6 +55,22 @@ def flag_ops(ops: pd.DataFrame) -> pd.DataFrame:
         while p >= 0 and not has_costed_desc[p]:
             has_costed_desc[p] = True
             p = parent[p]
+    # ops whose formula names its auxiliary nested ops: costed unless a costed descendant of
+    # another name is nested inside (outside the auxiliary ops' own subtrees)
+    named = np.flatnonzero(formula & has_costed_desc & per_name(lambda x: bool(aux_ops(x))))
+    if len(named):
+        kids = _Children(parent)
+        costed = formula & ~support
+        for i in named.tolist():
+            own = aux_ops(names[i])
+            stack, found = kids(i), False
+            while stack and not found:
+                c = stack.pop()
+                if names[c] in own:
+                    continue
+                found = bool(costed[c])
+                stack.extend(kids(c))
+            has_costed_desc[i] = found
     child = np.flatnonzero(parent >= 0)
     same_name_parent = np.zeros(n, bool)
     same_name_parent[parent[child][names[child] == names[parent[child]]]] = True
@@ -45,6 +80,18 @@ def flag_ops(ops: pd.DataFrame) -> pd.DataFrame:
     out["has_formula"] = formula
     out["dispatcher"] = (formula & has_costed_desc & ~aux) | same_name_parent
     return out
+
+
+class _Children:
+    """The ops nested directly in an op, looked up in the parent array sorted once."""
+
+    def __init__(self, parent: np.ndarray):
+        self.order = np.argsort(parent, kind="stable")
+        self.sorted = parent[self.order]
+
+    def __call__(self, p: int) -> list[int]:
+        lo, hi = np.searchsorted(self.sorted, [p, p + 1])
+        return self.order[lo:hi].tolist()
 
 
 def working(ops: pd.DataFrame) -> np.ndarray:

@@ -158,7 +158,7 @@ def _elementwise(call: OpCall, flops_per_element: int, bool_out: bool, arity: in
     like = _result_like(ts)
     out_size = 1 if bool_out else like.itemsize
     reads = sum(t.nbytes_read for t in ts)
-    return Cost(flops_per_element * n, reads + n * out_size, VECTOR, like.dtype)
+    return Cost(flops_per_element * n, reads + n * out_size, VECTOR, like.dtype, written=n * out_size)
 
 
 def _make_unary(base: str, per: int):
@@ -171,6 +171,8 @@ def _make_unary(base: str, per: int):
 
 def _make_binary(base: str, per: int):
     def binary(call: OpCall) -> Cost | None:
+        if base == "where" and len(call.types) == 1:
+            return None  # where(condition) is nonzero(condition) (nonzero_numpy nested): costed there
         extra = 0
         pos = _ALPHA_ARG.get(base)
         if pos is not None:
@@ -198,7 +200,7 @@ for _base, _per in BINARY_FLOPS.items():
 def copy_(call: OpCall) -> Cost | None:
     # copy_(dst, src): read src (at its stored size), write dst; dst is not read.
     dst, src = call.tensor(0), call.tensor(1)
-    return Cost(0, src.nbytes_read + dst.numel * dst.itemsize, VECTOR, dst.dtype)
+    return Cost(0, src.nbytes_read + dst.numel * dst.itemsize, VECTOR, dst.dtype, written=dst.numel * dst.itemsize)
 
 
 @formula("aten::fill_", "aten::normal_", "aten::uniform_", "aten::bernoulli_", "aten::random_",
@@ -206,7 +208,7 @@ def copy_(call: OpCall) -> Cost | None:
 def fill_(call: OpCall) -> Cost | None:
     # Writes every element once; random generators' arithmetic is not counted.
     t = call.tensor(0)
-    return Cost(0, t.numel * t.itemsize, VECTOR, t.dtype)
+    return Cost(0, t.numel * t.itemsize, VECTOR, t.dtype, written=t.numel * t.itemsize)
 
 
 @formula("aten::arange")
@@ -237,4 +239,4 @@ def arange(call: OpCall) -> Cost | None:
     else:
         dtype = "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32"
     n = max(0, math.ceil((end - start) / step))
-    return Cost(0, n * dtypes.size_of_dtype(dtype), VECTOR, dtype)
+    return Cost(0, n * dtypes.size_of_dtype(dtype), VECTOR, dtype, written=n * dtypes.size_of_dtype(dtype))

@@ -41,9 +41,9 @@ def _mm(a: TensorArg, b: TensorArg, extra_reads: int = 0) -> Cost:
     if m * n == 0:
         # an empty product (a group with no rows: _grouped_mm on the CPU calls mm for every
         # group) reads nothing it must
-        return Cost(0, 0, MATRIX, a.dtype)
-    nbytes = a.nbytes_read + b.nbytes_read + extra_reads + _out_bytes(m * n, a)
-    return Cost(flops, nbytes, MATRIX, a.dtype)
+        return Cost(0, 0, MATRIX, a.dtype, written=0)
+    out = _out_bytes(m * n, a)
+    return Cost(flops, a.nbytes_read + b.nbytes_read + extra_reads + out, MATRIX, a.dtype, written=out)
 
 
 @formula("aten::mm")
@@ -69,8 +69,8 @@ def _bmm(a: TensorArg, b: TensorArg, extra_reads: int = 0) -> Cost:
     if k != k2 or batch != batch2:
         raise ValueError("batch or inner dimensions differ")
     flops = 2 * batch * m * n * k
-    nbytes = a.nbytes_read + b.nbytes_read + extra_reads + _out_bytes(batch * m * n, a)
-    return Cost(flops, nbytes, MATRIX, a.dtype)
+    out = _out_bytes(batch * m * n, a)
+    return Cost(flops, a.nbytes_read + b.nbytes_read + extra_reads + out, MATRIX, a.dtype, written=out)
 
 
 @formula("aten::bmm")
@@ -98,7 +98,7 @@ def scaled_mm(call: OpCall) -> Cost | None:
     out_dtype = dtypes.SCALAR_TYPE_CODES.get(out_code) if isinstance(out_code, int) else a.dtype
     reads = sum(t.nbytes_read for t in call.tensors)
     out = m * n * dtypes.size_of_dtype(out_dtype) if out_dtype else None
-    return Cost(2 * m * n * k, reads + out if out is not None else None, MATRIX, a.dtype)
+    return Cost(2 * m * n * k, reads + out if out is not None else None, MATRIX, a.dtype, written=out)
 
 
 @formula("aten::_grouped_mm")
@@ -137,8 +137,8 @@ def grouped_mm(call: OpCall) -> Cost | None:
         return None
     if k != k2:
         return None
-    nbytes = a.nbytes_read + b.nbytes_read + offs_bytes + _out_bytes(out, a)
-    return Cost(flops, nbytes, MATRIX, a.dtype)
+    written = _out_bytes(out, a)
+    return Cost(flops, a.nbytes_read + b.nbytes_read + offs_bytes + written, MATRIX, a.dtype, written=written)
 
 
 @formula("aten::mv")
@@ -146,7 +146,7 @@ def mv(call: OpCall) -> Cost | None:
     # mv(A[M, N], x[N]): 2*M*N; a memory-bound product (intensity about 1 in bf16).
     a, x = call.tensor(0), call.tensor(1)
     m, n = a.dims
-    return Cost(2 * m * n, a.nbytes_read + x.nbytes_read + m * a.itemsize, VECTOR, a.dtype)
+    return Cost(2 * m * n, a.nbytes_read + x.nbytes_read + m * a.itemsize, VECTOR, a.dtype, written=m * a.itemsize)
 
 
 @formula("aten::addmv", "aten::addmv_", aux_children=True)
@@ -156,14 +156,14 @@ def addmv(call: OpCall) -> Cost | None:
     bias, a, x = call.tensor(0), call.tensor(1), call.tensor(2)
     m, n = a.dims
     reads = a.nbytes_read + x.nbytes_read + (bias.nbytes_read if bias else 0)
-    return Cost(2 * m * n, reads + m * a.itemsize, VECTOR, a.dtype)
+    return Cost(2 * m * n, reads + m * a.itemsize, VECTOR, a.dtype, written=m * a.itemsize)
 
 
 @formula("aten::dot", "aten::vdot")
 def dot(call: OpCall) -> Cost | None:
     # n multiplies and n adds: 2*n (counting one add fewer, 2n - 1, changes nothing that matters).
     a, b = call.tensor(0), call.tensor(1)
-    return Cost(2 * a.numel, a.nbytes_read + b.nbytes_read + a.itemsize, VECTOR, a.dtype)
+    return Cost(2 * a.numel, a.nbytes_read + b.nbytes_read + a.itemsize, VECTOR, a.dtype, written=a.itemsize)
 
 
 # Convolutions: implementations that launch the kernels, with the positions of their
@@ -250,7 +250,7 @@ def convolution(call: OpCall) -> Cost | None:
         flops = 2 * batch * math.prod(out_sp) * c_out * w.dims[1] * math.prod(kernel)
     out = batch * c_out * math.prod(out_sp)
     reads = sum(t.nbytes_read for t in call.tensors)
-    return Cost(flops, reads + out * x.itemsize, MATRIX, x.dtype)
+    return Cost(flops, reads + out * x.itemsize, MATRIX, x.dtype, written=out * x.itemsize)
 
 
 # An implementation's nested ops (the bias added by an aten::add_ in slow_conv_transpose2d,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from wlprof.cost import dtypes
+from wlprof.cost.kernel_types import opaque_size
 from wlprof.cost.registry import VECTOR, Cost, OpCall, formula
 
 
@@ -23,7 +24,8 @@ def index_select(call: OpCall) -> Cost | None:
     # index_select(self, dim, index): |index| slices of `self` along `dim` are copied.
     src, dim, idx = call.tensor(0), call.scalar(1), call.tensor(2)
     out = idx.numel * _row_numel(src, dim)
-    return Cost(0, out * src.itemsize + idx.nbytes_read + out * src.itemsize, VECTOR, src.dtype)
+    return Cost(0, out * src.itemsize + idx.nbytes_read + out * src.itemsize, VECTOR, src.dtype,
+                written=out * src.itemsize)
 
 
 @formula("aten::embedding")
@@ -32,7 +34,7 @@ def embedding(call: OpCall) -> Cost | None:
     # index_select (then gather): a dispatcher there, costed once on the innermost op.
     w, idx = call.tensor(0), call.tensor(1)
     out = idx.numel * (w.numel // w.dims[0])
-    return Cost(0, out * w.itemsize + idx.nbytes_read + out * w.itemsize, VECTOR, w.dtype)
+    return Cost(0, out * w.itemsize + idx.nbytes_read + out * w.itemsize, VECTOR, w.dtype, written=out * w.itemsize)
 
 
 @formula("aten::gather")
@@ -41,7 +43,7 @@ def gather(call: OpCall) -> Cost | None:
     # CUDA's index_select gathers with an index expanded by a zero stride: stored size counts.
     src, idx = call.tensor(0), call.tensor(2)
     n = idx.numel
-    return Cost(0, n * src.itemsize + idx.nbytes_read + n * src.itemsize, VECTOR, src.dtype)
+    return Cost(0, n * src.itemsize + idx.nbytes_read + n * src.itemsize, VECTOR, src.dtype, written=n * src.itemsize)
 
 
 def _scatter(call: OpCall, combine: bool) -> Cost:
@@ -54,8 +56,8 @@ def _scatter(call: OpCall, combine: bool) -> Cost:
     touched = min(n, dst.numel)
     reads = idx.nbytes_read + (min(n, src.stored) * src.itemsize if src is not None else 0)
     if combine:
-        return Cost(n, reads + 2 * touched * dst.itemsize, VECTOR, dst.dtype)
-    return Cost(0, reads + touched * dst.itemsize, VECTOR, dst.dtype)
+        return Cost(n, reads + 2 * touched * dst.itemsize, VECTOR, dst.dtype, written=touched * dst.itemsize)
+    return Cost(0, reads + touched * dst.itemsize, VECTOR, dst.dtype, written=touched * dst.itemsize)
 
 
 @formula("aten::scatter_add_", "aten::scatter_add", aux_children=True)
@@ -85,7 +87,8 @@ def index_add(call: OpCall) -> Cost | None:
     touched = min(n, dst.numel)
     flops = n * (2 if isinstance(alpha, (int, float)) and alpha != 1 else 1)
     _ = dim
-    return Cost(flops, idx.nbytes_read + src.nbytes_read + 2 * touched * dst.itemsize, VECTOR, dst.dtype)
+    return Cost(flops, idx.nbytes_read + src.nbytes_read + 2 * touched * dst.itemsize, VECTOR, dst.dtype,
+                written=touched * dst.itemsize)
 
 
 @formula("aten::index_copy_", "aten::index_copy", "aten::index_fill_", aux_children=True)
@@ -94,14 +97,21 @@ def index_copy(call: OpCall) -> Cost | None:
     src = call.tensor(3)
     n = idx.numel * _row_numel(dst, dim)
     reads = idx.nbytes_read + (src.nbytes_read if src is not None else 0)
-    return Cost(0, reads + n * dst.itemsize, VECTOR, dst.dtype)
+    return Cost(0, reads + n * dst.itemsize, VECTOR, dst.dtype, written=n * dst.itemsize)
 
 
-@formula("aten::cat", "aten::_cat")
+@formula("aten::cat", "aten::_cat", uses_kernels=True)
 def cat(call: OpCall) -> Cost | None:
-    # cat(tensors, dim): every input read once, the output written once. The trace records
-    # a TensorList's shapes but not its dtype, so the bytes are unknown; FLOPs are 0.
-    return Cost(0, None, VECTOR, None)
+    # cat(tensors, dim): every input read once, the output written once; FLOPs 0. The trace records
+    # a TensorList's shapes but not its dtype: the element size is the one CUDA's batched copy
+    # kernel names (CatArrayBatchedCopy<OpaqueType<2u>, ...>); without it (a CPU trace, or a cat that
+    # copies input by input with copy_ ops nested, each costed on its own) the bytes are unknown.
+    size = opaque_size(call.kernels, "CatArrayBatchedCopy")
+    dims = call.dims[0] if call.dims else None
+    if size is None or not isinstance(dims, tuple) or not all(isinstance(d, tuple) for d in dims):
+        return Cost(0, None, VECTOR, None)
+    n = sum(math.prod(d) for d in dims if d != (0,))  # legacy empty [0] inputs are skipped by cat
+    return Cost(0, 2 * n * size, VECTOR, None, written=n * size)
 
 
 @formula("aten::topk")
@@ -113,7 +123,8 @@ def topk(call: OpCall) -> Cost | None:
     length = t.dims[int(dim) % len(t.dims)] if t.dims else 1
     slices = t.numel // length if length else 0
     flops = t.numel + slices * k * max(0, math.ceil(math.log2(k))) if k > 0 else 0
-    return Cost(flops, t.nbytes_read + slices * k * (t.itemsize + 8), VECTOR, t.dtype)
+    out = slices * k * (t.itemsize + 8)
+    return Cost(flops, t.nbytes_read + out, VECTOR, t.dtype, written=out)
 
 
 @formula("aten::sort", aux_children=True)
@@ -126,7 +137,8 @@ def sort(call: OpCall) -> Cost | None:
     dim = -1 if dim is None or isinstance(dim, bool) else dim
     length = t.dims[int(dim) % len(t.dims)] if t.dims else 1
     flops = t.numel * max(0, math.ceil(math.log2(length))) if length > 1 else 0
-    return Cost(flops, t.nbytes_read + t.numel * (t.itemsize + 8), VECTOR, t.dtype)
+    out = t.numel * (t.itemsize + 8)
+    return Cost(flops, t.nbytes_read + out, VECTOR, t.dtype, written=out)
 
 
 @formula("aten::bincount", aux_children=True)
@@ -142,25 +154,47 @@ def bincount(call: OpCall) -> Cost | None:
     out_size = dtypes.size_of_dtype(out_dtype) if out_dtype else 8
     flops = t.numel * (2 if w is not None else 1)
     reads = t.nbytes_read + (w.nbytes_read if w is not None else 0)
-    return Cost(flops, reads + int(minlength) * out_size, VECTOR, out_dtype)
+    return Cost(flops, reads + int(minlength) * out_size, VECTOR, out_dtype, written=int(minlength) * out_size)
 
 
 @formula("aten::histc", aux_children=True)
 def histc(call: OpCall) -> Cost | None:
     # histc(self, bins, min, max): per element subtract, scale, increment = 3.
     t, bins = call.tensor(0), int(call.scalar(1) or 100)
-    return Cost(3 * t.numel, t.nbytes_read + bins * t.itemsize, VECTOR, t.dtype)
+    return Cost(3 * t.numel, t.nbytes_read + bins * t.itemsize, VECTOR, t.dtype, written=bins * t.itemsize)
 
 
-@formula("aten::index")
+@formula("aten::index", "aten::_unsafe_index", aux_children=True, uses_children=True)
 def index(call: OpCall) -> Cost | None:
-    # self[idx] with one integer index tensor on the leading dim: |idx| rows copied.
-    # The index list is a TensorList (dtype not recorded): int64 assumed, as for
-    # integer indexing; other forms (masks, several indices) are unknown.
+    """self[indices]: advanced indexing by integer tensors or boolean masks, any number of them.
+
+    The profiler records the index list (`Tensor?[]`) as '' with no shapes. What the trace
+    does record is nested inside the call: the source restrided to the result's shape
+    (`aten::as_strided` of `self` with the result's sizes) and each index tensor reshaped
+    for the kernel (`aten::reshape` of an integer tensor: its shape and dtype; a boolean
+    mask appears as the int64 positions its nested `aten::nonzero` produced, costed there).
+    Bytes: one source element read and one result element written per result element (a
+    gather, as `gather` counts), each index tensor read once. Without those nested calls
+    (another torch version) the sizes are unknown; an old trace that recorded the list's
+    shapes still lacks their dtype (int64, int32 or a mask): bytes unknown, never guessed.
+    Nested ops (nonzero, a dtype conversion of the indices) are auxiliary, costed on their own.
+    """
     src = call.tensor(0)
-    idx_dims = call.dims[1] if len(call.dims) > 1 else None
-    if not (isinstance(idx_dims, tuple) and len(idx_dims) == 1 and isinstance(idx_dims[0], tuple)):
-        return None
-    n_idx = math.prod(idx_dims[0])
-    out = n_idx * (src.numel // src.dims[0])
-    return Cost(0, out * src.itemsize + n_idx * 8 + out * src.itemsize, VECTOR, src.dtype)
+    out_shape, idx_bytes = None, 0
+    for ch in call.children:
+        if ch.name == "aten::as_strided" and out_shape is None and ch.dims and tuple(ch.dims[0]) == src.dims:
+            size = ch.scalar(1)
+            if isinstance(size, list) and all(isinstance(v, int) for v in size):
+                out_shape = size
+        elif ch.name == "aten::reshape":
+            t = ch.tensor(0)
+            if t is not None and t.dtype in _INDEX_DTYPES:
+                idx_bytes += t.nbytes_read
+    if out_shape is None or not idx_bytes:
+        return Cost(0, None, VECTOR, src.dtype)
+    n = math.prod(out_shape)
+    written = n * src.itemsize
+    return Cost(0, n * src.itemsize + idx_bytes + written, VECTOR, src.dtype, written=written)
+
+
+_INDEX_DTYPES = {"int64", "int32"}

@@ -99,7 +99,7 @@ def _make_reduction(base: str, per: int, with_indices: bool):
             size = _out_itemsize(t, call.scalar(pos) if pos is not None else None, base in _INT_PROMOTES)
             out_bytes = out * size * (2 if base in _TWO_OUT else 1)
             out_bytes += out * 8 if with_indices and dims is not None else 0
-        return Cost(flops, t.nbytes_read + out_bytes, VECTOR, t.dtype)
+        return Cost(flops, t.nbytes_read + out_bytes, VECTOR, t.dtype, written=out_bytes)
 
     reduction.__name__ = f"reduce_{base}"
     return reduction
@@ -126,7 +126,7 @@ def softmax(call: OpCall) -> Cost | None:
         out_size = _out_itemsize(t, arg, promote_int=False)
     else:
         out_size = t.itemsize
-    return Cost(5 * t.numel, t.nbytes_read + t.numel * out_size, VECTOR, t.dtype)
+    return Cost(5 * t.numel, t.nbytes_read + t.numel * out_size, VECTOR, t.dtype, written=t.numel * out_size)
 
 
 @formula("aten::native_layer_norm")
@@ -141,7 +141,8 @@ def layer_norm(call: OpCall) -> Cost | None:
     rows = x.numel // inner if inner else 0
     per = 5 + (1 if w is not None else 0) + (1 if b is not None else 0)
     reads = x.nbytes_read + (w.nbytes_read if w else 0) + (b.nbytes_read if b else 0)
-    return Cost(per * x.numel, reads + x.numel * x.itemsize + 2 * rows * 4, VECTOR, x.dtype)
+    out = x.numel * x.itemsize + 2 * rows * 4
+    return Cost(per * x.numel, reads + out, VECTOR, x.dtype, written=out)
 
 
 @formula("aten::rms_norm", "aten::_fused_rms_norm")
@@ -156,7 +157,8 @@ def rms_norm(call: OpCall) -> Cost | None:
     rows = x.numel // inner if inner else 0
     per = 3 + (1 if w is not None else 0)
     reads = x.nbytes_read + (w.nbytes_read if w else 0)
-    return Cost(per * x.numel, reads + x.numel * x.itemsize + rows * 4, VECTOR, x.dtype)
+    out = x.numel * x.itemsize + rows * 4
+    return Cost(per * x.numel, reads + out, VECTOR, x.dtype, written=out)
 
 
 @formula("aten::cumsum", "aten::cumprod", "aten::_cumsum", "aten::_cumprod")
@@ -166,4 +168,4 @@ def cumsum(call: OpCall) -> Cost | None:
     # integral or bool input (as torch.cumsum does). _cumsum(self, dim) has no dtype.
     t = call.tensor(0)
     size = _out_itemsize(t, call.scalar(2), promote_int=not call.name.startswith("aten::_"))
-    return Cost(t.numel, t.nbytes_read + t.numel * size, VECTOR, t.dtype)
+    return Cost(t.numel, t.nbytes_read + t.numel * size, VECTOR, t.dtype, written=t.numel * size)

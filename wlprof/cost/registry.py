@@ -7,9 +7,10 @@ cannot tell; registering a name twice is an error. Conventions: `docs/costs.md`.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -17,6 +18,9 @@ from wlprof.cost import dtypes
 
 MATRIX = "matrix"  # runs on the matrix units: ceiling is the measured GEMM rate of its dtype
 VECTOR = "vector"  # elementwise, reductions, data movement: ceiling is the vector (SIMT) rate
+FORMULA = "formula"  # a cost computed from the recorded call (shapes, dtypes, scalars, kernel names)
+INDUCTOR = "inductor"  # a cost Inductor recorded for its own kernel (kernel_num_gb, kernel_flop)
+SOURCES = (FORMULA, INDUCTOR)
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class Cost:
     `flops` None: the FLOPs cannot be known honestly (a Triton kernel's), the bytes can;
     `bytes` None: the reverse. `written`: the part of `bytes` that is written (None: not
     stated), which decides whether a kernel is placed against the read, write or copy roof.
+    `source`: where the numbers come from, FORMULA or INDUCTOR (the `flops_source` column).
     """
 
     flops: float | None
@@ -33,10 +38,13 @@ class Cost:
     unit: str = VECTOR  # MATRIX or VECTOR: which compute ceiling bounds it
     dtype: str | None = None  # canonical dtype of the arithmetic, for the ceiling lookup
     written: float | None = None
+    source: str = FORMULA
 
     def __post_init__(self):
         if self.unit not in (MATRIX, VECTOR):
             raise ValueError(f"Cost.unit must be {MATRIX!r} or {VECTOR!r} (got {self.unit!r})")
+        if self.source not in SOURCES:
+            raise ValueError(f"Cost.source must be one of {SOURCES} (got {self.source!r})")
         for name in ("flops", "bytes", "written"):
             v = getattr(self, name)
             if v is not None and v < 0:
@@ -86,9 +94,19 @@ class OpCall:
     concrete: tuple = ()
     ancestors: tuple[str, ...] = ()  # names of enclosing ops, innermost first
     extra: tuple[tuple[str, object], ...] = ()  # other recorded args (Inductor metadata, a collective's message)
+    # Names of the device kernels the call launched, distinct, in launch order. Filled only
+    # for formulas registered with `uses_kernels=True` (a TensorList's element type is named
+    # only by the kernel's template arguments); empty on a CPU trace.
+    kernels: tuple[str, ...] = ()
+    # The ops nested directly inside the call, in time order, each with its own recorded inputs
+    # (no ancestors, kernels or children of their own). Filled only for formulas registered with
+    # `uses_children=True`: a data-dependent size the call's own inputs do not record (the count
+    # `aten::nonzero` resizes its output to, the shape `aten::index` restrides its source to).
+    children: tuple[OpCall, ...] = ()
 
     @classmethod
-    def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = ()) -> OpCall:
+    def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
+                  kernels: Sequence[str] = (), children: Sequence[OpCall] = ()) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -103,6 +121,8 @@ class OpCall:
             concrete=strs(args.get("Concrete Inputs", [])),
             ancestors=tuple(ancestors),
             extra=tuple((k, v) for k, v in args.items() if k not in _INPUT_KEYS and not isinstance(v, (list, dict))),
+            kernels=tuple(kernels),
+            children=tuple(children),
         )
 
     def arg(self, key: str, default=None):
@@ -136,12 +156,20 @@ class OpCall:
 
 def parse_scalar(raw):
     """A recorded `Concrete Inputs` string as a value: '1' -> 1, '[1, 0]' -> [1, 0], 'False' -> False,
-    '1.0000000000000001e-05' -> 1e-05, '' -> None; anything else stays the string it is."""
+    '[True, True, False]' -> [True, True, False], '1.0000000000000001e-05' -> 1e-05, '' -> None;
+    anything else stays the string it is."""
     if raw in ("", None):
         return None
     try:
         return json.loads(raw)
     except (TypeError, ValueError):
+        if isinstance(raw, str) and raw.startswith("[") and raw.endswith("]"):
+            try:  # a list Python printed: booleans as True/False, floats as '0.'
+                value = ast.literal_eval(raw)
+                if isinstance(value, list):
+                    return value
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                pass
         low = str(raw).strip().lower()
         if low in ("true", "false"):
             return low == "true"
@@ -159,16 +187,23 @@ Formula = Callable[[OpCall], "Cost | None"]
 class Entry:
     formula: Formula
     aux_children: bool
+    uses_kernels: bool = False
+    aux_ops: frozenset[str] = frozenset()  # nested ops of these names only are auxiliary
+    uses_children: bool = False
 
 
 _FORMULAS: dict[str, Entry] = {}
 _WRAPPERS: set[str] = set()
+# Formulas chosen by a recorded arg rather than the op's name: (arg key, value) -> entry.
+# An Inductor Triton launch is a cpu_op named after its kernel (`triton_poi_fused_add_0`),
+# with `kernel_backend: triton` among its args.
+_ARG_FORMULAS: dict[tuple[str, str], Entry] = {}
 
 # Ops that never do work on a device: views, metadata and allocation.
 VIEW_OPS: frozenset[str] = frozenset(
     "aten::" + n
     for n in (
-        "as_strided view _unsafe_view reshape _reshape_alias view_as expand expand_as t transpose "
+        "as_strided as_strided_ view _unsafe_view reshape _reshape_alias view_as expand expand_as t transpose "
         "permute numpy_T unsqueeze squeeze select slice narrow unbind split split_with_sizes chunk "
         "alias detach detach_ lift_fresh resolve_conj resolve_neg empty empty_strided empty_like "
         "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
@@ -179,21 +214,44 @@ VIEW_OPS: frozenset[str] = frozenset(
 )
 
 # Data-movement and initialization ops that other ops run as setup (a bias copied into
-# the output, an output zero-filled). Nested inside a costed op they are auxiliary work
-# of their own: they do not make their parent a dispatcher.
+# the output, an output zero-filled, a scalar read to the host). Nested inside a costed op
+# they are auxiliary work of their own: they do not make their parent a dispatcher.
 SUPPORT_OPS: frozenset[str] = frozenset(
     "aten::" + n
-    for n in "copy_ fill_ zero_ normal_ uniform_ bernoulli_ random_ exponential_ arange".split()
+    for n in "copy_ fill_ zero_ normal_ uniform_ bernoulli_ random_ exponential_ arange _local_scalar_dense".split()
 )
 
 
-def formula(*names: str, aux_children: bool = False) -> Callable[[Formula], Formula]:
-    """Register `fn` as the cost formula of each aten op in `names` (duplicates refused)."""
+def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernels: bool = False,
+            uses_children: bool = False) -> Callable[[Formula], Formula]:
+    """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
+
+    `aux_children`: True when any op nested inside is auxiliary work of the op's own (it
+    stays costed); or the names of the nested ops that are (`("aten::sum",)`: a backward that
+    sums a bias gradient with a nested op stays costed, one that runs an implementation
+    op nested inside is a dispatcher). `uses_kernels`: the formula reads `OpCall.kernels`
+    (the launched kernels' names); `uses_children`: it reads `OpCall.children`.
+    """
+    named = frozenset() if isinstance(aux_children, bool) else frozenset(aux_children)
 
     def deco(fn: Formula) -> Formula:
         for name in names:
             _check_new(name)
-            _FORMULAS[name] = Entry(fn, aux_children)
+            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children)
+        return fn
+
+    return deco
+
+
+def arg_formula(key: str, value: str) -> Callable[[Formula], Formula]:
+    """Register `fn` as the cost formula of every call whose recorded arg `key` equals `value`
+    (`arg_formula("kernel_backend", "triton")`: Inductor's Triton launches, whatever their
+    names). A call whose name has a formula keeps that one. Each (key, value) once."""
+
+    def deco(fn: Formula) -> Formula:
+        if (key, value) in _ARG_FORMULAS:
+            raise ValueError(f"a formula for calls with {key} == {value!r} is already registered")
+        _ARG_FORMULAS[(key, value)] = Entry(fn, False)
         return fn
 
     return deco
@@ -206,8 +264,12 @@ def register_wrapper(*names: str) -> None:
         _WRAPPERS.add(name)
 
 
+# Ops without a namespace that carry a cost of their own: the collective a c10d op records
+UNNAMESPACED = frozenset({"record_param_comms"})
+
+
 def _check_new(name: str) -> None:
-    if not name.startswith("aten::"):
+    if not name.startswith("aten::") and name not in UNNAMESPACED:
         raise ValueError(f"op names are registered with their namespace, e.g. 'aten::mm' (got {name!r})")
     if name in _FORMULAS or name in _WRAPPERS or name in VIEW_OPS:
         raise ValueError(f"{name} is already registered in the cost registry")
@@ -215,6 +277,21 @@ def _check_new(name: str) -> None:
 
 def has_formula(name: str) -> bool:
     return name in _FORMULAS
+
+
+def selects_formula(args: Mapping) -> bool:
+    """Whether a call's recorded args choose a formula registered with `arg_formula`."""
+    return any(args.get(k) == v for k, v in _ARG_FORMULAS)
+
+
+def uses_kernels(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.uses_kernels)
+
+
+def uses_children(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.uses_children)
 
 
 def is_wrapper(name: str) -> bool:
@@ -230,6 +307,13 @@ def aux_children(name: str) -> bool:
     return bool(entry and entry.aux_children)
 
 
+def aux_ops(name: str) -> frozenset[str]:
+    """The names of the nested ops that are auxiliary work of `name` (empty: none, or all when
+    `aux_children(name)`)."""
+    entry = _FORMULAS.get(name)
+    return entry.aux_ops if entry else frozenset()
+
+
 def registered_ops() -> list[str]:
     return sorted(_FORMULAS)
 
@@ -238,9 +322,22 @@ def wrappers() -> list[str]:
     return sorted(_WRAPPERS)
 
 
+def registered_args() -> list[tuple[str, str]]:
+    return sorted(_ARG_FORMULAS)
+
+
+def _entry(call: OpCall) -> Entry | None:
+    entry = _FORMULAS.get(call.name)
+    if entry is None and _ARG_FORMULAS:
+        for (k, v), e in _ARG_FORMULAS.items():
+            if call.arg(k) == v:
+                return e
+    return entry
+
+
 def cost_of(call: OpCall) -> Cost | None:
     """The call's cost, or None when no formula applies or the shapes cannot tell."""
-    entry = _FORMULAS.get(call.name)
+    entry = _entry(call)
     if entry is None:
         return None
     try:

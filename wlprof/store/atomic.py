@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -11,9 +12,30 @@ from wlprof import schema
 from wlprof.memory import release
 
 
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    """The process's umask (read once, by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _temp(path: Path) -> tuple[int, str]:
+    """A temporary file beside `path`, with the mode a plain `open` would give it (0644 under the usual
+    umask 022): mkstemp creates 0600, which a rename would carry into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -33,7 +55,7 @@ def atomic_write_parquet(path: Path, df, table: str) -> None:
     (a million-row table never exists twice in memory), to a temporary name then renamed."""
     import pyarrow.parquet as pq
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp(path)
     os.close(fd)
     try:
         with pq.ParquetWriter(tmp, schema.arrow_schema(table), compression="zstd") as writer:

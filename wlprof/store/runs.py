@@ -21,7 +21,7 @@ from wlprof.errors import InputError, Key, StoreError
 from wlprof.store.atomic import atomic_write_bytes, atomic_write_parquet, slug
 
 MANIFEST = "_manifest.json"
-TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps"}
+TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps", "overlap": "_overlap", "collectives": "_collectives"}
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def check_writable(root: str | Path, arg: str | Key = Key("traces", "store")) -> Path:
@@ -88,7 +88,7 @@ class RunWriter:
         self.path = path
         self.final_path = final
         self.staged = staged
-        for sub in ("_ops", "_steps", "_chrome"):
+        for sub in ("_ops", "_steps", "_overlap", "_collectives", "_chrome"):
             (self.path / sub).mkdir()
         self.manifest = dict(manifest)
         self.manifest.update(
@@ -175,6 +175,7 @@ def write_point(run_path: Path, index: int, variant: str, tables: dict[str, Any]
     for table in sorted(tables, key=lambda t: t == "kernels"):
         sub = TABLE_DIRS[table]
         path = (run_path / sub / f"{stem}.parquet") if sub else (run_path / f"{stem}.parquet")
+        path.parent.mkdir(exist_ok=True)  # a run written before the table existed (--resume)
         atomic_write_parquet(path, tables[table], table)
         files[table] = str(path.relative_to(run_path))
     return files

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from wlprof.errors import InputError
+from wlprof.ceilings import Ceilings
+from wlprof.errors import InputError, did_you_mean
+
+
+def ls_hint(root: str | Path) -> str:
+    """'see `wlprof ls`', naming the traces folder where it is not the default one."""
+    root = Path(root)
+    return "see `wlprof ls`" if root == Path("traces") else f"see `wlprof ls --traces {root}`"
 
 
 def split_runs(values) -> list[str]:
@@ -27,7 +35,15 @@ def load_runs(root: str | Path, table: str, runs: list[str] | None = None, arg: 
     for r in runs or []:
         run_dir(root, r)  # refuses ids that would leave the folder
         if r not in known:
-            raise InputError(arg, f"must name runs in {root}/ (see `wlprof ls`)", r)
+            raise InputError(arg, f"must name runs in {root}/ ({ls_hint(root)})", r,
+                             hint=did_you_mean(r, known))
+    if workload:
+        from wlprof import workloads
+
+        names = sorted({*workloads.names(), "ingest"})
+        if workload not in names:
+            raise InputError("--workload", f"must be one of {', '.join(names)}", workload,
+                             hint=did_you_mean(workload, names))
     filters = {}
     if runs:
         filters["run_id"] = list(runs)
@@ -50,3 +66,60 @@ def ceilings_of(root: str | Path, run_id: str) -> dict:
     from wlprof.store.runs import read_manifest, run_dir
 
     return read_manifest(run_dir(root, run_id)).get("ceilings", {})
+
+
+@dataclass
+class RunCeilings:
+    """The ceilings a run was placed against, and how they compare with this machine's current ones."""
+
+    run_id: str
+    device_type: str | None
+    device_name: str | None
+    ceilings: Ceilings | None  # None: the run had none (an ingest without a calibration)
+    current: Ceilings | None  # this machine's cached ceilings for the run's device, where comparable
+    stale: list[str] = field(default_factory=list)  # why the run's are stale against `current`
+
+    def describe(self) -> str:
+        return describe(self.ceilings) if self.ceilings is not None else "no ceilings (no roofline placement)"
+
+
+def describe(c: Ceilings) -> str:
+    """One line: when, the memory roofs and the compute ceilings."""
+    mem = ", ".join(f"{k} {v:,.0f}" for k, v in c.memory_roofs().items())
+    mat = ", ".join(f"{k} {v:,.1f}" for k, v in sorted(c.matrix_tflops.items()))
+    fmt = f"format {c.migrated_from}, migrated" if c.migrated_from else f"format {c.format_version}"
+    return f"measured {c.measured_at} ({fmt}): {mem} GB/s; {mat} TFLOP/s; vector {c.vector_tflops:,.1f}"
+
+
+def run_ceilings(root: str | Path, run_ids: list[str]) -> dict[str, RunCeilings]:
+    """Each run's ceilings (from its manifest) against this machine's cache for its device.
+
+    A CPU run is compared only where it was made on this host (another host's CPU of the same
+    name is another machine).
+    """
+    import socket
+
+    from wlprof import ceilings as C
+    from wlprof.store.runs import read_manifest, run_dir
+
+    out: dict[str, RunCeilings] = {}
+    current_cache: dict[tuple, Ceilings | None] = {}
+    for run_id in run_ids:
+        m = read_manifest(run_dir(root, run_id))
+        dev = m.get("device") or {}
+        d = m.get("ceilings") or {}
+        try:
+            c = C.Ceilings.from_dict(d) if d.get("device_type") else None
+        except (ValueError, TypeError, KeyError):
+            c = None
+        dtype, name = dev.get("type") or (c.device_type if c else None), dev.get("name") or (c.device_name if c else None)
+        comparable = dtype == "cuda" or (dtype == "cpu" and m.get("host") == socket.gethostname())
+        cur = None
+        if comparable and dtype and name:
+            key = (dtype, c.device_name if c else name)
+            if key not in current_cache:
+                current_cache[key] = C.load_cached(*key)
+            cur = current_cache[key]
+        stale = C.stale_against(c, cur) if c is not None and cur is not None else []
+        out[run_id] = RunCeilings(run_id, dtype, name, c, cur, stale)
+    return out

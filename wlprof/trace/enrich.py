@@ -23,6 +23,8 @@ ARG_COLUMNS = {
     "achieved_gbps": "achieved GB/s",
     "bound": "bound",
     "roofline_fraction": "roofline fraction",
+    "roof": "roof",
+    "roof_note": "roof note",
     "flops_source": "flops source",
     "region": "wlprof region",
 }

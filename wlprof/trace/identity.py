@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 
 import numpy as np
@@ -28,9 +29,17 @@ def device_of(meta: dict, device: pd.DataFrame) -> tuple[str, str]:
     return "cpu", f"CPU of host {host}" if host else "unknown CPU"
 
 
-def rank_of(meta: dict, default: int) -> int:
-    """The trace's distributed rank (`distributedInfo.rank`), else `default` (the file's order)."""
+_RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+
+
+def rank_of(meta: dict, default: int, name: str = "", communicates: bool = True) -> int:
+    """The trace's distributed rank: `distributedInfo.rank`, else a rank in the file's name
+    (`rank3`, `rank_3`, `rank-3`), else `default` (the file's order in its folder) when the trace
+    has collective or P2P kernels, and 0 when it has none (a single-process trace)."""
     info = meta.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), int):
         return info["rank"]
-    return default
+    m = _RANK_IN_NAME.search(name)
+    if m:
+        return int(m.group(1))
+    return default if communicates else 0

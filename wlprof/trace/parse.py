@@ -42,7 +42,7 @@ class RawTrace:
     meta: dict[str, Any]
     events: list[dict] | None  # None unless read with keep_events=True
     ops: pd.DataFrame  # cpu_op (with args_id into args_table)
-    annotations: pd.DataFrame  # user_annotation
+    annotations: pd.DataFrame  # user_annotation (args_id: a gloo collective's tensor, else -1)
     launches: pd.DataFrame  # cuda_runtime / cuda_driver
     device: pd.DataFrame  # kernel / gpu_memcpy / gpu_memset (args_id: a collective's message, else -1)
     args_table: list[dict] = field(default_factory=list)  # distinct recorded op inputs and extras
@@ -322,7 +322,7 @@ class _Tables:
                 ext = g("external id")  # PyTorch 1.8-1.10 runtime and device events
             if cat == "cpu_op":
                 if name.startswith("ProfilerStep#"):  # PyTorch 1.8-1.10 record the step as an op
-                    a_add((i, code, get("pid"), get("tid"), ts, dur))
+                    a_add((i, code, get("pid"), get("tid"), ts, dur, -1))
                     continue
                 if "Input dims" in args and "Input Dims" not in args:  # PyTorch 1.8-1.10
                     args = {**args, "Input Dims": args["Input dims"]}
@@ -336,7 +336,14 @@ class _Tables:
             elif cat == "launch":
                 l_add((i, code, get("pid"), get("tid"), ts, dur, g("correlation"), ext))
             elif cat == "user_annotation":
-                a_add((i, code, get("pid"), get("tid"), ts, dur))
+                aid = -1
+                if name.startswith("gloo:"):  # a gloo collective's work: its tensor's dims and dtype
+                    key = dumps([g(k) for k in INPUT_KEYS])
+                    aid = args_ids.get(key)
+                    if aid is None:
+                        aid = args_ids[key] = len(args_table)
+                        args_table.append({k: g(k) for k in INPUT_KEYS if g(k) is not None})
+                a_add((i, code, get("pid"), get("tid"), ts, dur, aid))
             else:
                 aid = -1
                 if g("Collective name") is not None:  # a collective's message, recorded on its kernel
@@ -351,7 +358,7 @@ class _Tables:
                        g("bytes"), aid))
         thr = self._thread_ids
         (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = _columns(o_rows, 8)
-        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur) = _columns(a_rows, 6)
+        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur, a_args) = _columns(a_rows, 7)
         (l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext) = _columns(l_rows, 8)
         (d_idx, d_kind, d_name, d_pid, d_tid, d_ts, d_dur, d_corr, d_ext, d_stream, d_dev, d_grid, d_block,
          d_regs, d_smem, d_bps, d_wps, d_bytes, d_args) = _columns(d_rows, 19)
@@ -359,7 +366,7 @@ class _Tables:
                     tid=thr(o_tid), ts_ns=_ns(o_ts), dur_ns=_ns(o_dur), ext_id=_ids(o_ext),
                     args_id=np.asarray(o_args, np.int64))
         self._store("ann", idx=_ints(a_idx), name=np.asarray(a_name, np.int64), pid=thr(a_pid), tid=thr(a_tid),
-                    ts_ns=_ns(a_ts), dur_ns=_ns(a_dur))
+                    ts_ns=_ns(a_ts), dur_ns=_ns(a_dur), args_id=np.asarray(a_args, np.int64))
         self._store("lau", idx=_ints(l_idx), name=np.asarray(l_name, np.int64), pid=thr(l_pid), tid=thr(l_tid),
                     ts_ns=_ns(l_ts), dur_ns=_ns(l_dur), correlation=_ids(l_corr), ext_id=_ids(l_ext))
         gx, gy, gz = _triples(d_grid)

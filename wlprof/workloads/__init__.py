@@ -15,6 +15,7 @@ MODULES = (
     "wlprof.workloads.elementwise",
     "wlprof.workloads.moe",
     "wlprof.workloads.gnn",
+    "wlprof.workloads.halo",
 )
 
 

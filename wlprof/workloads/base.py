@@ -63,6 +63,10 @@ class Workload(ABC):
     label: ClassVar[str] = ""  # how the report names the workload (default: its name)
     phases: ClassVar[bool] = False  # whether the report breaks its time down by region
     rate_axis: ClassVar[str | None] = None  # the column the report plots achieved TFLOP/s against
+    # the report's figure of this workload: "rate" (achieved rate and latency against rate_axis), "phases"
+    # (time by region, as shares and on a log axis, with padding waste), "backends" (time and bandwidth
+    # per backend, graph and size); None: "rate" where there is a rate_axis, else "phases" where phases
+    figure: ClassVar[str | None] = None
 
     def parse(self, raw: Mapping[str, Any], device, dtype) -> Parsed:
         """Check `raw` (CLI flags or a study's [params]) and expand it into a spec."""

@@ -75,7 +75,7 @@ class Gemm(Workload):
     )
     examples = (
         "wlprof run gemm",
-        "wlprof run gemm --shapes 4096x4096x4096,8x4096x4096",
+        "wlprof run gemm --shapes 1024x1024x1024,8x1024x1024",
         "wlprof run gemm --shapes 1x4096x4096 --dtype float16",
     )
 

@@ -29,6 +29,7 @@ class Mlp(Workload):
     label = "MLP"
     phases = True
     rate_axis = "batch"
+    figure = "rate"
     params = (
         Param("batch", "int", "Batch sizes (rows) to sweep", many=True, unit="rows",
               default=PerDevice([1, 8, 64, 512, 4096], [1, 8, 64, 512])),

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wlprof.errors import InputError, Key
+from wlprof.errors import InputError, Key, did_you_mean
 from wlprof.params import Param, PerDevice, Values
 from wlprof.schema import F64, I64, B, Column, S
 from wlprof.workloads.base import Built, Parsed, Point, Workload, column
@@ -65,7 +65,8 @@ def parse_graph(value: Any, key: Key | str) -> str:
         if not math.isfinite(s) or s < 0:
             raise InputError(key, "must give zipf a finite exponent S >= 0 (zipf:S, e.g. zipf:1.5)", value)
         return f"zipf:{s:g}"
-    raise InputError(key, f"must be one of {', '.join(GRAPHS)}", value)
+    raise InputError(key, f"must be one of {', '.join(GRAPHS)}", value,
+                     hint=did_you_mean(v, ("uniform", "rmat", "karate", "zipf:1.5")))
 
 
 def zipf_exponent(graph: str) -> float | None:
@@ -96,6 +97,7 @@ class Gnn(Workload):
     summary = "GNN aggregation (scatter, index_add, segment, CSR SpMM, PyG layers) over generated graphs"
     label = "GNN"
     phases = True
+    figure = "backends"
     params = (
         Param("graph", "str", "Graph generators: uniform, rmat (Graph500 Kronecker), zipf:S (destination hubs), "
               "karate", many=True, item=parse_graph, default=["rmat"], metavar="GRAPH,..."),
@@ -139,7 +141,7 @@ class Gnn(Workload):
         Column("seed", I64, "", "MoE/GNN: seed of the generated data (routing draw, graph draw, inputs)", data=True),
     )
     examples = (
-        "wlprof run gnn --graph rmat --scale 20 --features 64,128,256",
+        "wlprof run gnn --graph rmat --features 64,128,256",
         "wlprof run gnn --graph uniform,rmat,zipf:1.5 --backend scatter,index_add,segment,csr",
         "wlprof run gnn --graph rmat --backend pyg:gcn,pyg:sage,pyg:gat",
     )

@@ -27,6 +27,6 @@ def aggregate_cost(messages: int, nodes: int, features: int, reduction: str, ite
     if weighted:
         flops += messages * features
         nbytes += messages * itemsize
-    return Cost(float(flops), float(nbytes), VECTOR, dtype)
+    return Cost(float(flops), float(nbytes), VECTOR, dtype, written=float(nodes * features * itemsize))
 
 

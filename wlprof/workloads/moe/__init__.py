@@ -8,6 +8,7 @@ how FLOPs and bytes are counted.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +25,15 @@ from wlprof.workloads.moe.dispatch import grouped_step, loop_step, padded_step
 from wlprof.workloads.moe.grouped import PATH_TORCH_LOOP, grouped_path, probe_grouped_dtype
 from wlprof.workloads.moe.tensors import SEED, make_tensors, routing_for
 
-DISPATCHES = ("loop", "padded", "grouped")
+DISPATCHES = ("loop", "padded", "grouped", "alltoall")
+DEFAULT_DISPATCHES = ("loop", "padded", "grouped")  # alltoall: expert parallelism, asked for by name
+# Counting a dropless padded point's loads for its memory estimate draws its routing (tokens x
+# top_k expert ids, a router's tokens x d_model input, per-expert weights): past this many
+# elements the largest load possible stands in, so an absurd size is refused, not drawn.
+ROUTING_ESTIMATE_LIMIT = 1 << 27
 DEFAULT_ROUTINGS = ("concentrated", "balanced", "dispersed")
 REGIONS = ("moe/router", "moe/dispatch", "moe/expert", "moe/combine")
+A2A_REGIONS = ("moe/router", "moe/dispatch-a2a", "moe/expert", "moe/combine-a2a")
 
 
 @dataclass(frozen=True)
@@ -54,12 +61,16 @@ class Moe(Workload):
     phases = True
     params = (
         Param("routing", "str", f"Routings to sweep: {rt.SPEC_HELP}; a bare number continues the kind before "
-              "it (zipf:0,0.5,1.2). Default: concentrated, balanced and dispersed where the sizes allow",
+              f"it (zipf:0,0.5,1.2). {rt.DISPERSED_HELP}; balanced: an even share each; concentrated: "
+              "max(2, top-k) hot experts share everything. Default: concentrated, balanced and dispersed where "
+              "the sizes allow",
               many=True, items=_routings, metavar="SPEC,..."),
         Param("dispatch", "str", "loop (Hugging Face eager), padded (capacity buffers + bmm), grouped "
-              "(torch._grouped_mm)", many=True, choices=DISPATCHES, default=list(DISPATCHES)),
-        Param("tokens", "int", "Tokens per step", many=True, default=PerDevice([128], [64])),
-        Param("experts", "int", "Experts", default=PerDevice(64, 32)),
+              "(torch._grouped_mm), alltoall (expert parallelism: experts sharded over the ranks, tokens moved "
+              "with all_to_all_single; --tokens per rank)", many=True, choices=DISPATCHES,
+              default=list(DEFAULT_DISPATCHES)),
+        Param("tokens", "int", "Tokens per step", many=True, default=PerDevice([128], [32])),
+        Param("experts", "int", "Experts", default=PerDevice(64, 16)),
         Param("top_k", "int", "Experts per token", default=1),
         Param("d_model", "int", "Model width", default=PerDevice(4096, 256)),
         Param("d_ff", "int", "Expert hidden width", default=PerDevice(14336, 512)),
@@ -94,11 +105,20 @@ class Moe(Workload):
         Column("d_ff", I64, "", "MLP/MoE: hidden width of the feed-forward layer"),
         Column("activation", S, "", "MLP/MoE: activation (gelu, relu, silu, swiglu)"),
         Column("seed", I64, "", "MoE/GNN: seed of the generated data (routing draw, graph draw, inputs)", data=True),
+        Column("ep_world_size", I64, "ranks", "MoE alltoall: ranks the experts are sharded over"),
+        Column("ep_local_experts", I64, "", "MoE alltoall: experts this rank holds"),
+        Column("ep_send_rows", LIST_I64, "rows", "MoE alltoall: token-expert rows this rank sends to each rank "
+               "(its own included), in rank order"),
+        Column("ep_recv_rows", I64, "rows", "MoE alltoall: rows this rank's experts compute"),
+        Column("ep_rows_by_rank", LIST_I64, "rows", "MoE alltoall: rows each rank's experts compute, in rank order"),
+        Column("ep_rank_imbalance", F64, "", "MoE alltoall: max / mean of ep_rows_by_rank (1: balanced ranks)"),
     )
     examples = (
         "wlprof run moe --routing dispersed",
         "wlprof run moe --routing concentrated,balanced,dispersed --dispatch loop,padded,grouped",
-        "wlprof run moe --routing zipf:0,0.5,1.2,2 --experts 64 --top-k 2 --tokens 8192",
+        "wlprof run moe --routing zipf:0,0.5,1.2,2 --top-k 2 --dispatch grouped,loop",
+        "wlprof run moe --dispatch alltoall --world-size 4 --routing balanced,zipf:1.2",
+        "torchrun --nproc-per-node 4 -m wlprof run moe --dispatch alltoall",
     )
 
     def spec(self, values: Values, device, dtype) -> Parsed:
@@ -109,7 +129,7 @@ class Moe(Workload):
             raise InputError(Key("top_k"), ("must be at most ", Key("experts"), f" ({experts}): a token picks "
                              "distinct experts"), top_k)
         if device.type != "cuda" and not {"tokens", "experts", "d_model", "d_ff"} & values.given:
-            notes.append("CPU: d_model 256, d_ff 512, 32 experts, 64 tokens (GPU defaults: 4096, 14336, 64, 128)")
+            notes.append("CPU: d_model 256, d_ff 512, 16 experts, 32 tokens (GPU defaults: 4096, 14336, 64, 128)")
         dispatches = values["dispatch"]
         if "capacity_factor" in values.given and "padded" not in dispatches:
             notes.append("--capacity-factor applies to the padded dispatch only: ignored")
@@ -128,8 +148,17 @@ class Moe(Workload):
             for s in specs:
                 for t in tokens:
                     rt.check_feasible(s, t, experts, top_k, key)
-        if "grouped" in dispatches:
+        if any(s.kind == "dispersed" for s in specs):
+            notes += [n for n in (rt.dispersed_note(t, experts, top_k) for t in tokens) if n]
+        if "grouped" in dispatches or "alltoall" in dispatches:
             self._check_grouped(device, dtype, d_model, d_ff)
+        if "alltoall" in dispatches:
+            from wlprof.distributed.world import current
+            from wlprof.workloads.moe.expert_parallel import check
+
+            check(experts, current().size)
+            notes.append(f"alltoall: experts sharded over {current().size} rank(s), --tokens {tokens[0]} per rank, "
+                         "each rank's routing drawn with seed + rank")
         spec = MoeSpec(tuple(s.label for s in specs), tuple(dispatches), tuple(tokens), experts, top_k,
                        d_model, d_ff, ffn, values["capacity_factor"], values["seed"])
         per_row = flops_per_row(d_model, d_ff, ffn)
@@ -176,10 +205,14 @@ class Moe(Workload):
         p = point.params
         t, e, k, d, f = p["tokens"], p["experts"], p["top_k"], p["d_model"], p["d_ff"]
         n_w = 3 if p["activation"] == "swiglu" else 2
+        if p["dispatch"] == "alltoall":  # this rank's experts only
+            from wlprof.distributed.world import current
+
+            e = -(-e // max(1, current().size))
         weights = n_w * e * d * f + e * d
         rows = t * k
         if p["dispatch"] == "padded":  # the buffer: experts x capacity rows, from the real counts
-            rows = e * capacity(p["capacity_factor"] or 0.0, routing_for(p).counts(), t, k) + 1
+            rows = e * _padded_capacity(p) + 1
         # gathered input, W1/W3 outputs and their product, the output rows, their gated copy
         acts = 2 * t * d + rows * (3 * d + 3 * f)
         index_bytes = 8 * t * k * (e + 8)  # one-hot mask and int64 indices (padded's is [T*k, E])
@@ -191,6 +224,8 @@ class Moe(Workload):
         from wlprof.device import dtype_name
 
         p = point.params
+        if p["dispatch"] == "alltoall":
+            return self._build_alltoall(point, device, dtype)
         tensors = make_tensors(p, device, dtype)
         routing = routing_for(p)
         counts = routing.counts()
@@ -241,5 +276,59 @@ class Moe(Workload):
         return Built(step=step, graph_safe=graph_safe, facts=facts, useful_flops=float(kept * per_row),
                      executed_regions=("moe/expert",), stated=stated, note=note)
 
+    def _build_alltoall(self, point: Point, device, dtype) -> Built:
+        import torch
+
+        from wlprof.device import dtype_name
+        from wlprof.distributed.world import ensure_group
+        from wlprof.workloads.moe import expert_parallel as ep
+        from wlprof.workloads.moe.tensors import router_inputs
+
+        world = ensure_group(device)
+        p = dict(point.params)
+        ep.check(p["experts"], world.size)
+        pl = ep.plan(p, world.rank, world.size)
+        mine = ep.rank_params(p, world.rank)
+        routing = routing_for(mine)
+        st = rt.stats(routing.counts())
+        x_cpu, wr_cpu = router_inputs(p["tokens"], p["experts"], p["d_model"], mine["seed"])
+        x, w_router = x_cpu.to(device=device, dtype=dtype), wr_cpu.to(device=device, dtype=dtype)
+        w1, w3, w2 = ep.local_weights(p, device, dtype, pl.lo, pl.hi)
+        path, why = grouped_path(device, dtype, w1.transpose(1, 2), pl.hi - pl.lo)
+        ids = torch.as_tensor(routing.expert_ids, device=device)
+        gates = torch.as_tensor(routing.gates, device=device).to(dtype)
+        step = ep.alltoall_step(x, w_router, ids, gates, w1, w3, w2, p, pl, path, world.group)
+        by_rank = pl.rows_by_rank()
+        rows = by_rank[world.rank]
+        groups = pl.local_groups()
+        mean = sum(by_rank) / len(by_rank)
+        facts: dict[str, Any] = {}
+        facts.update(routing_skew=rt.parse_spec(p["routing"], Key("routing")).s, active_experts=st.active_experts,
+                     max_expert_share=st.max_expert_share, imbalance=st.imbalance,
+                     expert_counts=routing.counts().tolist(), grouped_path=path, ep_world_size=world.size,
+                     ep_local_experts=pl.hi - pl.lo, ep_send_rows=pl.send_rows(), ep_recv_rows=rows,
+                     ep_rows_by_rank=by_rank, ep_rank_imbalance=max(by_rank) / mean if mean else float("nan"))
+        per_row = flops_per_row(p["d_model"], p["d_ff"], p["activation"])
+        note = (f"rank {world.rank}/{world.size}: experts {pl.lo}..{pl.hi - 1}, computes {rows} rows (ranks: "
+                f"{by_rank}, imbalance {facts['ep_rank_imbalance']:.2f}); sends {pl.send_rows()} rows per rank; "
+                f"grouped path: {path}" + (f" ({why})" if why else ""))
+        stated = [Stated("moe/expert", grouped_expert_cost(
+            rows, sum(1 for g in groups if g > 0), pl.hi - pl.lo, p["d_model"], p["d_ff"], p["activation"],
+            dtype.itemsize, dtype_name(dtype)))] if rows else []
+        return Built(step=step, graph_safe=False, facts=facts, useful_flops=float(rows * per_row),
+                     executed_regions=("moe/expert",), stated=stated, note=note)
+
 
 WORKLOAD = Moe()
+
+
+def _padded_capacity(p) -> int:
+    """Rows per expert buffer of a padded point, for the memory check: costs.capacity of its real
+    loads, without drawing a routing too large to draw (then every expert may take every token)."""
+    t, e, k = p["tokens"], p["experts"], p["top_k"]
+    cf = p["capacity_factor"] or 0.0
+    if cf > 0:  # a capacity factor fixes the buffer: ceil(cf * tokens * top_k / experts), loads aside
+        return max(1, math.ceil(cf * t * k / e))
+    if max(t * k, t * p["d_model"], e) > ROUTING_ESTIMATE_LIMIT:
+        return t  # a dropless buffer holds the largest load, and no expert takes a token twice
+    return capacity(0.0, routing_for(p).counts(), t, k)

@@ -21,6 +21,7 @@ def grouped_expert_cost(rows: int, active: int, experts: int, d_model: int, d_ff
     SwiGLU: x@W1 and x@W3 (R*d + A*d*f + R*f each), silu (2*R*f), gating mul (3*R*f),
     h@W2 (R*f + A*f*d + R*d), and the int32 offs of each grouped call (4*E each):
     s*(3*R*d + 3*A*d*f + 8*R*f) + 12*E bytes. GELU: s*(2*R*d + 2*A*d*f + 4*R*f) + 8*E.
+    Written: each op's output, s*(4*R*f + R*d) (SwiGLU), s*(2*R*f + R*d) (GELU).
     FLOPs: rows * flops_per_row (no padding in this dispatch).
     """
     from wlprof.cost.registry import MATRIX, Cost
@@ -28,9 +29,11 @@ def grouped_expert_cost(rows: int, active: int, experts: int, d_model: int, d_ff
     r, a, d, f = rows, active, d_model, d_ff
     if ffn == "swiglu":
         nbytes = itemsize * (3 * r * d + 3 * a * d * f + 8 * r * f) + 12 * experts
+        written = itemsize * (4 * r * f + r * d)
     else:
         nbytes = itemsize * (2 * r * d + 2 * a * d * f + 4 * r * f) + 8 * experts
-    return Cost(float(rows * flops_per_row(d_model, d_ff, ffn)), float(nbytes), MATRIX, dtype)
+        written = itemsize * (2 * r * f + r * d)
+    return Cost(float(rows * flops_per_row(d_model, d_ff, ffn)), float(nbytes), MATRIX, dtype, written=float(written))
 
 
 def flops_per_row(d_model: int, d_ff: int, ffn: str) -> int:

@@ -45,13 +45,15 @@ def grouped_path(device, dtype, w1t, offs_len: int) -> tuple[str, str | None]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from wlprof.stderr_filter import profiler_noise_filtered
+
     op = _grouped_mm_op()
     if op is None:
         return PATH_FALLBACK, "this torch has no torch._grouped_mm"
     a = torch.zeros(8, w1t.shape[1], device=device, dtype=dtype)
     offs = torch.full((offs_len,), 8, device=device, dtype=torch.int32)  # all 8 rows in group 0
     try:
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with profiler_noise_filtered(), profile(activities=[ProfilerActivity.CPU]) as prof:
             op(a, w1t, offs=offs)
             if device.type == "cuda":
                 torch.cuda.synchronize(device)

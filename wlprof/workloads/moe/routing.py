@@ -12,11 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wlprof.errors import InputError
+from wlprof.errors import InputError, did_you_mean
 
 KINDS = ("concentrated", "balanced", "dispersed", "zipf", "explicit", "router")
 SPEC_HELP = "concentrated[:N], balanced, dispersed, zipf:s, explicit:AxM[+AxM...] or router"
-DISPERSED_MAX = 4  # the most assignments an expert gets under `dispersed`
+DISPERSED_MAX = 4  # `dispersed`: an expert gets at most max(this, twice the mean load) assignments
+DISPERSED_HELP = ("dispersed: every expert active with uneven random counts, each expert 1 to max(4, 2x the "
+                  "mean load) assignments (at most the tokens); fewer assignments than experts: one each to "
+                  "as many random experts")
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ def parse_spec(text: str, arg: str) -> RoutingSpec:
             groups.append((int(m.group(1)), int(m.group(2))))
         label = "explicit:" + "+".join(f"{a}x{m}" for a, m in groups)
         return RoutingSpec(kind, label, groups=tuple(groups))
-    raise InputError(arg, f"must be one of {SPEC_HELP}", raw)
+    raise InputError(arg, f"must be one of {SPEC_HELP}", raw, hint=did_you_mean(kind, KINDS))
 
 
 def parse_specs(value, arg: str) -> list[RoutingSpec]:
@@ -140,6 +143,25 @@ def default_hot(top_k: int, experts: int) -> int:
     return min(max(2, top_k), experts)
 
 
+def dispersed_cap(tokens: int, experts: int, top_k: int) -> int:
+    """The most assignments an expert gets under `dispersed`: max(4, twice the mean load), at most the
+    tokens (a token picks an expert once). Where the mean load is at most 2 (128 tokens, top-1, 64
+    experts) this is 4: every expert gets 1 to 4."""
+    return min(tokens, max(DISPERSED_MAX, math.ceil(2 * tokens * top_k / experts)))
+
+
+def dispersed_note(tokens: int, experts: int, top_k: int) -> str | None:
+    """What `dispersed` becomes at sizes where it cannot be uneven, or None."""
+    total = tokens * top_k
+    if total < experts:
+        return (f"dispersed at {tokens} tokens x top-{top_k} = {total} assignments over {experts} experts: "
+                f"{total} random experts get one each (not every expert can be active)")
+    if dispersed_cap(tokens, experts, top_k) * experts == total or total == experts:
+        return (f"dispersed at {tokens} tokens x top-{top_k} over {experts} experts: every expert gets "
+                f"{total // experts} (the sizes leave no room for uneven counts: the same as balanced)")
+    return None
+
+
 def check_feasible(spec: RoutingSpec, tokens: int, experts: int, top_k: int, arg: str) -> None:
     """Refuse a spec these sizes cannot realize with exact counts (InputError naming `arg`)."""
     total = tokens * top_k
@@ -151,11 +173,6 @@ def check_feasible(spec: RoutingSpec, tokens: int, experts: int, top_k: int, arg
         if hot < top_k:
             raise InputError(arg, f"concentrated:N needs N >= top-k ({top_k}): a token picks {top_k} "
                              "distinct experts", spec.label)
-    elif spec.kind == "dispersed":
-        cap = min(DISPERSED_MAX, tokens)
-        if not experts <= total <= cap * experts:
-            raise InputError(arg, f"dispersed (every expert gets 1-{cap} assignments) needs experts <= "
-                             f"tokens x top-k <= {cap} x experts; {sizes}", spec.label)
     elif spec.kind == "explicit":
         used = sum(a for a, _ in spec.groups)
         got = sum(a * m for a, m in spec.groups)
@@ -221,13 +238,15 @@ def expert_counts(spec: RoutingSpec, tokens: int, experts: int, top_k: int, seed
         w[:hot] = 1.0
         return _apportion(w, total, tokens)
     if spec.kind == "dispersed":
-        cap = min(DISPERSED_MAX, tokens)
-        if not experts <= total <= cap * experts:
-            raise ValueError(f"dispersed needs experts <= tokens*top_k <= {cap}*experts")
+        rng = np.random.default_rng([seed, 1])
+        if total < experts:  # not every expert can be active: the widest spread there is
+            counts = np.zeros(experts, dtype=np.int64)
+            counts[rng.choice(experts, size=total, replace=False)] = 1
+            return counts
+        cap = dispersed_cap(tokens, experts, top_k)
         counts = np.ones(experts, dtype=np.int64)
         if cap > 1 and total > experts:
-            # every expert has cap-1 free slots; the rest of the assignments take distinct ones
-            rng = np.random.default_rng([seed, 1])
+            # every expert has cap-1 free slots; the rest of the assignments take distinct ones at random
             slots = rng.choice(experts * (cap - 1), size=total - experts, replace=False)
             counts += np.bincount(slots // (cap - 1), minlength=experts)
         return counts

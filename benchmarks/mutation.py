@@ -1,0 +1,139 @@
+"""Mutation testing of wlprof's numeric core, outside CI: `python benchmarks/mutation.py [GROUP ...]`.
+
+Runs mutmut 3.x (install it into your own environment: `pip install mutmut==3.8.1`; it is not
+a project dependency) over one group of modules at a time, each with only the fast tests
+that exercise it, in a scratch copy of the work tree (the repository is never touched).
+Every surviving mutant must be killed by a test or explained in
+benchmarks/mutation_survivors.toml (mutant name -> why it is equivalent or not worth a test);
+the script prints killed / explained / unexplained per group and exits 1 when any
+survivor is unexplained.
+
+    python benchmarks/mutation.py                 # every group (tens of minutes on 2 cores)
+    python benchmarks/mutation.py steps roofline  # some groups
+    python benchmarks/mutation.py --list          # the groups, their modules and tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+SURVIVORS = REPO / "benchmarks" / "mutation_survivors.toml"
+
+# group -> (modules to mutate, the fast tests that exercise them)
+GROUPS = {
+    "roofline": (["wlprof/cost/roofline.py"], ["tests/unit/test_roofline.py"]),
+    "steps": (["wlprof/steps.py", "wlprof/timing.py"], ["tests/unit/test_steps.py", "tests/unit/test_timing.py"]),
+    "join": (["wlprof/trace/join.py"], ["tests/unit/test_parse_cpu.py", "tests/unit/test_join.py",
+                                        "tests/integration/test_pipeline_h200.py"]),
+    "store": (["wlprof/store/*.py"], ["tests/integration/test_store.py", "tests/unit/test_store_selection.py"]),
+    "cost": (["wlprof/cost/*.py"], ["tests/unit/test_cost_formulas.py", "tests/unit/test_flop_counter_agreement.py",
+                                    "tests/unit/test_roofline.py", "tests/unit/test_parse_cpu.py",
+                                    "tests/unit/test_cost_annotate.py", "tests/integration/test_pipeline_h200.py"]),
+}
+STATUS_KILLED = {"killed", "caught by type check"}
+
+
+def scratch_copy(group: str) -> Path:
+    """The tracked files of the work tree (as they are now) in a folder of their own."""
+    dest = Path(os.environ.get("WLPROF_MUTATION_DIR", "/tmp/wlprof-mutation")) / group
+    if dest.exists():
+        shutil.rmtree(dest)
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = REPO / f
+        if src.is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / f)
+    return dest
+
+
+def write_config(dest: Path, modules: list[str], tests: list[str]) -> None:
+    tests = [t for t in tests if (dest / t).exists()]
+    lines = ["[mutmut]", "source_paths=wlprof", "only_mutate=", *[f"    {m}" for m in modules],
+             "pytest_add_cli_args_test_selection=", *[f"    {t}" for t in tests],
+             "pytest_add_cli_args=", "    -p", "    no:cacheprovider", "    -m", "    not slow", "    -q",
+             "process_isolation=forkserver", ""]
+    (dest / "setup.cfg").write_text("\n".join(lines))
+    # mutmut reads [tool.mutmut] from pyproject.toml first: keep the project's file without it
+    assert "[tool.mutmut]" not in (dest / "pyproject.toml").read_text()
+
+
+def run_group(group: str, max_children: int) -> dict[str, str]:
+    modules, tests = GROUPS[group]
+    dest = scratch_copy(group)
+    write_config(dest, modules, tests)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": ""}
+    mutmut = shutil.which("mutmut") or str(Path(sys.executable).with_name("mutmut"))
+    proc = subprocess.run([mutmut, "run", "--max-children", str(max_children)], cwd=dest, env=env,
+                          capture_output=True, text=True)
+    (dest / "mutmut-run.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        sys.exit(f"mutmut run failed for {group} (see {dest / 'mutmut-run.log'}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    res = subprocess.run([mutmut, "results", "--all", "true"], cwd=dest, env=env, capture_output=True, text=True)
+    out = {}
+    for line in res.stdout.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep and name:
+            out[name] = status.strip()
+    return out
+
+
+def reason(why: dict[str, str], name: str) -> str | None:
+    """Why a survivor is kept: its exact name, or a glob over names (a CUDA-only function)."""
+    return why.get(name) or next((r for pat, r in why.items() if fnmatch.fnmatchcase(name, pat)), None)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("groups", nargs="*", help=f"groups to run (default: all): {', '.join(GROUPS)}")
+    ap.add_argument("--list", action="store_true", help="print the groups and exit")
+    ap.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--json", type=Path, help="also write every mutant's status here")
+    args = ap.parse_args()
+    if args.list:
+        for g, (mods, tests) in GROUPS.items():
+            print(f"{g}: {' '.join(mods)}\n    tests: {' '.join(tests)}")
+        return 0
+    explained = tomllib.loads(SURVIVORS.read_text()) if SURVIVORS.exists() else {}
+    import importlib.metadata as md
+
+    print(f"mutmut {md.version('mutmut')}; survivors explained in {SURVIVORS.relative_to(REPO)}")
+    total = {"killed": 0, "explained": 0, "unexplained": 0}
+    every = {}
+    unexplained_all = []
+    for group in args.groups or list(GROUPS):
+        results = run_group(group, args.max_children)
+        every.update(results)
+        killed = [n for n, s in results.items() if s in STATUS_KILLED]
+        survived = [n for n, s in results.items() if s not in STATUS_KILLED]
+        why = explained.get(group, {})
+        ok = [n for n in survived if reason(why, n)]
+        bad = [n for n in survived if not reason(why, n)]
+        unexplained_all += [(n, results[n]) for n in bad]
+        total["killed"] += len(killed)
+        total["explained"] += len(ok)
+        total["unexplained"] += len(bad)
+        print(f"{group}: {len(results)} mutants: {len(killed)} killed, {len(ok)} explained, {len(bad)} unexplained")
+        for n in ok:
+            print(f"    explained {n} ({results[n]}): {reason(why, n)}")
+        for n in bad:
+            print(f"    UNEXPLAINED {n} ({results[n]})")
+    print(f"total: {total['killed']} killed, {total['explained']} explained, {total['unexplained']} unexplained")
+    if args.json:
+        args.json.write_text(json.dumps(every, indent=1, sort_keys=True) + "\n")
+    return 1 if unexplained_all else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

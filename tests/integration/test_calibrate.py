@@ -1,0 +1,29 @@
+"""Ceilings measured on this CPU and cached (the cache logic itself: tests/unit/test_ceilings.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from wlprof import ceilings, jsonio
+from wlprof.device import device_name
+
+
+@pytest.mark.calibrates
+def test_calibrate_cpu_measures_positive_rates_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path))
+    c, origin = ceilings.get_ceilings(torch.device("cpu"), quick=True)
+    path = ceilings.cache_path("cpu", device_name(torch.device("cpu")))
+    assert origin == f"measured now, cached in {path}"
+    assert c.source == "measured" and c.device_type == "cpu"
+    assert c.matrix_tflops["float32"] > 0 and c.copy_gbps > 0  # measured: no value to derive by hand
+    assert c.vector_tflops == c.matrix_tflops["float32"]
+    # quick sizes: 512^3 fp32 GEMMs; main memory at most 256 MiB each way (max(4 x the last cache, 256 MiB),
+    # capped for --quick and at a sixth of free memory: docs/ceilings.md); 5 reps after at least 1 warm-up
+    assert c.method["matrix_float32_n"] == 512 and c.method["copy_bytes_each_way"] <= 256 << 20
+    assert c.measurements["dram_copy"].sizes["buffer_bytes"] == c.method["copy_bytes_each_way"]
+    assert (c.method["reps"], c.method["warmup"], c.method["statistic"]) == (5, 1, "median")
+    assert c.datasheet is None  # never a datasheet for a CPU
+    assert jsonio.loads(path.read_bytes()) == c.to_dict()
+    again, origin = ceilings.get_ceilings(torch.device("cpu"))
+    assert origin == f"cache: {path}" and again == c

@@ -1,0 +1,213 @@
+"""End to end on the CPU through the real CLI: run, ls, show, sweep; and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pandas as pd
+import pytest
+import torch
+from conftest import files_under
+
+from wlprof import ceilings, schema
+from wlprof.ceilings import Ceilings
+from wlprof.device import device_name
+
+FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q"]
+
+# Ceilings constructed for the gemm run, so its roofline columns can be worked out by hand:
+# 0.04 TFLOP/s (matrix fp32, and vector), 10 GB/s: ridge = 0.04e12 / 10e9 = 4 FLOP/byte.
+CONSTRUCTED = Ceilings("cpu", device_name(torch.device("cpu")), {"float32": 0.04}, 0.04, 10.0,
+                       "constructed by tests/integration/test_cli.py", "", "")
+
+
+@pytest.fixture(scope="module")
+def gemm_run(tmp_path_factory, cli):
+    cache = tmp_path_factory.mktemp("constructed-ceilings")
+    out = tmp_path_factory.mktemp("traces")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WLPROF_CACHE_DIR", str(cache))
+        ceilings.save(CONSTRUCTED)
+        res = cli("run", "gemm", "--shapes", "64x32x48,4x128x96", "--traces", out, *FAST)
+    assert res.exit_code == 0, res.output
+    return out, res
+
+
+def test_run_gemm_writes_the_trace_contract(gemm_run):
+    out, res = gemm_run
+    assert "balanced" not in res.output or "64x32x48" in res.output
+    df = pd.read_parquet(out)  # one read over the traces folder: every kernel, params as columns
+    assert set(df.columns) == {c.name for c in schema.columns("kernels")}
+    assert set(df.variant) == {"medium-skinny 64x32x48", "medium-skinny 4x128x96"}
+    assert df.m.dtype.kind == "i" and set(df.m) == {64, 4}
+    # fp32 on the CPU: 2*64*32*48 = 196,608 and 2*4*128*96 = 98,304 FLOPs per step
+    per_step = df.groupby(["variant", "step"]).flops.sum().groupby("variant").first()
+    assert per_step["medium-skinny 64x32x48"] == 196_608
+    assert per_step["medium-skinny 4x128x96"] == 98_304
+    # bytes 4*(64*32 + 32*48 + 64*48) = 4*(2048 + 1536 + 3072) = 26,624
+    assert df[df.m == 64].groupby("step")["bytes"].sum().iloc[0] == 26_624
+    assert (df.device_type == "cpu").all() and (df.kind == "cpu_op").all() and set(df.op_name) == {"aten::mm"}
+    assert res.output.count("ceilings: cache:") == 1  # the constructed ceilings, not a measurement
+    # The roofline against CONSTRUCTED, per aten::mm row:
+    #   64x32x48: 196,608 FLOPs / 26,624 bytes = 7.3846 FLOP/byte, past the ridge (4): compute-bound,
+    #             roof = max(196,608 / 0.04e6, 26,624 / 10e3) = max(4.9152, 2.6624) = 4.9152 us
+    #   4x128x96: 98,304 FLOPs / 4*(4*128 + 128*96 + 4*96) = 52,736 bytes = 1.8641 FLOP/byte: memory-bound,
+    #             roof = max(98,304 / 0.04e6, 52,736 / 10e3) = max(2.4576, 5.2736) = 5.2736 us
+    want = {64: (196_608, 26_624, "compute", 4.9152), 4: (98_304, 52_736, "memory", 5.2736)}
+    for m, (flops, nbytes, bound, roof) in want.items():
+        rows = df[df.m == m]
+        assert (rows.flops == flops).all() and (rows["bytes"] == nbytes).all()
+        assert (rows.bound == bound).all(), (m, set(rows.bound))
+        assert rows.roofline_us.tolist() == pytest.approx([roof] * len(rows), rel=1e-12)
+        assert rows.intensity_flop_per_byte.tolist() == pytest.approx([flops / nbytes] * len(rows))
+        assert (rows.ceiling_tflops == 0.04).all() and (rows.ceiling_gbps == 10.0).all()
+        assert rows.ridge_flop_per_byte.tolist() == pytest.approx([4.0] * len(rows))
+        # achieved rates from each row's own duration: FLOPs / us / 1e6 = TFLOP/s, bytes / us / 1e3 = GB/s
+        assert rows.achieved_tflops.tolist() == pytest.approx((flops / rows.dur_us / 1e6).tolist())
+        assert rows.achieved_gbps.tolist() == pytest.approx((nbytes / rows.dur_us / 1e3).tolist())
+        assert rows.roofline_fraction.tolist() == pytest.approx((roof / rows.dur_us).tolist())
+    run_dir = next(p for p in out.iterdir() if p.is_dir())
+    manifest = json.loads((run_dir / "_manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["schema_version"] == schema.SCHEMA_VERSION
+    assert manifest["versions"]["torch"]
+    recorded = dict(manifest["ceilings"])
+    assert recorded.pop("origin").startswith("cache: ") and recorded == CONSTRUCTED.to_dict()
+    assert manifest["command"].startswith("wlprof ")  # CliRunner: argv is pytest's; see the subprocess test
+    assert [p["status"] for p in manifest["points"]] == ["ok", "ok"]
+    steps = pd.read_parquet(run_dir / "_steps")
+    assert len(steps) == 2 and steps.latency_us.gt(0).all() and steps.back_to_back_us.gt(0).all()
+    # a step is one aten::mm: its roofline and bound are that row's (compute 4.9152 us, memory 5.2736 us)
+    by_m = steps.set_index("m")
+    assert by_m.bound.to_dict() == {64: "compute", 4: "memory"}
+    assert by_m.roofline_us.to_dict() == pytest.approx({64: 4.9152, 4: 5.2736})
+    assert by_m.flops.to_dict() == {64: 196_608, 4: 98_304}
+    assert len(steps.latency_samples_us.iloc[0]) == 3  # --reps 3: raw samples kept
+    assert steps.graph_us.isna().all() and steps.graph_error.str.contains("CUDA").all()
+    ops = pd.read_parquet(run_dir / "_ops")
+    assert ops.flops.sum() == df.flops.sum()
+    # the enriched Chrome trace: kernels (CPU: working ops) carry wlprof's numbers in args
+    chrome = manifest["points"][0]["files"]["chrome"]
+    doc = json.loads(gzip.decompress((run_dir / chrome).read_bytes()))
+    mm = [e for e in doc["traceEvents"] if e.get("name") == "aten::mm" and e.get("cat") == "cpu_op"]
+    assert mm and all(e["args"]["flops"] == 196_608 for e in mm)
+    assert all({"bytes", "achieved TFLOP/s", "achieved GB/s", "bound", "roof"} <= set(e["args"]) for e in mm)
+    assert doc["wlprof"]["run_id"] == manifest["run_id"]
+    # no temporary files left behind
+    assert not [f for f in files_under(out) if ".tmp" in f or "/.raw" in f]
+
+
+def test_ls_and_show(gemm_run, cli):
+    out, _ = gemm_run
+    res = cli("ls", "--traces", out)
+    assert res.exit_code == 0 and "complete" in res.output and "2/2" in res.output
+    run_id = next(p.name for p in out.iterdir() if p.is_dir())
+    res = cli("show", run_id, "--traces", out)
+    assert res.exit_code == 0, res.output
+    assert "aten::mm" in res.output and "kernels by time per step" in res.output
+    res = cli("show", run_id, "--traces", out, "--variant", "nope")
+    assert res.exit_code == 2 and "--variant" in res.output
+
+
+@pytest.mark.slow
+def test_sweep_study_file_and_its_errors(tmp_path, cli, cpu_ceilings):
+    study = tmp_path / "s.toml"
+    study.write_text('[study]\nworkload = "mlp"\n[params]\nbatch = [2, 3]\nd_model = 16\nd_ff = 32\n'
+                     '[capture]\nprofiled_steps = 2\nlatency_reps = 3\nwarmup = 1\n')
+    out = tmp_path / "t"
+    res = cli("sweep", study, "--traces", out, "-q")
+    assert res.exit_code == 0, res.output
+    df = pd.read_parquet(out)
+    assert sorted(df.batch.unique()) == [2, 3] and set(df.region) == {"mlp/fc1", "mlp/act", "mlp/fc2"}
+    # fc1 2*2*16*32 = 2,048; gelu 20*2*32 = 1,280; fc2 2,048: 5,376 per step at batch 2
+    assert df[df.batch == 2].groupby("step").flops.sum().iloc[0] == 5_376
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[study]\nworkload = "mlp"\n[params]\nbatch = [0]\n')
+    res = cli("sweep", bad, "--traces", tmp_path / "t2")
+    assert res.exit_code == 2 and "params.batch" in res.output and "0" in res.output
+    assert not (tmp_path / "t2").exists()
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[study\nworkload=")
+    res = cli("sweep", broken, "--traces", tmp_path / "t3")
+    assert res.exit_code == 2 and "TOML" in res.output
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["run", "nosuch"], "WORKLOAD must be one of"),
+    (["run", "mlp", "--batch", "-1"], "--batch must be a positive integer (got '-1')"),
+    (["run", "mlp", "--batch", "1,x"], "--batch must be a positive integer (got 'x')"),
+    (["run", "mlp", "--batch", "4", "--dtype", "int8"], "--dtype must be one of"),
+    (["run", "mlp", "--batch", "4", "--device", "cuda"], "--device names a CUDA device but this machine has none"),
+    (["run", "mlp", "--batch", "4", "--device", "tpu"], "--device must be"),
+    (["run", "mlp", "--batch", "4", "--activation", "tanh"], "--activation must be one of gelu, relu, silu"),
+    (["run", "gemm", "--shapes", "2x3"], "--shapes must be shapes MxKxN"),
+    (["run", "gemm", "--shapes", "2x0x3"], "--shapes must be shapes MxKxN of positive integers, comma-separated (e.g. 2048x2048x2560) (got '2x0x3')"),
+    (["run", "gemm", "--shapes", "2x2x2", "--steps", "0"], "--steps must be at least 1 (got 0)"),
+    (["run", "elementwise", "--ops", "relu,tanh"], "--ops must be one of"),
+    (["run", "gemm", "--shapes", "2x2x2,2x2x2"], "must not repeat a sweep point"),
+    (["run", "gemm", "--shapes", "1x1x1000000000000"], "--shapes must fit in host memory"),
+])
+def test_bad_input_names_argument_rule_value_and_writes_nothing(tmp_path, cli, args, needle):
+    out = tmp_path / "traces"
+    res = cli(*args, "--traces", out) if args[1] != "nosuch" else cli(*args)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert files_under(out) == []
+
+
+def test_unwritable_output_folder(tmp_path, cli):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    res = cli("run", "gemm", "--shapes", "2x2x2", "--traces", blocker, *FAST)
+    assert res.exit_code == 2 and "--traces" in res.output and str(blocker) in res.output
+    assert blocker.read_text() == "not a folder"
+    if os.geteuid() != 0:  # root ignores permission bits
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        res = cli("run", "gemm", "--shapes", "2x2x2", "--traces", ro, *FAST)
+        assert res.exit_code == 2 and "--traces" in res.output
+
+
+def test_show_refuses_a_run_id_that_escapes_the_traces_folder(tmp_path, cli):
+    res = cli("show", "../etc", "--traces", tmp_path)
+    assert res.exit_code == 2 and "RUN_ID" in res.output
+
+
+@pytest.mark.slow
+def test_entry_point_in_a_subprocess_records_the_command(tmp_path, cpu_ceilings):
+    import subprocess
+    import sys
+
+    out = tmp_path / "traces"
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session's cache, where cpu_ceilings saved the CPU's
+    cmd = [sys.executable, "-m", "wlprof.cli.main", "run", "elementwise", "--ops", "relu,dot", "--numel", "4096",
+           "--traces", str(out), *FAST]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "relu n=4096" in proc.stdout and "read_parquet" in proc.stdout
+    run_dir = next(out.iterdir())
+    manifest = json.loads((run_dir / "_manifest.json").read_text())
+    recorded = dict(manifest["ceilings"])
+    assert recorded.pop("origin").startswith("cache: ")  # measured once for the session by cpu_ceilings
+    assert recorded == cpu_ceilings.to_dict() and recorded["source"] == "measured"
+    assert manifest["command"] == f"wlprof run elementwise --ops relu,dot --numel 4096 --traces {out} " + " ".join(FAST)
+    df = pd.read_parquet(out)
+    # relu: 4096 FLOPs (one compare each) over 4*4096 + 4*4096 = 32,768 bytes: intensity 1/8 in fp32
+    relu = df[df.op == "relu"].groupby("step")[["flops", "bytes"]].sum().iloc[0]
+    assert relu.flops == 4096 and relu["bytes"] == 32_768
+
+
+@pytest.mark.slow
+def test_binary_micro_kernels_mul_and_add(tmp_path, cli, cpu_ceilings):
+    out = tmp_path / "traces"
+    res = cli("run", "elementwise", "--ops", "mul,add", "--numel", "1000", "--traces", out, *FAST)
+    assert res.exit_code == 0, res.output
+    df = pd.read_parquet(out)
+    for op, aten in (("mul", "aten::mul"), ("add", "aten::add")):
+        step = df[(df.op == op) & (df.step >= 0)].groupby("step")
+        # 1000 FLOPs (one per element) over two fp32 inputs read and one output written:
+        # 3 * 4 * 1000 = 12,000 bytes, intensity 1/12
+        assert (step.flops.sum() == 1000).all() and (step["bytes"].sum() == 12_000).all()
+        assert set(df[df.op == op].op_name) == {aten}

@@ -1,0 +1,104 @@
+"""Every option says what it does and its default; usage errors are one `error:` line naming the argument,
+the rule and the value, with a close match where there is one."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import H200
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from wlprof.cli.main import app
+from wlprof.cli.usage import close_option
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args], terminal_width=200)
+
+
+def _commands(cmd, path):
+    if hasattr(cmd, "commands"):
+        for name, sub in sorted(cmd.commands.items()):
+            yield from _commands(sub, [*path, name])
+    else:
+        yield " ".join(path), cmd
+
+
+COMMANDS = list(_commands(get_command(app), ["wlprof"]))
+
+
+@pytest.mark.parametrize("path,cmd", COMMANDS, ids=[p for p, _ in COMMANDS])
+def test_every_option_has_help_and_a_shown_default(path, cmd):
+    for p in cmd.params:
+        assert p.help, f"{path} {p.opts}: no help text"
+        if p.param_type_name == "argument" and p.required:
+            continue
+        shown_by_typer = p.default is not None and not getattr(p, "is_flag", False) and p.show_default
+        assert shown_by_typer or "Default:" in p.help or "required" in p.help, \
+            f"{path} {p.opts}: no default shown ({p.help!r})"
+
+
+@pytest.mark.parametrize("path,cmd", COMMANDS[:3] + [c for c in COMMANDS if c[0] == "wlprof run moe"],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_help_shows_no_value_type_for_flags_and_ends_with_examples(path, cmd):
+    res = invoke(*path.split()[1:], "--help")
+    assert res.exit_code == 0, res.output
+    assert "<bool>" not in res.output
+    assert "Examples:" in res.output
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "gemm", "--bogus"], "error: --bogus is not an option of `wlprof run gemm` (options: --shapes"),
+    (["run", "gemm", "--step", "3"], "did you mean --steps?"),
+    (["run", "moe", "--top_k", "2"], "did you mean --top-k?"),
+    (["run", "gemm", "--batch", "4"], "--batch is an option of wlprof run mlp"),
+    (["report", "--outt", "x"], "did you mean --out?"),
+    (["show", "x", "--top", "abc"], "error: --top must be an integer (got 'abc')"),
+    (["show"], "error: RUN_ID is required (see `wlprof show --help`)"),
+    (["rn"], "error: COMMAND must be one of"),
+    (["run", "gem"], "did you mean 'gemm'?"),
+    (["run", "gemm", "--dtype", "flaot32"], "did you mean 'float32'?"),
+    (["run", "moe", "--routing", "dispresed"], "did you mean 'dispersed'?"),
+    (["run", "gnn", "--graph", "rmta"], "did you mean 'rmat'?"),
+    (["run", "gemm", "--device", "cdua"], "did you mean 'cuda'?"),
+    (["sweep", "workloads/gem_same_flops.toml"], "did you mean 'workloads/gemm_same_flops.toml'?"),
+    (["report", "--workload", "mo"], "--workload must be one of elementwise, gemm, gnn, halo, ingest, mlp, moe (got 'mo')"),
+])
+def test_usage_errors_are_one_line_with_a_close_match(args, needle, tmp_path):
+    res = invoke(*args, *(["--traces", tmp_path] if args[0] in ("report", "show") else []))
+    assert res.exit_code == 2, res.output
+    assert needle in res.output, res.output
+    assert len([line for line in res.output.splitlines() if line.strip()]) == 1, res.output
+    assert "Traceback" not in res.output and "╭" not in res.output
+
+
+def test_a_far_option_gets_no_wrong_suggestion():
+    res = invoke("report", "--bogus")
+    assert "did you mean" not in res.output  # click's own picked --out
+    assert close_option("--bogus", ["--out", "-o", "--traces", "--workload"]) is None
+    assert close_option("--trace", ["--traces", "--out"]) == "--traces"
+    assert close_option("--Top_K", ["--top-k"]) == "--top-k"
+
+
+def test_dtype_error_lists_what_help_lists():
+    res = invoke("run", "gemm", "--dtype", "fp8")
+    assert res.exit_code == 2
+    listed = res.output.split("must be one of ", 1)[1].split(" (also")[0]
+    assert listed == "bfloat16, float16, float32, float64"
+    help_text = " ".join(invoke("run", "gemm", "--help").output.split())
+    assert "bfloat16, float16, float32 or float64" in help_text
+
+
+def test_predict_names_a_missing_test_run_first(tmp_path):
+    for run in H200.iterdir():
+        shutil.copytree(run, tmp_path / run.name)
+    res = invoke("predict", "--test", "no-such-run", "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert "error: --test must name runs in" in res.output and "(got 'no-such-run')" in res.output
+    near = sorted(p.name for p in tmp_path.iterdir())[0]
+    res = invoke("predict", "--test", near[:-1] + "x", "--traces", tmp_path)
+    assert f"did you mean {near!r}?" in res.output

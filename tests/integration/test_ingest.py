@@ -1,0 +1,198 @@
+"""wlprof ingest: the same parser, join and costs for any torch.profiler trace; bad input refused cleanly."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from conftest import FIXTURES, files_under, h200_manifest, h200_run
+
+import wlprof
+
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def _raw(prefix="moe", point=0):
+    m = h200_manifest(prefix)
+    return h200_run(prefix) / m["points"][point]["files"]["raw_chrome"]
+
+
+def _events(path):
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+def _by_step_from_json(events) -> dict[int, list[dict]]:
+    """Device activities per profiled step, straight from the JSON (none of wlprof's parser or join):
+    an activity's launch (the runtime/driver event of its correlation id) lies inside the
+    `wlprof/step#N` annotation of its step."""
+    steps = [(e["ts"], e["ts"] + e["dur"], int(e["name"].split("#")[1])) for e in events
+             if e.get("cat") == "user_annotation" and e.get("name", "").startswith("wlprof/step#")]
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in events
+                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    out: dict[int, list[dict]] = {}
+    for e in events:
+        if e.get("cat") in DEVICE_CATS:
+            ts = launch_ts[e["args"]["correlation"]]
+            (step,) = [n for a, b, n in steps if a <= ts <= b]
+            out.setdefault(step, []).append(e)
+    return out
+
+
+def test_ingest_keeps_every_device_activity_and_counts_gemms_by_hand(tmp_path, cli):
+    raw = _raw("moe")  # dispersed / loop: the host-syncing nonzero and where (nonzero's count read from the trace)
+    out = tmp_path / "traces"
+    res = cli("ingest", raw, "--traces", out, "--name", "moe-h200", "--chrome-top", "20")
+    assert res.exit_code == 0, res.output
+    assert "has no FLOP formula" in res.output
+    k = pd.read_parquet(out)
+    assert (k.workload == "ingest").all() and (k["rank"] == 0).all() and k.run_id.iloc[0].startswith("moe-h200-")
+    assert k.source_file.iloc[0] == str(raw) and (k.device_name == "NVIDIA H200").all()
+    # an independent read of the same JSON: 254 kernels + 20 memcpys = 274 activities, 552.256 us
+    events = _events(raw)
+    device = [e for e in events if e.get("cat") in DEVICE_CATS]
+    assert len(k) == len(device) == 274
+    assert k.dur_us.sum() == pytest.approx(sum(e["dur"] for e in device)) == pytest.approx(552.256)
+    per_step = _by_step_from_json(events)
+    assert sorted(per_step) == [1, 2]
+    got = k.groupby("step").dur_us.sum().to_dict()
+    assert got == pytest.approx({s: sum(e["dur"] for e in evs) for s, evs in per_step.items()})
+    # GEMM FLOPs by hand from the recorded shapes: every aten::mm [M, K] x [K, N] is 2*M*K*N,
+    # e.g. the router's [16, 512] x [512, 8] = 2*16*512*8 = 131,072
+    mms = [e for e in events if e.get("cat") == "cpu_op" and e.get("name") == "aten::mm"]
+    assert len(mms) == 50 and mms[0]["args"]["Input Dims"] == [[16, 512], [512, 8]]
+    hand = sum(2 * a[0] * a[1] * b[1] for a, b in (e["args"]["Input Dims"] for e in mms))
+    assert k[k.op_name == "aten::mm"].flops.sum() == pytest.approx(hand)
+    assert set(k.flops_source) <= {"formula", "unknown"} and (k.op_name == "aten::nonzero").any()
+    nonzero = k[k.op_name == "aten::nonzero"]
+    assert (nonzero.flops_source == "formula").all()  # its output count is read from the nested resize_
+    # the small enriched trace: the 20 longest kernels, with their launches and ops
+    run = next(out.iterdir())
+    manifest = json.loads((run / "_manifest.json").read_text())
+    doc = json.loads(gzip.decompress((run / manifest["points"][0]["files"]["chrome"]).read_bytes()))
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    assert len(kernels) == 20 and all("flops source" in e["args"] for e in kernels)
+    cats = {e.get("cat") for e in doc["traceEvents"]}
+    assert cats >= {"cpu_op", "kernel", "user_annotation"} and cats & {"cuda_runtime", "cuda_driver"}
+    launches = [e for e in doc["traceEvents"] if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    assert {e["args"]["correlation"] for e in kernels} <= {e["args"]["correlation"] for e in launches}
+
+
+def test_ingest_a_folder_of_ranks(tmp_path, cli):
+    src = tmp_path / "run"
+    src.mkdir()
+    doc = json.loads(gzip.decompress(_raw("gemm").read_bytes()))
+    for rank in (1, 0):
+        doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+        (src / f"host_{rank}.pt.trace.json").write_text(json.dumps(doc))
+    out = tmp_path / "traces"
+    res = cli("ingest", src, "--traces", out, "--name", "llama-train", "-q")
+    assert res.exit_code == 0, res.output
+    k = wlprof.load(out, workload="ingest")
+    assert sorted(k["rank"].unique()) == [0, 1] and set(k.variant) == {"rank 0", "rank 1"}
+    steps = wlprof.load(out, table="steps")
+    assert len(steps) == 2 and steps.latency_us.isna().all()
+    # kernel_us: the median over the 2 profiled steps of each step's summed durations, i.e. their
+    # mean, from the JSON directly; both ranks carry the same events
+    per_step = [sum(e["dur"] for e in evs) for evs in _by_step_from_json(doc["traceEvents"]).values()]
+    assert len(per_step) == 2
+    assert steps.kernel_us.tolist() == pytest.approx([sum(per_step) / 2] * 2)
+    # the gemm fixture's point 0 is 256x512x1024: 2*256*512*1024 = 268,435,456 FLOPs a step
+    assert steps.flops.tolist() == [268_435_456] * 2
+
+
+def test_ingest_cpu_trace_of_another_torch(tmp_path, cli):
+    # torch 2.13 on the CPU (tests/fixtures/cpu) beside the H200's 2.11: the same parser
+    run = next((FIXTURES / "cpu").iterdir())
+    raw = next((run / "_chrome").glob("*.raw.json.gz"))
+    out = tmp_path / "traces"
+    assert cli("ingest", raw, "--traces", out, "-q").exit_code == 0
+    k = pd.read_parquet(out)
+    assert (k.kind == "cpu_op").all() and (k.device_type == "cpu").all()
+    assert {"aten::addmm", "aten::gelu"} <= set(k.name)
+    # batch 4, 64 -> 256 -> 64: 2*2*4*64*256 + 20*4*256 = 262,144 + 20,480 = 282,624 FLOPs per step
+    assert k.groupby("step").flops.sum().tolist() == [282_624] * 2
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"", "is empty"),
+    (b"   \n", "is empty"),
+    (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur"',
+     "ends at byte 79 before its event list is closed (truncated)"),
+    (b'{"schemaVersion": 1, "events": []}', "not a Chrome trace"),
+    (b'{"traceEvents": [{"ph": "X", "cat": "gpu_op", "name": "draw", "ts": 1, "dur": 2}]}',
+     "not a torch.profiler trace"),
+    (b"\x1f\x8b\x08\x00garbage-not-deflate", "not a readable gzip file"),
+    (b"\xff\xfe{}", "invalid JSON"),
+])
+def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, content, needle):
+    out = tmp_path / "traces"
+    ok = cli("ingest", _raw("gemm"), "--traces", out, "-q")  # something already in the store
+    assert ok.exit_code == 0
+    before = files_under(out)
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(content)
+    res = cli("ingest", bad, "--traces", out)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and str(bad) in res.output
+    assert files_under(out) == before  # no half-written run, nothing else touched
+
+
+def test_truncated_gzip_names_the_file(tmp_path, cli):
+    full = _raw("gemm").read_bytes()
+    bad = tmp_path / "cut.json.gz"
+    bad.write_bytes(full[: len(full) // 2])
+    res = cli("ingest", bad, "--traces", tmp_path / "t")
+    assert res.exit_code == 2 and str(bad) in res.output
+    assert files_under(tmp_path / "t") == []
+
+
+def test_a_folder_with_one_bad_file_writes_nothing(tmp_path, cli):
+    src = tmp_path / "run"
+    src.mkdir()
+    shutil.copy(_raw("gemm"), src / "a.json.gz")
+    (src / "b.json").write_text('{"traceEvents": [')
+    out = tmp_path / "traces"
+    res = cli("ingest", src, "--traces", out)
+    assert res.exit_code == 2 and "b.json" in res.output
+    assert [p for p in files_under(out) if not p.startswith(".wlprof")] == []
+
+
+def test_missing_path_and_empty_folder(tmp_path, cli):
+    res = cli("ingest", tmp_path / "nope.json", "--traces", tmp_path / "t")
+    assert res.exit_code == 2 and "PATH must be an existing trace file or folder" in res.output
+    (tmp_path / "empty").mkdir()
+    res = cli("ingest", tmp_path / "empty", "--traces", tmp_path / "t")
+    assert res.exit_code == 2 and "*.json" in res.output
+    res = cli("ingest", _raw("gemm"), "--traces", tmp_path / "t", "--chrome-top", "0")
+    assert res.exit_code == 2 and "--chrome-top" in res.output
+
+
+def test_streamed_and_whole_parses_agree(tmp_path):
+    # the chunked reader (events one per indented block) and the whole-file parse of the same
+    # events written minified must give the same tables
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from big_trace import replicate
+
+    import wlprof.trace.parse as P
+
+    lines, compact = tmp_path / "lines.json", tmp_path / "compact.json"
+    old = P.CHUNK_BYTES
+    P.CHUNK_BYTES = 4096  # many chunks even for a small trace
+    try:
+        replicate(_raw("moe"), lines, 3000)
+        replicate(_raw("moe"), compact, 3000, compact=True)
+        a = P.read_trace(lines, keep_events=False)
+        b = P.read_trace(compact, keep_events=False)
+    finally:
+        P.CHUNK_BYTES = old
+    assert a.event_count == b.event_count == 3000
+    for name in ("ops", "annotations", "launches", "device"):
+        pd.testing.assert_frame_equal(getattr(a, name).drop(columns=["args_id"], errors="ignore"),
+                                      getattr(b, name).drop(columns=["args_id"], errors="ignore"))
+    assert [a.args_table[i] for i in a.ops.args_id] == [b.args_table[i] for i in b.ops.args_id]

@@ -1,0 +1,105 @@
+"""wlprof report / roofline / compare / predict on committed H200 runs, and their refusals."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import H200, h200_run
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """The H200 fixture runs in a traces folder of their own (tests never write into tests/)."""
+    root = tmp_path_factory.mktemp("traces")
+    for run in H200.iterdir():
+        shutil.copytree(run, root / run.name)
+    return root
+
+
+@pytest.mark.slow
+def test_report_writes_markdown_and_figures(traces, tmp_path, cli):
+    out = tmp_path / "report"
+    res = cli("report", "--traces", traces, "--out", out)
+    assert res.exit_code == 0, res.output
+    text = (out / "report.md").read_text()
+    assert "NVIDIA H200" in text and "How well FLOPs explain latency" in text
+    for fam in ("GEMM shapes", "MLP (small batch)", "MoE (dispersed)", "GNN (csr)"):
+        assert fam in text
+    for png in ("roofline.png", "latency_vs_flops.png", "tflops_vs_batch.png", "phases_moe.png", "backends_gnn.png",
+                "timings.png"):
+        assert (out / png).stat().st_size > 10_000, png
+    assert "![roofline.png](roofline.png)" in text
+
+
+@pytest.mark.slow
+def test_roofline_and_compare(traces, tmp_path, cli):
+    moe = h200_run("moe").name
+    png = tmp_path / "r.png"
+    res = cli("roofline", moe, "--traces", traces, "-o", png)
+    assert res.exit_code == 0 and png.stat().st_size > 10_000, res.output
+    res = cli("compare", f"{moe}:concentrated / grouped", f"{moe}:dispersed / grouped", "--traces", traces)
+    assert res.exit_code == 0, res.output
+    assert "moe/expert" in res.output and "by op category" in res.output and "latency_us" in res.output
+    res = cli("compare", moe, f"{moe}:dispersed / grouped", "--traces", traces)
+    assert res.exit_code == 2 and "add ':VARIANT'" in res.output
+
+
+@pytest.mark.slow
+def test_predict_scores_the_ladder_on_unseen_runs(traces, cli):
+    tr = f"{h200_run('gemm').name},{h200_run('mlp').name}"
+    res = cli("predict", "--train", tr, "--test", h200_run("moe").name, "--traces", traces)
+    assert res.exit_code == 0, res.output
+    for model in ("L0 peak", "L0 fitted", "L1 shape", "L2 roofline", "L2 fitted", "L3 profile", "noise floor"):
+        assert model in res.output
+    # which source answered L3: the three shares are printed and add up to the whole
+    import re
+
+    line = next(x for x in res.output.splitlines() if x.startswith("L3 answered from:"))
+    shares = dict((k, int(v)) for k, v in re.findall(r"(same point|same call|nearest|regression) (\d+)%", line))
+    assert set(shares) == {"same point", "same call", "nearest", "regression"}
+    assert 98 <= sum(shares.values()) <= 102  # each rounded to a whole percent
+    res = cli("predict", "--train", tr, "--test", h200_run("gemm").name, "--traces", traces)
+    assert res.exit_code == 2 and "--test must not overlap --train" in res.output
+
+
+@pytest.mark.slow
+def test_refusals_name_the_argument(traces, tmp_path, cpu_ceilings, cli):
+    res = cli("report", "nosuch-run", "--traces", traces)
+    assert res.exit_code == 2 and "RUNS must name runs" in res.output and "nosuch-run" in res.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = cli("report", "--traces", empty)
+    assert res.exit_code == 2 and "RUNS must select at least one finished sweep point" in res.output
+    res = cli("report", "--traces", traces, "--out", traces)
+    assert res.exit_code == 2 and "--out must not be the traces folder" in res.output
+    # a CPU run beside H200 runs: mixing devices needs saying so
+    mixed = tmp_path / "mixed"
+    shutil.copytree(traces, mixed)
+    res = cli("run", "gemm", "--shapes", "8x8x8", "--traces", mixed, "--steps", "1", "--warmup", "1", "--reps", "2", "-q")
+    assert res.exit_code == 0, res.output
+    res = cli("report", "--traces", mixed)
+    assert res.exit_code == 2 and "--allow-mixed-devices" in res.output and "NVIDIA H200" in res.output
+    assert cli("report", "--traces", mixed, "--allow-mixed-devices").exit_code == 0
+
+
+@pytest.mark.slow
+def test_predict_fits_on_an_offline_profile_in_its_own_folder(traces, tmp_path, cli):
+    offline = tmp_path / "offline"
+    offline.mkdir()
+    for kind in ("gemm", "mlp"):
+        shutil.copytree(traces / h200_run(kind).name, offline / h200_run(kind).name)
+    # no --train: every run of --train-traces is the profile
+    res = cli("predict", "--train-traces", offline, "--test", h200_run("moe").name, "--traces", traces,
+                 "--out", tmp_path / "scores.md")
+    assert res.exit_code == 0, res.output
+    assert "trained on" in res.output and "from 2 runs" in res.output
+    text = (tmp_path / "scores.md").read_text()
+    assert h200_run("gemm").name in text and "| L3 profile | all |" in text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = cli("predict", "--train-traces", empty, "--test", h200_run("moe").name, "--traces", traces)
+    assert res.exit_code == 2 and "--train-traces must hold at least one run to fit on" in res.output
+    # without --train and --train-traces every run of --traces is training, the test runs too
+    res = cli("predict", "--test", h200_run("moe").name, "--traces", traces)
+    assert res.exit_code == 2 and "--test must not overlap --train" in res.output

@@ -1,0 +1,143 @@
+"""The store loses nothing: a killed sweep keeps its finished points and resumes; concurrent runs
+do not clobber each other; an out-of-memory point is recorded as failed and the sweep goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+import wlprof
+from wlprof.store.runs import list_runs
+
+N_POINTS = 16  # enough that a kill after the third point always lands mid-sweep
+SHAPES = ",".join(f"{8 * (i + 1)}x96x96" for i in range(N_POINTS))
+FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q"]
+
+
+def _cmd(out, *extra):
+    return [sys.executable, "-m", "wlprof.cli.main", "run", "gemm", "--shapes", SHAPES, "--device", "cpu",
+            "--traces", str(out), *FAST, *extra]
+
+
+def _manifest(out):
+    runs = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")] if out.exists() else []
+    if not runs:
+        return None, None
+    return runs[0], json.loads((runs[0] / "_manifest.json").read_text())
+
+
+@pytest.mark.slow
+def test_sigkill_keeps_finished_points_and_resume_finishes_without_redoing_them(tmp_path, cpu_ceilings):
+    out = tmp_path / "traces"
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
+    proc = subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline:
+        run, m = _manifest(out)
+        done = sum(p["status"] == "ok" for p in m["points"]) if m else 0
+        if done >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # no handler can run: the store must already be consistent
+    proc.wait()
+    assert 3 <= done < N_POINTS, f"the sweep finished {done} of {N_POINTS} points before the kill"
+    run, m = _manifest(out)
+    assert m["status"] == "running"  # as the killed process left it ...
+    (listed,) = list_runs(out)
+    assert listed["status"] == "incomplete"  # ... but its writer is gone: incomplete
+    finished = [p for p in m["points"] if p["status"] == "ok"]
+    k = pd.read_parquet(out)  # every finished point is readable
+    assert set(k.point) >= {p["index"] for p in finished}
+    assert set(k.point) <= {p["index"] for p in finished} | {len(finished)}  # at most the one in flight, whole
+    kept = {p["index"]: (run / p["files"]["kernels"]).stat().st_mtime_ns for p in finished}
+
+    res = subprocess.run(_cmd(out, "--resume", run.name), env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    m2 = json.loads((run / "_manifest.json").read_text())
+    assert m2["status"] == "complete" and all(p["status"] == "ok" for p in m2["points"])
+    for idx, mtime in kept.items():  # finished points were not redone
+        assert (run / m2["points"][idx]["files"]["kernels"]).stat().st_mtime_ns == mtime
+    k = pd.read_parquet(out)
+    assert sorted(k.point.unique()) == list(range(N_POINTS)) and k.run_id.nunique() == 1
+    assert len(list(out.iterdir())) == 1  # no second run folder
+
+
+def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings, cli):
+    out = tmp_path / "traces"
+    r = cli("run", "gemm", "--shapes", "8x8x8", "--traces", out, *FAST)
+    assert r.exit_code == 0
+    run_id = next(out.iterdir()).name
+    r = cli("run", "gemm", "--shapes", "16x8x8", "--traces", out, *FAST, "--resume", run_id)
+    assert r.exit_code == 2 and "--resume must name a run of this same study" in r.output
+    r = cli("run", "gemm", "--shapes", "8x8x8", "--traces", out, *FAST, "--resume", "../x")
+    assert r.exit_code == 2 and "RUN_ID" in r.output
+
+
+@pytest.mark.slow
+def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings):
+    out = tmp_path / "traces"
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
+    procs = [subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for _ in range(2)]
+    for p in procs:
+        assert p.wait(timeout=300) == 0, p.stderr.read()
+    runs = list_runs(out)
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"complete"}
+    k = pd.read_parquet(out)
+    assert k.run_id.nunique() == 2 and k.groupby("run_id").point.nunique().tolist() == [N_POINTS, N_POINTS]
+
+
+@pytest.mark.slow
+def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch, cpu_ceilings):
+    from wlprof.study import Study, run_study
+    from wlprof.workloads.gemm import Gemm
+
+    real_build = Gemm.build
+
+    def build(self, point, device, dtype):
+        if point.params["m"] == 16:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        return real_build(self, point, device, dtype)
+
+    monkeypatch.setattr(Gemm, "build", build)
+    from wlprof.capture import CaptureConfig
+
+    res = run_study(Study("gemm", {"shapes": "8x8x8,16x8x8,24x8x8"}, device="cpu",
+                          capture=CaptureConfig(warmup=1, latency_reps=2, batches=1, profiled_steps=1)), traces=tmp_path)
+    assert res.status == "partial"
+    m = json.loads((res.path / "_manifest.json").read_text())
+    assert [p["status"] for p in m["points"]] == ["ok", "failed", "ok"]
+    assert m["points"][1]["error"].startswith("OutOfMemoryError: CUDA out of memory")
+    steps = wlprof.load(tmp_path, table="steps").set_index("point")
+    assert steps.loc[1, "status"] == "failed" and "out of memory" in steps.loc[1, "error"]
+    assert set(wlprof.load(tmp_path).point) == {0, 2}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT])
+def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings, signum):
+    out = tmp_path / "traces"
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
+    proc = subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        _, m = _manifest(out)
+        if m and sum(p["status"] == "ok" for p in m["points"]) >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signum)
+    rc = proc.wait(timeout=60)
+    assert rc == 130, proc.stderr.read().decode()[-2000:]
+    _, m = _manifest(out)
+    assert m["status"] == "incomplete" and m["finished_at"]
+    assert sum(p["status"] == "ok" for p in m["points"]) < N_POINTS

@@ -1,0 +1,118 @@
+"""SDPA formulas, every backend: FLOPs as FlopCounterMode counts them, bytes by hand.
+
+Shapes: B=2, H=3, S=4 (keys 5 where they differ), D=8, bf16 (2 bytes); the log-sum-exp is fp32.
+"""
+
+from __future__ import annotations
+
+import pytest
+from cost_calls import BF16, F32, I64, NONE, S, T, op
+
+import wlprof.cost  # noqa: F401  (registers every formula)
+from wlprof.cost import MATRIX, cost_of, is_wrapper
+
+B, H, SQ, SK, D = 2, 3, 4, 5, 8
+# forward: 2*B*H*Sq*Sk*D + 2*B*H*Sq*Sk*Dv = 2*2*3*4*5*8 * 2 = 3840
+FWD = 2 * 2 * 3 * 4 * 5 * 8 * 2
+# backward: 2*B*H*Sq*Sk*(3*D + 2*Dv) = 2*2*3*4*5*(24 + 16) = 9600 (2.5x the forward)
+BWD = 2 * 2 * 3 * 4 * 5 * 40
+# bytes: q 2*2*3*4*8 = 384, k and v 2*2*3*5*8 = 480 each, out 384, lse 4*2*3*4 = 96
+Q, KV, OUT, LSE = 384, 480, 384, 96
+
+
+def q_bhsd():
+    return T([B, H, SQ, D], BF16), T([B, H, SK, D], BF16), T([B, H, SK, D], BF16)
+
+
+def q_bshd():
+    return T([B, SQ, H, D], BF16), T([B, SK, H, D], BF16), T([B, SK, H, D], BF16)
+
+
+FORWARD = [
+    ("flash", op("aten::_scaled_dot_product_flash_attention", *q_bhsd(), S(0.0), S(True), S(False), S(0.125)),
+     Q + 2 * KV, OUT + LSE),
+    ("flash_cpu", op("aten::_scaled_dot_product_flash_attention_for_cpu", *q_bhsd(), S(0.0), S(True), NONE, NONE),
+     Q + 2 * KV, OUT + LSE),
+    # compute_log_sumexp False: no lse written
+    ("efficient_no_lse", op("aten::_scaled_dot_product_efficient_attention", *q_bhsd(), NONE, S(False), S(0.0),
+                            S(True), NONE), Q + 2 * KV, OUT),
+    # a bf16 additive mask [B, H, Sq, Sk] is read: 2*2*3*4*5 = 240 bytes
+    ("efficient_bias", op("aten::_scaled_dot_product_efficient_attention", *q_bhsd(), T([B, H, SQ, SK], BF16),
+                          S(True), S(0.0), S(False), NONE), Q + 2 * KV + 240, OUT + LSE),
+    ("cudnn", op("aten::_scaled_dot_product_cudnn_attention", *q_bhsd(), NONE, S(True), S(0.0), S(True), S(False),
+                 NONE), Q + 2 * KV, OUT + LSE),
+    ("cudnn_inner", op("aten::_cudnn_attention_forward", *q_bhsd(), NONE, NONE, NONE, S(SQ), S(SK), S(True), S(0.0),
+                       S(True), S(False), NONE), Q + 2 * KV, OUT + LSE),
+    # [B, S, H, D] layout: the same FLOPs
+    ("flash_inner", op("aten::_flash_attention_forward", *q_bshd(), NONE, NONE, S(SQ), S(SK), S(0.0), S(True),
+                       S(False), S(0.125), NONE, NONE, NONE, NONE), Q + 2 * KV, OUT + LSE),
+    ("efficient_inner", op("aten::_efficient_attention_forward", *q_bshd(), NONE, NONE, NONE, NONE, NONE, S(0.0),
+                           S(1), S(True), NONE, NONE, NONE), Q + 2 * KV, OUT + LSE),
+]
+
+
+@pytest.mark.parametrize(("call", "reads", "written"), [pytest.param(c, r, w, id=k) for k, c, r, w in FORWARD])
+def test_forward(call, reads, written):
+    c = cost_of(call)
+    assert c.unit == MATRIX and c.dtype == "bfloat16"
+    assert (c.flops, c.bytes, c.written) == (FWD, reads + written, written)
+
+
+GRAD_OUT = T([B, H, SQ, D], BF16, strides=[0, 0, 0, 0])  # o.sum().backward(): one stored element, 2 bytes
+LSE_T = T([B, H, SQ], F32)
+
+BACKWARD = [
+    # reads dO 2 (broadcast), q, k, v, out, lse; writes dq, dk, dv = 384 + 480 + 480 = 1344
+    ("flash", op("aten::_scaled_dot_product_flash_attention_backward", GRAD_OUT, *q_bhsd(), T([B, H, SQ, D], BF16),
+                 LSE_T, NONE, NONE, S(SQ), S(SK), S(0.0), S(True), T([], I64), T([], I64), S(0.125)),
+     2 + Q + 2 * KV + OUT + LSE + 16),
+    ("flash_cpu", op("aten::_scaled_dot_product_flash_attention_for_cpu_backward", GRAD_OUT, *q_bhsd(),
+                     T([B, H, SQ, D], BF16), LSE_T, S(0.0), S(True), NONE, NONE), 2 + Q + 2 * KV + OUT + LSE),
+    ("efficient", op("aten::_scaled_dot_product_efficient_attention_backward", GRAD_OUT, *q_bhsd(), NONE,
+                     T([B, H, SQ, D], BF16), LSE_T, T([], I64), T([], I64), S(0.0), S([True, True, True, False]),
+                     S(True), NONE), 2 + Q + 2 * KV + OUT + LSE + 16),
+    ("cudnn", op("aten::_scaled_dot_product_cudnn_attention_backward", GRAD_OUT, *q_bhsd(), T([B, H, SQ, D], BF16),
+                 T([B, H, SQ, 1], F32), T([], I64), T([], I64), NONE, NONE, NONE, S(SQ), S(SK), S(0.0), S(True),
+                 NONE), 2 + Q + 2 * KV + OUT + LSE + 16),
+    ("cudnn_inner", op("aten::_cudnn_attention_backward", GRAD_OUT, *q_bhsd(), T([B, H, SQ, D], BF16),
+                       T([B, H, SQ, 1], F32), T([], I64), T([], I64), NONE, NONE, NONE, S(SQ), S(SK), S(0.0),
+                       S(True), NONE), 2 + Q + 2 * KV + OUT + LSE + 16),
+    ("flash_inner", op("aten::_flash_attention_backward", T([B, SQ, H, D], BF16, strides=[0, 0, 0, 0]), *q_bshd(),
+                       T([B, SQ, H, D], BF16), LSE_T, NONE, NONE, S(SQ), S(SK), S(0.0), S(True), T([2], I64),
+                       NONE, S(0.125), NONE, NONE), 2 + Q + 2 * KV + OUT + LSE + 16),
+    ("efficient_inner", op("aten::_efficient_attention_backward", T([B, SQ, H, D], BF16, strides=[0, 0, 0, 0]),
+                           *q_bshd(), NONE, T([B, SQ, H, D], BF16), NONE, NONE, S(SQ), S(SK), LSE_T, S(0.0),
+                           T([], I64), T([], I64), S(1), S(False), NONE, NONE, NONE, S(False)),
+     2 + Q + 2 * KV + OUT + LSE + 16),
+]
+
+
+@pytest.mark.parametrize(("call", "reads"), [pytest.param(c, r, id=k) for k, c, r in BACKWARD])
+def test_backward(call, reads):
+    c = cost_of(call)
+    written = Q + 2 * KV
+    assert (c.flops, c.bytes, c.written) == (BWD, reads + written, written)
+
+
+def test_grouped_query_heads_count_at_the_query_heads():
+    # K/V with 1 head against 3 query heads: FLOPs as if K/V had 3 (FlopCounterMode's count);
+    # bytes read k and v at their own size, 2*2*1*5*8 = 160 each
+    k1 = T([B, 1, SK, D], BF16)
+    c = cost_of(op("aten::_scaled_dot_product_flash_attention", T([B, H, SQ, D], BF16), k1, k1, S(0.0), S(False),
+                   S(False), NONE))
+    assert c.flops == FWD and c.bytes == Q + 2 * 160 + OUT + LSE
+
+
+def test_varlen_flops_unknown_bytes_known():
+    # nested/varlen: [total=7, H, D] with cumulative lengths [3] (int32): lengths are data
+    q = T([7, H, D], BF16)
+    c = cost_of(op("aten::_flash_attention_forward", q, q, q, T([3], "int"), T([3], "int"), S(4), S(4), S(0.0),
+                   S(False), S(False), NONE, NONE, NONE, NONE, NONE))
+    # reads 3 * 2*7*3*8 = 1008 + 2 * 12 (offsets); writes out 336 + lse 4*7*3 = 84
+    assert c.flops is None and c.bytes == 1008 + 24 + 336 + 84
+
+
+def test_math_backend_and_entry_point_are_wrappers():
+    # their bmm / softmax / ... children are costed; they never are
+    assert is_wrapper("aten::scaled_dot_product_attention")
+    assert is_wrapper("aten::_scaled_dot_product_attention_math")

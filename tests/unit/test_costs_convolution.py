@@ -1,0 +1,86 @@
+"""convolution_backward and its implementation ops: only the gradients output_mask asks for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from cost_calls import BF16, F32, NONE, S, T, op
+
+import wlprof.cost  # noqa: F401  (registers every formula)
+from wlprof.cost import MATRIX, cost_of
+from wlprof.cost.attribution import flag_ops
+
+# x [2,4,9,9], w [6,4,3,3], stride 2, padding 1: out spatial (9 + 2 - 2 - 1)//2 + 1 = 5, grad_out [2,6,5,5]
+GO, X, W = T([2, 6, 5, 5]), T([2, 4, 9, 9]), T([6, 4, 3, 3])
+
+
+def conv_bwd(mask, go=GO, x=X, w=W, groups=1, transposed=False, bias=NONE):
+    # (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+    #  output_mask)
+    return op("aten::convolution_backward", go, x, w, bias, S([2, 2]), S([1, 1]), S([1, 1]), S(transposed),
+              S([0, 0]), S(groups), S(mask))
+
+
+# grad_input: 2*N*C_out*(C_in/g)*prod(out spatial)*prod(kernel) = 2*2*6*4*25*9 = 21600 (the forward's)
+DGRAD = 2 * 2 * 6 * 4 * 25 * 9
+# grad_weight: 2*N*C_in*C_out*prod(grad_out spatial)*prod(kernel) = 2*2*4*6*25*9 = 21600
+WGRAD = 2 * 2 * 4 * 6 * 25 * 9
+GO_B, X_B, W_B = 4 * 2 * 6 * 25, 4 * 2 * 4 * 81, 4 * 6 * 4 * 9  # 1200, 2592, 864 bytes
+
+
+@pytest.mark.parametrize(("mask", "flops", "reads", "written"), [
+    # all three: reads go, w, x; writes grad_input (x's size), grad_weight (w's), grad_bias 6 fp32 = 24
+    ([True, True, True], DGRAD + WGRAD, GO_B + W_B + X_B, X_B + W_B + 24),
+    # the first layer: no grad_input (its input needs none): no dgrad FLOPs, the weight is not read
+    ([False, True, False], WGRAD, GO_B + X_B, W_B),
+    # grad_input only: the input is not read
+    ([True, False, False], DGRAD, GO_B + W_B, X_B),
+    # bias only: reads grad_output, writes 6 values, no FLOPs counted (FlopCounterMode counts none)
+    ([False, False, True], 0, GO_B, 24),
+])
+def test_convolution_backward_counts_what_output_mask_asks(mask, flops, reads, written):
+    c = cost_of(conv_bwd(mask, bias=S([6]) if mask[2] else NONE))
+    assert c.unit == MATRIX
+    assert (c.flops, c.bytes, c.written) == (flops, reads + written, written)
+
+
+def test_grouped_weight_gradient_counts_as_flop_counter_does():
+    # groups 2: w [6,2,3,3]; dgrad 2*2*6*2*25*9 = 10800 (C_in/g); FlopCounterMode's wgrad reads the
+    # input's full C_in: 2*2*4*6*25*9 = 21600, twice the products actually done
+    c = cost_of(conv_bwd([True, True, False], w=T([6, 2, 3, 3]), groups=2))
+    assert c.flops == 10800 + 21600
+
+
+def test_transposed_convolution_backward():
+    # conv_transpose x [2,4,5,5] -> out [2,3,9,9] with w [4,3,3,3] (stride 2, padding 1): grad_out [2,3,9,9]
+    go, x, w = T([2, 3, 9, 9], BF16), T([2, 4, 5, 5], BF16), T([4, 3, 3, 3], BF16)
+    c = cost_of(conv_bwd([True, True, False], go=go, x=x, w=w, transposed=True))
+    # dgrad as a plain conv of grad_out by w: 2*N*prod(x spatial)*prod(k)*C_in*C_out = 2*2*25*9*4*3 = 10800
+    # wgrad: conv_count(t(go), t(x), t(w)): 2*prod(k)*prod(x spatial)*C_out*C_in*N = 2*9*25*3*4*2 = 10800
+    assert c.flops == 10800 + 10800
+    assert c.dtype == "bfloat16"
+
+
+def test_slow_conv2d_backward():
+    # _slow_conv2d_backward.output_mask(grad_output, self, weight, kernel_size, stride, padding, output_mask)
+    c = cost_of(op("aten::_slow_conv2d_backward", GO, X, W, S([3, 3]), S([2, 2]), S([1, 1]),
+                   S([True, True, True])))
+    assert c.flops == DGRAD + WGRAD and c.bytes == GO_B + W_B + X_B + X_B + W_B + 24
+
+
+def test_nested_bias_sum_keeps_it_costed_nested_implementation_makes_it_a_dispatcher():
+    # convolution_backward with an aten::sum nested (the bias gradient summed outside cuDNN): still costed;
+    # with _slow_conv2d_backward nested (a CPU implementation per group): a dispatcher
+    ops = pd.DataFrame({"name": ["aten::convolution_backward", "aten::sum", "aten::convolution_backward",
+                                 "aten::_slow_conv2d_backward", "aten::cat"],
+                        "parent": [-1, 0, -1, 2, 2]})
+    f = flag_ops(ops)
+    assert not f.dispatcher[0] and f.dispatcher[2]
+    assert np.array_equal(f.has_formula.to_numpy(), [True, True, True, True, True])
+
+
+def test_unparsed_mask_is_unknown():
+    assert cost_of(op("aten::convolution_backward", GO, X, W, NONE, S([2, 2]), S([1, 1]), S([1, 1]),
+                      S(False), S([0, 0]), S(1), NONE)) is None
+    _ = F32

@@ -1,0 +1,113 @@
+"""Data-dependent indexing (nonzero, index, index_put, masked_select), cat by kernel names,
+embedding backward, predicates and tril: the sizes the nested calls record, bytes by hand."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cost_calls import BF16, BOOL, F32, I32, I64, NONE, TL, S, T, op
+
+import wlprof.cost  # noqa: F401  (registers every formula)
+from wlprof.cost import cost_of, is_wrapper
+
+
+def nested(name, *args):
+    return op(name, *args)
+
+
+def _with_children(call, *children):
+    return replace(call, children=tuple(children))
+
+
+def test_nonzero_counts_what_the_nested_resize_records():
+    # CUDA: resize_ of the empty result to [ndim=1, count=47]: writes 47 int64 = 376; reads 100 bools
+    c = cost_of(_with_children(op("aten::nonzero", T([100], BOOL)),
+                               nested("aten::resize_", T([0], I64), S([1, 47]), NONE)))
+    assert (c.flops, c.bytes, c.written) == (100, 100 + 376, 376)
+    # CPU: as_strided_ of the resized [47, 2] result of a 2-d input: 94 int64 written
+    c = cost_of(_with_children(op("aten::nonzero", T([10, 10], BOOL)),
+                               nested("aten::as_strided_", T([47, 2], I64), S([47, 2]), S([2, 1]), NONE)))
+    assert c.written == 94 * 8
+    # nothing nested: the input read only, a lower bound
+    c = cost_of(op("aten::nonzero", T([100], BOOL)))
+    assert (c.bytes, c.written) == (100, 0)
+
+
+def test_index_by_a_mask_and_by_integers():
+    # x [100, 8] fp32 [mask]: nested nonzero (costed on its own), the source restrided to the result
+    # [47, 8] and the positions reshaped (47 int64): reads 47*8*4 = 1504 + 376, writes 1504
+    call = _with_children(op("aten::index", T([100, 8]), NONE),
+                          nested("aten::nonzero", T([100], BOOL)),
+                          nested("aten::as_strided", T([100, 8]), S([47, 8]), S([0, 1]), NONE),
+                          nested("aten::reshape", T([47], I64), S([47, 1])))
+    c = cost_of(call)
+    assert (c.flops, c.bytes, c.written) == (0, 1504 + 376 + 1504, 1504)
+    # x[i, j] with two int64 index tensors of 30: result [30]: reads 120 + 2 * 240, writes 120
+    call = _with_children(op("aten::index", T([100, 8]), NONE),
+                          nested("aten::as_strided", T([100, 8]), S([30]), S([0]), NONE),
+                          nested("aten::reshape", T([30], I64), S([30])),
+                          nested("aten::reshape", T([30], I64), S([30])))
+    assert cost_of(call).bytes == 120 + 480 + 120
+    # no nested calls (the list's dtype is not recorded): bytes unknown
+    assert cost_of(op("aten::index", T([100, 8]), NONE)).bytes is None
+
+
+def test_index_put():
+    # x[idx] += ones([30, 8]) (accumulate): 240 adds; reads values 960 + indices 240 + destination 960,
+    # writes 960
+    call = _with_children(op("aten::_index_put_impl_", T([100, 8]), NONE, T([30, 8]), S(True), S(False)),
+                          nested("aten::as_strided", T([100, 8]), S([30, 8]), S([0, 1]), NONE),
+                          nested("aten::reshape", T([30], I64), S([30, 1])))
+    c = cost_of(call)
+    assert (c.flops, c.bytes, c.written) == (240, 960 + 240 + 960 + 960, 960)
+    # x[idx] = 1.0 (a 0-d value): no adds; reads 4 + 240, writes 960
+    call = _with_children(op("aten::_index_put_impl_", T([100, 8]), NONE, T([]), S(False), S(False)),
+                          nested("aten::as_strided", T([100, 8]), S([30, 8]), S([0, 1]), NONE),
+                          nested("aten::reshape", T([30], I32), S([30, 1])))
+    assert cost_of(call).bytes == 4 + 120 + 960
+    assert is_wrapper("aten::index_put_")
+
+
+def test_masked_select_lower_bound():
+    # reads x 3200 + mask [100, 1] 100 (broadcast over 8 columns: 800 selects); writes counted 0
+    c = cost_of(op("aten::masked_select", T([100, 8]), T([100, 1], BOOL)))
+    assert (c.flops, c.bytes, c.written) == (800, 3300, 0)
+
+
+def test_cat_element_size_from_the_kernel():
+    ns = "at::native::(anonymous namespace)::"
+    k = (f"void {ns}CatArrayBatchedCopy<{ns}OpaqueType<2u>, unsigned int, 4, 64, 64>(...)",)
+    # three [4, 5] inputs, 2-byte elements: reads 60 * 2 = 120, writes 120
+    c = cost_of(op("aten::cat", TL([4, 5], [4, 5], [4, 5]), S(0), kernels=k))
+    assert (c.flops, c.bytes, c.written) == (0, 240, 120)
+    assert cost_of(op("aten::cat", TL([4, 5], [4, 5]), S(0))).bytes is None  # no kernel names it
+
+
+def test_embedding_dense_backward():
+    # grad [4, 16, 32] fp32, indices [4, 16], 1000 rows: 2048 adds; reads 8192 + 512;
+    # writes at most min(64, 1000) = 64 rows of 32 fp32: 8192
+    c = cost_of(op("aten::embedding_dense_backward", T([4, 16, 32]), T([4, 16], I64), S(1000), S(-1), S(False)))
+    assert (c.flops, c.bytes, c.written) == (2048, 8192 + 512 + 8192, 8192)
+    assert is_wrapper("aten::embedding_backward")
+
+
+def test_predicates_and_tril():
+    # isneginf [4, 16] fp32: 64 comparisons; reads 256, writes 64 bools
+    c = cost_of(op("aten::isneginf", T([4, 16])))
+    assert (c.flops, c.bytes, c.written) == (64, 320, 64)
+    # tril of a [32, 32] bool mask: 1024 selects; reads 1024, writes 1024
+    c = cost_of(op("aten::tril", T([32, 32], BOOL), S(0)))
+    assert (c.flops, c.bytes) == (1024, 2048)
+    _ = (BF16, F32)
+
+
+def test_where_with_one_argument_is_not_a_select():
+    assert cost_of(op("aten::where", T([10], BOOL))) is None
+    assert is_wrapper("aten::nonzero_numpy")
+
+
+def test_item_reads_one_element():
+    from wlprof.cost import is_view
+
+    assert cost_of(op("aten::_local_scalar_dense", T([], F32))).bytes == 4
+    assert is_wrapper("aten::item") and is_view("aten::as_strided_")

@@ -1,0 +1,67 @@
+"""Pooling formulas: output sizes as ATen computes them, FLOPs per window, bytes by hand."""
+
+from __future__ import annotations
+
+import pytest
+from cost_calls import BF16, I64, NONE, S, T, op
+
+import wlprof.cost  # noqa: F401  (registers every formula)
+from wlprof.cost import cost_of, is_wrapper
+from wlprof.cost.pooling import out_size
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ((32, 3, 2, 1, 1, False), 16),  # (32 + 2 - 2 - 1) // 2 + 1
+    ((7, 2, 2, 0, 1, False), 3),
+    ((7, 2, 2, 0, 1, True), 4),  # ceil_mode keeps the last partial window
+    ((5, 2, 2, 1, 1, True), 3),  # ... unless it would start in the padding: ceil gives 4, then 3
+    ((10, 3, 1, 0, 2, False), 6),  # dilation 2: 10 - 2*2 - 1 + 1
+])
+def test_out_size(args, expected):
+    assert out_size(*args) == expected
+
+
+def test_max_pool2d_with_indices():
+    # x [2, 4, 8, 8] bf16, k 3, s 2, p 1: out [2, 4, 4, 4] = 128 elements; 9 comparisons each = 1152;
+    # reads 2*512 = 1024, writes values 2*128 = 256 + int64 indices 8*128 = 1024
+    c = cost_of(op("aten::max_pool2d_with_indices", T([2, 4, 8, 8], BF16), S([3, 3]), S([2, 2]), S([1, 1]),
+                   S([1, 1]), S(False)))
+    assert (c.flops, c.bytes, c.written) == (1152, 1024 + 1280, 1280)
+    # stride [] means the kernel size: k 2 -> out 4x4
+    c = cost_of(op("aten::max_pool2d_with_indices", T([2, 4, 8, 8], BF16), S([2, 2]), S([]), S([0, 0]),
+                   S([1, 1]), S(False)))
+    assert c.flops == 4 * 128
+
+
+def test_max_pool2d_with_indices_backward():
+    # (grad_output [2,4,4,4], self [2,4,8,8], k, s, p, d, ceil, indices [2,4,4,4] int64): 128 adds;
+    # reads grad 256 + indices 1024, writes grad_input 2*512 = 1024 (self is not read)
+    c = cost_of(op("aten::max_pool2d_with_indices_backward", T([2, 4, 4, 4], BF16), T([2, 4, 8, 8], BF16),
+                   S([3, 3]), S([2, 2]), S([1, 1]), S([1, 1]), S(False), T([2, 4, 4, 4], I64)))
+    assert (c.flops, c.bytes, c.written) == (128, 1280 + 1024, 1024)
+
+
+def test_avg_pool2d_and_backward():
+    # avg_pool2d(x [1, 2, 6, 6] fp32, k 2, s 2): out [1,2,3,3] = 18; (4 + 1) * 18 = 90; bytes 288 + 72
+    c = cost_of(op("aten::avg_pool2d", T([1, 2, 6, 6]), S([2, 2]), S([2, 2]), S([0, 0]), S(False), S(True), NONE))
+    assert (c.flops, c.bytes) == (90, 360)
+    c = cost_of(op("aten::avg_pool2d_backward", T([1, 2, 3, 3]), T([1, 2, 6, 6]), S([2, 2]), S([2, 2]), S([0, 0]),
+                   S(False), S(True), NONE))
+    # 18 grads x (4 + 1) = 90; reads 72, writes 288
+    assert (c.flops, c.bytes) == (90, 360)
+
+
+def test_adaptive_pools():
+    # _adaptive_avg_pool2d(x [2, 3, 8, 8] fp32, [2, 2]): out 2*3*4 = 24; 384 adds + 24 divides;
+    # bytes 4*384 + 4*24
+    c = cost_of(op("aten::_adaptive_avg_pool2d", T([2, 3, 8, 8]), S([2, 2])))
+    assert (c.flops, c.bytes) == (408, 1536 + 96)
+    c = cost_of(op("aten::_adaptive_avg_pool2d_backward", T([2, 3, 2, 2]), T([2, 3, 8, 8])))
+    assert (c.flops, c.bytes) == (384, 96 + 1536)
+    # adaptive_max_pool2d: 384 comparisons; writes 24 values + 24 int64 indices
+    c = cost_of(op("aten::adaptive_max_pool2d", T([2, 3, 8, 8]), S([2, 2])))
+    assert (c.flops, c.bytes) == (384, 1536 + 96 + 192)
+    c = cost_of(op("aten::adaptive_max_pool2d_backward", T([2, 3, 2, 2]), T([2, 3, 8, 8]), T([2, 3, 2, 2], I64)))
+    assert (c.flops, c.bytes) == (24, 96 + 192 + 1536)
+    # the composite forms dispatch: a mean for a 1x1 output, _adaptive_avg_pool2d otherwise
+    assert is_wrapper("aten::adaptive_avg_pool2d")

@@ -1,0 +1,59 @@
+"""The hierarchical roofline figure: which roof lines it draws, and how points above a roof are marked."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from wlprof.ceilings import Ceilings
+from wlprof.plots import figures
+
+C = Ceilings("cuda", "NVIDIA H200", {"bfloat16": 790.0, "float16": 773.0, "float32": 50.7, "tf32": 418.0}, 50.7,
+             4272.0, "measured", "2026-12-01T08:00:00+00:00", "",
+             bandwidth_gbps={"hbm_read": 4336.0, "hbm_write": 4617.0, "hbm_copy": 4272.0, "l2": 9000.0},
+             cache_bytes={"l2": 62914560})
+
+
+def _ops(rows):
+    cols = ["intensity_flop_per_byte", "achieved_tflops", "dur_us", "family", "cost_unit", "cost_dtype",
+            "compute_roof", "roofline_fraction", "roof_note"]
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows])
+
+
+OPS = _ops([
+    (500.0, 700.0, 30.0, "GEMM", "matrix", "bfloat16", "compute:bfloat16", 0.9, None),
+    (1.0, 4.49, 4800.0, "GEMM", "matrix", "bfloat16", "compute:bfloat16", 1.04, "ceiling_stale"),
+    (0.25, 1.2, 50.0, "elementwise", "vector", "bfloat16", "compute:vector", 0.6, "l2_resident"),
+    (0.1, 0.43, 60.0, "elementwise", "vector", "bfloat16", "compute:vector", 1.005, "within_spread"),
+])
+
+
+def test_lines_are_the_roofs_that_differ_and_the_dtypes_present():
+    memory, compute = figures.roofline_lines(OPS, C)
+    # read 4336 is within 2% of copy 4272 (1.5%): one line; write 4617 is 8% above: its own line
+    assert memory == {"hbm_copy": 4272.0, "hbm_write": 4617.0, "l2": 9000.0}
+    # only the compute roofs the op calls are placed under: no fp16, tf32 or fp32 line
+    assert compute == {"compute:bfloat16": 790.0, "compute:vector": 50.7}
+    # a stored table without compute_roof (an older schema) takes them from cost_unit and cost_dtype
+    memory, compute = figures.roofline_lines(OPS.drop(columns=["compute_roof"]), C)
+    assert compute == {"compute:bfloat16": 790.0, "compute:vector": 50.7}
+
+
+def test_a_format_1_manifest_dict_draws_its_copy_roof():
+    old = {"copy_gbps": 4200.0, "matrix_tflops": {"bfloat16": 800.0}, "vector_tflops": 50.0}
+    memory, compute = figures.roofline_lines(OPS, old)
+    assert memory == {"hbm_copy": 4200.0} and compute == {"compute:bfloat16": 800.0, "compute:vector": 50.0}
+
+
+def test_points_above_their_roof_are_marked_with_their_reason():
+    import matplotlib.pyplot as plt
+
+    fig = figures.roofline(OPS, C, "t")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "above its roof: ceiling_stale (1)" in labels and "above its roof: within_spread (1)" in labels
+    assert "placed against a cache level (1)" in labels
+    assert "hbm_write: 4,617 GB/s (measured)" in labels and "l2: 9,000 GB/s (measured)" in labels
+    assert not any("hbm_read" in lab for lab in labels) and not any("no reason" in lab for lab in labels)
+    plt.close(fig)
+    bare = figures.roofline(OPS.assign(roof_note=None), C, "t")
+    assert "above its roof: no reason recorded (2)" in bare.axes[0].get_legend_handles_labels()[1]
+    plt.close(bare)

@@ -1,0 +1,72 @@
+"""Tables fitted to the terminal: columns dropped by priority, nothing cut, units per magnitude."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from rich.console import Console
+
+from wlprof.cli import render
+from wlprof.cli.render import Col
+
+
+def _text(table, width):
+    con = Console(file=io.StringIO(), width=width, color_system=None)
+    con.print(table)
+    return con.file.getvalue()
+
+
+def test_numbers_keep_three_significant_digits_and_no_scientific_notation():
+    assert [render.sig(v) for v in (162356.3, 42.04, 4.271, 0.12345, 0, 999.4)] == \
+        ["162,356", "42.0", "4.27", "0.123", "0", "999"]
+    assert render.coef(-2.22e-16) == "0.00" and render.coef(0.98765) == "0.99"
+    assert render.percent(0.1666) == "17%" and render.percent(0.006) == "0.6%" and render.percent(None) == "-"
+    assert render.si(21.47e9) == "21.5 G" and render.si(4.2e6, "B") == "4.20 MB"
+    assert render.ratio(163.22) == "163x"
+
+
+def test_units_follow_the_magnitude():
+    assert render.unit_for([42.0, 9_000.0]) == (1.0, "µs")
+    assert render.unit_for([42.0, 2_739_117.0]) == (1e3, "ms")
+    assert render.rate_unit([0.0003, 0.12]) == (1e-3, "GFLOP/s")  # a CPU's rates do not read 0.00
+    assert render.rate_unit([4.5, 733.0]) == (1.0, "TFLOP/s")
+
+
+def test_columns_drop_by_priority_and_wide_keeps_all():
+    cols = [Col("name", ["a" * 20], 10, "left"), *[Col(f"c{i}", ["123,456,789"], i) for i in range(1, 10)]]
+    kept, dropped = render.fit(cols, 100)
+    assert [c.header for c, _ in kept][0] == "name"
+    assert dropped == ["c1", "c2", "c3", "c4"]  # the lowest priorities go first: 23 + 5 x 14 + 1 <= 100
+    assert sum(w for _, w in kept) + 3 * len(kept) + 1 <= 100
+    kept, dropped = render.fit(cols, 100, wide=True)
+    assert not dropped and len(kept) == 10
+    text = _text(render.table(cols, "t", 100), 100)
+    assert max(len(line) for line in text.splitlines()) <= 100 and "…" not in text
+    assert "4 more columns with --wide: c1, c2, c3, c4" in " ".join(text.split())
+
+
+def test_long_text_wraps_instead_of_being_cut():
+    cols = [Col("kernel", ["_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm90"], 10, "left",
+                wrap=20), Col("µs", ["6.85"], 9)]
+    text = _text(render.table(cols, None, 100), 40)
+    assert "…" not in text
+    joined = "".join(line.strip("│ ┃") for line in text.splitlines())
+    assert "enable_3x" in joined.replace("│", "").replace(" ", "")
+
+
+def test_steps_table_of_an_ingested_run_has_no_nan_and_no_unmeasured_columns():
+    steps = pd.DataFrame([{"variant": "trace.json.gz", "status": "ok", "latency_us": float("nan"),
+                           "back_to_back_us": float("nan"), "graph_us": None, "kernel_us": 272.0, "flops": 4.4e8,
+                           "bytes": 8.8e7, "achieved_tflops": 1.63, "achieved_gbps": 322.0,
+                           "intensity_flop_per_byte": 5.07, "bound": None, "roofline_fraction": float("nan"),
+                           "useful_flops": 4.4e8}])
+    text = _text(render.steps_table(steps, "x"), 100)
+    assert "nan" not in text.lower() and "latency" not in text and "roof" not in text
+    assert "272" in text and "TFLOP/s" in text
+
+
+def test_ceilings_text_without_measured_ceilings():
+    assert render.ceilings_text({"origin": "no measured ceilings for X"}) == "no measured ceilings for X"
+    text = render.ceilings_text({"copy_gbps": 14.8, "matrix_tflops": {"float32": 0.132}, "vector_tflops": 0.13})
+    assert text.startswith("copy 14.8 GB/s; matrix float32 132 GFLOP/s") and "0 GB/s" not in text

@@ -1,0 +1,43 @@
+"""The profiler's profiler_start/profiler_stop lines are kept off stderr; everything else passes through."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from wlprof.stderr_filter import is_noise
+
+SCRIPT = textwrap.dedent("""
+    import os, sys
+    from wlprof.stderr_filter import profiler_noise_filtered
+    os.write(2, b"before\\n")
+    with profiler_noise_filtered() as dropped:
+        os.write(2, b"USDT:2026-12-01 09:25:16 5309:5309 SyncActivityProfilerHandler.cpp:52] profiler_start\\n")
+        os.write(2, b"a warning from C++\\n")
+        sys.stderr.write("python: progress 1/2\\r")
+        sys.stderr.flush()
+        os.write(2, b"USDT:2026-12-01 09:25:16 5309:5309 Sync")  # a noise line written in two parts
+        os.write(2, b"ActivityProfilerHandler.cpp:59] profiler_stop\\n")
+        os.write(2, b"USDT:2026-12-01 something else that is not the start/stop\\n")
+        os.write(2, b"bar 50%\\rUSDT:2026-12-01 09:25:17 5309:5309 Sync"
+                 b"ActivityProfilerHandler.cpp:52] profiler_start\\n")
+        os.write(2, b"no newline at the end")
+    os.write(2, b"\\nafter\\n")
+    print(len(dropped))
+""")
+
+
+def test_only_the_two_profiler_lines_are_dropped():
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == b"3"
+    assert res.stderr == (b"before\na warning from C++\npython: progress 1/2\r"
+                          b"USDT:2026-12-01 something else that is not the start/stop\n"
+                          b"bar 50%\rno newline at the end\nafter\n")
+
+
+def test_noise_pattern():
+    assert is_noise(b"USDT:2026-12-01 09:25:16 5309:5309 SyncActivityProfilerHandler.cpp:59] profiler_stop\n")
+    assert not is_noise(b"USDT:2026-12-01 09:25:16 5309:5309 Foo.cpp:1] profiler_crashed\n")
+    assert not is_noise(b"error: profiler_stop\n")

@@ -1,0 +1,150 @@
+"""The steps row (wlprof.steps.summarize) of constructed kernels and timings, every value by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wlprof.steps import _busy_us, summarize
+from wlprof.timing import Timings
+
+NAN = math.nan
+EXACT = 1e-12  # relative: the rates divide by exactly 1e6 and 1e3
+COLS = ["step", "ts_us", "dur_us", "flops", "bytes", "flops_source", "roofline_us", "bound", "ceiling_tflops",
+        "ceiling_gbps", "ridge_flop_per_byte", "region"]
+ROWS = [
+    (-1, -50.0, 1000.0, 9e9, 9e9, "formula", 1.0, "compute", 1.0, 1.0, 1.0, "a"),  # outside the steps: ignored
+    (0, 0.0, 10.0, 100.0, 50.0, "formula", 5.0, "compute", 7.0, 70.0, 0.1, "a"),
+    (0, 5.0, 10.0, NAN, NAN, "unknown", NAN, None, NAN, NAN, NAN, "b"),  # overlaps the one before
+    (1, 100.0, 30.0, 300.0, 100.0, "formula", 12.0, "memory", 8.0, 80.0, 0.2, "a"),  # the longest
+    (2, 200.0, 4.0, 40.0, 20.0, "workload", 2.0, "compute", 9.0, 90.0, 0.3, "b"),
+    (2, 210.0, 10.0, 60.0, NAN, "formula", NAN, None, NAN, NAN, NAN, "a"),
+]
+# per step: summed durations 20, 30, 14 (median 20; the mean would be 21.33);
+#           busy (union of intervals) [0, 15] = 15, 30, 4 + 10 = 14 (median 15)
+TIMINGS = Timings(latency_us=[50.0, 10.0, 30.0, 20.0], back_to_back_us=[25.0, 27.0, 26.0], calls_per_batch=7,
+                  graph_us=[18.0, 22.0, 19.0], graph_error=None)
+
+
+def _kernels():
+    return pd.DataFrame({c: pd.Series([r[i] for r in ROWS], dtype=object if c in ("flops_source", "bound", "region")
+                                      else float) for i, c in enumerate(COLS)})
+
+
+def test_summarize_by_hand():
+    row = summarize(_kernels(), TIMINGS, profiled_steps=3, useful_flops=None, executed_regions=("a",))
+    assert row["kernel_us"] == 20.0 and row["dur_us"] == 20.0  # median of 20, 30, 14
+    assert row["kernel_busy_us"] == 15.0  # median of 15, 30, 14
+    assert row["kernels_per_step"] == pytest.approx(5 / 3)
+    assert row["profiled_steps"] == 3 and row["status"] == "ok"
+    # FLOPs per step: the known rows 100 + 300 + 40 + 60 = 500 over 3 steps
+    assert row["flops"] == pytest.approx(500 / 3)
+    # bytes per step: rows with both FLOPs and bytes, 50 + 100 + 20 = 170 over 3 steps
+    assert row["bytes"] == pytest.approx(170 / 3)
+    assert row["intensity_flop_per_byte"] == pytest.approx(500 / 170)
+    # executed: region a's known FLOPs 100 + 300 + 60 = 460 over 3; useful defaults to executed
+    assert row["executed_flops"] == pytest.approx(460 / 3) and row["useful_flops"] == pytest.approx(460 / 3)
+    assert row["flops_source"] == "formula,unknown,workload"
+    # the unknown row's 10 us of the 10 + 10 + 30 + 4 + 10 = 64 us in steps
+    assert row["unknown_time_share"] == pytest.approx(10 / 64)
+    # roofline: rows with a roof 5 + 12 + 2 = 19 us over 3 steps; 19 us of their 10 + 30 + 4 = 44 us
+    assert row["roofline_us"] == pytest.approx(19 / 3) and row["roofline_fraction"] == pytest.approx(19 / 44)
+    # bound: the bound holding the most time among roofed rows: memory 30 us against compute 10 + 4 = 14
+    assert row["bound"] == "memory"
+    # ceilings: those of the longest row (step 1, 30 us)
+    assert (row["ceiling_tflops"], row["ceiling_gbps"], row["ridge_flop_per_byte"]) == (8.0, 80.0, 0.2)
+    # rates: FLOPs / us / 1e6 = TFLOP/s, bytes / us / 1e3 = GB/s, over the kernel time of 20 us
+    assert row["achieved_tflops"] == pytest.approx(500 / 3 / 20 / 1e6, rel=EXACT)
+    assert row["achieved_gbps"] == pytest.approx(170 / 3 / 20 / 1e3, rel=EXACT)
+    assert row["achieved_tflops_executed"] == pytest.approx(460 / 3 / 20 / 1e6, rel=EXACT)
+    assert row["achieved_tflops_useful"] == pytest.approx(460 / 3 / 20 / 1e6, rel=EXACT)
+    # the timings beside them: latency median (20 + 30) / 2 = 25; p10 10, p90 50 (see test_timing.py)
+    assert row["latency_us"] == 25.0 and (row["latency_p10_us"], row["latency_p90_us"]) == (10.0, 50.0)
+    assert row["latency_samples_us"] == [50.0, 10.0, 30.0, 20.0]
+    assert row["back_to_back_us"] == 26.0 and row["back_to_back_samples_us"] == [25.0, 27.0, 26.0]
+    assert row["calls_per_batch"] == 7 and row["graph_us"] == 19.0 and row["graph_error"] is None
+    assert row["achieved_tflops_latency"] == pytest.approx(500 / 3 / 25 / 1e6, rel=EXACT)
+    assert row["host_overhead_us"] == 5.0  # 25 - 20
+
+
+def test_useful_flops_given_and_every_region_executed():
+    row = summarize(_kernels(), TIMINGS, profiled_steps=3, useful_flops=90.0)
+    assert row["executed_flops"] == pytest.approx(500 / 3)  # no executed regions: every kernel
+    assert row["useful_flops"] == 90.0
+    assert row["achieved_tflops_useful"] == pytest.approx(90 / 20 / 1e6, rel=EXACT)
+    assert row["achieved_tflops_executed"] == pytest.approx(500 / 3 / 20 / 1e6, rel=EXACT)
+
+
+def test_an_ingested_trace_has_no_timings():
+    row = summarize(_kernels(), None, profiled_steps=3, useful_flops=None)
+    assert math.isnan(row["latency_us"]) and math.isnan(row["back_to_back_us"]) and math.isnan(row["latency_p10_us"])
+    assert row["latency_samples_us"] is None and row["calls_per_batch"] is None and row["graph_us"] is None
+    assert row["graph_error"] == "an ingested trace: no unprofiled timings"
+    assert math.isnan(row["achieved_tflops_latency"]) and math.isnan(row["host_overhead_us"])
+    assert row["kernel_us"] == 20.0
+
+
+def test_no_kernels_in_any_step():
+    k = _kernels()
+    k = k[k.step < 0]
+    row = summarize(k, TIMINGS, profiled_steps=2, useful_flops=None)
+    assert math.isnan(row["kernel_us"]) and math.isnan(row["kernel_busy_us"]) and math.isnan(row["flops"])
+    assert math.isnan(row["bytes"]) and math.isnan(row["roofline_us"]) and row["bound"] is None
+    assert row["kernels_per_step"] == 0 and row["flops_source"] is None
+    assert math.isnan(row["ceiling_tflops"]) and math.isnan(row["achieved_tflops"])
+
+
+def test_a_step_of_unknown_costs_only():
+    k = _kernels()
+    k = k[k.flops_source == "unknown"]  # step 0's unknown row alone
+    row = summarize(k, None, profiled_steps=1, useful_flops=None)
+    assert row["kernel_us"] == 10.0 and math.isnan(row["flops"]) and math.isnan(row["bytes"])
+    assert row["unknown_time_share"] == 1.0 and math.isnan(row["roofline_us"]) and row["bound"] is None
+    assert math.isnan(row["intensity_flop_per_byte"])
+
+
+@pytest.mark.parametrize(("starts", "ends", "busy"), [
+    ([], [], 0.0),
+    ([0.0], [3.0], 3.0),
+    ([0.0, 5.0], [10.0, 15.0], 15.0),  # overlapping: [0, 15]
+    ([5.0, 0.0], [15.0, 10.0], 15.0),  # the same, out of order
+    ([0.0, 2.0], [10.0, 4.0], 10.0),  # nested
+    ([0.0, 20.0], [10.0, 25.0], 15.0),  # apart: 10 + 5
+    ([0.0, 10.0], [10.0, 12.0], 12.0),  # touching: one interval
+    ([0.0, 3.0, 20.0, 22.0], [5.0, 8.0, 21.0, 30.0], 17.0),  # [0, 8] + [20, 21] + [22, 30] = 8 + 1 + 8
+])
+def test_busy_time_counts_overlap_once(starts, ends, busy):
+    assert _busy_us(np.array(starts), np.array(ends)) == busy
+
+
+def test_sub_microsecond_steps_keep_their_rates():
+    # two steps of one 0.5 us kernel each (100 FLOPs, 40 bytes, roof 0.25 us): every ratio is defined
+    k = pd.DataFrame({"step": [0.0, 1.0], "ts_us": [0.0, 10.0], "dur_us": [0.5, 0.5], "flops": [100.0, 100.0],
+                      "bytes": [0.5, 0.5], "flops_source": pd.Series(["formula"] * 2, dtype=object),
+                      "roofline_us": [0.25, 0.25], "bound": pd.Series(["compute"] * 2, dtype=object),
+                      "ceiling_tflops": [1.0, 1.0], "ceiling_gbps": [1.0, 1.0], "ridge_flop_per_byte": [1.0, 1.0],
+                      "region": pd.Series(["a", "a"], dtype=object)})
+    t = Timings(latency_us=[0.8], back_to_back_us=[0.6], calls_per_batch=3)
+    row = summarize(k, t, profiled_steps=2, useful_flops=None)
+    assert row["kernel_us"] == 0.5 and row["kernel_busy_us"] == 0.5
+    assert row["intensity_flop_per_byte"] == 200.0  # 100 FLOPs over 0.5 bytes per step
+    assert row["achieved_tflops"] == pytest.approx(100 / 0.5 / 1e6, rel=EXACT)
+    assert row["achieved_gbps"] == pytest.approx(0.5 / 0.5 / 1e3, rel=EXACT)
+    assert row["achieved_tflops_latency"] == pytest.approx(100 / 0.8 / 1e6, rel=EXACT)
+    assert row["achieved_tflops_useful"] == row["achieved_tflops_executed"] == row["achieved_tflops"]
+    assert row["roofline_fraction"] == 0.5 and row["unknown_time_share"] == 0.0
+
+
+def test_zero_time_steps_have_no_rates():
+    k = pd.DataFrame({"step": [0.0], "ts_us": [0.0], "dur_us": [0.0], "flops": [10.0], "bytes": [0.0],
+                      "flops_source": pd.Series(["formula"], dtype=object), "roofline_us": [0.0],
+                      "bound": pd.Series(["memory"], dtype=object), "ceiling_tflops": [1.0], "ceiling_gbps": [1.0],
+                      "ridge_flop_per_byte": [1.0], "region": pd.Series(["a"], dtype=object)})
+    row = summarize(k, Timings([0.0], [0.0], 3), profiled_steps=1, useful_flops=None)
+    for key in ("intensity_flop_per_byte", "achieved_tflops", "achieved_gbps", "achieved_tflops_latency",
+                "achieved_tflops_useful", "achieved_tflops_executed", "unknown_time_share", "roofline_fraction"):
+        assert math.isnan(row[key]), key
+    assert row["kernel_us"] == 0.0 and row["bound"] == "memory"

@@ -1,0 +1,54 @@
+"""A point's repeated timing samples: how far they spread, and when that makes its medians `noisy`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wlprof.steps import NOISY_SPREAD, spread, summarize, timing_spread
+from wlprof.study import PHASE_WEIGHTS, phase_fraction
+from wlprof.timing import Timings
+
+
+def test_spread_uses_percentiles_from_ten_samples_and_the_range_below():
+    xs = [100.0] * 8 + [50.0, 1000.0]  # ten samples: p10/p90 ignore part of the two outliers
+    assert spread(xs) == pytest.approx((np.percentile(xs, 90) - np.percentile(xs, 10)) / 100)
+    assert spread([100, 110, 90]) == pytest.approx(0.2)  # (110 - 90) / 100
+    assert math.isnan(spread([5.0])) and math.isnan(spread([])) and math.isnan(spread(None))
+
+
+def test_the_largest_spread_names_its_samples():
+    s, which = timing_spread([100] * 30, [10, 30, 20], None, [1.0, 1.0])
+    assert which == "back_to_back" and s == pytest.approx(1.0)
+    assert timing_spread(None, None, None, None)[1] is None
+
+
+def _kernels(durs):
+    rows = [{"step": i, "ts_us": 10.0 * i, "dur_us": d, "flops": 1e6, "bytes": 1e3, "flops_source": "formula",
+             "roofline_us": np.nan, "bound": None, "ceiling_tflops": np.nan, "ceiling_gbps": np.nan,
+             "ridge_flop_per_byte": np.nan, "region": None} for i, d in enumerate(durs)]
+    return pd.DataFrame(rows)
+
+
+def test_summarize_flags_a_point_whose_samples_spread_past_the_threshold():
+    steady = Timings(latency_us=[100.0] * 30, back_to_back_us=[50.0] * 5, calls_per_batch=10)
+    row = summarize(_kernels([40.0, 41.0, 40.5]), steady, 3, None)
+    assert row["noisy"] is False and row["timing_spread"] < NOISY_SPREAD
+    # the issue's case: one point's back-to-back batches 30x apart
+    swinging = Timings(latency_us=[100.0] * 30, back_to_back_us=[85_447.0, 2_739_117.0, 90_000.0],
+                       calls_per_batch=3)
+    row = summarize(_kernels([40.0, 41.0, 40.5]), swinging, 3, None)
+    assert row["noisy"] is True and row["timing_spread_of"] == "back_to_back" and row["timing_spread"] > 10
+    ingested = summarize(_kernels([40.0]), None, 1, None)
+    assert ingested["noisy"] is None and math.isnan(ingested["timing_spread"])
+
+
+def test_phases_move_forward_inside_a_point():
+    order = list(PHASE_WEIGHTS)
+    fractions = [phase_fraction(p, 0, 1) for p in order]
+    assert fractions == sorted(fractions) and fractions[0] == 0 and fractions[-1] < 1
+    assert phase_fraction("one call", 15, 30) > phase_fraction("one call", 0, 30)
+    assert phase_fraction("nonsense", 1, 2) == 0.0

@@ -1,0 +1,183 @@
+"""Scaled dot-product attention, every backend, forward and backward.
+
+FLOPs are counted as `torch.utils.flop_counter` counts them: the two products of the
+forward, 2*B*Hq*Sq*Sk*D (Q @ K^T) + 2*B*Hq*Sq*Sk*Dv (P @ V), and five in the backward
+(the scores recomputed, dP, dV, dQ, dK): 2*B*Hq*Sq*Sk*(3*D + 2*Dv). Causal masking is
+not discounted (FlopCounterMode does not: a causal kernel skips about half of these),
+nor are the softmax's exponentials; grouped-query K/V are counted at the query's heads.
+
+Layouts: the `_scaled_dot_product_*` ops, cuDNN's and the CPU kernel take
+[B, H, S, D]; `_flash_attention_*` and `_efficient_attention_*` take [B, S, H, D] (the
+SDPA op transposes before calling them). FlopCounterMode reads those two as [B, H, S, D]
+too when called directly, which it never is under eager SDPA (it counts the enclosing
+op); wlprof reads their layout as it is, so that the inner op, which launches the
+kernels and carries the cost, gets the FLOPs FlopCounterMode gives the enclosing op.
+Variable-length (nested) calls pass 3-D [total, H, D] tensors and cumulative sequence
+lengths whose values are data: their FLOPs are unknown (FlopCounterMode itself assumes
+every sequence at the maximum length when it cannot read them), their bytes are not.
+
+Bytes: every tensor argument read once at its stored size (Q, K, V, a mask or bias;
+dO, O and the log-sum-exp in the backward), the output and its fp32 log-sum-exp (one
+per query and head) written once; the backward writes dQ, dK and dV (and a bias
+gradient when asked).
+"""
+
+from __future__ import annotations
+
+from wlprof.cost.registry import MATRIX, Cost, OpCall, TensorArg, formula, register_wrapper
+
+# The dispatching entry point, and the math backend whose bmm/softmax/... children are costed.
+register_wrapper("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math")
+
+BHSD, BSHD = "bhsd", "bshd"
+
+
+def _heads_seq_dim(t: TensorArg, layout: str) -> tuple[int, int, int, int]:
+    b, x, y, d = t.dims
+    return (b, x, y, d) if layout == BHSD else (b, y, x, d)
+
+
+def fwd_flops(q, k, v) -> int:
+    """2*B*Hq*Sq*Sk*D + 2*B*Hq*Sq*Sk*Dv from (B, H, S, D) shapes."""
+    b, hq, sq, d = q
+    _, _, sk, dv = v
+    if k[3] != d or k[2] != sk:
+        raise ValueError("key and query or value shapes do not match")
+    return 2 * b * hq * sq * sk * d + 2 * b * hq * sq * sk * dv
+
+
+def bwd_flops(q, k, v) -> int:
+    """Scores recomputed (D), dP (Dv), dV (Dv), dQ (D), dK (D): 2*B*Hq*Sq*Sk*(3*D + 2*Dv)."""
+    b, hq, sq, d = q
+    _, _, sk, dv = v
+    if k[3] != d or k[2] != sk:
+        raise ValueError("key and query or value shapes do not match")
+    return 2 * b * hq * sq * sk * (3 * d + 2 * dv)
+
+
+def _reads(call: OpCall) -> int:
+    return sum(t.nbytes_read for t in call.tensors)
+
+
+def _forward(call: OpCall, layout: str, lse: bool, varlen_at: int | None) -> Cost:
+    q, k, v = call.tensor(0), call.tensor(1), call.tensor(2)
+    varlen = len(q.dims) == 3 or (varlen_at is not None and call.tensor(varlen_at) is not None)
+    if varlen:  # [total, H, D]: per-sequence lengths are data
+        total, h, _ = q.dims
+        dv = v.dims[-1]
+        flops, out, rows = None, total * h * dv, total * h
+    else:
+        qs, ks, vs = (_heads_seq_dim(t, layout) for t in (q, k, v))
+        flops = fwd_flops(qs, ks, vs)
+        b, hq, sq, _ = qs
+        out, rows = b * hq * sq * vs[3], b * hq * sq
+    written = out * q.itemsize + (rows * 4 if lse else 0)
+    return Cost(flops, _reads(call) + written, MATRIX, q.dtype, written=written)
+
+
+def _backward(call: OpCall, layout: str, q_at: int, varlen_at: int | None, bias_grad: bool = False,
+              bias_at: int | None = None) -> Cost:
+    q, k, v = call.tensor(q_at), call.tensor(q_at + 1), call.tensor(q_at + 2)
+    varlen = len(q.dims) == 3 or (varlen_at is not None and call.tensor(varlen_at) is not None)
+    flops = None if varlen else bwd_flops(*(_heads_seq_dim(t, layout) for t in (q, k, v)))
+    written = sum(t.numel * t.itemsize for t in (q, k, v))
+    bias = call.tensor(bias_at) if bias_at is not None else None
+    if bias_grad and bias is not None:
+        written += bias.numel * bias.itemsize
+    return Cost(flops, _reads(call) + written, MATRIX, q.dtype, written=written)
+
+
+# ---- forward. Positions from the ops' schemas (torch 2.13), checked against H200 traces (torch 2.11).
+
+
+@formula("aten::_scaled_dot_product_flash_attention")
+def sdpa_flash(call: OpCall) -> Cost | None:
+    # (query, key, value, dropout_p, is_causal, return_debug_mask, scale): always returns the lse
+    return _forward(call, BHSD, lse=True, varlen_at=None)
+
+
+@formula("aten::_scaled_dot_product_flash_attention_for_cpu")
+def sdpa_flash_cpu(call: OpCall) -> Cost | None:
+    # (query, key, value, dropout_p, is_causal, attn_mask, scale). FlopCounterMode has no entry
+    # for this op (it counts 0 for SDPA on the CPU); wlprof counts what it counts on CUDA.
+    return _forward(call, BHSD, lse=True, varlen_at=None)
+
+
+@formula("aten::_scaled_dot_product_efficient_attention")
+def sdpa_efficient(call: OpCall) -> Cost | None:
+    # (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale)
+    return _forward(call, BHSD, lse=call.scalar(4) is True, varlen_at=None)
+
+
+@formula("aten::_scaled_dot_product_cudnn_attention")
+def sdpa_cudnn(call: OpCall) -> Cost | None:
+    # (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, scale)
+    return _forward(call, BHSD, lse=call.scalar(4) is True, varlen_at=None)
+
+
+@formula("aten::_cudnn_attention_forward")
+def cudnn_attention_forward(call: OpCall) -> Cost | None:
+    # (query, key, value, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp,
+    #  dropout_p, is_causal, return_debug_mask, scale)
+    return _forward(call, BHSD, lse=call.scalar(8) is True, varlen_at=4)
+
+
+@formula("aten::_flash_attention_forward")
+def flash_attention_forward(call: OpCall) -> Cost | None:
+    # (query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask,
+    #  scale, window_size_left, window_size_right, seqused_k, alibi_slopes): [B, S, H, D], lse always
+    return _forward(call, BSHD, lse=True, varlen_at=3)
+
+
+@formula("aten::_efficient_attention_forward")
+def efficient_attention_forward(call: OpCall) -> Cost | None:
+    # (query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
+    #  custom_mask_type, compute_log_sumexp, scale, seqlen_k, window_size): [B, S, H, D]
+    return _forward(call, BSHD, lse=call.scalar(10) is True, varlen_at=4)
+
+
+# ---- backward
+
+
+@formula("aten::_scaled_dot_product_flash_attention_backward")
+def sdpa_flash_backward(call: OpCall) -> Cost | None:
+    # (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+    #  is_causal, philox_seed, philox_offset, scale)
+    return _backward(call, BHSD, q_at=1, varlen_at=None)
+
+
+@formula("aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+def sdpa_flash_cpu_backward(call: OpCall) -> Cost | None:
+    # (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale)
+    return _backward(call, BHSD, q_at=1, varlen_at=None)
+
+
+@formula("aten::_scaled_dot_product_efficient_attention_backward")
+def sdpa_efficient_backward(call: OpCall) -> Cost | None:
+    # (grad_out, query, key, value, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p,
+    #  grad_input_mask, is_causal, scale): grad_input_mask[3] asks for the bias gradient
+    mask = call.scalar(10)
+    wants_bias = isinstance(mask, list) and len(mask) > 3 and mask[3] is True
+    return _backward(call, BHSD, q_at=1, varlen_at=None, bias_grad=wants_bias, bias_at=4)
+
+
+@formula("aten::_scaled_dot_product_cudnn_attention_backward", "aten::_cudnn_attention_backward")
+def sdpa_cudnn_backward(call: OpCall) -> Cost | None:
+    # (grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q,
+    #  cum_seq_k, max_q, max_k, dropout_p, is_causal, scale)
+    return _backward(call, BHSD, q_at=1, varlen_at=9)
+
+
+@formula("aten::_flash_attention_backward")
+def flash_attention_backward(call: OpCall) -> Cost | None:
+    # (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
+    #  is_causal, philox_seed, philox_offset, scale, window_size_left, window_size_right): [B, S, H, D]
+    return _backward(call, BSHD, q_at=1, varlen_at=6)
+
+
+@formula("aten::_efficient_attention_backward")
+def efficient_attention_backward(call: OpCall) -> Cost | None:
+    # (grad_out, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+    #  logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale,
+    #  num_splits_key, window_size, shared_storage_dqdk_dqdv): [B, S, H, D]
+    return _backward(call, BSHD, q_at=1, varlen_at=6, bias_grad=call.scalar(15) is True, bias_at=4)

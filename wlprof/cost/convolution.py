@@ -1,0 +1,122 @@
+"""Convolution backward: the input, weight and bias gradients a call's `output_mask` asks for.
+
+FLOPs are FlopCounterMode's (`conv_backward_flop`), counting only what is computed:
+grad_input as the transposed convolution of grad_output with the weight (the forward's
+FLOPs), grad_weight as the convolution of the input with grad_output:
+2 * N * C_in * C_out * prod(grad_output spatial) * prod(kernel). FlopCounterMode reads
+the input's full channel count there, so for a grouped convolution its weight gradient
+is `groups` times the products actually done (C_in / groups per output channel); wlprof
+counts as it does (a depthwise convolution's weight gradient is over-counted by C_in),
+so that the two agree where both count. The bias gradient (a sum over N and the spatial
+dims) is not counted, as the forward's bias add is not.
+
+Bytes: grad_output read once; the weight read for grad_input, the input for grad_weight;
+each gradient asked for written once (grad_bias: one element per output channel, grad_output's
+channel dim, in grad_output's dtype).
+"""
+
+from __future__ import annotations
+
+import math
+
+from wlprof.cost.registry import MATRIX, Cost, OpCall, TensorArg, formula
+
+
+def _t(shape) -> list[int]:
+    return [shape[1], shape[0], *shape[2:]]
+
+
+def _conv_count(x, w, out, transposed: bool) -> int:
+    """FlopCounterMode's conv_flop_count: prod(spatial) * prod(filter) * batch * c_out * c_in * 2."""
+    batch = x[0]
+    spatial = (x if transposed else out)[2:]
+    c_out, c_in, *filt = w
+    return math.prod(spatial) * math.prod(filt) * batch * c_out * c_in * 2
+
+
+def backward_flops(go: TensorArg, x: TensorArg, w: TensorArg, transposed: bool, mask) -> int:
+    g, xs, ws = list(go.dims), list(x.dims), list(w.dims)
+    flops = 0
+    if mask[0]:  # grad_input = conv_transpose(grad_output, weight); its shape is the input's
+        flops += _conv_count(g, ws, xs, not transposed)
+    if mask[1]:  # grad_weight; its shape is the weight's
+        if transposed:
+            flops += _conv_count(_t(g), _t(xs), _t(ws), False)
+        else:
+            flops += _conv_count(_t(xs), _t(g), _t(ws), False)
+    return flops
+
+
+def _mask(v, n: int = 3) -> list[bool] | None:
+    if not isinstance(v, list) or len(v) != n:
+        return None
+    return [x is True for x in v] + [False] * (3 - n)
+
+
+def _backward(go: TensorArg, x: TensorArg, w: TensorArg, transposed: bool, mask: list[bool],
+              bias_channels: int) -> Cost:
+    flops = backward_flops(go, x, w, transposed, mask)
+    reads = go.nbytes_read + (w.nbytes_read if mask[0] else 0) + (x.nbytes_read if mask[1] else 0)
+    written = (x.numel * x.itemsize if mask[0] else 0) + (w.numel * w.itemsize if mask[1] else 0)
+    if mask[2]:
+        written += bias_channels * go.itemsize
+    return Cost(flops, reads + written, MATRIX, go.dtype, written=written)
+
+
+# A backward that sums its bias gradient outside the backend (cuDNN) runs an aten::sum nested
+# inside: auxiliary work, it stays costed. One that runs an implementation op nested inside
+# (_slow_conv2d_backward on the CPU, per group where it loops over groups) is a dispatcher.
+_AUX = ("aten::sum", "aten::sum_to_size", "aten::cat")
+
+
+@formula("aten::convolution_backward", aux_children=_AUX)
+def convolution_backward(call: OpCall) -> Cost | None:
+    # (grad_output, input, weight, bias_sizes?, stride, padding, dilation, transposed, output_padding,
+    #  groups, output_mask)
+    mask = _mask(call.scalar(10))
+    if mask is None:
+        return None
+    go = call.tensor(0)
+    bias = call.scalar(3)
+    channels = bias[0] if isinstance(bias, list) and bias and isinstance(bias[0], int) else go.dims[1]
+    return _backward(go, call.tensor(1), call.tensor(2), bool(call.scalar(7)), mask, channels)
+
+
+@formula("aten::convolution_backward_overrideable", aux_children=_AUX)
+def convolution_backward_overrideable(call: OpCall) -> Cost | None:
+    # (grad_output, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask)
+    mask = _mask(call.scalar(9))
+    if mask is None:
+        return None
+    go = call.tensor(0)
+    return _backward(go, call.tensor(1), call.tensor(2), bool(call.scalar(6)), mask, go.dims[1])
+
+
+@formula("aten::_slow_conv2d_backward")
+def slow_conv2d_backward(call: OpCall) -> Cost | None:
+    # _slow_conv2d_backward.output_mask(grad_output, self, weight, kernel_size, stride, padding, output_mask)
+    mask = _mask(call.scalar(6))
+    if mask is None:
+        return None
+    go = call.tensor(0)
+    return _backward(go, call.tensor(1), call.tensor(2), False, mask, go.dims[1])
+
+
+@formula("aten::mps_convolution_backward")
+def mps_convolution_backward(call: OpCall) -> Cost | None:
+    # (self, grad_output, weight, padding, stride, dilation, groups, output_mask)
+    mask = _mask(call.scalar(7))
+    if mask is None:
+        return None
+    go = call.tensor(1)
+    return _backward(go, call.tensor(0), call.tensor(2), False, mask, go.dims[1])
+
+
+@formula("aten::mps_convolution_transpose_backward")
+def mps_convolution_transpose_backward(call: OpCall) -> Cost | None:
+    # (self, grad_output, weight, padding, output_padding, stride, dilation, groups, output_mask[2])
+    mask = _mask(call.scalar(8), n=2)
+    if mask is None:
+        return None
+    go = call.tensor(1)
+    return _backward(go, call.tensor(0), call.tensor(2), True, mask, go.dims[1])

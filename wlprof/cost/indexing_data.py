@@ -1,0 +1,122 @@
+"""Data-dependent indexing: nonzero, index_put, masked_select, and embedding backward.
+
+These ops' output sizes depend on the data (how many elements are nonzero, how many rows
+an index touches). Where the trace records the size anyway, nested inside the call (the
+count `nonzero` resizes its output to; the shape `index_put` restrides its destination
+to), it is used; otherwise the bytes are a stated lower bound: the inputs read once and
+nothing written.
+"""
+
+from __future__ import annotations
+
+import math
+
+from wlprof.cost.registry import VECTOR, Cost, OpCall, formula, register_wrapper
+
+register_wrapper(
+    "aten::argwhere",  # -> nonzero
+    "aten::nonzero_numpy",  # torch.where(cond): -> nonzero
+    "aten::index_put_", "aten::index_put",  # -> _index_put_impl_
+    "aten::embedding_backward",  # -> embedding_dense_backward (or the sparse form)
+    "aten::index_select_backward",  # -> zeros + index_add_
+    "aten::item",  # -> _local_scalar_dense
+)
+
+
+def _nonzero_count(call: OpCall) -> int | None:
+    """Elements of nonzero's int64 result, as its nested calls record them: CUDA resizes the empty
+    result to [ndim, count] (`aten::resize_`, then transposes it); the CPU restrides the resized
+    result (`aten::as_strided_` of a [count, ndim] tensor)."""
+    for ch in call.children:
+        if ch.name == "aten::resize_":
+            size = ch.scalar(1)
+            if isinstance(size, list) and all(isinstance(v, int) for v in size):
+                return math.prod(size)
+        if ch.name == "aten::as_strided_" and ch.dims and isinstance(ch.dims[0], tuple) and len(ch.dims[0]) == 2:
+            return math.prod(ch.dims[0])
+    return None
+
+
+@formula("aten::nonzero", uses_children=True)
+def nonzero(call: OpCall) -> Cost | None:
+    # One comparison per element. Reads the input once; writes count * ndim int64 positions when the
+    # trace records the count (see _nonzero_count), else nothing: the bytes are then a lower bound.
+    # The count's device-to-host copy is a memcpy of its own.
+    x = call.tensor(0)
+    n = _nonzero_count(call)
+    written = n * 8 if n is not None else 0
+    return Cost(x.numel, x.nbytes_read + written, VECTOR, x.dtype, written=written)
+
+
+@formula("aten::nonzero_static")
+def nonzero_static(call: OpCall) -> Cost | None:
+    # nonzero_static(self, size, fill_value): the result is [size, ndim] int64, padded with fill_value
+    x, size = call.tensor(0), call.scalar(1)
+    if not isinstance(size, int):
+        return None
+    written = size * max(len(x.dims), 1) * 8
+    return Cost(x.numel, x.nbytes_read + written, VECTOR, x.dtype, written=written)
+
+
+@formula("aten::_index_put_impl_", "aten::_unsafe_index_put", aux_children=True, uses_children=True)
+def index_put(call: OpCall) -> Cost | None:
+    """self[indices] = values (accumulate: +=). As for `aten::index`, the index list is not
+    recorded; the call's nested `aten::as_strided` of `self` records the shape the values are
+    scattered into and its `aten::reshape`s the index tensors. Writes one destination element
+    per scattered element (accumulate reads it too and adds: 1 FLOP each); reads the values
+    (broadcast: their stored elements) and the indices. Unknown without the nested calls."""
+    dst, values = call.tensor(0), call.tensor(2)
+    accumulate = call.scalar(3) is True
+    shape, idx_bytes = None, 0
+    for ch in call.children:
+        if ch.name == "aten::as_strided" and shape is None and ch.dims and tuple(ch.dims[0]) == dst.dims:
+            size = ch.scalar(1)
+            if isinstance(size, list) and all(isinstance(v, int) for v in size):
+                shape = size
+        elif ch.name == "aten::reshape":
+            t = ch.tensor(0)
+            if t is not None and t.dtype in ("int64", "int32"):
+                idx_bytes += t.nbytes_read
+    if shape is None or not idx_bytes:
+        return Cost(None, None, VECTOR, dst.dtype)
+    n = math.prod(shape)
+    touched = min(n, dst.numel)
+    written = touched * dst.itemsize
+    reads = (values.nbytes_read if values is not None else 0) + idx_bytes + (written if accumulate else 0)
+    return Cost(n if accumulate else 0, reads + written, VECTOR, dst.dtype, written=written)
+
+
+@formula("aten::masked_select")
+def masked_select(call: OpCall) -> Cost | None:
+    # masked_select(self, mask): one select per (broadcast) element; reads both once. The result's
+    # length is the mask's count, which the call does not record: nothing written is counted (a lower
+    # bound). Where it runs as a count and an index nested inside (CPU), those are costed instead.
+    x, m = call.tensor(0), call.tensor(1)
+    n = max(x.numel, m.numel)
+    return Cost(n, x.nbytes_read + m.nbytes_read, VECTOR, x.dtype, written=0)
+
+
+@formula("aten::embedding_dense_backward")
+def embedding_dense_backward(call: OpCall) -> Cost | None:
+    """(grad_output [..., D], indices [...], num_weights, padding_idx, scale_grad_by_freq).
+
+    One add per grad_output element (rows summed into their embedding row). Reads grad_output
+    and the indices; writes each embedding row touched once, at most min(rows, num_weights) of
+    them (as the combining scatters count; the zeroed grad_weight is a nested fill_, costed on
+    its own; sorting the indices by row is the implementation's, not compulsory)."""
+    g, idx = call.tensor(0), call.tensor(1)
+    v = call.scalar(2)
+    if not isinstance(v, int) or not g.dims:
+        return None
+    d = g.dims[-1]
+    rows = idx.numel
+    written = min(rows, v) * d * g.itemsize
+    return Cost(g.numel, g.nbytes_read + idx.nbytes_read + written, VECTOR, g.dtype, written=written)
+
+
+@formula("aten::_local_scalar_dense")
+def local_scalar_dense(call: OpCall) -> Cost | None:
+    # tensor.item(): one element read (on CUDA, a device-to-host copy of it: the op's only activity,
+    # whose bytes count as written, as a memcpy's do)
+    t = call.tensor(0)
+    return Cost(0, t.itemsize, VECTOR, t.dtype, written=t.itemsize)

@@ -1,0 +1,145 @@
+"""`wlprof run ... --world-size N`: start N local ranks of the same study and watch them.
+
+The study is checked here first (with a planned world of N ranks), so bad input is
+refused before any process starts. Each rank is `python -m wlprof.distributed.child`
+with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT set (a free port, or the
+MASTER_PORT given, which must be free) and NVLink multicast off. When a rank's process
+exits with an error, the launcher posts `abort` naming it to the others' store, waits
+for them to stop, ends the ones that do not (by their pids), and removes rank 0's staged
+run folder if it was left: nothing half-written remains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from wlprof.distributed import world as W
+from wlprof.errors import InputError
+
+
+def check(study, world_size: int):
+    """Validate the study for `world_size` ranks (raises InputError before anything starts)."""
+    import torch
+
+    from wlprof import study as S
+
+    if world_size < 1:
+        raise InputError("--world-size", "must be a positive number of ranks", world_size)
+    with W.planned(world_size):
+        wl, device, dtype, parsed, points, _ = S.prepare(study)
+    if device.type == "cuda" and world_size > torch.cuda.device_count():
+        raise InputError("--world-size", f"must be at most the {torch.cuda.device_count()} GPUs of this host "
+                         "(one rank per GPU)", world_size)
+    return wl, device, parsed, points
+
+
+def _port(host: str) -> int:
+    given = os.environ.get("MASTER_PORT")
+    if given:
+        try:
+            port = int(given)
+        except ValueError:
+            raise InputError("MASTER_PORT", "must be a port number", given) from None
+        if not W.port_free(host, port):
+            raise InputError("MASTER_PORT", f"must be a free port on {host} for rank 0's rendezvous store (it is "
+                             "in use); unset it to let wlprof pick one", port)
+        return port
+    return W.free_port(host)
+
+
+def _post_abort(host: str, port: int, token: str, message: str) -> None:
+    """Tell the surviving ranks why (best effort: rank 0, which hosts the store, may be the one gone)."""
+    import datetime as dt
+
+    import torch.distributed as dist
+
+    with contextlib.suppress(Exception):
+        store = dist.TCPStore(host, port, is_master=False, timeout=dt.timedelta(seconds=2), wait_for_workers=False)
+        dist.PrefixStore(f"wlprof/{token}", store).compare_set("abort", "", message)
+
+
+def launch(study, traces, world_size: int, quiet: bool = False, command: str | None = None) -> int:
+    """Run `study` on `world_size` local ranks; returns the exit code (0: the run was written)."""
+    check(study, world_size)
+    host = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    port = _port(host)
+    token = secrets.token_hex(6)
+    tmp = Path(tempfile.mkdtemp(prefix="wlprof-launch-"))
+    spec = tmp / "study.json"
+    spec.write_text(json.dumps({"study": study.to_dict(), "traces": str(traces), "quiet": quiet,
+                                "command": command}))
+    note = tmp / "staging"
+    cores = os.cpu_count() or 1
+    procs: list[subprocess.Popen] = []
+    try:
+        for rank in range(world_size):
+            env = W.multicast_off(dict(os.environ))
+            env.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
+                       LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR=host, MASTER_PORT=str(port),
+                       WLPROF_RUN_TOKEN=token, **{"WLPROF_STAGING_NOTE": str(note)})
+            if study.device in (None, "cpu") and "OMP_NUM_THREADS" not in os.environ:
+                env["OMP_NUM_THREADS"] = str(max(1, cores // world_size))
+            procs.append(subprocess.Popen([sys.executable, "-m", "wlprof.distributed.child", str(spec)], env=env))
+        failed: tuple[int, int] | None = None
+        grace_end = None
+        while any(p.poll() is None for p in procs):
+            for r, p in enumerate(procs):
+                code = p.poll()
+                if code not in (None, 0) and failed is None:
+                    failed = (r, code)
+                    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+                    if r != 0:  # rank 0 hosts the store: when it is the one gone, the others see that
+                        _post_abort(host, port, token, f"rank {r} {how}")
+                    grace_end = time.monotonic() + min(30.0, W.timeout_s()) + 5
+            if grace_end is not None and time.monotonic() > grace_end:
+                for p in procs:
+                    if p.poll() is None:
+                        p.terminate()
+                time.sleep(2)
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                break
+            time.sleep(0.1)
+        for p in procs:
+            p.wait()
+        codes = [p.returncode for p in procs]
+        if failed is None and any(codes):
+            failed = next((r, c) for r, c in enumerate(codes) if c)
+        if failed is not None:
+            _remove_staged(note)
+            r, code = failed
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            print(f"error: rank {r} {how}; the other ranks stopped; no run was written", file=sys.stderr)
+            return 1 if code != 2 else 2
+        return 0
+    except KeyboardInterrupt:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=10)
+        _remove_staged(note)
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_staged(note: Path) -> None:
+    """Rank 0's staged run folder, if a failure left it (a published run is never touched)."""
+    try:
+        staged = Path(note.read_text().strip())
+    except OSError:
+        return
+    if staged.name.startswith(".staging-") and staged.is_dir():
+        shutil.rmtree(staged, ignore_errors=True)
