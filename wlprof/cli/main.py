@@ -12,6 +12,7 @@ from wlprof.cli import (
     overlap,
     place,
     predict,
+    profile,
     report,
     roofline,
     run,
@@ -30,7 +31,7 @@ app = typer.Typer(
 app.add_typer(run.app, name="run")
 for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"), (report, "report"),
                        (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest"),
-                       (overlap, "overlap"), (place, "place")):
+                       (overlap, "overlap"), (place, "place"), (profile, "profile")):
     app.command(_name, epilog=_module.EXAMPLES, cls=WlprofCommand)(getattr(_module, _name))
 
 

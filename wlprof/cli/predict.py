@@ -12,12 +12,16 @@ from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
                   "wlprof predict --train-traces offline/ --test RUN_ID",
-                  "wlprof predict --train-traces offline/ --test RUN_ID --out scores.md")
+                  "wlprof predict --train-traces offline/ --test RUN_ID --out scores.md",
+                  "wlprof predict --profile profiles/h200 --test RUN_ID",
+                  "wlprof predict --profile profiles/h200 --spec 'moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1'",
+                  "wlprof predict --profile profiles/h200 --trace step.pt.trace.json.gz --scale batch=4")
 
 
 @handle_errors
 def predict(
-    test: Annotated[list[str], typer.Option("--test", help="Run ids to score on (comma-separated or repeated); required.")],
+    test: Annotated[list[str] | None, typer.Option(
+        "--test", help="Run ids to score on (comma-separated or repeated); required unless --spec or --trace.")] = None,
     train: Annotated[list[str] | None, typer.Option(
         "--train", help="Run ids to fit on (comma-separated or repeated). Default: every run in --train-traces.")] = None,
     traces: Traces = DEFAULT_TRACES,
@@ -26,6 +30,20 @@ def predict(
         "Default: --traces.", metavar="DIR")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the scores as Markdown to this file. Default: none.")] = None,
     allow_mixed_devices: AllowMixed = False,
+    profile: Annotated[Path | None, typer.Option(
+        "--profile", help="An offline profile (`wlprof profile -o DIR`): Level 3 from it instead of --train. Default: none.",
+        metavar="DIR")] = None,
+    spec: Annotated[str | None, typer.Option(
+        "--spec", help="With --profile: a configuration to predict without running it, 'WORKLOAD KEY=VALUE ...'. Default: none.",
+        metavar="SPEC")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="With --profile: a torch.profiler trace whose first step to predict. Default: none.", metavar="FILE")] = None,
+    scale: Annotated[str | None, typer.Option(
+        "--scale", help="With --trace: rewrite one dimension, DIM=FACTOR (batch=4, or a dimension's value: 4096=2). Default: none.",
+        metavar="DIM=FACTOR")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="With --spec: the dtype. Default: bfloat16.")] = None,
+    top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown.")] = 15,
+    refit: Annotated[bool, typer.Option("--refit", help="With --profile: fit the profile's runs again.")] = False,
     wide: Wide = False,
 ) -> None:
     """Fit the ladder on --train runs and score every level per family on --test runs.
@@ -38,6 +56,21 @@ def predict(
     from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import list_runs
     from wlprof.store.selection import load_runs, ls_hint, split_runs
+
+    if profile is not None or spec is not None or trace is not None:
+        from wlprof.cli import predict_profile
+
+        if profile is None:
+            raise InputError("--profile", "must name the profile to predict from (`wlprof profile -o DIR`)", None)
+        if sum(x is not None for x in (split_runs(test) or None, spec, trace)) != 1:
+            raise InputError("--profile", "takes exactly one of --test RUN..., --spec SPEC and --trace FILE", None)
+        if scale is not None and trace is None:
+            raise InputError("--scale", "applies to --trace", scale)
+        if spec is not None:
+            return predict_profile.spec(profile, spec, dtype, top, out, refit, wide)
+        if trace is not None:
+            return predict_profile.trace(profile, trace, scale, top, out, refit, wide)
+        return predict_profile.score(profile, split_runs(test), traces, out, refit, wide)
 
     train_root = train_traces if train_traces is not None else traces
     tr, te = split_runs(train), split_runs(test)

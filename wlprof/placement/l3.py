@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from wlprof import workloads
 from wlprof.errors import InputError
 
 
@@ -119,11 +120,13 @@ class Profile:
         s = s[(s.workload == model.workload) & (s.dtype == model.dtype_name) & (s.device_name == device_name)]
         if "status" in s:
             s = s[s.status.isna() | (s.status == "ok")]
+        declared = {p.name: p.default for p in workloads.get(model.workload).params}
         for k, v in model.params.items():
             if not len(s):
                 return None
             col = s[k] if k in s else pd.Series([None] * len(s), index=s.index)
-            s = s[[_same(x, v) for x in col]]
+            at_default = k in declared and _same(declared[k], v)  # a run recorded before the workload had
+            s = s[[_same(x, v) or (at_default and _missing(x)) for x in col]]  # k ran at its default
         if not len(s):
             return None
         row = s.iloc[-1]
@@ -221,10 +224,15 @@ def lookup_ladder(train: pd.DataFrame):
     return ladder
 
 
+def _missing(x) -> bool:
+    """None, NaN or pandas' NA: a value the steps table does not hold."""
+    return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
+
+
 def _same(x, v) -> bool:
     """A steps-table value equals a point parameter (None and NaN are equal, lists by items)."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
+    if _missing(v):
+        return _missing(x)
     if isinstance(v, (list, tuple)):
         try:
             return list(x) == list(v)

@@ -15,6 +15,7 @@ from wlprof.workloads.base import Built, Parsed, Point, Workload
 REFERENCE_SHAPES = [(2048, 2048, 2560), (32, 4096, 81920), (1, 4096, 2621440)]
 # The same three classes at 1/64 of the FLOPs (335.5 MFLOP each), for the CPU.
 CPU_SHAPES = [(512, 512, 640), (32, 1024, 5120), (1, 1024, 163840)]
+LAYOUTS = ("nn", "nt", "linear")  # A @ B; A @ W.T (nn.Linear without bias); nn.Linear with bias
 _SHAPE_RE = re.compile(r"^\s*(\S+?)\s*[xX*]\s*(\S+?)\s*[xX*]\s*(\S+?)\s*$")
 
 
@@ -52,6 +53,7 @@ def _fmt(shapes) -> list[str]:
 @dataclass(frozen=True)
 class GemmSpec:
     shapes: tuple[tuple[int, int, int], ...]
+    layout: str = "nn"
 
 
 class Gemm(Workload):
@@ -61,12 +63,15 @@ class Gemm(Workload):
     params = (
         Param("shapes", "str", "GEMM shapes MxKxN to sweep", many=True, item=parse_shape, metavar="MxKxN,...",
               default=PerDevice(_fmt(REFERENCE_SHAPES), _fmt(CPU_SHAPES))),
+        Param("layout", "str", "nn: A[M,K] @ B[K,N]; nt: A @ W.T with W[N,K] stored as nn.Linear stores it; "
+              "linear: nn.functional.linear with a bias", choices=LAYOUTS, default="nn"),
     )
     columns = (
         Column("m", I64, "rows", "GEMM: rows of A and C"),
         Column("k", I64, "", "GEMM: inner dimension"),
         Column("n", I64, "", "GEMM: columns of B and C; matvec/matmul micro-kernels: matrix side"),
         Column("shape_class", S, "", "GEMM: balanced, medium-skinny, tall-skinny"),
+        Column("layout", S, "", "GEMM: operand layout (nn: A @ B; nt: A @ W.T; linear: with a bias)"),
     )
     examples = (
         "wlprof run gemm",
@@ -82,13 +87,15 @@ class Gemm(Workload):
         if device.type != "cuda" and "shapes" not in values.given:
             notes.append("CPU: the three 21.5-GFLOP shapes scaled to 1/64 of the FLOPs "
                          f"({', '.join(_fmt(CPU_SHAPES))}); pass --shapes to choose")
-        return Parsed(GemmSpec(tuple(values["shapes"])), tuple(notes))
+        return Parsed(GemmSpec(tuple(values["shapes"]), values["layout"]), tuple(notes))
 
     def points(self, spec: GemmSpec) -> list[Point]:
         out = []
+        suffix = "" if spec.layout == "nn" else f" {spec.layout}"
         for m, k, n in spec.shapes:
             cls = shape_class(m)
-            out.append(Point(f"{cls} {m}x{k}x{n}", {"m": m, "k": k, "n": n, "shape_class": cls}))
+            out.append(Point(f"{cls} {m}x{k}x{n}{suffix}", {"m": m, "k": k, "n": n, "shape_class": cls,
+                                                             "layout": spec.layout}))
         return out
 
     def estimate_bytes(self, point: Point, dtype) -> int:
@@ -101,10 +108,20 @@ class Gemm(Workload):
         p = point.params
         gen = torch.Generator(device=device).manual_seed(0)
         a = torch.randn(p["m"], p["k"], device=device, dtype=dtype, generator=gen)
-        b = torch.randn(p["k"], p["n"], device=device, dtype=dtype, generator=gen)
+        layout = p.get("layout") or "nn"
+        if layout == "nn":
+            b = torch.randn(p["k"], p["n"], device=device, dtype=dtype, generator=gen)
 
-        def step():
-            return torch.matmul(a, b)
+            def step():
+                return torch.matmul(a, b)
+        else:
+            import torch.nn.functional as F
+
+            w = torch.randn(p["n"], p["k"], device=device, dtype=dtype, generator=gen)
+            bias = torch.randn(p["n"], device=device, dtype=dtype, generator=gen) if layout == "linear" else None
+
+            def step():
+                return F.linear(a, w, bias)
 
         return Built(step=step)
 

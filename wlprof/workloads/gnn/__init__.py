@@ -36,6 +36,8 @@ BACKENDS: dict[str, tuple[str, ...]] = {
     "pyg:gat-csr": ("sum",),
 }
 MAX_SCALE = 40
+# backends whose aggregation reads the edges in destination order (a CSR's rows, segment offsets)
+DST_SORTED = ("segment", "csr", "pyg:gcn-csr", "pyg:sage-csr")
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,14 @@ class Gnn(Workload):
         Column("max_in_degree", I64, "", "GNN: largest in-degree", data=True, feature=True),
         Column("mean_in_degree", F64, "", "GNN: mean in-degree", feature=True),
         Column("isolated_share", F64, "fraction", "GNN: share of nodes with no edges"),
+        Column("max_out_degree", I64, "", "GNN: largest out-degree (the gather index's most repeated source)"),
+        Column("in_degree_cv", F64, "", "GNN: standard deviation of the in-degrees over their mean (0: regular)"),
+        Column("unique_destinations", I64, "", "GNN: nodes that receive at least one message (distinct indices "
+               "of the scatter)"),
+        Column("duplicate_share", F64, "fraction", "GNN: share of edges whose destination an earlier edge "
+               "already has (1 - unique_destinations / edges)"),
+        Column("dst_sorted", B, "", "GNN: the aggregation runs over edges sorted by destination (segment, csr and "
+               "the -csr layers) rather than by source"),
         Column("edge_factor", I64, "", "GNN: edges drawn per node before duplicates and self-loops are removed",
                data=True, distribution=True),
         Column("feature_transform", B, "", "GNN: whether the step runs a Linear feature transform (always for "
@@ -260,7 +270,7 @@ class Gnn(Workload):
     def build(self, point: Point, device, dtype) -> Built:
         edge_index, n, stats = self._graph_for(point.params, device)
         built = build_step(edge_index, n, point.params, device, dtype)
-        built.facts = stats.facts()
+        built.facts = {**stats.facts(), "dst_sorted": point.params["backend"] in DST_SORTED}
         return built
 
 

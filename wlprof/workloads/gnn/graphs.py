@@ -122,10 +122,20 @@ class DegreeStats:
     mean_in_degree: float
     isolated_share: float  # nodes with no edge at all (neither in nor out)
     zero_in_share: float  # nodes that receive no message (their aggregate is 0)
+    max_out_degree: int = 0
+    in_degree_cv: float = 0.0  # standard deviation of the in-degrees over their mean
+    unique_destinations: int = 0  # nodes that receive at least one message
+
+    @property
+    def duplicate_share(self) -> float:
+        """Share of the edges whose destination an earlier edge already has: the scatter index's repeats."""
+        return 1.0 - self.unique_destinations / self.edges if self.edges else 0.0
 
     def facts(self) -> dict:
         return {"nodes": self.nodes, "edges": self.edges, "max_in_degree": self.max_in_degree,
-                "mean_in_degree": self.mean_in_degree, "isolated_share": self.isolated_share}
+                "mean_in_degree": self.mean_in_degree, "isolated_share": self.isolated_share,
+                "max_out_degree": self.max_out_degree, "in_degree_cv": self.in_degree_cv,
+                "unique_destinations": self.unique_destinations, "duplicate_share": self.duplicate_share}
 
 
 def in_degree(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
@@ -142,9 +152,14 @@ def degree_stats(edge_index: torch.Tensor, num_nodes: int) -> DegreeStats:
     deg_out = torch.bincount(edge_index[0], minlength=num_nodes)
     isolated = int(((deg_in == 0) & (deg_out == 0)).sum())
     zero_in = int((deg_in == 0).sum())
+    mean = e / num_nodes if num_nodes else 0.0
+    std = float(deg_in.to(torch.float64).std(unbiased=False)) if num_nodes else 0.0
     return DegreeStats(
         nodes=num_nodes, edges=e, max_in_degree=int(deg_in.max()) if num_nodes else 0,
-        mean_in_degree=e / num_nodes if num_nodes else 0.0,
+        mean_in_degree=mean,
         isolated_share=isolated / num_nodes if num_nodes else 0.0,
         zero_in_share=zero_in / num_nodes if num_nodes else 0.0,
+        max_out_degree=int(deg_out.max()) if num_nodes else 0,
+        in_degree_cv=std / mean if mean else 0.0,
+        unique_destinations=num_nodes - zero_in,
     )

@@ -93,6 +93,8 @@ class Moe(Workload):
         Column("active_experts", I64, "", "MoE: experts that received at least one token"),
         Column("max_expert_share", F64, "fraction", "MoE: share of assignments the hottest expert got"),
         Column("imbalance", F64, "", "MoE: max expert load / mean expert load", feature=True),
+        Column("max_expert_load", I64, "rows", "MoE: token-expert assignments of the hottest expert (its GEMM's rows)"),
+        Column("load_cv", F64, "", "MoE: standard deviation of the expert loads over their mean (0: balanced)"),
         Column("dropped_tokens", I64, "", "MoE: token-expert assignments dropped by capacity"),
         Column("grouped_path", S, "", "MoE: which grouped-GEMM path ran (torch._grouped_mm, fallback)"),
         Column("expert_counts", LIST_I64, "", "MoE: token-expert assignments per expert, in expert order",
@@ -236,6 +238,8 @@ class Moe(Workload):
             "imbalance": st.imbalance,
             "expert_counts": counts.tolist(),
             "dropped_tokens": 0,
+            "max_expert_load": int(counts.max()),
+            "load_cv": float(counts.std() / counts.mean()) if counts.mean() > 0 else 0.0,
         }
         nz = counts[counts > 0]
         note = (f"active {st.active_experts}/{p['experts']} experts, max share {st.max_expert_share:.1%}, "

@@ -1,0 +1,88 @@
+"""`wlprof profile` and `wlprof predict --profile` end to end on the CPU: --test, --spec, --trace --scale."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from wlprof.cli.main import app
+
+pytestmark = pytest.mark.slow
+FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory, cpu_ceilings_dir):
+    import os
+
+    os.environ["WLPROF_CACHE_DIR"] = str(cpu_ceilings_dir)
+    root = tmp_path_factory.mktemp("predict")
+    runner = CliRunner()
+    res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(root / "profile"), "--section", "gemm nn",
+                              "--section", "moe", "--budget-minutes", "3", "-q"])
+    assert res.exit_code == 0, res.output
+    held = root / "held"
+    for args in (["gemm", "--shapes", "24x96x200,3x128x128"],
+                 ["moe", "--tokens", "24", "--experts", "6", "--top-k", "2", "--d-model", "32", "--d-ff", "64",
+                  "--routing", "balanced", "--dispatch", "grouped,padded"]):
+        r = runner.invoke(app, ["run", *args, *FAST, "--traces", str(held)])
+        assert r.exit_code == 0, r.output
+    study = root / "mlp.toml"  # a study file keeps torch.profiler's own trace, for --trace
+    study.write_text('[study]\nworkload = "mlp"\ndevice = "cpu"\n[params]\nbatch = [8]\nd_model = 64\n'
+                     'd_ff = 128\n[capture]\nprofiled_steps = 2\nwarmup = 1\nlatency_reps = 3\nbatches = 1\n'
+                     'keep_raw_trace = true\n')
+    r = runner.invoke(app, ["sweep", str(study), "--traces", str(held), "-q"])
+    assert r.exit_code == 0, r.output
+    return root, runner
+
+
+def test_profile_writes_its_record_and_predictor(profiled):
+    root, _ = profiled
+    info = json.loads((root / "profile" / "profile.json").read_text())
+    assert info["points"] > 10 and info["op_calls"] > 100
+    assert {s["section"] for s in info["sections"]} <= {"gemm nn", "moe"}
+    assert (root / "profile" / "predictor.json").is_file() and (root / "profile" / "ops.parquet").is_file()
+
+
+def test_predict_scores_held_out_runs(profiled, tmp_path):
+    from wlprof.store.runs import list_runs
+
+    root, runner = profiled
+    runs = [m["run_id"] for m in list_runs(root / "held")]
+    out = tmp_path / "scores.md"
+    args = ["predict", "--profile", str(root / "profile"), "--traces", str(root / "held"), "-o", str(out)]
+    for r in runs:
+        args += ["--test", r]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    text = out.read_text()
+    assert "L3 profile" in text and "L2 roofline" in text and "noise floor" in text
+    assert "back-to-back" in text
+
+
+def test_predict_refuses_profile_runs_as_tests(profiled):
+    root, runner = profiled
+    info = json.loads((root / "profile" / "profile.json").read_text())
+    res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--traces", str(root / "profile" /
+                                                                                              "traces"),
+                              "--test", info["sections"][0]["run_id"]])
+    assert res.exit_code == 2 and "must not be runs of the profile" in res.output
+
+
+def test_predict_spec_and_scaled_trace(profiled, tmp_path):
+    root, runner = profiled
+    res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--spec",
+                              "moe tokens=40 experts=6 top_k=2 d_model=32 d_ff=64 routing=zipf:1.2 dispatch=grouped",
+                              "--dtype", "float32", "-o", str(tmp_path / "spec.md")])
+    assert res.exit_code == 0, res.output
+    assert "aten::_grouped_mm" in (tmp_path / "spec.md").read_text()
+    raw = next((root / "held").glob("mlp-*/_chrome/*.raw.json.gz"))
+    res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--trace", str(raw), "--scale",
+                              "batch=4", "-o", str(tmp_path / "trace.md")])
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "trace.md").read_text()
+    assert "[32,64]" in text  # batch 8 -> 32 rows into the first Linear
+    res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--trace", str(raw), "--scale", "x"])
+    assert res.exit_code == 2

@@ -1,0 +1,59 @@
+"""`--spec` lists the calls CUDA runs: the meta-device recording against the committed H200 fixtures."""
+
+from __future__ import annotations
+
+import difflib
+
+import pytest
+from conftest import H200
+
+import wlprof
+from wlprof.predict.spec import parse_spec, record
+
+# (fixture run, spec, least similarity of the (op, input dims) sequences, of the op names alone)
+CASES = [
+    ("mlp-20261129-093337-6c80", "mlp batch=4,64 d_model=1024 d_ff=4096", 1.0, 1.0),
+    # the CPU draws another graph than CUDA from the same seed: the edge counts differ a little
+    ("gnn-20261129-093943-be50", "gnn graph=rmat scale=10 edge_factor=8 features=16 backend=scatter,csr,pyg:gcn "
+     "dtype=float32", 0.3, 1.0),
+    ("moe-20261129-094804-ffc6", "moe tokens=16 experts=8 top_k=1 d_model=512 d_ff=1024 "
+     "routing=dispersed,concentrated dispatch=loop,grouped", 0.85, 0.85),
+]
+
+
+@pytest.mark.parametrize("run,text,least,names", CASES, ids=[c[0].split("-")[0] for c in CASES])
+def test_spec_lists_the_ops_and_shapes_the_h200_ran(run, text, least, names):
+    fixture = wlprof.load(H200 / run, table="ops")
+    listed = record(parse_spec(text))
+    ratios = []
+    for variant, g in listed.groupby("variant", sort=False):
+        f = fixture[fixture.variant == variant]
+        if f.empty:  # karate is in the fixture, not in the spec
+            continue
+        f = f[f.step == f.step.min()].sort_values("ts_us")
+        ran = list(zip(f.op_name, f.op_input_dims, strict=True))
+        got = list(zip(g.op_name, g.op_input_dims, strict=True))
+        ratios.append((difflib.SequenceMatcher(a=ran, b=got, autojunk=False).ratio(),
+                       difflib.SequenceMatcher(a=[r[0] for r in ran], b=[r[0] for r in got], autojunk=False).ratio()))
+        if "edges" in g and g.edges.notna().any():
+            assert g.edges.iat[0] == pytest.approx(f.edges.iat[0], rel=0.1)
+    assert ratios and min(r[0] for r in ratios) >= least and min(r[1] for r in ratios) >= names, ratios
+
+
+def test_spec_carries_the_points_parameters_and_build_facts():
+    ops = record(parse_spec("moe tokens=64 experts=8 top_k=2 d_model=256 d_ff=512 routing=zipf:1.2 dispatch=grouped"))
+    assert set(ops.variant) == {"zipf:1.2 / grouped"}
+    counts = ops.expert_counts.iat[0]
+    assert len(counts) == 8 and sum(counts) == 128  # the routing drawn at build time
+    assert (ops.workload == "moe").all() and (ops.dispatch == "grouped").all()
+    assert "aten::_grouped_mm" in set(ops.op_name)
+
+
+def test_a_spec_of_gpu_sizes_is_listed_in_seconds_without_their_memory():
+    import time
+
+    t0 = time.perf_counter()
+    ops = record(parse_spec("moe tokens=4096 experts=64 top_k=2 routing=balanced dispatch=padded"))
+    assert time.perf_counter() - t0 < 60
+    bmm = ops[ops.op_name == "aten::bmm"]
+    assert len(bmm) == 3 and "[64,128,4096]" in bmm.op_input_dims.iat[0]  # capacity 128 rows per expert

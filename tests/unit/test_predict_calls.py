@@ -1,0 +1,101 @@
+"""What decides a call's time, from its recorded shapes: class, group, coordinates, data features."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from wlprof.predict.calls import describe, parse_call
+
+BF = '"c10::BFloat16"'
+
+
+def call(name, dims, types, strides, concrete=None):
+    concrete = concrete or "[" + ",".join('""' for _ in dims.split("],[")) + "]"
+    return parse_call(name, dims, types, strides, concrete)
+
+
+def test_gemm_layouts_and_bias_are_groups_and_mnk_the_coordinates():
+    nn = call("aten::mm", "[[64,4096],[4096,14336]]", f"[{BF},{BF}]", "[[4096,1],[14336,1]]")
+    nt = call("aten::mm", "[[64,4096],[4096,14336]]", f"[{BF},{BF}]", "[[4096,1],[1,4096]]")
+    lin = call("aten::addmm", "[[14336],[64,4096],[4096,14336],[],[]]", f'[{BF},{BF},{BF},"Scalar","Scalar"]',
+               "[[1],[4096,1],[1,4096],[],[]]")
+    assert nn[0] == nt[0] == lin[0] == "gemm"
+    assert len({nn[1], nt[1], lin[1]}) == 3  # layout and bias split the groups
+    assert nn[1].endswith("|nn|") and nt[1].endswith("|nt|") and lin[1].endswith("|nt|bias")
+    assert nn[2] == nt[2] == lin[2] == "gemm|bfloat16"  # the relaxed group merges them
+    assert nn[3][:4] == (6.0, math.log2(14336), 12.0, 0.0)  # log2 M, N, K, B
+    q = nn[4]
+    assert (q["M"], q["N"], q["K"], q["B"], q["itemsize"]) == (64, 14336, 4096, 1, 2)
+    assert q["flops"] == 2 * 64 * 14336 * 4096  # the registry's formula, from the shapes
+
+
+def test_sparse_addmm_is_spmm_and_grouped_mm_its_own_class():
+    sp = call("aten::addmm", "[[1024,64],[1024,1024],[1024,64],[],[],[0,0]]",
+              '["float","float","float","Scalar","Scalar","float"]', "[[64,1],[],[64,1],[],[],[1,1]]")
+    assert sp[0] == "spmm" and sp[4]["W"] == 64 and sp[4]["R"] == 1024
+    g = call("aten::_grouped_mm", "[[8192,4096],[64,4096,14336],[64],[],[]]", f'[{BF},{BF},"int","",""]',
+             "[[4096,1],[58720256,1,4096],[1],[],[]]")
+    assert g[0] == "grouped"
+    assert (g[4]["M"], g[4]["K"], g[4]["N"], g[4]["B"]) == (8192, 4096, 14336, 64)
+
+
+def test_index_ops_count_indexed_rows_not_the_expanded_index():
+    # index_select on CUDA runs as gather with the index expanded to [E, F] by a zero stride
+    g = call("aten::gather", "[[1048576,64],[],[16777073,64],[],[16777073,64]]",
+             '["float","Scalar","long int","Scalar","float"]', "[[64,1],[],[1,0],[],[64,1]]")
+    assert g[0] == "index"
+    assert (g[4]["L"], g[4]["W"], g[4]["R"]) == (16777073, 64, 1048576)
+    seg = call("aten::segment_reduce", "[[4096,32],[],[],[],[513],[],[],[]]",
+               '["float","","","","long int","","",""]', "[[32,1],[],[],[],[1],[],[],[]]")
+    assert (seg[4]["L"], seg[4]["W"], seg[4]["R"]) == (4096, 32, 512)
+
+
+def test_memory_ops_group_by_layout_and_reduced_dims():
+    a = call("aten::mul", "[[64,4096],[64,1]]", f"[{BF},{BF}]", "[[4096,1],[1,1]]")
+    b = call("aten::mul", "[[64,4096],[64,4096]]", f"[{BF},{BF}]", "[[4096,1],[4096,1]]")
+    assert a[0] == b[0] == "memory" and a[1] != b[1]  # a broadcast operand is another kernel
+    s0 = call("aten::cumsum", "[[8192,64],[],[]]", '["int","Scalar",""]', "[[64,1],[],[]]", '["","0",""]')
+    s1 = call("aten::cumsum", "[[8192,64],[],[]]", '["int","Scalar",""]', "[[64,1],[],[]]", '["","1",""]')
+    assert s0[1] != s1[1]  # a scan down the rows is not a scan along them
+    t2 = call("aten::topk", "[[8192,64],[],[],[],[]]", '["float","Scalar","Scalar","Scalar","Scalar"]',
+              "[[64,1],[],[],[],[]]", '["","2","-1","True","True"]')
+    t4 = call("aten::topk", "[[8192,64],[],[],[],[]]", '["float","Scalar","Scalar","Scalar","Scalar"]',
+              "[[64,1],[],[],[],[]]", '["","4","-1","True","True"]')
+    assert t2[1] == t4[1] and t2[3][3] == 1.0 and t4[3][3] == 2.0  # k is a coordinate, not a group
+
+
+def _ops(rows, **facts):
+    df = pd.DataFrame(rows, columns=["op_name", "op_input_dims", "op_input_types", "op_input_strides",
+                                     "op_concrete_inputs"])
+    for k, v in facts.items():
+        df[k] = [v] * len(df) if isinstance(v, list) else v
+    return df
+
+
+def test_describe_reads_expert_counts_degrees_order_and_context():
+    g = ("aten::_grouped_mm", "[[80,64],[4,64,128],[4],[],[]]", f'[{BF},{BF},"int","",""]',
+         "[[64,1],[8192,1,64],[1],[],[]]", '["","","","",""]')
+    ops = _ops([g], workload="moe", dispatch="grouped")
+    ops["expert_counts"] = [[50, 30, 0, 0]]
+    d = describe(ops)
+    assert d.active.iat[0] == 2 and d.largest.iat[0] == 50
+    assert d.c3.iat[0] == pytest.approx(1.0) and d.c4.iat[0] == pytest.approx(math.log2(50))
+    assert d.group.iat[0].endswith("|@moe:grouped")
+    sc = ("aten::scatter_add_", "[[1024,16],[],[16384,16],[16384,16]]", '["float","Scalar","long int","float"]',
+          "[[16,1],[],[1,0],[16,1]]", '["","","",""]')
+    d = describe(_ops([sc, sc], workload="gnn", backend="segment", max_in_degree=64.0, mean_in_degree=16.0,
+                      dst_sorted=True))
+    assert d.c3.iat[0] == pytest.approx(2.0)  # log2(max / mean in-degree)
+    assert "|dst-sorted|@gnn" in d.group.iat[0]
+    d = describe(_ops([sc], workload="gnn", backend="scatter", max_in_degree=16.0, mean_in_degree=16.0))
+    assert "|dst-unsorted|@gnn" in d.group.iat[0] and d.c3.iat[0] == 0.0
+
+
+def test_describe_never_reads_durations():
+    row = ("aten::mm", "[[64,64],[64,64]]", f"[{BF},{BF}]", "[[64,1],[64,1]]", '["",""]')
+    a = describe(_ops([row], workload="gemm").assign(dur_us=1.0, flops=1.0, bytes=1.0))
+    b = describe(_ops([row], workload="gemm").assign(dur_us=99.0, flops=7.0, bytes=7.0))
+    pd.testing.assert_frame_equal(a, b)

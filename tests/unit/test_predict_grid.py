@@ -1,0 +1,92 @@
+"""The profile grid: every section well formed, and no held-out configuration inside it (no leak)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wlprof.predict import grid
+from wlprof.study import load_study
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+HELDOUT = sorted(WORKLOADS.glob("heldout_*.toml")) + [WORKLOADS / "gemm_same_flops.toml"]
+
+
+def _points(study):
+    import torch
+
+    from wlprof import workloads
+
+    wl = workloads.get(study.workload)
+    from wlprof.params import parse_all
+
+    values = parse_all(wl.params, study.params, "cuda", wl.name)
+    # the spec checks that need a GPU (grouped GEMM probes) are skipped: shapes only
+    if study.workload == "moe":
+        from wlprof.workloads.moe import MoeSpec
+        from wlprof.workloads.moe import routing as rt
+
+        spec = MoeSpec(tuple(rt.parse_spec(r, "routing").label for r in values["routing"]),
+                       tuple(values["dispatch"]), tuple(values["tokens"]), values["experts"], values["top_k"],
+                       values["d_model"], values["d_ff"], values["ffn"], values["capacity_factor"], values["seed"])
+    else:
+        spec = wl.spec(values, torch.device("cpu"), torch.float32).spec
+    return [(study.workload, p.params) for p in wl.points(spec)]
+
+
+def _key(workload, p):
+    if workload == "gemm":
+        return ("gemm", p["m"], p["k"], p["n"], p.get("layout", "nn"))
+    if workload == "elementwise":
+        return ("elementwise", p["op"], p["numel"])
+    if workload == "moe":  # a configuration: its sizes (routing and dispatch vary inside one)
+        return ("moe", p["tokens"], p["experts"], p["top_k"], p["d_model"], p["d_ff"])
+    if workload == "gnn":
+        return ("gnn", p["graph"], p["scale"], p["features"])
+    return (workload, tuple(sorted((k, str(v)) for k, v in p.items())))
+
+
+@pytest.fixture(scope="module")
+def grid_keys():
+    keys = set()
+    for s in grid.sections("gpu"):
+        keys |= {_key(w, p) for w, p in _points(s.study)}
+    return keys
+
+
+def test_sections_are_well_formed_and_the_coarse_pass_comes_first():
+    secs = grid.sections("gpu")
+    assert [s.passno for s in secs] == sorted(s.passno for s in secs)
+    assert {s.name for s in secs} == {"gemm nn", "gemm nt", "gemm linear", "elementwise", "gnn raw", "gnn pyg",
+                                      "moe"}
+    assert 1000 < sum(s.points for s in secs) < 1600
+    assert grid.expected_seconds(secs) < 400
+    for s in secs:
+        assert s.study.capture.profiled_steps >= 3  # the samples a call's spread needs
+        assert s.points == len(_points(s.study))
+
+
+def test_moe_grid_points_stay_within_work_and_memory():
+    for s in grid.sections("gpu"):
+        if s.name != "moe":
+            continue
+        p = s.study.params
+        assert p["dispatch"] and set(p["dispatch"]) <= {"loop", "padded", "grouped"}
+        assert p["top_k"] <= p["experts"]
+
+
+@pytest.mark.parametrize("path", HELDOUT, ids=[p.stem for p in HELDOUT])
+def test_no_held_out_configuration_is_in_the_grid(path, grid_keys):
+    study = load_study(path)
+    keys = {_key(w, p) for w, p in _points(study)}
+    if study.workload == "mlp":  # its two Linear layers are GEMMs the grid's nn.Linear section could hold
+        keys |= {("gemm", p["batch"], a, b, "linear") for _, p in _points(study)
+                 for a, b in ((p["d_model"], p["d_ff"]), (p["d_ff"], p["d_model"]))}
+    assert keys and not keys & grid_keys, sorted(keys & grid_keys)[:5]
+
+
+def test_cpu_miniature_has_the_same_sections():
+    gpu = {s.name for s in grid.sections("gpu")}
+    cpu = {s.name for s in grid.sections("cpu")}
+    assert {"gemm nn", "gemm nt", "gemm linear", "elementwise", "moe"} <= cpu and cpu - {"gnn"} <= gpu

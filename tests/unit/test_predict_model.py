@@ -1,0 +1,173 @@
+"""The per-class models on synthetic profiles with known answers: what they learn, and where from."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from wlprof.predict import model
+from wlprof.predict.calls import describe
+from wlprof.predict.neighbours import Table
+
+BF = "c10::BFloat16"
+K = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128)
+
+
+def _row(name, dims, types, strides, dur, point=0, step=0, run="r", **extra):
+    j = lambda v: json.dumps(v, separators=(",", ":"))  # noqa: E731
+    return {"run_id": run, "point": point, "step": step, "workload": "synthetic", "op_name": name,
+            "op_input_dims": j(dims), "op_input_types": j(types), "op_input_strides": j(strides),
+            "op_concrete_inputs": j([""] * len(dims)), "dur_us": dur, **extra}
+
+
+def copy_row(n, dur, **kw):
+    return _row("aten::copy_", [[n], [n], []], [BF, BF, "Scalar"], [[1], [1], []], dur, **kw)
+
+
+def mm_row(m, k, n, dur, **kw):
+    return _row("aten::mm", [[m, k], [k, n]], [BF, BF], [[k, 1], [1, k]], dur, **kw)
+
+
+# ---------------------------------------------------------------- the interpolator
+
+
+def test_table_interpolates_between_points_and_returns_a_profiled_point_exactly():
+    x = np.array([[0.0], [1.0], [2.0], [3.0]])
+    r = np.array([0.0, 0.1, 0.2, 0.3])  # residual linear in the coordinate
+    t = Table(x, r, np.ones(4))
+    pred, dist = t.query(np.array([[1.5], [2.0], [2.25]]))
+    assert pred == pytest.approx([0.15, 0.2, 0.225], abs=2e-3)
+    assert dist == pytest.approx([0.5, 0.0, 0.25])
+
+
+def test_table_carries_the_nearest_correction_beyond_the_profile_and_ignores_constant_coordinates():
+    t = Table(np.array([[0.0, 5.0], [1.0, 5.0], [2.0, 5.0]]), np.array([0.0, 0.1, 0.2]), np.ones(3))
+    pred, dist = t.query(np.array([[10.0, 5.0], [1.0, 7.0]]))
+    assert pred[0] == pytest.approx(0.2)  # clipped to the neighbours' residuals: no extrapolated slope
+    assert pred[1] == pytest.approx(0.1, abs=1e-3) and dist[1] == pytest.approx(2.0)  # off in the shared one
+
+
+# ---------------------------------------------------------------- memory-bound ops
+
+
+def test_memory_op_learns_its_bandwidth_and_floor_between_profiled_sizes():
+    # true: 1.5 us floor, 3.2 TB/s (an L2-resident 2x faster below 32 MiB), base assumes 2 us and 4 TB/s
+    def true(n):
+        nbytes = 4.0 * n  # bf16 copy: read + write
+        bw = 6.4e6 if nbytes < 32 * 2**20 else 3.2e6
+        return 1.5 + nbytes / bw
+
+    sizes = [2 ** i for i in range(10, 29)]
+    prof = pd.DataFrame([copy_row(n, true(n), point=i) for i, n in enumerate(sizes)])
+    p = model.fit(prof, K)
+    tests = [int(1.5 * 2 ** i) for i in range(10, 28) if abs(1.5 * 2 ** i * 4 - 32 * 2**20) > 8 * 2**20]
+    q = pd.DataFrame([copy_row(n, 1.0) for n in tests])
+    pred, src = p.predict(q)
+    want = np.array([true(n) for n in tests])
+    assert np.abs(pred / want - 1).max() < 0.05
+    assert set(src) == {model.SOURCES.index("near")}
+
+
+def test_a_profiled_call_is_answered_by_its_own_median_and_noisy_samples_count_less():
+    rows = [copy_row(4096, d, step=s) for s, d in enumerate([2.0, 2.1, 1.9])]
+    p = model.fit(pd.DataFrame(rows), K)
+    pred, src = p.predict(pd.DataFrame([copy_row(4096, 0.0)]))
+    assert pred[0] == pytest.approx(2.0) and src[0] == model.SOURCES.index("same call")
+    noisy = [copy_row(8192, d, step=s, point=1) for s, d in enumerate([2.0, 4.0, 3.0])]
+    p = model.fit(pd.DataFrame(rows + noisy), K)
+    assert p.meta["noisy"] == 1
+
+
+# ---------------------------------------------------------------- GEMMs
+
+
+def test_gemm_base_counts_tiles_and_waves_over_the_sms():
+    d = describe(pd.DataFrame([mm_row(128 * 132, 4096, 1024, 1.0), mm_row(128 * 133, 4096, 1024, 1.0),
+                               mm_row(1, 4096, 14336, 1.0), mm_row(256, 16384, 1024, 1.0)]))
+    b = model.base_us(d, K)
+    tile = 2 * 128 * 128 * 4096 / (800e6 / 132)  # one 128 x 128 tile's time on one SM
+    assert b[0] == pytest.approx(2.0 + 8 * tile)  # 132 x 8 tiles: 8 full waves
+    # one more row of tiles: 17 waves of 64-row (or 64-column) tiles beat 9 of full ones
+    assert b[1] == pytest.approx(2.0 + 17 * tile / 2)
+    assert b[2] == pytest.approx(2.0 + (4096 + 4096 * 14336 + 14336) * 2 / 4e6)  # skinny: the weights' bytes
+    # 2 x 8 = 16 tiles on 132 SMs: K split 8 ways, one wave of an eighth of K
+    assert b[3] == pytest.approx(2.0 + max(2 * 128 * 128 * 2048 / (800e6 / 132),
+                                           (256 * 16384 + 16384 * 1024 + 256 * 1024) * 2 / 4e6))
+
+
+def test_gemm_generalises_to_unprofiled_shapes_of_its_layout():
+    # a device 20% under the base's peak, 10% under its bandwidth, and a 3 us floor
+    def true(m, k, n):
+        d = describe(pd.DataFrame([mm_row(m, k, n, 1.0)]))
+        slow = model.Constants(sms=132, matrix={"bfloat16": 640e6}, bandwidth=3.6e6, floor=3.0)
+        return float(model.base_us(d, slow)[0])
+
+    ms = [1 << i for i in range(14)] + [3 << i for i in range(12)]
+    kn = [1024, 2048, 4096, 8192, 16384]
+    prof = pd.DataFrame([mm_row(m, k, n, true(m, k, n), point=i)
+                         for i, (m, k, n) in enumerate((m, k, n) for m in ms for k in kn for n in kn)])
+    p = model.fit(prof, K)
+    shapes = [(5, 3072, 6144), (40, 6144, 3072), (320, 5120, 5120), (1000, 3072, 12288), (2500, 2560, 10240),
+              (700, 12288, 3072), (12, 12288, 12288)]
+    q = pd.DataFrame([mm_row(m, k, n, 1.0) for m, k, n in shapes])
+    pred, src = p.predict(q)
+    want = np.array([true(*s) for s in shapes])
+    assert np.abs(pred / want - 1).max() < 0.06
+    assert all(model.SOURCES[s] in ("near", "same call") for s in src)
+
+
+# ---------------------------------------------------------------- index ops
+
+
+def scatter_row(e, f, n, skew_max, dur, **kw):
+    return _row("aten::scatter_add_", [[n, f], [], [e, f], [e, f]], ["float", "Scalar", "long int", "float"],
+                [[f, 1], [], [1, 0], [f, 1]], dur, max_in_degree=skew_max, mean_in_degree=e / n, backend="scatter",
+                **kw)
+
+
+def test_index_op_time_follows_the_graphs_skew_not_its_shapes_alone():
+    # the bytes at 3 TB/s, and a hub destination's updates serialized: 0.5 ns per element reduced into it
+    def true(e, f, n, mx):
+        return 2.0 + e * f * 4 * 3 / 3e6 + 5e-4 * mx * f
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 64, 128, 256):
+            n, e = 1 << s, 16 << s
+            for mx in (32, 256, 4096):
+                rows.append(scatter_row(e, f, n, mx, true(e, f, n, mx), point=i))
+                i += 1
+    p = model.fit(pd.DataFrame(rows), K)
+    cases = [(16 << 17, 96, 1 << 17, 1024), (16 << 19, 48, 1 << 19, 100), (16 << 15, 192, 1 << 15, 64),
+             (16 << 18, 128, 1 << 18, 20000)]
+    pred, src = p.predict(pd.DataFrame([scatter_row(*c, 1.0) for c in cases]))
+    want = np.array([true(*c) for c in cases])
+    assert np.abs(pred / want - 1).max() < 0.05
+    # the same shapes on a flat graph: the skew coordinate moves the prediction
+    flat, _ = p.predict(pd.DataFrame([scatter_row(16 << 18, 128, 1 << 18, 16, 1.0)]))
+    assert flat[0] < pred[3] * 0.8
+
+
+# ---------------------------------------------------------------- fallbacks and persistence
+
+
+def test_unprofiled_ops_fall_back_to_their_class_then_the_base():
+    prof = pd.DataFrame([copy_row(2 ** i, 2.0 + 4.0 * 2 ** i / 2e6, point=i) for i in range(10, 26)])
+    p = model.fit(prof, K)
+    relu = _row("aten::relu", [[1 << 20]], [BF], [[1]], 1.0)
+    mm = mm_row(256, 1024, 1024, 1.0)
+    pred, src = p.predict(pd.DataFrame([relu, mm]))
+    assert model.SOURCES[src[0]] == "class"  # a memory op: the copies' correction at its base time
+    assert model.SOURCES[src[1]] == "base"  # no GEMM profiled at all
+    assert pred[0] == pytest.approx(2.0 + 4.0 * 2**20 / 2e6, rel=0.05)
+
+
+def test_a_predictor_survives_its_json():
+    prof = pd.DataFrame([copy_row(2 ** i, 1.0 + i, point=i) for i in range(10, 20)])
+    p = model.fit(prof, K)
+    q = pd.DataFrame([copy_row(3000, 0.0), copy_row(300000, 0.0)])
+    back = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
+    np.testing.assert_allclose(back.predict(q)[0], p.predict(q)[0], rtol=1e-4)  # rounded to 5 decimals

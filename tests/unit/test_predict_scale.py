@@ -1,0 +1,55 @@
+"""`--scale`: one dimension of an ingested step rewritten, strides following the tensors' layouts."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from wlprof.errors import InputError
+from wlprof.predict.scale import batch_dim, parse_scale, rewrite
+
+
+def ops(*calls):
+    return pd.DataFrame([{"op_name": n, "op_input_dims": json.dumps(d, separators=(",", ":")),
+                          "op_input_strides": json.dumps(s, separators=(",", ":")), "dur_us": 3.0}
+                         for n, d, s in calls])
+
+
+MLP = ops(("aten::addmm", [[16384], [64, 4096], [4096, 16384], [], []], [[1], [4096, 1], [1, 4096], [], []]),
+          ("aten::gelu", [[64, 16384], []], [[16384, 1], []]),
+          ("aten::addmm", [[4096], [64, 16384], [16384, 4096], [], []], [[1], [16384, 1], [1, 16384], [], []]),
+          ("aten::mul", [[64, 4096], [1, 4096]], [[4096, 1], [0, 1]]),
+          ("aten::cat", [[[64, 32], [64, 32]], []], [[[32, 1], [32, 1]], []]))
+
+
+def test_parse_scale():
+    assert parse_scale("batch=4") == ("batch", 4.0)
+    assert parse_scale("4096=0.5") == ("4096", 0.5)
+    for bad in ("batch", "batch=0", "width=2", "=3", "batch=x"):
+        with pytest.raises(InputError):
+            parse_scale(bad)
+
+
+def test_the_batch_is_the_first_matrix_ops_rows():
+    assert batch_dim(MLP) == 64
+    assert batch_dim(ops(("aten::relu", [[8]], [[1]]))) is None
+
+
+def test_rewrite_scales_every_matching_dim_and_recomputes_strides_in_layout_order():
+    out = rewrite(MLP, 64, 4)
+    dims = [json.loads(x) for x in out.op_input_dims]
+    strides = [json.loads(x) for x in out.op_input_strides]
+    assert dims[0] == [[16384], [256, 4096], [4096, 16384], [], []]
+    assert strides[0] == [[1], [4096, 1], [1, 4096], [], []]  # the weight is untouched: column-major kept
+    assert dims[1][0] == [256, 16384] and strides[1][0] == [16384, 1]
+    assert dims[3] == [[256, 4096], [1, 4096]] and strides[3][1] == [0, 1]  # a broadcast stays one
+    assert dims[4][0] == [[256, 32], [256, 32]]  # tensor lists too
+    assert out.dur_us.isna().all() and (out.measured_us == 3.0).all()
+
+
+def test_rewrite_of_a_transposed_tensor_keeps_it_transposed():
+    t = ops(("aten::copy_", [[64, 8], [64, 8], []], [[8, 1], [1, 64], []]))
+    out = rewrite(t, 64, 2)
+    assert json.loads(out.op_input_strides.iat[0]) == [[8, 1], [1, 128], []]

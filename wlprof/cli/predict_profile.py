@@ -1,0 +1,146 @@
+"""`wlprof predict --profile DIR ...`: Level 3 from an offline profile, on runs, a spec or a scaled trace.
+
+Three uses, one profile (`wlprof profile`):
+
+- `--test RUN...`: score held-out runs, every model of the ladder per family, with the noise floor;
+- `--spec 'WORKLOAD KEY=VALUE ...'`: a configuration never run, its calls listed without a GPU;
+- `--trace FILE [--scale DIM=FACTOR]`: an ingested step, its shapes rewritten along one dimension.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+OP_COLS = {"model": "model", "family": "family", "ops": "op calls", "within_10pct": "within ±10%",
+           "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps",
+           "step_within_5pct": "steps within ±5%", "step_median_ape": "step median |error|"}
+TIMELINE_COLS = {"family": "family", "steps": "steps", "kernel_within_5pct": "step kernel time within ±5%",
+                 "kernel_median_ape": "its median |error|", "points": "points",
+                 "b2b_within_10pct": "back-to-back within ±10%", "b2b_median_ape": "its median |error|",
+                 "latency_within_10pct": "latency within ±10%", "latency_median_ape": "its median |error| "}
+BREAKDOWN_COLS = {"op": "op", "shapes": "input shapes", "calls": "calls", "pred_us": "predicted µs",
+                  "each_us": "µs each", "share": "share", "source": "source"}
+
+
+def _write(out: Path | None, text: str, con) -> None:
+    if out is None:
+        return
+    from wlprof.store.atomic import atomic_write_bytes
+
+    atomic_write_bytes(out, text.encode())
+    con.print(f"wrote {out}")
+
+
+def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit: bool,
+          wide: bool = False) -> None:
+    """Score held-out runs with the profile's predictor beside L0-L2 and the noise floor."""
+    from wlprof.cli.common import console
+    from wlprof.cli.markdown import rich_table, table
+    from wlprof.errors import InputError
+    from wlprof.predict.profile import load_profile, profile_tables
+    from wlprof.predict.report import score_runs
+    from wlprof.store.selection import load_runs
+
+    con = console()
+    predictor, host, info = load_profile(profile, refit)
+    overlap = sorted(set(test) & {s.get("run_id") for s in info.get("sections", [])})
+    if overlap:
+        raise InputError("--test", "must not be runs of the profile (a model is scored on runs it did not see)",
+                         overlap)
+    ops = load_runs(traces, "ops", test, "--test")
+    steps = load_runs(traces, "steps", test, "--test")
+    prof_ops = profile_tables(profile)[0]
+    devices = sorted(set(ops.device_name.dropna()) | set(prof_ops.device_name.dropna()))
+    if len(devices) > 1:
+        raise InputError("--test", "must come from the device the profile was measured on", devices)
+    res = score_runs(predictor, host, prof_ops, ops, steps)
+    merged = res["ops"].merge(res["steps"], on=["model", "family"])
+    src = ", ".join(f"{k} {v:.1%}" for k, v in res["sources"].items())
+    head = (f"Profile {profile} ({info.get('gpu_minutes') or info.get('grid_seconds', '?')} "
+            f"{'GPU-minutes' if info.get('gpu_minutes') else 's'}); scored {res['scored_calls']} op calls with "
+            f"known FLOPs and bytes of {res['calls']} in {len(test)} runs. L3 answered from: {src}.")
+    con.print(head)
+    con.print(rich_table(merged, OP_COLS, title="Level 0-3 on runs the profile never saw", wide=wide,
+                         width=con.width))
+    con.print(rich_table(res["timeline"], TIMELINE_COLS, title="Whole steps (every call) and their timings",
+                         wide=wide, width=con.width))
+    _write(out, f"{head}\n\n{table(merged, OP_COLS)}\n{table(res['timeline'], TIMELINE_COLS)}", con)
+
+
+def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, out: Path | None, con,
+                      measured: pd.DataFrame | None = None, wide: bool = False) -> pd.DataFrame:
+    from wlprof.cli.markdown import rich_table, table
+    from wlprof.predict.report import breakdown, predict_calls
+    from wlprof.predict.steps import Plan
+
+    lines = [title, ""]
+    rows = []
+    keys = [k for k in ("variant", "point") if k in ops]
+    groups = ops.groupby(keys, sort=False) if keys else [((), ops)]
+    for key, g in groups:
+        g = g.sort_values("ts_us", kind="stable") if "ts_us" in g else g
+        d, pred, src = predict_calls(predictor, g)
+        b2b, lat = Plan(pred, np.isin(d.cls.to_numpy(), ("gemm", "grouped", "spmm")),
+                        d.sync.to_numpy(dtype=bool)).times(host)
+        label = key[0] if isinstance(key, tuple) and key else str(key)
+        row = {"point": label, "calls": len(g), "kernel_us": float(pred.sum()), "back_to_back_us": b2b,
+               "latency_us": lat, "answered near or same": float(np.isin(src, (0, 1)).mean())}
+        if "measured_us" in g:
+            row["measured_kernel_us"] = float(pd.to_numeric(g.measured_us, errors="coerce").sum())
+        rows.append(row)
+        bd = breakdown(g, pred, src, top)
+        cols = dict(BREAKDOWN_COLS)
+        if "measured_us" in bd:
+            cols["measured_us"] = "measured µs (unscaled)"
+        msg = (f"{label}: {len(g)} calls, kernel time {pred.sum():,.1f} µs, back to back {b2b:,.1f} µs/step, "
+               f"one call {lat:,.1f} µs")
+        con.print(msg)
+        con.print(rich_table(bd, cols, wide=wide, width=con.width))
+        lines += [f"## {label}", "", msg, "", table(bd, cols)]
+    summary = pd.DataFrame(rows)
+    _write(out, "\n".join(lines), con)
+    return summary
+
+
+def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None, refit: bool,
+         wide: bool = False) -> None:
+    from wlprof.cli.common import console
+    from wlprof.predict.profile import load_profile
+    from wlprof.predict.spec import parse_spec, record
+
+    con = console()
+    predictor, host, _ = load_profile(profile, refit)
+    sp = parse_spec(text)
+    ops = record(sp, dtype, launching=frozenset(predictor.meta.get("op_names", [])))
+    _predict_and_show(f"# {text}\n\nPredicted from profile {profile}; calls listed on the meta device.", ops,
+                      predictor, host, top, out, con, wide=wide)
+
+
+def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path | None, refit: bool,
+          wide: bool = False) -> None:
+    from wlprof.cli.common import console
+    from wlprof.errors import InputError
+    from wlprof.predict.profile import load_profile
+    from wlprof.predict.scale import ingest_trace, parse_scale, scaled
+
+    con = console()
+    if not Path(path).is_file():
+        raise InputError("--trace", "must be a torch.profiler trace file", str(path))
+    predictor, host, _ = load_profile(profile, refit)
+    ops = ingest_trace(str(path))
+    steps = sorted(s for s in ops.step.unique() if s >= 0) if "step" in ops else []
+    if steps:  # one step: the first profiled one
+        ops = ops[ops.step == steps[0]]
+    if scale_text:
+        dim, factor = parse_scale(scale_text)
+        ops, value = scaled(ops, dim, factor)
+        title = (f"# {path} with {dim} ({value}) x {factor:g}\n\nPredicted from profile {profile}; "
+                 "measured µs: the trace's own calls before scaling.")
+    else:
+        ops = ops.assign(measured_us=pd.to_numeric(ops.dur_us, errors="coerce"))
+        title = f"# {path}\n\nPredicted from profile {profile} beside the trace's measured calls."
+    ops = ops.assign(variant=str(Path(path).name))
+    _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide)

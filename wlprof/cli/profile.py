@@ -1,0 +1,49 @@
+"""`wlprof profile -o DIR`: build the offline profile Level 3 predicts from (the grid, `wlprof.predict.grid`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wlprof.cli.common import command_line, console, handle_errors
+from wlprof.cli.options import Device, Quiet, epilog
+
+EXAMPLES = epilog("wlprof profile --device cuda -o profiles/h200",
+                  "wlprof profile --device cuda -o profiles/h200 --budget-minutes 6",
+                  "wlprof profile --device cpu -o profiles/cpu --section gemm --section moe")
+
+
+@handle_errors
+def profile(
+    out: Annotated[Path, typer.Option("--out", "-o", help="The profile folder to create (new or empty; required).",
+                                      metavar="DIR")],
+    device: Device = None,
+    budget_minutes: Annotated[float, typer.Option(
+        "--budget-minutes", help="Stop starting sections once this much wall time is spent (the coarse pass "
+        "of every section first).", metavar="MIN", show_default=True)] = 6.0,
+    section: Annotated[list[str] | None, typer.Option(
+        "--section", help="Profile only these sections of the grid (repeatable): gemm nn, gemm nt, gemm linear, "
+        "elementwise, gnn raw, gnn pyg, moe (a CPU's grid: gnn). Default: every section.", metavar="NAME")] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps) into DIR, check it
+    (clocks, noisy points) and fit the Level-3 predictor `wlprof predict --profile DIR` uses."""
+    from wlprof.predict.profile import run_profile
+
+    con = console()
+    say = None if quiet else (lambda msg: con.print(msg))
+    info = run_profile(out, device=device, budget_s=budget_minutes * 60.0, sections=section, progress=say,
+                       command=command_line())
+    minutes = info["grid_seconds"] / 60
+    skipped = info["skipped"]
+    con.print(f"profiled {info['points']} points, {info['op_calls']} op calls in {minutes:.2f} minutes "
+              f"({'GPU' if info['device']['type'] == 'cuda' else 'CPU'}: {info['device']['name']}); "
+              f"{info['noisy_points']} noisy, {info['throttled_points']} throttled; "
+              + (f"{len(skipped)} sections left out by the budget" if skipped else "every section run"))
+    clocks = info.get("sm_clock_mhz")
+    if clocks:
+        con.print(f"SM clock at the points' ends: {clocks['end_min']:.0f}-{clocks['end_max']:.0f} MHz "
+                  f"(median {clocks['end_median']:.0f})")
+    con.print(f"wrote {out}/profile.json, {out}/predictor.json and the runs in {out}/traces")

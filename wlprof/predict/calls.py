@@ -1,0 +1,322 @@
+"""What decides an op call's time, from its recorded shapes and its workload's data facts.
+
+Every call gets an op class (`CLASSES`), a group (the calls whose times are comparable:
+op, dtypes, memory layout, reduced dims), coordinates (log2 of the sizes that set its
+time within the group) and the physical quantities its base time needs. Nothing here
+reads a duration: the measured time of a call never enters its own features (a stated
+cost split by duration would, so costs are recomputed from the shapes).
+
+Shapes are parsed once per distinct call (op, dims, dtypes, strides, scalars): a step of
+a thousand calls has a few dozen distinct ones.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+try:  # orjson parses the recorded JSON 5-10x faster; the standard module where it is missing
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    from json import loads as _loads
+
+CLASSES = ("gemm", "grouped", "spmm", "index", "memory", "other")
+NCOORDS = 5  # coordinates per call (log2 sizes), zero-padded per class
+
+GEMM_OPS = frozenset("aten::" + n for n in "mm addmm bmm baddbmm mv addmv addmv_ _scaled_mm".split())
+INDEX_OPS = frozenset("aten::" + n for n in (
+    "gather scatter scatter_ scatter_add scatter_add_ scatter_reduce scatter_reduce_ index_add index_add_ "
+    "index_copy index_copy_ index_fill_ index_select index index_put_ _index_put_impl_ segment_reduce "
+    "_segment_reduce_backward embedding take put_ masked_select masked_scatter_ masked_fill_ nonzero "
+    "unique_consecutive _unique2 unique_dim repeat_interleave bincount histc searchsorted "
+    "_convert_indices_from_coo_to_csr _convert_indices_from_csr_to_coo").split())
+# ops whose recorded scalars choose what they compute (the reduced dim, k): part of the group
+DIM_OPS = frozenset("aten::" + n for n in (
+    "sum mean amax amin max min prod all any norm linalg_vector_norm std var softmax _softmax log_softmax "
+    "_log_softmax cumsum cumprod topk sort argsort argmax argmin logsumexp _log_softmax_backward_data "
+    "_softmax_backward_data kthvalue median mode").split())
+# ops that wait for the device (their output size is data, or they read a value back)
+SYNC_OPS = frozenset("aten::" + n for n in (
+    "nonzero _local_scalar_dense item masked_select _unique2 unique_consecutive unique_dim "
+    "repeat_interleave").split())
+INDEX_TYPES = frozenset(("long int", "long", "int64_t", "int", "short int", "signed char", "unsigned char",
+                         "bool"))
+
+
+def _log2(x: float) -> float:
+    return math.log2(x) if x and x > 0 else 0.0
+
+
+def _contiguous(dims, strides) -> bool:
+    expect = 1
+    for d, s in zip(reversed(dims), reversed(strides), strict=True):
+        if d != 1 and s != expect:
+            return False
+        expect *= d
+    return True
+
+
+def _layout(dims, strides) -> str:
+    """'c' contiguous, 'b' broadcast (a zero stride), 't' any other strides, 's' sparse (no strides)."""
+    if not isinstance(strides, list) or len(strides) != len(dims):
+        return "s" if dims else "-"
+    if any(s == 0 and d != 1 for d, s in zip(dims, strides, strict=True)):
+        return "b"
+    return "c" if _contiguous(dims, strides) else "t"
+
+
+def _matrix_layout(strides) -> str:
+    """A GEMM operand: 'n' row-major (last stride 1), 't' column-major, 's' sparse or unknown."""
+    if not isinstance(strides, list) or len(strides) < 2:
+        return "s"
+    return "n" if strides[-1] == 1 else "t"
+
+
+def _stored(dims, strides) -> int:
+    if not isinstance(strides, list) or len(strides) != len(dims):
+        return math.prod(dims)
+    return math.prod(d for d, s in zip(dims, strides, strict=True) if s != 0)
+
+
+@lru_cache(maxsize=200_000)
+def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s: str) -> tuple:
+    """(class, group, relaxed group, coords, quantities) of one distinct call.
+
+    quantities: dict of M, N, K, B (GEMMs), itemsize, flops and bytes by the cost registry's
+    formula (NaN where it cannot tell), the first tensor's stored elements.
+    """
+    from wlprof.cost import OpCall, cost_of
+    from wlprof.cost.dtypes import canonical, element_size
+
+    def load(s):
+        try:
+            v = _loads(s) if isinstance(s, str) and s else []
+        except ValueError:
+            v = []
+        return v if isinstance(v, list) else []
+
+    dims, types, strides, concrete = load(dims_s), load(types_s), load(strides_s), load(concrete_s)
+    tensors = []  # (position, dims, type, strides)
+    for i, t in enumerate(types):
+        if element_size(t) is None:
+            continue
+        d = dims[i] if i < len(dims) else []
+        if not isinstance(d, list) or not all(isinstance(x, int) for x in d):
+            continue
+        st = strides[i] if i < len(strides) else None
+        ok = isinstance(st, list) and len(st) == len(d) and all(isinstance(x, int) for x in st)
+        tensors.append((i, d, t, st if ok else None))  # None: a sparse tensor (recorded without strides)
+    float_types = [t for _, _, t, _ in tensors if t not in INDEX_TYPES]
+    main_type = float_types[0] if float_types else (tensors[0][2] if tensors else "")
+    itemsize = element_size(main_type) or 4
+    dtype = canonical(main_type) or "?"
+    type_sig = ",".join(sorted({canonical(t) or t for _, _, t, _ in tensors}))
+
+    def tup(x):
+        return tuple(tup(v) for v in x) if isinstance(x, list) else x
+
+    call = OpCall(name=name, dims=tup(dims), types=tuple(v if isinstance(v, str) else "" for v in types),
+                  strides=tup(strides), concrete=tuple(v if isinstance(v, str) else "" for v in concrete))
+    cost = cost_of(call)
+    flops = float(cost.flops) if cost is not None and cost.flops is not None else math.nan
+    nbytes = float(cost.bytes) if cost is not None and cost.bytes is not None else math.nan
+    stored = [_stored(d, st) for _, d, _, st in tensors]
+    numel0 = stored[0] if stored else 0
+    if math.isnan(nbytes):  # the inputs read once and an output of the first input's size written
+        nbytes = float((sum(stored) + numel0) * itemsize) if stored else 0.0
+    q = {"M": math.nan, "N": math.nan, "K": math.nan, "B": math.nan, "itemsize": itemsize, "dtype": dtype,
+         "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
+         "R": math.nan, "sync": name in SYNC_OPS}
+    layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
+    sparse = any(st is None and len(d) >= 2 for _, d, _, st in tensors)
+
+    if name in GEMM_OPS and sparse and len(tensors) >= 2:
+        # CSR SpMM: addmm(out, adj[N, N], x[N, F]) or mm(adj, x); nnz is data (the workload's edges)
+        mats = [(d, st) for _, d, _, st in tensors if len(d) == 2]
+        at = next(j for j, (d, st) in enumerate(mats) if st is None)
+        adj = mats[at][0]
+        # the dense operand: the matrix after the sparse one (an `out` argument may follow, empty)
+        dense = [d for d, st in mats[at + 1:] if st is not None and math.prod(d) > 0]
+        dense = dense or [d for d, st in mats if st is not None and math.prod(d) > 0]
+        f = dense[0][1] if dense else 1
+        q.update(R=float(adj[0]), W=float(f), M=float(adj[0]), N=float(f), K=float(adj[1]))
+        group = f"spmm|{name}|{type_sig}"
+        coords = (0.0, _log2(f), _log2(adj[0]), 0.0, 0.0)  # coords[0] (log2 nnz) and [3] come from the data
+        return "spmm", group, f"spmm|{type_sig}", coords, q
+
+    if name == "aten::_grouped_mm" and len(tensors) >= 2:
+        a, w = tensors[0][1], tensors[1][1]
+        if len(a) == 2 and len(w) == 3:
+            q.update(M=float(a[0]), K=float(a[1]), N=float(w[2]), B=float(w[0]))
+            group = f"grouped|{type_sig}|{_matrix_layout(tensors[0][3])}{_matrix_layout(tensors[1][3])}"
+            coords = (_log2(a[0]), _log2(w[2]), _log2(a[1]), 0.0, 0.0)  # [3], [4]: from the expert counts
+            return "grouped", group, f"grouped|{type_sig}", coords, q
+
+    if name in GEMM_OPS:
+        from wlprof.analysis.models import matrix_dims
+
+        m, n, k, b = matrix_dims(name, dims)
+        if not any(math.isnan(v) for v in (m, n, k, b)):
+            q.update(M=float(m), N=float(n), K=float(k), B=float(b))
+            mats = [st for _, d, _, st in tensors if len(d) >= 2]
+            lay = "".join(_matrix_layout(st) for st in mats[-2:])
+            bias = "bias" if name in ("aten::addmm", "aten::baddbmm", "aten::addmv", "aten::addmv_") else ""
+            group = f"gemm|{name}|{type_sig}|{lay}|{bias}"
+            coords = (_log2(m), _log2(n), _log2(k), _log2(b), 0.0)
+            return "gemm", group, f"gemm|{type_sig}", coords, q
+
+    if name in INDEX_OPS:
+        # L: indexed rows (the index tensor's stored length), W: elements per row, R: rows of the table
+        idx = [(i, d, st) for i, d, t, st in tensors if t in INDEX_TYPES and t != "bool"]
+        vals = [(i, d, st) for i, d, t, st in tensors if t not in INDEX_TYPES]
+        table = vals[0][1] if vals else (tensors[0][1] if tensors else [])
+        if idx:
+            d, st = idx[0][1], idx[0][2]
+            length = d[0] if len(d) >= 1 and st is not None and len(d) >= 2 and st[1:] == [0] * (len(d) - 1) \
+                else _stored(d, st)
+        else:
+            length = numel0
+        rows = table[0] if table else 0
+        if name == "aten::segment_reduce" and len(idx):  # data [E, F], offsets [N + 1]
+            length, rows = (table[0] if table else 0), max(idx[-1][1][0] - 1 if idx[-1][1] else 0, 1)
+        width = max(math.prod(table[1:]) if len(table) > 1 else 1, 1)
+        q.update(L=float(length), W=float(width), R=float(rows))
+        group = f"index|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
+        coords = (_log2(length), _log2(width), _log2(rows), 0.0, 0.0)
+        return "index", group, f"index|{name}|{type_sig}", coords, q
+
+    if not tensors:
+        return "other", f"other|{name}", f"other|{name}", (0.0,) * NCOORDS, q
+    d0 = tensors[0][1]
+    inner = d0[-1] if d0 else 1
+    n1 = stored[1] if len(stored) > 1 else 0
+    extra = 0.0
+    if name == "aten::topk" and len(concrete) > 1:
+        try:
+            extra = _log2(float(concrete[1]))
+        except ValueError:
+            pass
+    # 'r': an operand smaller than the first (broadcast by its shape: a row or column vector)
+    layouts = "".join("r" if j and _stored(d, st) < numel0 else _layout(d, st)
+                      for j, (_, d, _, st) in enumerate(tensors))
+    group = f"memory|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
+    coords = (_log2(numel0), _log2(inner), _log2(n1), extra, 0.0)
+    return "memory", group, f"memory|{name}|{type_sig}", coords, q
+
+
+def _scalars(name: str, concrete: list) -> str:
+    """The scalars that choose what an op computes (the reduced dims, keepdim, k's dim)."""
+    if name not in DIM_OPS:
+        return ""
+    if name == "aten::topk":
+        return "|".join(str(c) for c in concrete[2:4])
+    return "|".join(str(c) for c in concrete[1:4])
+
+
+# ---------------------------------------------------------------------------- per row
+
+
+def _text(col: pd.Series) -> np.ndarray:
+    return col.astype(object).where(col.notna(), "").map(str).to_numpy()
+
+
+def describe(ops: pd.DataFrame) -> pd.DataFrame:
+    """The calls of an ops table with their class, groups, coordinates and quantities (same index).
+
+    Data features come from the workload's fact columns where the row has them: the
+    expert counts of a grouped GEMM (rows per group, active groups), the edges and the
+    in-degree skew of a graph for sparse and index ops, and whether the aggregation's
+    indices were sorted by destination.
+    """
+    cols = ("op_name", "op_input_dims", "op_input_types", "op_input_strides", "op_concrete_inputs")
+    parts = [_text(ops[c]) if c in ops else np.full(len(ops), "", dtype=object) for c in cols]
+    key = pd.Series(parts[0] + "\x1f" + parts[1] + "\x1f" + parts[2] + "\x1f" + parts[3] + "\x1f" + parts[4])
+    codes, uniques = pd.factorize(key)
+    parsed = [parse_call(*u.split("\x1f")) for u in uniques]
+    cls = np.array([p[0] for p in parsed], dtype=object)[codes]
+    group = np.array([p[1] for p in parsed], dtype=object)[codes]
+    relaxed = np.array([p[2] for p in parsed], dtype=object)[codes]
+    coords = np.array([p[3] for p in parsed], dtype=float).reshape(len(parsed), NCOORDS)[codes]
+    qframe = pd.DataFrame([p[4] for p in parsed]).iloc[codes].reset_index(drop=True)
+    out = pd.DataFrame({"cls": cls, "group": group, "relaxed": relaxed}, index=ops.index)
+    for c in qframe.columns:
+        out[c] = qframe[c].to_numpy()
+    coords = coords.copy()
+    _data_features(ops, out, coords)
+    for j in range(NCOORDS):
+        out[f"c{j}"] = coords[:, j]
+    return out
+
+
+def _num(ops: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in ops:
+        return np.full(len(ops), np.nan)
+    return pd.to_numeric(ops[name], errors="coerce").to_numpy(dtype=float)
+
+
+CONTEXT_COLUMNS = ("dispatch",)
+DST_SORTED_BACKENDS = ("segment", "csr", "pyg:gcn-csr", "pyg:sage-csr")
+
+
+def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
+    """Fill the data-dependent coordinates and group parts in place."""
+    cls = out.cls.to_numpy()
+    # grouped GEMMs: active groups and the largest group, from the expert counts
+    g = np.flatnonzero(cls == "grouped")
+    if len(g) and "expert_counts" in ops:
+        counts = ops.expert_counts.to_numpy()
+        for i in g:
+            c = counts[i]
+            groups = out.B.iat[i]
+            if c is None or (isinstance(c, float) and math.isnan(c)) or len(c) != groups:
+                rows = out.M.iat[i]
+                active, largest = groups, rows / max(groups, 1)
+            else:
+                arr = np.asarray(c, dtype=float)
+                # the workload's counts sum to the routed rows; a grouped call of other rows keeps their shares
+                arr = arr * (out.M.iat[i] / arr.sum()) if arr.sum() > 0 else arr
+                active, largest = float((arr > 0).sum()), float(arr.max()) if len(arr) else 0.0
+            coords[i, 3], coords[i, 4] = _log2(active), _log2(largest)
+            out.loc[out.index[i], "active"] = active
+            out.loc[out.index[i], "largest"] = largest
+    elif len(g):
+        coords[g, 3] = np.log2(np.maximum(out.B.to_numpy()[g], 1))
+        coords[g, 4] = np.log2(np.maximum(out.M.to_numpy()[g] / np.maximum(out.B.to_numpy()[g], 1), 1))
+    # graphs: the skew of the in-degrees (max over mean) and the sparse matrix's nonzeros
+    mx = _num(ops, "max_in_degree")
+    skew = np.log2(np.maximum(mx, 1) / np.maximum(_num(ops, "mean_in_degree"), 1e-9))
+    skew = np.where(np.isfinite(skew), np.maximum(skew, 0), 0.0)
+    # a hub's work: the elements reduced into the most-targeted destination, serial or contended
+    w = out.W.to_numpy(dtype=float)
+    out["hub"] = np.where(np.isin(cls, ("index", "spmm")) & np.isfinite(mx) & np.isfinite(w), mx * w, 0.0)
+    for c in ("index", "spmm"):
+        rows = np.flatnonzero(cls == c)
+        coords[rows, 3] = skew[rows]
+    sp = np.flatnonzero(cls == "spmm")
+    if len(sp):
+        edges = _num(ops, "edges")[sp]
+        nodes = out.R.to_numpy()[sp]
+        nnz = np.where(np.isfinite(edges) & (edges > 0), edges, nodes * 16)
+        coords[sp, 0] = np.log2(np.maximum(nnz, 1))
+        out.loc[out.index[sp], "L"] = nnz
+    # the order of the indices: an aggregation over destination-sorted edges contends less
+    sorted_dst = _text(ops["dst_sorted"]) if "dst_sorted" in ops else None
+    if sorted_dst is None or not (sorted_dst != "").any():
+        backend = _text(ops["backend"]) if "backend" in ops else np.full(len(ops), "", dtype=object)
+        sorted_dst = np.where(np.isin(backend, DST_SORTED_BACKENDS), "True",
+                              np.where(backend == "", "", "False"))
+    idx = np.flatnonzero(np.isin(cls, ("index", "spmm")) & (sorted_dst != ""))
+    group = out.group.to_numpy(dtype=object).copy()
+    if len(idx):
+        group[idx] = group[idx] + np.where(sorted_dst[idx] == "True", "|dst-sorted", "|dst-unsorted")
+    # the context a call ran in: a kernel's time depends on what ran before it (an input still in
+    # the L2 or evicted by a weight stream), so calls of one workload's dispatch are compared first
+    context = _text(ops["workload"]) if "workload" in ops else np.full(len(ops), "", dtype=object)
+    for c in CONTEXT_COLUMNS:
+        if c in ops:
+            v = _text(ops[c])
+            context = np.where(v != "", context + ":" + v, context)
+    out["group"] = group + "|@" + context

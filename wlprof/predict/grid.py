@@ -1,0 +1,215 @@
+"""The profile grid: what `wlprof profile` measures, designed for coverage rather than replaying studies.
+
+Every op class a workload runs, over the sizes that decide its time, through the
+workloads themselves (so each call carries the same data facts and runs in the same
+context as in a study):
+
+- GEMMs (workload `gemm`): M over powers of two and their midpoints, K and N over
+  1024..16384, in the three layouts a model runs (A @ B, A @ W.T, nn.Linear with a bias);
+  skinny M (1..64) is the weight-streaming regime, large M the tile-and-wave one;
+- elementwise and copies (workload `elementwise`): 2^10..2^28 elements with midpoints,
+  L2-resident to far past the 60 MB L2; matvec and matmul sides;
+- index ops (workload `gnn`): gather, scatter_add, index_add, segment reduce and CSR SpMM
+  over graphs of 2^14..2^20 nodes, 32..512 features, three index distributions (uniform,
+  RMAT, destination hubs zipf:1.5) in source and destination order; PyG's layers over them;
+- MoE (workload `moe`): router, dispatch, grouped GEMMs with per-group token counts and
+  combine, for 4..128 experts, top-1/2/4, three widths and token counts 64..16384, under
+  several routings, in the three dispatches.
+
+Sections run coarse first: `pass 1` holds every section's coarse points, `pass 2` the
+rest; a budget that runs out in pass 2 leaves every section covered. `scale="cpu"` is a
+miniature of the same grid that runs on a CPU in minutes (for tests and dry runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wlprof.capture import CaptureConfig
+from wlprof.study import Study
+
+# Short captures: the model needs kernel times (3 profiled steps, for their spread) and the
+# host's unprofiled timings (latency and back-to-back), not long statistics.
+PROFILE_CAPTURE = CaptureConfig(warmup=2, latency_reps=5, batches=2, min_batch_ms=2.0, profiled_steps=3,
+                                profiler_warmup=1, graph=False)
+
+M_POW = [1 << i for i in range(14)]  # 1..8192
+M_MID = [3 << i for i in range(12)]  # 3, 6, 12, ..., 6144: the midpoints
+KN_MAIN = [1024, 4096, 16384]
+KN_MID = [2048, 8192]
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str  # e.g. "gemm nt"
+    passno: int  # 1: coarse coverage, 2: the fill-in
+    study: Study
+    points: int  # sweep points, for the budget
+    cost_s: float  # expected seconds per point on an H200 (the budget's first guess)
+
+
+def _study(name: str, workload: str, params: dict, dtype: str | None, device: str | None) -> Study:
+    return Study(workload=workload, params=params, device=device, dtype=dtype, capture=PROFILE_CAPTURE,
+                 name=f"profile:{name}", description=f"wlprof profile grid: {name}")
+
+
+def _shapes(ms, kns) -> list[str]:
+    return [f"{m}x{k}x{n}" for m in ms for k, n in kns]
+
+
+def gpu_sections(device: str | None = "cuda") -> list[Section]:
+    out: list[Section] = []
+    main = [(k, n) for k in KN_MAIN for n in KN_MAIN]
+    mid = [(k, n) for k in KN_MID for n in KN_MID]
+    linear_main = [(1024, 4096), (4096, 1024), (4096, 16384), (16384, 4096), (2048, 8192), (8192, 2048)]
+    for layout in ("nn", "nt", "linear"):
+        coarse = _shapes(M_POW, main if layout != "linear" else linear_main)
+        fill = _shapes(M_MID, mid if layout != "linear" else [(2048, 8192), (8192, 2048)])
+        for passno, shapes in ((1, coarse), (2, fill)):
+            out.append(Section(f"gemm {layout}", passno, _study(f"gemm {layout} pass {passno}", "gemm", {
+                "shapes": shapes, "layout": layout}, "bfloat16", device), len(shapes), 0.15))
+    sizes = [1 << i for i in range(10, 29)]
+    mids = [3 << i for i in range(9, 27)]
+    vector_ops = ["copy", "relu", "gelu", "silu", "mul", "add", "dot"]
+    for passno, numel, mv, mm in ((1, sizes, [1024, 2048, 4096, 8192, 16384], [512, 1024, 2048, 4096, 8192]),
+                                  (2, mids, [1536, 3072, 6144, 12288], [768, 1536, 3072, 6144])):
+        params = {"ops": [*vector_ops, "matvec", "matmul"], "numel": numel, "matvec_n": mv, "matmul_n": mm}
+        out.append(Section("elementwise", passno, _study(f"elementwise pass {passno}", "elementwise", params,
+                                                         "bfloat16", device),
+                           len(vector_ops) * len(numel) + len(mv) + len(mm), 0.12))
+    raw = ["scatter", "index_add", "segment", "csr"]
+    for passno, scales, feats in ((1, [14, 18], [32, 128, 512]), (1, [16, 20], [64, 256]),
+                                  (2, [14, 18], [64, 256]), (2, [16, 20], [32, 128, 512])):
+        for graph in ("uniform", "rmat", "zipf:1.5"):
+            params = {"graph": graph, "scale": scales, "features": feats, "backend": raw, "reduction": "sum",
+                      "edge_factor": 16}
+            out.append(Section("gnn raw", passno, _study(f"gnn raw {graph} pass {passno}", "gnn", params,
+                                                         "float32", device),
+                               len(scales) * len(feats) * len(raw), 0.35))
+    pyg = ["pyg:gcn", "pyg:gcn-csr", "pyg:sage", "pyg:sage-csr", "pyg:gat", "pyg:gat-csr"]
+    for passno, scales, feats in ((1, [14, 18], [32, 128]), (1, [16, 20], [64, 256]),
+                                  (2, [14, 18], [256]), (2, [16, 20], [32]), (2, [16, 20], [512])):
+        for graph in ("rmat", "uniform"):
+            params = {"graph": graph, "scale": scales, "features": feats, "backend": pyg, "reduction": "sum",
+                      "edge_factor": 16}
+            out.append(Section("gnn pyg", passno, _study(f"gnn pyg {graph} pass {passno}", "gnn", params,
+                                                         "float32", device),
+                               len(scales) * len(feats) * len(pyg), 0.35))
+    for i, (tokens, experts, top_k, d_model, d_ff, routings) in enumerate(moe_configs()):
+        for routing in routings:
+            dispatches = moe_dispatches(tokens, experts, top_k, d_model, d_ff, routing)
+            if not dispatches:
+                continue
+            params = {"tokens": [tokens], "experts": experts, "top_k": top_k, "d_model": d_model, "d_ff": d_ff,
+                      "routing": [routing], "dispatch": dispatches, "ffn": "swiglu"}
+            out.append(Section("moe", 1 if i % 2 == 0 else 2,
+                               _study(f"moe T{tokens} E{experts} k{top_k} d{d_model} {routing}", "moe", params,
+                                      "bfloat16", device), len(dispatches), 0.45))
+    return out
+
+
+MOE_MAX_FLOP = 25e12  # a grid point's step at most this much expert work (about 40 ms on an H200)
+MOE_MAX_BYTES = 60 * 2**30  # and this much device memory
+
+
+def moe_dispatches(tokens: int, experts: int, top_k: int, d_model: int, d_ff: int, routing: str) -> list[str]:
+    """The dispatches whose step stays within the grid's work and memory bounds (the padded one
+    computes every expert's capacity rows: concentrated routings of many tokens are out)."""
+    import torch
+
+    from wlprof import workloads
+    from wlprof.workloads.base import Point
+    from wlprof.workloads.moe.costs import capacity
+    from wlprof.workloads.moe.tensors import routing_for
+
+    wl = workloads.get("moe")
+    out = []
+    for dispatch in ("loop", "padded", "grouped"):
+        p = {"tokens": tokens, "experts": experts, "top_k": top_k, "routing": routing, "dispatch": dispatch,
+             "capacity_factor": 0.0 if dispatch == "padded" else None, "d_model": d_model, "d_ff": d_ff,
+             "activation": "swiglu", "seed": 0}
+        rows = tokens * top_k
+        if dispatch == "padded":
+            rows = experts * capacity(0.0, routing_for(p).counts(), tokens, top_k)
+        if 6.0 * rows * d_model * d_ff <= MOE_MAX_FLOP and \
+                wl.estimate_bytes(Point("x", p), torch.bfloat16) <= MOE_MAX_BYTES:
+            out.append(dispatch)
+    return out
+
+
+MOE_EXPERTS = (8, 16, 64, 128)
+MOE_TOP_K = (1, 2, 4)
+MOE_WIDTHS = ((1024, 2816), (2048, 5632), (4096, 14336))
+MOE_TOKENS = (64, 256, 1024, 4096, 16384)
+MOE_ROUTINGS = ("balanced", "zipf:0.6", "zipf:1.4", "concentrated", "dispersed")
+
+
+def moe_configs() -> list[tuple[int, int, int, int, int, list[str]]]:
+    """(tokens, experts, top_k, d_model, d_ff, routings) of the MoE grid: every experts x top-k x width,
+    the token counts and routings cycled through them so that each appears with each of the others."""
+    out = []
+    i = 0
+    for experts in MOE_EXPERTS:
+        for top_k in MOE_TOP_K:
+            for d_model, d_ff in MOE_WIDTHS:
+                tokens = MOE_TOKENS[(i * 2 + experts // 8) % len(MOE_TOKENS)]
+                feasible = [r for r in MOE_ROUTINGS if _feasible(r, tokens, experts, top_k)]
+                a = feasible[i % len(feasible)]
+                b = feasible[(i + 2) % len(feasible)]
+                out.append((tokens, experts, top_k, d_model, d_ff, list(dict.fromkeys([a, b]))))
+                i += 1
+    return out
+
+
+def _feasible(routing: str, tokens: int, experts: int, top_k: int) -> bool:
+    from wlprof.errors import InputError
+    from wlprof.workloads.moe import routing as rt
+
+    try:
+        rt.check_feasible(rt.parse_spec(routing, "routing"), tokens, experts, top_k, "routing")
+    except InputError:
+        return False
+    return True
+
+
+def cpu_sections(device: str | None = "cpu") -> list[Section]:
+    """The grid in miniature for a CPU (float32): the same sections and passes, small sizes."""
+    out = []
+    for layout in ("nn", "nt", "linear"):
+        for passno, ms in ((1, [1, 4, 16, 64]), (2, [2, 8, 32])):
+            shapes = _shapes(ms, [(64, 128), (128, 64), (256, 256)])
+            out.append(Section(f"gemm {layout}", passno, _study(f"gemm {layout} pass {passno}", "gemm", {
+                "shapes": shapes, "layout": layout}, "float32", device), len(shapes), 0.05))
+    for passno, numel in ((1, [1 << 10, 1 << 13, 1 << 16, 1 << 19]), (2, [3 << 10, 3 << 14])):
+        params = {"ops": ["copy", "relu", "gelu", "mul", "add", "dot", "matvec", "matmul"], "numel": numel,
+                  "matvec_n": [64, 256], "matmul_n": [32, 64]}
+        out.append(Section("elementwise", passno, _study(f"elementwise pass {passno}", "elementwise", params,
+                                                         "float32", device), 6 * len(numel) + 4, 0.05))
+    for passno, scales, feats in ((1, [8, 10], [8, 32]), (2, [9], [16])):
+        for graph in ("uniform", "rmat"):
+            params = {"graph": graph, "scale": scales, "features": feats,
+                      "backend": ["scatter", "index_add", "segment", "csr", "pyg:gcn", "pyg:sage"],
+                      "reduction": "sum", "edge_factor": 8}
+            out.append(Section("gnn", passno, _study(f"gnn {graph} pass {passno}", "gnn", params, "float32", device),
+                               len(scales) * len(feats) * 6, 0.1))
+    for i, (tokens, experts, top_k) in enumerate(((16, 4, 1), (64, 8, 2), (32, 8, 1), (128, 4, 2))):
+        params = {"tokens": [tokens], "experts": experts, "top_k": top_k, "d_model": 32, "d_ff": 64,
+                  "routing": ["balanced", "zipf:1.4"], "dispatch": ["loop", "padded", "grouped"], "ffn": "swiglu"}
+        out.append(Section("moe", 1 + i % 2, _study(f"moe T{tokens} E{experts} k{top_k}", "moe", params, "float32",
+                                                    device), 6, 0.2))
+    return out
+
+
+# the fill-in's order: where a budget that runs out costs least last
+PASS2_ORDER = ("moe", "gnn raw", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "elementwise")
+
+
+def sections(scale: str = "gpu", device: str | None = None) -> list[Section]:
+    """The grid's sections, pass 1 first (`scale`: gpu, the full grid; cpu, its miniature)."""
+    secs = gpu_sections(device or "cuda") if scale == "gpu" else cpu_sections(device or "cpu")
+    rank = {n: i for i, n in enumerate(PASS2_ORDER)}
+    return sorted(secs, key=lambda s: (s.passno, rank.get(s.name, len(rank)) if s.passno == 2 else 0))
+
+
+def expected_seconds(secs: list[Section]) -> float:
+    return sum(s.points * s.cost_s for s in secs)

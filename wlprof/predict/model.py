@@ -1,0 +1,331 @@
+"""The Level-3 predictor: per op class, a physical base time corrected by the nearest profiled calls.
+
+`fit(profile_ops)` turns the op calls of a profile (the grid `wlprof profile` measured)
+into tables of residuals; `Predictor.predict(ops)` answers any op call, profiled or not,
+with the source that answered it:
+
+- `same call`: the call was profiled (same group, same coordinates): its measured time;
+- `near`: profiled calls of its group lie within `NEAR` (log2 units) in every coordinate it
+  has: interpolated between them;
+- `far`: its group was profiled but not near it: the nearest correction carried to it;
+- `other context`: its group was profiled only in other workloads or dispatches (an
+  ingested trace's calls, a workload the grid does not run): all of those together;
+- `op`: only other layouts or scalars of its op (the relaxed group) were profiled;
+- `class`: nothing of its op: the class's correction at the call's base time;
+- `base`: nothing of its class: the physical base time alone.
+
+Base times (`base_us`), per class, with the profile's measured peaks and bandwidth:
+
+- gemm: floor + max(waves x tile time, compulsory bytes / bandwidth), waves = ceil(tiles x splits /
+  SMs), the best of tiles 64x128, 128x64, 128x128, 128x256, 256x128 (cuBLAS picks one per shape), a
+  tile's time 2 * tm * tn * K / splits / (peak / SMs), K split (at least 512 per split) when there are
+  fewer tiles than SMs;
+- grouped (`_grouped_mm`): the same over every group's tiles (each active group pads half
+  a tile), against the active experts' weights;
+- spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth;
+- index and memory: floor + the formula's compulsory bytes / bandwidth;
+- other (no bytes): the floor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from wlprof.predict.calls import NCOORDS, describe
+from wlprof.predict.neighbours import Table
+
+SOURCES = ("same call", "near", "far", "other context", "op", "class", "base")
+NEAR = 1.0  # log2 units: within 2x of a profiled call in every coordinate
+FLOOR_US = 2.0  # a launch's floor before the profile says otherwise
+SPLIT_K_MIN = 512  # the least K a split-K GEMM gives one split
+TILES = ((64.0, 128.0), (128.0, 64.0), (128.0, 128.0), (128.0, 256.0), (256.0, 128.0))  # (rows, cols)
+NOISY_WEIGHT = 0.25  # a profiled call whose samples spread more than NOISY_SPREAD counts this much
+NOISY_SPREAD = 0.15  # (p90 - p10) / median over its samples
+
+
+@dataclass
+class Constants:
+    """The device numbers the base times use: from the profile's measured ceilings."""
+
+    sms: int = 132
+    matrix: dict[str, float] = field(default_factory=lambda: {"bfloat16": 790e6, "float16": 760e6,
+                                                              "float32": 50e6})  # FLOP/us
+    vector: float = 50e6  # FLOP/us
+    bandwidth: float = 4.2e6  # bytes/us
+    floor: float = FLOOR_US
+    tile: int = 128  # a GEMM tile's side (a CPU has no tiles to pad: 1)
+
+    def to_dict(self) -> dict:
+        return {"sms": self.sms, "matrix": dict(self.matrix), "vector": self.vector, "bandwidth": self.bandwidth,
+                "floor": self.floor, "tile": self.tile}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Constants:
+        return cls(int(d["sms"]), {k: float(v) for k, v in d["matrix"].items()}, float(d["vector"]),
+                   float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)))
+
+    @classmethod
+    def from_ceilings(cls, ceilings: dict, sms: int | None = None) -> Constants:
+        c = cls()
+        if ceilings:
+            c.matrix = {k: float(v) * 1e6 for k, v in (ceilings.get("matrix_tflops") or {}).items() if v}
+            c.vector = float(ceilings.get("vector_tflops") or 50.0) * 1e6
+            c.bandwidth = float(ceilings.get("copy_gbps") or 4200.0) * 1e3
+            if ceilings.get("device_type") == "cpu":
+                c.sms, c.tile, c.floor = 1, 1, 1.0
+        if sms:
+            c.sms = int(sms)
+        return c
+
+
+def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None) -> np.ndarray:
+    """The physical base time of each described call (`calls.describe`), in us; `split`: per call,
+    whether a GEMM's K may be split (default: all)."""
+    cls = d.cls.to_numpy()
+    s = d.itemsize.to_numpy(dtype=float)
+    nbytes = d["bytes"].to_numpy(dtype=float)
+    out = k.floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
+    peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
+    m, n, kk, b = (d[c].to_numpy(dtype=float) for c in ("M", "N", "K", "B"))
+    g = cls == "gemm"
+    tile = float(k.tile)
+    if g.any():
+        # cuBLAS picks a tile per shape: the best of a few (waves quantize each), K split when a
+        # shape has fewer tiles than SMs (at least SPLIT_K_MIN of K per split)
+        t_c = np.full(g.sum(), np.inf)
+        for tm, tn in (TILES if tile > 1 else ((1.0, 1.0),)):
+            tiles = np.maximum(np.ceil(m[g] / tm) * np.ceil(n[g] / tn) * b[g], 1)
+            splits = np.clip(np.floor(k.sms / tiles), 1, np.maximum(np.floor(kk[g] / SPLIT_K_MIN), 1))
+            if split is not None:
+                splits = np.where(np.asarray(split, dtype=bool)[g], splits, 1.0)
+            waves = np.ceil(tiles * splits / k.sms)
+            t_c = np.minimum(t_c, waves * 2 * tm * tn * (kk[g] / splits) / (peak[g] / k.sms))
+        t_m = (m[g] * kk[g] + kk[g] * n[g] + m[g] * n[g]) * b[g] * s[g] / k.bandwidth
+        out[g] = k.floor + np.maximum(t_c, t_m)
+    gr = cls == "grouped"
+    if gr.any():
+        active = d.active.to_numpy(dtype=float)[gr] if "active" in d else b[gr]
+        active = np.where(np.isfinite(active), active, b[gr])
+        t_c = np.full(gr.sum(), np.inf)
+        for tm, tn in (TILES if tile > 1 else ((1.0, 1.0),)):  # each active group pads half a tile's rows
+            tiles = (m[gr] / tm + 0.5 * active * (tile > 1)) * np.ceil(n[gr] / tn)
+            t_c = np.minimum(t_c, np.ceil(tiles / k.sms) * 2 * tm * tn * kk[gr] / (peak[gr] / k.sms))
+        t_m = (active * kk[gr] * n[gr] + m[gr] * (kk[gr] + n[gr])) * s[gr] / k.bandwidth
+        out[gr] = k.floor + np.maximum(t_c, t_m)
+    sp = cls == "spmm"
+    if sp.any():
+        nnz, w, r = (d[c].to_numpy(dtype=float)[sp] for c in ("L", "W", "R"))
+        out[sp] = k.floor + (nnz * (4 + s[sp]) + nnz * w * s[sp] + 2 * r * w * s[sp]) / k.bandwidth
+    return out
+
+
+FITTED = ("index", "spmm")  # classes whose base is fitted per op group
+MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
+
+
+def _terms(d: pd.DataFrame) -> np.ndarray:
+    """The base's terms per call: 1 (the launch floor), bytes, indexed rows, a hub's elements."""
+    nbytes = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0)
+    rows = np.nan_to_num(d.L.to_numpy(dtype=float), nan=0.0) if "L" in d else np.zeros(len(d))
+    hub = np.nan_to_num(d.hub.to_numpy(dtype=float), nan=0.0) if "hub" in d else np.zeros(len(d))
+    return np.column_stack([np.ones(len(d)), nbytes, rows, hub])
+
+
+def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
+    """`base_us`, with a group's fitted base where the profile fitted one (for a GEMM group: whether
+    its K splits, `[1.0]` or `[0.0]`)."""
+    free = _free(d.group.to_numpy(dtype=object))
+    split = np.array([bases.get(f, [1.0])[0] > 0.5 if c == "gemm" else True
+                      for f, c in zip(free, d.cls.to_numpy(), strict=True)], dtype=bool)
+    out = base_us(d, k, split)
+    if not bases:
+        return out
+    free = np.where(d.cls.to_numpy() == "gemm", "", free)
+    rows = np.flatnonzero([f in bases for f in free])
+    if len(rows):
+        coef = np.array([bases[f] for f in free[rows]])
+        out[rows] = np.maximum((_terms(d.iloc[rows]) * coef).sum(axis=1), 0.05)
+    return out
+
+
+def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
+              constants: Constants | None = None) -> dict[str, list[float]]:
+    """Per group without context of the memory, index and sparse classes: non-negative a + b*bytes +
+    c*rows + d*hub, least squares in relative error over its distinct profiled calls."""
+    from scipy.optimize import nnls
+
+    out = {}
+    cls = d.cls.to_numpy()
+    terms = _terms(d)
+    # GEMM groups: split-K in the base or not, whichever leaves the smoother correction (cuBLAS splits
+    # skinny GEMMs of some layouts and not others)
+    k = constants or Constants()
+    for f in pd.unique(free[cls == "gemm"]):
+        rows = np.flatnonzero(free == f)
+        if len(rows) < MIN_FIT:
+            continue
+        sub = d.iloc[rows]
+        x = sub[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
+        err = []
+        for split in (True, False):
+            r = np.log(dur[rows] / base_us(sub, k, np.full(len(rows), split)))
+            err.append(Table(x, r, np.ones(len(rows))).loo_error())
+        out[str(f)] = [1.0 if err[0] <= err[1] else 0.0]
+    for f in pd.unique(free[np.isin(cls, FITTED)]):
+        rows = np.flatnonzero(free == f)
+        if len(rows) < MIN_FIT:
+            continue
+        a = terms[rows] / dur[rows, None]
+        scale = np.maximum(np.abs(a).max(axis=0), 1e-30)
+        coef, _ = nnls(a / scale, np.ones(len(rows)), maxiter=200)
+        out[str(f)] = (coef / scale).tolist()
+    return out
+
+
+def _free(groups: np.ndarray) -> np.ndarray:
+    """The groups without their context (`calls.describe` ends a group with '|@context')."""
+    return np.array([g.rsplit("|@", 1)[0] for g in groups], dtype=object)
+
+
+def _class_key(d: pd.DataFrame) -> np.ndarray:
+    return d.cls.to_numpy(dtype=object)
+
+
+def _class_coords(base: np.ndarray) -> np.ndarray:
+    return np.log2(np.maximum(base, 1e-3))[:, None]
+
+
+@dataclass
+class Predictor:
+    """A fitted profile: residual tables per group, per relaxed group and per class."""
+
+    constants: Constants
+    groups: dict[str, Table]
+    free: dict[str, Table]  # the groups without their context
+    relaxed: dict[str, Table]
+    classes: dict[str, Table]
+    meta: dict = field(default_factory=dict)
+    # per group without context (memory, index, spmm ops): the fitted base a + b*bytes + c*rows + d*hub
+    bases: dict[str, list[float]] = field(default_factory=dict)
+
+    def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`."""
+        d = describe(ops) if described is None else described
+        base = fitted_base(d, self.constants, self.bases)
+        coords = d[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
+        r = np.full(len(d), np.nan)
+        src = np.full(len(d), len(SOURCES) - 1)
+        todo = np.ones(len(d), dtype=bool)
+        for level, keys, tables, x in (
+                ("group", d.group.to_numpy(dtype=object), self.groups, coords),
+                ("free", _free(d.group.to_numpy(dtype=object)), self.free, coords),
+                ("relaxed", d.relaxed.to_numpy(dtype=object), self.relaxed, coords),
+                ("class", _class_key(d), self.classes, _class_coords(base))):
+            for key in pd.unique(keys[todo]):
+                t = tables.get(key)
+                if t is None:
+                    continue
+                rows = np.flatnonzero(todo & (keys == key))
+                # distinct queries once: a step repeats its calls
+                q, inverse = np.unique(x[rows], axis=0, return_inverse=True)
+                pr, dist = t.query(q)
+                r[rows] = pr[inverse.ravel()]
+                dist = dist[inverse.ravel()]
+                if level == "group":
+                    src[rows] = np.where(dist <= 1e-6, 0, np.where(dist <= NEAR * math.sqrt(NCOORDS), 1, 2))
+                else:
+                    src[rows] = {"free": 3, "relaxed": 4, "class": 5}[level]
+                todo[rows] = False
+        pred = base * np.exp(np.where(np.isnan(r), 0.0, r))
+        return pred, src
+
+    def sources(self, src: np.ndarray) -> dict[str, float]:
+        return {s: float((src == i).mean()) if len(src) else float("nan") for i, s in enumerate(SOURCES)}
+
+    # -------------------------------------------------------------- persistence
+
+    def to_dict(self) -> dict:
+        def tables(ts):  # coordinates are log2 sizes, residuals logs: 5 decimals hold them
+            return {k: {"x": np.round(t.x, 5).tolist(), "r": np.round(t.r, 5).tolist(),
+                        "w": np.round(t.w, 3).tolist()} for k, t in ts.items()}
+
+        return {"constants": self.constants.to_dict(), "groups": tables(self.groups), "free": tables(self.free),
+                "relaxed": tables(self.relaxed), "classes": tables(self.classes), "meta": self.meta,
+                "bases": self.bases}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Predictor:
+        def tables(ts):
+            return {k: Table(np.array(v["x"], dtype=float), np.array(v["r"]), np.array(v["w"])) for k, v in ts.items()}
+
+        return cls(Constants.from_dict(d["constants"]), tables(d["groups"]), tables(d["free"]),
+                   tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}))
+
+
+def distinct_calls(ops: pd.DataFrame, d: pd.DataFrame, point_cols=("run_id", "point")) -> pd.DataFrame:
+    """The profiled calls reduced to one row per distinct call in each sweep point: the median of
+    its samples, their spread ((p90 - p10) / median) and their count."""
+    coords = [f"c{j}" for j in range(NCOORDS)]
+    frame = d[["cls", "group", "relaxed", *coords]].copy()
+    frame["dur"] = ops.dur_us.to_numpy(dtype=float)
+    for c in point_cols:
+        frame[c] = ops[c].to_numpy() if c in ops else ""
+    keys = ["group", *coords, *point_cols]
+    frame["pos"] = np.arange(len(frame))
+    g = frame.groupby(keys, sort=False, dropna=False)
+    agg = g.agg(relaxed=("relaxed", "first"), cls=("cls", "first"), dur=("dur", "median"), n=("dur", "size"),
+                first=("pos", "first"))
+    q = g.dur.quantile([0.1, 0.9]).unstack()
+    agg["p10"], agg["p90"] = q[0.1].to_numpy(), q[0.9].to_numpy()
+    agg = agg.reset_index()
+    agg["spread"] = (agg.p90 - agg.p10) / agg.dur
+    return agg
+
+
+def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None = None) -> Predictor:
+    """Fit a predictor on profiled op calls (an ops table: `wlprof.load(profile, table='ops')`).
+
+    Calls with no kernel time are left out; a call's samples in one sweep point are one
+    point of its table (their median), down-weighted when they spread (`NOISY_SPREAD`).
+    """
+    ops = ops[pd.to_numeric(ops.dur_us, errors="coerce") > 0]
+    if ops.empty:
+        raise ValueError("the profile has no op call with a kernel time")
+    if constants is None:
+        constants = Constants()
+    ops = ops.reset_index(drop=True)
+    d = describe(ops)
+    calls = distinct_calls(ops, d)
+    first = calls["first"].to_numpy(dtype=int)
+    firsts = d.iloc[first].reset_index(drop=True)
+    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float), _free(calls.group.to_numpy(dtype=object)),
+                      constants)
+    calls["base"] = fitted_base(firsts, constants, bases)
+    calls["r"] = np.log(calls.dur.to_numpy() / calls.base.to_numpy())
+    calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))
+    coords = [f"c{j}" for j in range(NCOORDS)]
+
+    def tables(key: str, x_of) -> dict[str, Table]:
+        out = {}
+        for k, g in calls.groupby(key, sort=False):
+            # the same call profiled in several points: one point per coordinates (weighted mean residual)
+            x = x_of(g)
+            frame = pd.DataFrame(x).assign(r=g.r.to_numpy() * g.w.to_numpy(), w=g.w.to_numpy())
+            agg = frame.groupby(list(range(x.shape[1])), sort=False).sum()
+            xs = np.array(agg.index.to_list(), dtype=float).reshape(len(agg), x.shape[1])
+            out[str(k)] = Table(xs, (agg.r / agg.w).to_numpy(), agg.w.to_numpy())
+        return out
+
+    calls["free"] = _free(calls.group.to_numpy(dtype=object))
+    groups = tables("group", lambda g: g[coords].to_numpy(dtype=float))
+    free = tables("free", lambda g: g[coords].to_numpy(dtype=float))
+    relaxed = tables("relaxed", lambda g: g[coords].to_numpy(dtype=float))
+    classes = tables("cls", lambda g: _class_coords(g.base.to_numpy()))
+    m = dict(meta or {})
+    m.update(calls=int(len(ops)), distinct=int(len(calls)), noisy=int((calls.spread > NOISY_SPREAD).sum()),
+             op_names=sorted({str(g).split("|")[1] for g in groups if "|" in str(g)}))
+    return Predictor(constants, groups, free, relaxed, classes, m, bases)

@@ -1,0 +1,254 @@
+"""Build an offline profile: run the grid (`grid`) within a time budget, check it, fit it, write it down.
+
+A profile folder holds
+
+- `traces/`: the grid's runs (the store's layout: `wlprof ls -t DIR/traces`);
+- `profile.json`: the command, device, versions, the GPU time each section took and the
+  whole grid's, the SM clocks the points ran at, the points flagged noisy or throttled,
+  the sections the budget left out;
+- `predictor.json`: the fitted predictor (`model.Predictor`) and host timeline (`steps.Host`).
+
+A point is flagged `noisy` when more than a fifth of its kernel time is in calls whose
+samples (the same call over its profiled steps) spread by more than 15% (max - min over
+median), and `throttled` when its SM clock at the end was under 90% of the grid's median;
+flagged points stay in the profile, down-weighted where their calls spread
+(`model.NOISY_WEIGHT`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PROFILE_FILE = "profile.json"
+OPS_FILE = "ops.parquet"  # every run's ops table in one file
+STEPS_FILE = "steps.parquet"
+PREDICTOR_FILE = "predictor.json"
+NOISY_CALL_SPREAD = 0.15
+NOISY_TIME_SHARE = 0.2
+THROTTLED = 0.9
+FORMAT = 1  # of predictor.json: a file of another format is refitted from the traces
+
+
+def run_profile(out: str | Path, device: str | None = None, scale: str | None = None, budget_s: float = 360.0,
+                sections: list[str] | None = None, progress: Callable[[str], None] | None = None,
+                command: str | None = None) -> dict:
+    """Run the grid into `out` (a new or empty folder), then check and fit it; returns profile.json's content."""
+    from wlprof.device import resolve_device
+    from wlprof.errors import InputError, Key
+    from wlprof.predict import grid
+    from wlprof.study import run_study, versions
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise InputError(Key("out", "store"), "must be a new or empty folder (a profile is never mixed with "
+                         "another)", str(out))
+    dev = resolve_device(device, Key("device", "study"))
+    scale = scale or ("gpu" if dev.type == "cuda" else "cpu")
+    secs = grid.sections(scale, str(dev))
+    if sections:
+        unknown = sorted(set(sections) - {s.name for s in secs})
+        if unknown:
+            raise InputError(Key("sections", "store"), f"must be sections of the grid "
+                             f"({', '.join(dict.fromkeys(s.name for s in secs))})", unknown)
+        secs = [s for s in secs if s.name in sections]
+    traces = out / "traces"
+    traces.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    t0 = time.monotonic()
+    per_point: dict[str, float] = {}
+    done, skipped, failed = [], [], []
+    for s in secs:
+        est = s.points * per_point.get(s.name, s.cost_s)
+        elapsed = time.monotonic() - t0
+        if elapsed + est > budget_s:
+            skipped.append({"section": s.name, "pass": s.passno, "study": s.study.name, "points": s.points,
+                            "expected_s": round(est, 1)})
+            if progress:
+                progress(f"skip {s.study.name}: {elapsed:.0f} s spent, {est:.0f} s more would pass the budget")
+            continue
+        if progress:
+            progress(f"{s.study.name}: {s.points} points ({elapsed:.0f}/{budget_s:.0f} s)")
+        ts = time.monotonic()
+        try:
+            res = run_study(s.study, traces, command=command)
+        except Exception as exc:  # noqa: BLE001 - a section that cannot run (memory, a dtype) must not lose the grid
+            failed.append({"section": s.name, "pass": s.passno, "study": s.study.name,
+                           "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"})
+            if progress:
+                progress(f"failed {s.study.name}: {failed[-1]['error']}")
+            continue
+        dt = time.monotonic() - ts
+        per_point[s.name] = dt / max(s.points, 1)
+        done.append({"section": s.name, "pass": s.passno, "study": s.study.name, "run_id": res.run_id,
+                     "status": res.status, "points": s.points, "seconds": round(dt, 2)})
+    grid_s = time.monotonic() - t0
+    if not done:
+        raise InputError(Key("budget", "store"), "must leave time for at least one section", budget_s)
+    info = {"command": command, "device": {"type": dev.type, "name": _device_name(dev)}, "scale": scale,
+            "ceilings": _ceilings_of(traces),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "grid_seconds": round(grid_s, 1), "gpu_minutes": round(grid_s / 60, 2) if dev.type == "cuda" else None,
+            "budget_seconds": budget_s, "versions": versions(), "sections": done, "skipped": skipped,
+            "failed": failed}
+    t1 = time.monotonic()
+    ops = _load(traces, "ops")
+    steps = _load(traces, "steps")
+    compact(ops).to_parquet(out / OPS_FILE, index=False, compression="zstd")  # what predict needs, to ship
+    steps.to_parquet(out / STEPS_FILE, index=False, compression="zstd")
+    info.update(check(ops, steps))
+    predictor, host = fit_profile(ops, steps, traces, info["ceilings"])
+    info["fit_seconds"] = round(time.monotonic() - t1, 1)
+    write_predictor(out, predictor, host)
+    (out / PROFILE_FILE).write_text(json.dumps(info, indent=1, default=str) + "\n")
+    return info
+
+
+# what the consolidated ops file drops: rates and placements derived from the kept columns, host ids
+DROPPED = ("achieved_tflops", "achieved_gbps", "intensity_flop_per_byte", "bound", "ridge_flop_per_byte",
+           "external_id", "cpu_dur_us", "bytes_written", "source_file", "rank", "device_type")
+
+
+def compact(ops: pd.DataFrame) -> pd.DataFrame:
+    """The ops table as the profile ships it: without derived or empty columns, times as float32."""
+    keep = [c for c in ops.columns if c not in DROPPED and ops[c].notna().any()]
+    out = ops[keep].copy()
+    for c in ("dur_us", "roofline_us", "roofline_fraction"):
+        if c in out:
+            out[c] = out[c].astype("float32")
+    return out
+
+
+def _ceilings_of(traces: Path) -> dict:
+    """The ceilings the grid's runs used (the last run's manifest), with the device's SM count."""
+    from wlprof.store.runs import list_runs
+
+    out: dict = {}
+    for m in list_runs(traces):
+        out = {**(m.get("ceilings") or {}), "sm_count": (m.get("device") or {}).get("sm_count")}
+    return out
+
+
+def _device_name(dev) -> str:
+    from wlprof.device import device_name
+
+    return device_name(dev)
+
+
+def _load(traces: Path, table: str) -> pd.DataFrame:
+    import wlprof
+
+    df = wlprof.load(traces, table=table)
+    if "status" in df:
+        df = df[df.status.fillna("ok") == "ok"]
+    return df
+
+
+def check(ops: pd.DataFrame, steps: pd.DataFrame) -> dict:
+    """The profile's quality: clocks, and the points flagged noisy or throttled."""
+    from wlprof.predict.calls import describe
+
+    out: dict = {"points": int(len(steps)), "op_calls": int(len(ops))}
+    clocks = steps[["sm_clock_mhz_start", "sm_clock_mhz_end"]].apply(pd.to_numeric, errors="coerce")
+    flags = []
+    if clocks.notna().any().any():
+        end = clocks.sm_clock_mhz_end
+        med = float(np.nanmedian(end))
+        out["sm_clock_mhz"] = {"start_min": float(np.nanmin(clocks.sm_clock_mhz_start)),
+                               "start_max": float(np.nanmax(clocks.sm_clock_mhz_start)),
+                               "end_min": float(np.nanmin(end)), "end_median": med, "end_max": float(np.nanmax(end))}
+        for r in steps[end < THROTTLED * med].itertuples():
+            flags.append({"run_id": r.run_id, "point": int(r.point), "variant": r.variant, "flag": "throttled",
+                          "sm_clock_mhz_end": float(r.sm_clock_mhz_end)})
+    if len(ops):
+        d = describe(ops)
+        key = d.group.astype(str)
+        for j in range(5):
+            key = key + "|" + d[f"c{j}"].round(4).astype(str)
+        frame = pd.DataFrame({"run_id": ops.run_id.to_numpy(), "point": ops.point.to_numpy(),
+                              "step": ops.step.to_numpy(), "key": key.to_numpy(),
+                              "dur": ops.dur_us.to_numpy(dtype=float)})
+        per_step = frame.groupby(["run_id", "point", "key", "step"], sort=False).dur.median()
+        g = per_step.groupby(level=["run_id", "point", "key"], sort=False)
+        spread = ((g.max() - g.min()) / g.median()).rename("spread")
+        time_ = g.median().rename("t")
+        calls = pd.concat([spread, time_], axis=1).reset_index()
+        calls["noisy_t"] = calls.t * (calls.spread > NOISY_CALL_SPREAD)
+        pts = calls.groupby(["run_id", "point"]).agg(t=("t", "sum"), noisy=("noisy_t", "sum"),
+                                                     spread=("spread", "max"))
+        pts["share"] = pts.noisy / pts.t
+        variants = steps.set_index(["run_id", "point"]).variant
+        for (run, point), r in pts[pts.share > NOISY_TIME_SHARE].iterrows():
+            flags.append({"run_id": run, "point": int(point), "variant": variants.get((run, point)),
+                          "flag": "noisy", "noisy_time_share": round(float(r.share), 3),
+                          "largest_spread": round(float(r.spread), 3)})
+    out["flagged"] = flags
+    out["noisy_points"] = sum(f["flag"] == "noisy" for f in flags)
+    out["throttled_points"] = sum(f["flag"] == "throttled" for f in flags)
+    return out
+
+
+def fit_profile(ops: pd.DataFrame, steps: pd.DataFrame, traces: Path | None = None, ceilings: dict | None = None):
+    """(Predictor, Host) fitted on a profile's op calls and steps (the ceilings from its runs' manifests)."""
+    from wlprof.predict import model
+    from wlprof.predict.calls import describe
+    from wlprof.predict.steps import fit_host
+
+    ceilings, sms = dict(ceilings or {}), (ceilings or {}).get("sm_count")
+    if traces is not None:
+        from wlprof.store.runs import list_runs
+
+        for m in list_runs(traces):
+            ceilings = m.get("ceilings") or ceilings
+            sms = (m.get("device") or {}).get("sm_count") or sms
+    constants = model.Constants.from_ceilings(ceilings, sms)
+    ops = ops.reset_index(drop=True)
+    predictor = model.fit(ops, constants, meta={"device": str(ops.device_name.iloc[0]) if len(ops) else None})
+    host = fit_host(ops, describe(ops), steps)
+    return predictor, host
+
+
+def write_predictor(out: Path, predictor, host) -> None:
+    from wlprof.store.atomic import atomic_write_bytes
+
+    doc = {"format": FORMAT, "predictor": predictor.to_dict(), "host": host.to_dict()}
+    atomic_write_bytes(Path(out) / PREDICTOR_FILE, json.dumps(doc).encode())
+
+
+def load_profile(path: str | Path, refit: bool = False):
+    """(Predictor, Host, profile.json's content) of a profile folder; fitted from its traces when
+    predictor.json is missing (or `refit`)."""
+    from wlprof.errors import InputError, Key
+    from wlprof.predict.model import Predictor
+    from wlprof.predict.steps import Host
+
+    path = Path(path)
+    traces = path / "traces"
+    if not path.is_dir() or not (traces.is_dir() or (path / OPS_FILE).is_file()):
+        raise InputError(Key("profile", "store"), "must be a profile folder made by `wlprof profile` (with "
+                         f"{OPS_FILE} or a traces/ folder)", str(path))
+    info = json.loads((path / PROFILE_FILE).read_text()) if (path / PROFILE_FILE).exists() else {}
+    fitted = path / PREDICTOR_FILE
+    if fitted.exists() and not refit:
+        doc = json.loads(fitted.read_text())
+        if doc.get("format") == FORMAT:  # else fitted by another version of the model: fit again
+            return Predictor.from_dict(doc["predictor"]), Host.from_dict(doc["host"]), info
+    ops, steps = profile_tables(path)
+    if ops.empty:
+        raise InputError(Key("profile", "store"), "must hold profiled op calls", str(path))
+    predictor, host = fit_profile(ops, steps, traces if traces.is_dir() else None, info.get("ceilings"))
+    return predictor, host, info
+
+
+def profile_tables(path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ops, steps) of a profile folder: its consolidated files, else its traces."""
+    path = Path(path)
+    if (path / OPS_FILE).is_file():
+        steps = pd.read_parquet(path / STEPS_FILE) if (path / STEPS_FILE).is_file() else pd.DataFrame()
+        return pd.read_parquet(path / OPS_FILE), steps
+    return _load(path / "traces", "ops"), _load(path / "traces", "steps")

@@ -1,0 +1,99 @@
+"""What `wlprof predict --profile` reports: scores of held-out runs, and a step's predicted breakdown.
+
+`score_runs` puts the new Level 3 beside L0-L2 (fitted on the profile's op calls, as
+`analysis.models` defines them) and the noise floor, per family; its step rows compose
+every call of a step (the calls L0-L2 cannot cost included) and set the predicted
+back-to-back time and latency beside the measured ones. `breakdown` is the per-op table
+of one predicted step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wlprof.predict.model import SOURCES, Predictor
+from wlprof.predict.steps import Host, compose
+
+L3 = "L3 profile"
+
+
+def predict_calls(predictor: Predictor, ops: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """(the calls described, predicted us, source index) of an ops table."""
+    from wlprof.predict.calls import describe
+
+    d = describe(ops)
+    pred, src = predictor.predict(ops, d)
+    return d, pred, src
+
+
+def score_runs(predictor: Predictor, host: Host, profile_ops: pd.DataFrame, test_ops: pd.DataFrame,
+               test_steps: pd.DataFrame | None = None) -> dict:
+    """Scores of `test_ops` (held-out runs): {'ops': per model and family, 'steps': the ladder's composed
+    steps, 'timeline': per family the full steps' kernel, back-to-back and latency, 'sources': shares}."""
+    from wlprof.analysis import models
+    from wlprof.analysis.families import add_family
+
+    test_ops = test_ops[pd.to_numeric(test_ops.dur_us, errors="coerce") > 0].reset_index(drop=True)
+    scored = models.features(test_ops)  # the calls L0-L2 can cost (known FLOPs and bytes)
+    ladder = models.fit(models.features(profile_ops), l3=False)
+    preds = ladder.predict(scored)
+    d, pred, src = predict_calls(predictor, scored)
+    preds[L3] = pred
+    preds[models.NOISE_FLOOR] = models.remeasured(scored)
+    op_scores, step_scores = models.score_predictions(scored, preds)
+    fam = add_family(test_ops)
+    d_all, pred_all, src_all = predict_calls(predictor, test_ops)
+    steps = compose(test_ops, pred_all, d_all, host)
+    steps = steps.merge(fam[["run_id", "point", "family"]].drop_duplicates(["run_id", "point"]),
+                        on=["run_id", "point"], how="left")
+    if test_steps is not None and len(test_steps):
+        meas = test_steps[["run_id", "point", "back_to_back_us", "latency_us"]].drop_duplicates(["run_id", "point"])
+        steps = steps.merge(meas, on=["run_id", "point"], how="left")
+    timeline = timeline_scores(steps)
+    return {"ops": op_scores, "steps": step_scores, "timeline": timeline, "sources": predictor.sources(src),
+            "sources_all": predictor.sources(src_all), "scored_calls": len(scored), "calls": len(test_ops),
+            "step_rows": steps}
+
+
+def timeline_scores(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per family: the full step's kernel time (every call) within 5%, and per point the back-to-back
+    time and the latency (their medians over the profiled steps) within 10% of the measured ones."""
+    rows = []
+    for fam, g in [("all", steps), *steps.groupby("family")]:
+        ke = np.abs(g.pred_kernel_us / g.kernel_us - 1)
+        row = {"family": fam, "steps": len(g), "kernel_within_5pct": float((ke <= 0.05).mean()),
+               "kernel_median_ape": float(ke.median())}
+        if "back_to_back_us" in g:
+            per = g.groupby(["run_id", "point"]).agg(b=("pred_back_to_back_us", "median"),
+                                                     mb=("back_to_back_us", "first"),
+                                                     lat=("pred_latency_us", "median"), ml=("latency_us", "first"))
+            be, le = np.abs(per.b / per.mb - 1), np.abs(per.lat / per.ml - 1)
+            row.update(points=len(per), b2b_within_10pct=float((be <= 0.10).mean()), b2b_median_ape=float(be.median()),
+                       latency_within_10pct=float((le <= 0.10).mean()), latency_median_ape=float(le.median()))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def breakdown(ops: pd.DataFrame, pred: np.ndarray, src: np.ndarray, top: int = 15) -> pd.DataFrame:
+    """A step's calls grouped by op and shapes: count, predicted us (total, each), share, sources."""
+    frame = pd.DataFrame({"op": ops.op_name.to_numpy(), "shapes": ops.op_input_dims.to_numpy(),
+                          "region": ops.region.to_numpy() if "region" in ops else None,
+                          "pred": pred, "source": [SOURCES[i] for i in src]})
+    if "measured_us" in ops:
+        frame["measured"] = pd.to_numeric(ops.measured_us, errors="coerce").to_numpy()
+    agg = {"calls": ("pred", "size"), "pred_us": ("pred", "sum"), "each_us": ("pred", "median"),
+           "source": ("source", lambda x: x.value_counts().index[0])}
+    if "measured" in frame:
+        agg["measured_us"] = ("measured", "sum")
+    g = frame.groupby(["op", "shapes"], sort=False, dropna=False).agg(**agg).reset_index()
+    g["share"] = g.pred_us / max(g.pred_us.sum(), 1e-12)
+    g = g.sort_values("pred_us", ascending=False)
+    if len(g) > top:
+        rest = g.iloc[top:]
+        tail = {"op": f"({len(rest)} more)", "shapes": "", "calls": int(rest.calls.sum()),
+                "pred_us": float(rest.pred_us.sum()), "each_us": np.nan, "source": "", "share": float(rest.share.sum())}
+        if "measured_us" in g:
+            tail["measured_us"] = float(rest.measured_us.sum())
+        g = pd.concat([g.iloc[:top], pd.DataFrame([tail])], ignore_index=True)
+    return g

@@ -1,0 +1,382 @@
+"""`--spec`: a workload's op calls at a configuration never run, listed without a GPU.
+
+`parse_spec('moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1')` is the workload and its
+parameters (each value a TOML scalar or list, else a string). `record(spec)` builds the
+workload's step and runs it once under torch.profiler on the CPU with every floating
+tensor of more than `BIG` elements on the meta device (`MetaBig`): the index data a step
+decides its shapes from (routing, graphs, expert counts) is real and small, the weights
+and activations are shapes only, so a 45 GB MoE layer is listed in seconds in a few MB.
+The recorded calls are the innermost non-view ops; names the CPU and meta kernels record
+where CUDA launches another op are translated (`CUDA_NAMES`: index_select is CUDA's
+gather). Each call carries its point's parameters and build facts, as a profiled run's do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from wlprof.errors import InputError, Key
+
+BIG = 1 << 16  # floating tensors with more elements live on the meta device
+# CPU/meta op -> the op CUDA launches for it, where they differ (torch 2.11 on the H200); CUDA's
+# index_select runs as gather above INDEX_SELECT_MAX indices (16 stayed index_select, 128 did not)
+INDEX_SELECT_MAX = 16
+CUDA_NAMES = {"aten::index_select": "aten::gather", "aten::zero_": "aten::fill_", "aten::full": "aten::fill_",
+              "aten::zeros": "aten::fill_", "aten::new_zeros": "aten::fill_", "aten::zeros_like": "aten::fill_",
+              "aten::_sparse_addmm": "aten::addmm"}
+
+
+DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
+          "float32": "float32", "fp32": "float32"}
+
+
+@dataclass(frozen=True)
+class Spec:
+    workload: str
+    params: dict[str, Any]
+    text: str
+
+
+def parse_spec(text: str, arg: str = "--spec") -> Spec:
+    """'moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1' -> Spec('moe', {...})."""
+    import shlex
+
+    import tomllib
+
+    from wlprof import workloads
+
+    parts = shlex.split(text or "")
+    if not parts:
+        raise InputError(arg, "must name a workload and its parameters, e.g. 'moe tokens=4096 experts=32'", text)
+    name = parts[0]
+    workloads.get(name)  # refuses an unknown workload, naming the choices
+    params: dict[str, Any] = {}
+    for p in parts[1:]:
+        key, sep, raw = p.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise InputError(arg, "must be WORKLOAD KEY=VALUE ... (e.g. tokens=4096)", p)
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        params[key] = value
+    return Spec(name, params, text)
+
+
+def _meta_mode():
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    meta = torch.device("meta")
+
+    def is_big(shape, dtype) -> bool:
+        return dtype is not None and dtype.is_floating_point and math.prod(shape) > BIG
+
+    class MetaBig(TorchDispatchMode):
+        """The CPU, except that large floating tensors are shapes only (the meta device)."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            flat, _ = tree_flatten((args, kwargs))
+            tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+            if any(t.is_meta for t in tensors) and "sparse_c" in func.__name__:
+                # a sparse tensor built from shapes only: real zeros for its values (the indices are real)
+                def to_real(t):
+                    return torch.zeros(t.shape, dtype=t.dtype) if isinstance(t, torch.Tensor) and t.is_meta else t
+
+                args, kwargs = tree_map(to_real, (args, kwargs))
+                if "device" in kwargs:
+                    kwargs["device"] = torch.device("cpu")
+                return func(*args, **kwargs)
+            if any(t.is_meta for t in tensors):
+                def to_meta(t):
+                    if not isinstance(t, torch.Tensor):
+                        return t
+                    if t.layout != torch.strided:
+                        # no meta kernels for sparse layouts: the dense shape gives the output (the
+                        # profiler recorded the call with its sparse input before this mode ran)
+                        return torch.empty(t.shape, dtype=t.dtype, device=meta)
+                    return t if t.is_meta else t.to(meta)
+
+                args, kwargs = tree_map(to_meta, (args, kwargs))
+                kwargs.pop("generator", None)
+                if "device" in kwargs:  # a copy to the CPU stays a shape
+                    kwargs["device"] = meta
+                return func(*args, **kwargs)
+            if not tensors:  # a factory: new storage
+                out = func(*args, **kwargs)
+                outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+                if any(is_big(t.shape, t.dtype) for t in outs):
+                    return tree_map(lambda t: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=meta)
+                                    if isinstance(t, torch.Tensor) else t, out)
+                return out
+            return func(*args, **kwargs)
+
+    return MetaBig
+
+
+def _factory_guard():
+    """Factories with a size argument (randn, empty, zeros) allocate before the mode can move them:
+    route the large floating ones to the meta device up front."""
+    import contextlib
+
+    import torch
+
+    names = ("randn", "rand", "empty", "zeros", "ones", "full", "randint")
+    originals = {n: getattr(torch, n) for n in names}
+
+    def wrap(fn):
+        def inner(*size, **kw):
+            shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
+            if fn is originals["full"]:
+                shape = size[0]
+            dtype = kw.get("dtype") or torch.get_default_dtype()
+            try:
+                n = math.prod(int(s) for s in shape)
+            except (TypeError, ValueError):
+                n = 0
+            if dtype.is_floating_point and n > BIG:
+                kw = {k: v for k, v in kw.items() if k != "generator"}
+                kw["device"] = "meta"
+            return fn(*size, **kw)
+
+        return inner
+
+    @contextlib.contextmanager
+    def guard():
+        for n in names:
+            setattr(torch, n, wrap(originals[n]))
+        try:
+            yield
+        finally:
+            for n, f in originals.items():
+                setattr(torch, n, f)
+
+    return guard()
+
+
+def _guard_generators():
+    """torch.Generator(device='meta') does not exist: a meta tensor's in-place draw takes none."""
+    import contextlib
+
+    import torch
+
+    orig = torch.Tensor.normal_
+
+    def normal_(self, *a, generator=None, **kw):
+        if self.is_meta:
+            return orig(self, *a, **kw)
+        return orig(self, *a, generator=generator, **kw)
+
+    @contextlib.contextmanager
+    def guard():
+        torch.Tensor.normal_ = normal_
+        try:
+            yield
+        finally:
+            torch.Tensor.normal_ = orig
+
+    return guard()
+
+
+def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
+           launching: frozenset[str] | None = None) -> pd.DataFrame:
+    """The op calls of one step of every point of `spec`, as rows of an ops table (no durations)."""
+    import contextlib
+    import os
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from wlprof import workloads
+    from wlprof.device import dtype_name
+    from wlprof.params import parse_all
+
+    wl = workloads.get(spec.workload)
+    cpu = torch.device("cpu")
+    params = dict(spec.params)
+    name = str(params.pop("dtype", None) or dtype or "bfloat16")
+    dt = DTYPES.get(name.lower())
+    if dt is None:
+        raise InputError(Key("dtype", "study"), f"must be one of {', '.join(DTYPES)}", name)
+    dt = getattr(torch, dt)
+    # the defaults a user means are the GPU's (d_model 4096, 64 experts), checked as on the CPU
+    parsed = wl.spec(parse_all(wl.params, params, "cuda", wl.name), cpu, dt)
+    points = wl.points(parsed.spec)
+    frames = []
+    for i, point in enumerate(points):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_factory_guard())
+            stack.enter_context(_guard_generators())
+            stack.enter_context(torch.no_grad())  # inference_mode bypasses the mode for copies
+            try:
+                stack.enter_context(_meta_mode()())
+                built = wl.build(point, cpu, dt)
+                with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+                    with record_function("wlprof/step#0"):
+                        built.step()
+            except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:
+                raise InputError(Key("spec", "store"), f"must be a configuration whose step can be listed on the "
+                                 f"meta device (point '{point.variant}': {type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:160]})", spec.text) from None
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            prof.export_chrome_trace(path)
+            ops = calls_of_trace(path, launching)
+        finally:
+            os.unlink(path)
+        ident = {"run_id": f"spec:{spec.workload}", "workload": wl.name, "variant": point.variant, "point": i,
+                 "device_type": "cuda", "device_name": device_name, "dtype": dtype_name(dt)}
+        for k, v in {**ident, **point.params, **built.facts}.items():
+            ops[k] = [v] * len(ops) if isinstance(v, list) else v
+        frames.append(ops)
+    return pd.concat(frames, ignore_index=True)
+
+
+_CPP_TYPES = {"float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float64": "double",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool"}
+# ops that launch their own kernels on CUDA whatever the CPU or meta kernel nests under them: a
+# call is the outermost op of these (or of the profile's launching ops) on its branch of the tree
+LAUNCHING = frozenset("aten::" + n for n in (
+    "mm addmm bmm baddbmm _grouped_mm mv addmv dot _scaled_mm gelu silu relu clamp_min mul add sub div "
+    "exp leaky_relu where lt gt ge eq ne abs copy_ fill_ cat sum mean amax _softmax topk sort cumsum gather "
+    "scatter_ scatter_add_ scatter_reduce_ index_add_ index_copy_ index index_put_ _index_put_impl_ "
+    "nonzero segment_reduce floor_divide arange all _local_scalar_dense repeat_interleave "
+    "_convert_indices_from_coo_to_csr bincount clamp").split())
+# ops that dispatch to others on CUDA too when they take these shapes (one-argument where is nonzero)
+_DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
+
+
+def calls_of_trace(path: str, launching: frozenset[str] | None = None) -> pd.DataFrame:
+    """The op calls of a CPU trace as CUDA launches them (one row each, in launch order): on every
+    branch of the op tree the outermost op that launches kernels on CUDA (`LAUNCHING`, and the names
+    in `launching`), else an op CUDA runs as another (`CUDA_NAMES`)."""
+    import json
+
+    from wlprof import pipeline
+    from wlprof.trace.join import join
+
+    names_ok = LAUNCHING | (launching or frozenset())
+    trace = pipeline.read(path)
+    joined = join(trace)
+    ops = joined.ops
+    names = ops.name.to_numpy(dtype=object)
+    parent = ops.parent.to_numpy()
+    table = trace.args_table
+    args_ids = ops.args_id.to_numpy()
+
+    def args(i):
+        a = args_ids[i]
+        return table[a] if a is not None and 0 <= a < len(table) else {}
+
+    def dumps(v):
+        return json.dumps(v, separators=(",", ":")) if v is not None else None
+
+    launch = np.array([n in names_ok or n in CUDA_NAMES for n in names], dtype=bool)
+    for i in np.flatnonzero(launch):
+        test = _DESCEND.get(names[i])
+        if test is not None and test(args(i).get("Input type", [])):
+            launch[i] = False
+    # outermost: no launching ancestor (parents precede children in the table)
+    covered = np.zeros(len(ops), bool)
+    keep = np.zeros(len(ops), bool)
+    for i in range(len(ops)):
+        p = parent[i]
+        inherited = p >= 0 and (covered[p] or keep[p])
+        covered[i] = inherited
+        keep[i] = launch[i] and not inherited
+    rows = []
+    for i in np.flatnonzero(keep):
+        a = args(i)
+        rows.append({"op_name": CUDA_NAMES.get(names[i], names[i]), "_as": names[i],
+                     "op_input_dims": dumps(a.get("Input Dims")),
+                     "op_input_types": dumps(a.get("Input type")), "op_input_strides": dumps(a.get("Input Strides")),
+                     "op_concrete_inputs": dumps(a.get("Concrete Inputs")),
+                     "region": ops.region.iat[i] if "region" in ops else None, "ts_us": ops.ts_ns.iat[i] / 1e3})
+    out = pd.DataFrame(rows, columns=["op_name", "_as", "op_input_dims", "op_input_types", "op_input_strides",
+                                      "op_concrete_inputs", "region", "ts_us"])
+    out["step"] = 0
+    out["dur_us"] = np.nan
+    out["kernel_count"] = 1
+    out = _translate(out.sort_values("ts_us", kind="stable"))
+    return out.drop(columns="_as").reset_index(drop=True)
+
+
+def _translate(ops: pd.DataFrame) -> pd.DataFrame:
+    """Rewrite calls whose CUDA launch records other inputs: index_select(x [N, F], 0, idx [E]) runs as
+    gather(x, 0, idx expanded to [E, F], out [E, F])."""
+    import json
+
+    from wlprof.cost.dtypes import SCALAR_TYPE_CODES
+
+    def put(i, col, value):
+        ops.iat[i, ops.columns.get_loc(col)] = json.dumps(value, separators=(",", ":"))
+
+    for i in np.flatnonzero((ops.op_name == "aten::fill_").to_numpy()):  # zero_(x), full(size) as fill_(x, v)
+        try:
+            dims, types = json.loads(ops.op_input_dims.iat[i]), json.loads(ops.op_input_types.iat[i])
+            conc = json.loads(ops.op_concrete_inputs.iat[i] or "[]")
+        except (TypeError, ValueError):
+            continue
+        was = ops._as.iat[i]
+        if was in ("aten::full", "aten::zeros", "aten::new_zeros", "aten::zeros_like"):  # a new tensor, filled
+            try:
+                if was == "aten::zeros_like":
+                    size, ctype, value = dims[0], types[0], "0"
+                elif was == "aten::new_zeros":
+                    size, ctype, value = json.loads(conc[1]), types[0], "0"
+                else:
+                    at = 2 if was == "aten::full" else 1
+                    size = json.loads(conc[0])
+                    code = int(conc[at]) if len(conc) > at and conc[at] not in ("", None) else 6
+                    ctype = _CPP_TYPES.get(SCALAR_TYPE_CODES.get(code, "float32"), "float")
+                    value = conc[1] if was == "aten::full" else "0"
+            except (TypeError, ValueError, IndexError):
+                continue
+            strides = [math.prod(size[j + 1:]) for j in range(len(size))]
+            put(i, "op_input_dims", [size, []])
+            put(i, "op_input_types", [ctype, "Scalar"])
+            put(i, "op_input_strides", [strides, []])
+            put(i, "op_concrete_inputs", ["", value])
+            continue
+        if len(dims) == 1:
+            ops.iat[i, ops.columns.get_loc("op_input_dims")] = json.dumps([dims[0], []], separators=(",", ":"))
+            ops.iat[i, ops.columns.get_loc("op_input_types")] = json.dumps([types[0], "Scalar"], separators=(",", ":"))
+            strides = json.loads(ops.op_input_strides.iat[i] or "[[]]")
+            ops.iat[i, ops.columns.get_loc("op_input_strides")] = json.dumps([strides[0], []], separators=(",", ":"))
+            ops.iat[i, ops.columns.get_loc("op_concrete_inputs")] = json.dumps(["", "0"], separators=(",", ":"))
+    rows = ops.op_name == "aten::gather"
+    for i in np.flatnonzero(rows.to_numpy()):
+        try:
+            dims = json.loads(ops.op_input_dims.iat[i])
+            types = json.loads(ops.op_input_types.iat[i])
+        except (TypeError, ValueError):
+            continue
+        if len(dims) != 3 or len(dims[0]) < 1 or len(dims[2]) != 1:  # already gather's own signature
+            continue
+        if dims[2][0] <= INDEX_SELECT_MAX:  # a few indices: CUDA keeps index_select
+            ops.iat[i, ops.columns.get_loc("op_name")] = "aten::index_select"
+            continue
+        x, idx = dims[0], dims[2][0]
+        out = [idx, *x[1:]]
+        width = [1] * (len(x) - 1)
+        ops.iat[i, ops.columns.get_loc("op_input_dims")] = json.dumps([x, [], out, [], out], separators=(",", ":"))
+        xs = [math.prod(x[j + 1:]) for j in range(len(x))]
+        ostr = [math.prod(out[j + 1:]) for j in range(len(out))]
+        ops.iat[i, ops.columns.get_loc("op_input_strides")] = json.dumps(
+            [xs, [], [1, *[0 for _ in width]], [], ostr], separators=(",", ":"))
+        ops.iat[i, ops.columns.get_loc("op_input_types")] = json.dumps(
+            [types[0], types[1] if len(types) > 1 else "Scalar", types[2], "Scalar", types[0]], separators=(",", ":"))
+        ops.iat[i, ops.columns.get_loc("op_concrete_inputs")] = json.dumps(["", "0", "", "False", ""],
+                                                                           separators=(",", ":"))
+    return ops
