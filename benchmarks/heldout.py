@@ -6,7 +6,7 @@ Two protocols:
    and both Level 3s are fitted on the profile's op calls only (the grid `wlprof profile`
    measured): the lookup-and-regression L3 of `wlprof predict --train` ("L3 lookup") and the
    per-class L3 of `wlprof.predict` ("L3 profile"). Scored on every run of HELDOUT (study
-   files `workloads/heldout_*.toml`: shapes, batches, expert counts, top-k, token counts,
+   files `workloads/heldout/heldout_*.toml`: shapes, batches, expert counts, top-k, token counts,
    widths, routings and graphs the grid does not hold).
 2. `--folds TRACES...`: an estimate from committed runs of the studies, without a device.
    Whole configurations are held out in turn (an MoE study, a GNN feature width or graph,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# H200, placement (issue 16): every committed mix (workloads/mix_*.toml) planned with every planner
+# H200, placement (issue 16): every committed mix (workloads/mixes/mix_*.toml) planned with every planner
 # and validated on the device: each plan's GPU groups co-run one at a time, the oracle measuring
 # every group of each mix (6 models: 63 groups). Run from the repository root on the device machine:
 #   PROFILE=DIR bash benchmarks/h200/place.sh    # an offline profile of this device: all four planners
@@ -33,12 +33,12 @@ for m in $MIXES; do
   name=${m%%:*}; gpus=${m##*:}
   step "place $name --gpus $gpus"
   if [ "$(left)" -lt 20 ]; then echo "place $name: skipped, the call's budget is spent"; continue; fi
-  timeout "$(left)" $WL place "workloads/mix_$name.toml" --gpus "$gpus" --validate --planner "$PLANNERS" \
+  timeout "$(left)" $WL place "workloads/mixes/mix_$name.toml" --gpus "$gpus" --validate --planner "$PLANNERS" \
     ${PROF_ARGS[@]+"${PROF_ARGS[@]}"} --device "$DEVICE" --reps "$REPS" -o "$T/placement/$name"
   rc=$?
   if [ $rc -eq 2 ] && [ -n "$PROFILE" ] && [ "$(left)" -ge 20 ]; then  # the profile refused (bad input, before any work): the rest still runs
     echo "place $name: exit 2 with --profile $PROFILE; again without the profile planner"
-    timeout "$(left)" $WL place "workloads/mix_$name.toml" --gpus "$gpus" --validate --planner flops,roofline,oracle \
+    timeout "$(left)" $WL place "workloads/mixes/mix_$name.toml" --gpus "$gpus" --validate --planner flops,roofline,oracle \
       --device "$DEVICE" --reps "$REPS" -o "$T/placement/$name"
     rc=$?
   fi

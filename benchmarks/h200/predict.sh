@@ -6,7 +6,7 @@
 #
 # 1. `wlprof profile --device cuda` into $T/profile within a budget (BUDGET_MIN, default 4.3 minutes
 #    of grid; the coarse pass of every section first);
-# 2. the held-out studies (workloads/heldout_*.toml) in one process into $T/heldout;
+# 2. the held-out studies (workloads/heldout/heldout_*.toml) in one process into $T/heldout;
 # 3. `wlprof predict --profile ... --test` on every held-out run; five `--spec` predictions and three
 #    `--trace --scale` ones beside their measured runs (predict_examples.py), the same through the
 #    command line once each; benchmarks/heldout.py (the ladder per family);
@@ -55,9 +55,9 @@ echo "profile done at $(elapsed) s"
 
 step "held-out studies"
 timeout $(( $(left) < 170 ? $(left) : 170 )) python3 benchmarks/h200/sweep_many.py --traces "$H" --device "$DEVICE" $SHRINK \
-  workloads/heldout_gemm.toml workloads/heldout_mlp.toml workloads/heldout_mlp_wide.toml \
-  workloads/heldout_elementwise.toml workloads/heldout_moe_a.toml workloads/heldout_moe_b.toml \
-  workloads/heldout_moe_spec.toml workloads/heldout_gnn.toml workloads/heldout_gnn_pyg.toml \
+  workloads/heldout/heldout_gemm.toml workloads/heldout/heldout_mlp.toml workloads/heldout/heldout_mlp_wide.toml \
+  workloads/heldout/heldout_elementwise.toml workloads/heldout/heldout_moe_a.toml workloads/heldout/heldout_moe_b.toml \
+  workloads/heldout/heldout_moe_spec.toml workloads/heldout/heldout_gnn.toml workloads/heldout/heldout_gnn_pyg.toml \
   workloads/gemm_same_flops.toml
 pack_heldout
 echo "held-out done at $(elapsed) s"

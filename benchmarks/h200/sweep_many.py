@@ -1,6 +1,6 @@
 """Run several study files in one process (one torch and CUDA start-up instead of one per file).
 
-    python benchmarks/h200/sweep_many.py --traces DIR workloads/heldout_*.toml
+    python benchmarks/h200/sweep_many.py --traces DIR workloads/heldout/heldout_*.toml
 
 Prints each run id as it finishes and writes DIR/_runs.json (study file, name, run id, status,
 seconds). A study that fails is recorded and the next one runs.

@@ -15,7 +15,7 @@ from wlprof.placement.mix import load_mix, mix_from_toml, resolve
 from wlprof.placement.run import choose_planners
 
 ROOT = Path(__file__).resolve().parents[2]
-MIXES = sorted((ROOT / "workloads").glob("mix_*.toml"))
+MIXES = sorted((ROOT / "workloads" / "mixes").glob("mix_*.toml"))
 
 
 def _cpu():

@@ -10,7 +10,7 @@ from wlprof.predict import grid
 from wlprof.study import load_study
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
-HELDOUT = sorted(WORKLOADS.glob("heldout_*.toml")) + [WORKLOADS / "gemm_same_flops.toml"]
+HELDOUT = sorted((WORKLOADS / "heldout").glob("heldout_*.toml")) + [WORKLOADS / "gemm_same_flops.toml"]
 
 
 def _points(study):

@@ -12,10 +12,10 @@ from wlprof.cli.common import console, handle_errors
 from wlprof.cli.options import Device, Quiet, epilog
 
 EXAMPLES = epilog(
-    "wlprof place workloads/mix_dense.toml --gpus 4",
-    "wlprof place workloads/mix_dense.toml --gpus 4 --validate",
-    "wlprof place workloads/mix_moe_gnn_dense.toml --gpus 4 --planner profile --profile profiles/h200",
-    "wlprof place workloads/mix_flops_mislead.toml --gpus 3 --validate --planner all --profile profiles/h200",
+    "wlprof place workloads/mixes/mix_dense.toml --gpus 4",
+    "wlprof place workloads/mixes/mix_dense.toml --gpus 4 --validate",
+    "wlprof place workloads/mixes/mix_moe_gnn_dense.toml --gpus 4 --planner profile --profile profiles/h200",
+    "wlprof place workloads/mixes/mix_flops_mislead.toml --gpus 3 --validate --planner all --profile profiles/h200",
 )
 
 
