@@ -14,10 +14,7 @@ FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
 
 
 @pytest.fixture(scope="module")
-def profiled(tmp_path_factory, cpu_ceilings_dir):
-    import os
-
-    os.environ["WLPROF_CACHE_DIR"] = str(cpu_ceilings_dir)
+def profiled(tmp_path_factory, cpu_ceilings):
     root = tmp_path_factory.mktemp("predict")
     runner = CliRunner()
     res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(root / "profile"), "--section", "gemm nn",
