@@ -63,3 +63,55 @@ def test_duckdb_reads_the_store(store):
     assert [(r, round(s, 4)) for r, s in got] == [(0, 0.1495), (1, 0.1993)]
     n = duckdb.sql(f"SELECT count(*) FROM '{store}/*/*.parquet' WHERE comm_class = 'collective'").fetchall()[0][0]
     assert n == len(wlprof.load(store, comm_class="collective"))
+
+
+def _union(intervals):
+    """Merged [start, end) intervals."""
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def _intersection_us(a, b):
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0.0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def test_a_single_process_trace_with_copies_on_side_streams(tmp_path, cpu_ceilings):
+    # The H200 halo step (host exchange, overlapped): compute kernels on stream 7, device-to-host copies
+    # on one side stream and host-to-device on another (memsets count as copies, as in docs/overlap.md).
+    # The overlap share is computed here straight from the trace's events (copy time inside the union of
+    # kernel time, over the copy time) and must equal
+    # the copies row wlprof writes; the trace names no rank, and `wlprof overlap` shows it as rank 0.
+    import gzip
+    import json
+
+    from typer.testing import CliRunner
+
+    from wlprof.cli.main import app
+
+    path = Path(__file__).parent.parent / "fixtures" / "h200_halo" / "halo_host_overlap.pt.trace.json.gz"
+    ev = [e for e in json.load(gzip.open(path))["traceEvents"] if e.get("ph") == "X"]
+    kernels = _union([(e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("cat") == "kernel"])
+    copies = _union([(e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("cat") in ("gpu_memcpy", "gpu_memset")])
+    expected = _intersection_us(copies, kernels) / sum(e - s for s, e in copies)
+    assert expected > 0.9  # the exchange hid under the compute
+    run = ingest(path, tmp_path, name="halo-host", jobs=1)
+    t = wlprof.load(tmp_path, table="overlap")
+    row = t[t.scope == "rank"].iloc[0]
+    assert row.copy_overlap_share == pytest.approx(expected, abs=1e-3)
+    res = CliRunner().invoke(app, ["overlap", run.run_id, "--traces", str(tmp_path)], env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    assert f"{100 * row.overlap_share:.1f}%" in res.output and "│ 0    │ all" in res.output

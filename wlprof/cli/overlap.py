@@ -13,17 +13,32 @@ from typing import Annotated
 import typer
 
 from wlprof.cli.common import console, handle_errors
-from wlprof.cli.options import DEFAULT_TRACES, Traces, epilog
+from wlprof.cli.options import DEFAULT_TRACES, Traces, Wide, epilog
 
 EXAMPLES = epilog("wlprof overlap RUN_ID", "wlprof overlap RUN_ID --streams", "wlprof overlap RUN_ID --variant overlap")
 
 
 def _us(v) -> str:
+    """µs with one decimal; - for none."""
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:,.1f}"
 
 
 def _pct(v) -> str:
+    """A fraction as a percentage; - for none."""
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}%"
+
+
+PER_STEP = {"compute": "compute_us", "communication": "comm_us", "collectives": "collective_us",
+            "copies": "copy_us", "overlapped": "overlap_us", "exposed": "exposed_comm_us"}
+SHARES = {"overlap_share": "overlap_share", "collectives_hidden": "collective_overlap_share",
+          "copies_hidden": "copy_overlap_share"}
+RANK_COLUMNS = {"rank": "rank", "stream": "stream", "compute": "compute", "communication": "commu-\nnication",
+                "collectives": "collec-\ntives", "copies": "copies", "overlapped": "over-\nlapped",
+                "exposed": "exposed", "overlap_share": "overlap\nshare", "collectives_hidden": "collectives\nhidden",
+                "copies_hidden": "copies\nhidden", "idle": "idle"}
+RANK_PRIORITY = {"rank": 10, "stream": 9, "compute": 9, "communication": 9, "overlapped": 8, "exposed": 8,
+                 "overlap_share": 8, "idle": 6, "collectives": 5, "copies": 5, "collectives_hidden": 4,
+                 "copies_hidden": 4}
 
 
 @handle_errors
@@ -32,13 +47,16 @@ def overlap(
     traces: Traces = DEFAULT_TRACES,
     streams: Annotated[bool, typer.Option("--streams/--no-streams", help="Also one row per CUDA stream. Default: on.")] = True,
     variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point. Default: every point.")] = None,
+    wide: Wide = False,
 ) -> None:
     """Per rank (and stream): compute, communication, overlapped and exposed time, and the overlap share."""
+    import pandas as pd
     from rich.table import Table
 
     from wlprof import load
     from wlprof.analysis.collectives import per_rank
     from wlprof.analysis.overlap import overlap_for_run
+    from wlprof.cli.markdown import rich_table
     from wlprof.errors import InputError
     from wlprof.store.runs import read_manifest, run_dir
 
@@ -62,21 +80,18 @@ def overlap(
     if not streams:
         table = table[table.scope == "rank"]
     for (point, name), g in table.groupby(["point", "variant"], sort=True):
-        t = Table(title=f"{name}: per rank (µs per step)", title_justify="left")
-        for col in ("rank", "stream", "compute", "communication", "  collectives", "  copies", "overlapped",
-                    "exposed", "overlap share", "collectives hidden", "copies hidden", "idle"):
-            t.add_column(col, justify="left" if col in ("rank", "stream") else "right")
         g = g.sort_values(["rank", "scope", "stream"], key=lambda s: s.map({"rank": 0, "stream": 1})
                           if s.name == "scope" else s)
-        for _, r in g.iterrows():
-            n = max(int(r["steps"]) if r["steps"] == r["steps"] and r["steps"] else 1, 1)
-            t.add_row(str(int(r["rank"]) if r["rank"] == r["rank"] else 0),
-                      "all" if r["scope"] == "rank" else str(int(r["stream"])),
-                      _us(r["compute_us"] / n), _us(r["comm_us"] / n), _us(r["collective_us"] / n),
-                      _us(r["copy_us"] / n), _us(r["overlap_us"] / n), _us(r["exposed_comm_us"] / n),
-                      _pct(r["overlap_share"]), _pct(r["collective_overlap_share"]), _pct(r["copy_overlap_share"]),
-                      _us(r["idle_us"] / n) if r["scope"] == "rank" else "")
-        con.print(t)
+        n = pd.to_numeric(g["steps"], errors="coerce").fillna(1).clip(lower=1)
+        rows = pd.DataFrame({
+            "rank": [_rank(v) for v in g["rank"]],
+            "stream": ["all" if sc == "rank" else str(int(st)) for sc, st in zip(g["scope"], g["stream"], strict=True)],
+            **{k: (g[c] / n).to_numpy() for k, c in PER_STEP.items()},
+            **{k: g[c].to_numpy() for k, c in SHARES.items()},
+            "idle": [v if sc == "rank" else None for sc, v in zip(g["scope"], g["idle_us"] / n, strict=True)]})
+        con.print(rich_table(rows, RANK_COLUMNS, title=f"{name}: per rank (µs per step)",
+                             formats={**{k: _us for k in (*PER_STEP, "idle")}, **{k: _pct for k in SHARES}},
+                             priorities=RANK_PRIORITY, text={"rank", "stream"}, wide=wide, width=con.width))
         c = coll[coll.point == point] if len(coll) else coll
         if len(c):
             s = Table(title=f"{name}: collectives per rank (whole trace)", title_justify="left")
@@ -84,7 +99,7 @@ def overlap(
                         "last to arrive"):
                 s.add_column(col, justify="right")
             for _, r in per_rank(c).iterrows():
-                s.add_row(str(int(r["rank"])), str(int(r["collectives"])),
+                s.add_row(_rank(r["rank"]), str(int(r["collectives"])),
                           "-" if r["comm_bytes"] != r["comm_bytes"] else f"{r['comm_bytes']:,.0f}", _us(r["dur_us"]),
                           _us(r["busbw_gbps_median"]), _us(r["skew_wait_us"]), f"{int(r['straggler_of'])} times")
             con.print(s)
@@ -95,8 +110,15 @@ def overlap(
         for col in ("variant", "rank", "compute", "exchange", "step", "max", "sum", "position (0 max, 1 sum)"):
             h.add_column(col, justify="left" if col == "variant" else "right")
         for _, r in steps.sort_values(["point", "rank"]).iterrows():
-            h.add_row(str(r["variant"]), str(int(r["rank"]) if r["rank"] == r["rank"] else 0),
+            h.add_row(str(r["variant"]), _rank(r["rank"]),
                       _us(r["halo_compute_us"]), _us(r["halo_exchange_us"]), _us(r["halo_step_us"]),
                       _us(r["halo_max_us"]), _us(r["halo_sum_us"]),
                       "-" if r["halo_position"] != r["halo_position"] else f"{r['halo_position']:.2f}")
         con.print(h)
+
+
+def _rank(value) -> str:
+    """A rank as text: a trace without ranks (NA) is rank 0."""
+    import pandas as pd
+
+    return "0" if pd.isna(value) else str(int(value))
