@@ -57,3 +57,37 @@ def test_a_spec_of_gpu_sizes_is_listed_in_seconds_without_their_memory():
     assert time.perf_counter() - t0 < 60
     bmm = ops[ops.op_name == "aten::bmm"]
     assert len(bmm) == 3 and "[64,128,4096]" in bmm.op_input_dims.iat[0]  # capacity 128 rows per expert
+
+
+def test_a_large_graph_is_listed_with_its_real_edges():
+    # scale 13 with 16 edges per node draws 131,072 edge endpoints per side: more than the meta device's
+    # threshold (65,536 elements), so the graph must be drawn for real before the step is listed.
+    # Expected: every gathered or scattered index has as many rows as the workload's own simplified
+    # graph, built here on the CPU for real.
+    import torch
+
+    from wlprof import workloads
+
+    listed = record(parse_spec("gnn graph=rmat scale=13 edge_factor=16 features=8 backend=scatter dtype=float32"))
+    wl = workloads.get("gnn")
+    point = wl.points(wl.parse({"graph": "rmat", "scale": 13, "edge_factor": 16, "features": 8,
+                                "backend": "scatter"}, torch.device("cpu"), torch.float32).spec)[0]
+    edges = wl.build(point, torch.device("cpu"), torch.float32).facts["edges"]
+    assert edges > 100_000
+    assert listed.edges.iat[0] == edges
+    index_ops = listed[listed.op_name.isin(["aten::gather", "aten::index_select", "aten::scatter_add_"])]
+    assert len(index_ops) >= 2
+    assert all(f"[{edges}," in dims or f"[{edges}]" in dims for dims in index_ops.op_input_dims), \
+        index_ops.op_input_dims.tolist()
+
+
+def test_a_spec_is_checked_for_the_gpu_not_this_cpu():
+    # bfloat16 CSR SpMM: the CPU's MKL kernel lacks it, CUDA has it; a spec lists the GPU's step
+    ops = record(parse_spec("gnn graph=rmat scale=8 features=8 backend=csr"))
+    assert set(ops.dtype) == {"bfloat16"} and "aten::addmm" in set(ops.op_name)
+    from wlprof.errors import InputError
+    from wlprof.study import Study, prepare
+
+    with pytest.raises(InputError, match="torch.sparse.mm supports on cpu"):  # running it here is refused
+        prepare(Study(workload="gnn", params={"graph": "rmat", "scale": 8, "features": 8, "backend": "csr"},
+                      device="cpu", dtype="bfloat16"))

@@ -96,20 +96,7 @@ def _meta_mode():
                     kwargs["device"] = torch.device("cpu")
                 return func(*args, **kwargs)
             if any(t.is_meta for t in tensors):
-                def to_meta(t):
-                    if not isinstance(t, torch.Tensor):
-                        return t
-                    if t.layout != torch.strided:
-                        # no meta kernels for sparse layouts: the dense shape gives the output (the
-                        # profiler recorded the call with its sparse input before this mode ran)
-                        return torch.empty(t.shape, dtype=t.dtype, device=meta)
-                    return t if t.is_meta else t.to(meta)
-
-                args, kwargs = tree_map(to_meta, (args, kwargs))
-                kwargs.pop("generator", None)
-                if "device" in kwargs:  # a copy to the CPU stays a shape
-                    kwargs["device"] = meta
-                return func(*args, **kwargs)
+                return on_meta(func, args, kwargs)
             if not tensors:  # a factory: new storage
                 out = func(*args, **kwargs)
                 outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
@@ -117,7 +104,29 @@ def _meta_mode():
                     return tree_map(lambda t: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=meta)
                                     if isinstance(t, torch.Tensor) else t, out)
                 return out
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            except (NotImplementedError, RuntimeError) as exc:
+                if "not implemented for" not in str(exc):
+                    raise
+                return on_meta(func, args, kwargs)  # a dtype the CPU lacks (bf16 CSR SpMM): its shape
+
+    def on_meta(func, args, kwargs):
+        """`func` on the meta device: its output's shape without its data."""
+        def to_meta(t):
+            if not isinstance(t, torch.Tensor):
+                return t
+            if t.layout != torch.strided:
+                # no meta kernels for sparse layouts: the dense shape gives the output (the
+                # profiler recorded the call with its sparse input before this mode ran)
+                return torch.empty(t.shape, dtype=t.dtype, device=meta)
+            return t if t.is_meta else t.to(meta)
+
+        args, kwargs = tree_map(to_meta, (args, kwargs))
+        kwargs.pop("generator", None)
+        if "device" in kwargs:  # a copy to the CPU stays a shape
+            kwargs["device"] = meta
+        return func(*args, **kwargs)
 
     return MetaBig
 
@@ -199,6 +208,8 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
     from wlprof import workloads
     from wlprof.device import dtype_name
     from wlprof.params import parse_all
+    from wlprof.stderr_filter import profiler_noise_filtered
+    from wlprof.workloads.base import listing_for_another_device
 
     wl = workloads.get(spec.workload)
     cpu = torch.device("cpu")
@@ -209,18 +220,22 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
         raise InputError(Key("dtype", "study"), f"must be one of {', '.join(DTYPES)}", name)
     dt = getattr(torch, dt)
     # the defaults a user means are the GPU's (d_model 4096, 64 experts), checked as on the CPU
-    parsed = wl.spec(parse_all(wl.params, params, "cuda", wl.name), cpu, dt)
+    with listing_for_another_device():
+        parsed = wl.spec(parse_all(wl.params, params, "cuda", wl.name), cpu, dt)
     points = wl.points(parsed.spec)
     frames = []
     for i, point in enumerate(points):
+        with torch.no_grad():
+            wl.prepare(point, cpu)  # the index data for real: its sizes decide the step's calls
         with contextlib.ExitStack() as stack:
+            stack.enter_context(listing_for_another_device())
             stack.enter_context(_factory_guard())
             stack.enter_context(_guard_generators())
             stack.enter_context(torch.no_grad())  # inference_mode bypasses the mode for copies
             try:
                 stack.enter_context(_meta_mode()())
                 built = wl.build(point, cpu, dt)
-                with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+                with profiler_noise_filtered(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
                     with record_function("wlprof/step#0"):
                         built.step()
             except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:

@@ -9,6 +9,8 @@ experts are active), the workload states as a `Cost` of the op that does that wo
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +19,24 @@ from typing import Any, ClassVar
 from wlprof.cost.registry import Cost
 from wlprof.params import Param, Values, parse_all
 from wlprof.schema import Column
+
+_LISTING = contextvars.ContextVar("wlprof_listing", default=False)
+
+
+@contextlib.contextmanager
+def listing_for_another_device():
+    """While `predict --spec` lists a step on the CPU for another device: this machine's capability
+    probes (a dtype its kernels lack) do not apply."""
+    token = _LISTING.set(True)
+    try:
+        yield
+    finally:
+        _LISTING.reset(token)
+
+
+def listing_only() -> bool:
+    """Whether a step is being listed for another device (`listing_for_another_device`)."""
+    return _LISTING.get()
 
 
 @dataclass(frozen=True)
@@ -83,6 +103,11 @@ class Workload(ABC):
     @abstractmethod
     def build(self, point: Point, device, dtype) -> Built:
         ...
+
+    def prepare(self, point: Point, device) -> None:
+        """Build, ahead of `build`, the index data a point's step reads (a GNN's graph): `predict --spec`
+        runs this for real on the CPU and only `build` with large floating tensors on the meta device."""
+        return None
 
     def estimate_bytes(self, point: Point, dtype) -> int:
         """Device memory a point needs, to refuse sizes that cannot fit before allocating."""

@@ -77,6 +77,11 @@ def _probe_sparse_mm(device, dtype, backends: list[str]) -> None:
     """Refuse a dtype torch.sparse.mm lacks on this device (the CPU's MKL path has no bfloat16)."""
     import warnings
 
+    from wlprof.workloads.base import listing_only
+
+    if listing_only():
+        return
+
     import torch
 
     with warnings.catch_warnings():
@@ -266,6 +271,9 @@ class Gnn(Workload):
         stats = graphs.degree_stats(edge_index, n)
         self._graph_key, self._graph = key, (edge_index, n, stats)
         return self._graph
+
+    def prepare(self, point: Point, device) -> None:
+        self._graph_for(point.params, device)  # drawn once and kept for `build`
 
     def build(self, point: Point, device, dtype) -> Built:
         edge_index, n, stats = self._graph_for(point.params, device)
