@@ -183,3 +183,14 @@ def test_profile_folder_of_wlprof_profile_layout(tmp_path):
     if importlib.util.find_spec("wlprof.predict") is None:  # the predictor is not installed: no answer
         (m,) = resolve(mix_from_toml(b"[[model]]\nworkload='mlp'\nparams={batch=8}"), _cpu())
         assert branch_latency(tmp_path / "p", m, None, "graph") is None
+
+
+def test_the_shipped_profile_opens_without_its_runs():
+    # benchmarks/profiles/h200 holds the profile's tables and predictor, not its run folders
+    import json
+
+    root = ROOT / "benchmarks" / "profiles" / "h200"
+    profile = Profile.open(root)
+    info = json.loads((root / "profile.json").read_text())
+    assert profile.devices == ["NVIDIA H200"] and len(profile.steps) == info["points"]
+    assert profile.store is None

@@ -91,3 +91,11 @@ def test_a_spec_is_checked_for_the_gpu_not_this_cpu():
     with pytest.raises(InputError, match="torch.sparse.mm supports on cpu"):  # running it here is refused
         prepare(Study(workload="gnn", params={"graph": "rmat", "scale": 8, "features": 8, "backend": "csr"},
                       device="cpu", dtype="bfloat16"))
+
+
+def test_a_large_csr_graph_is_listed():
+    # 8,192 nodes x 16 edges: the CSR values (one per edge, > 65,536) are built on the meta device, and the
+    # sparse constructor, which checks its parts' devices before any dispatch, gets real zeros for them
+    ops = record(parse_spec("gnn graph=uniform scale=13 edge_factor=16 features=8 backend=csr dtype=float32"))
+    spmm = ops[ops.op_name == "aten::addmm"]
+    assert len(spmm) == 1 and spmm.op_input_dims.iat[0].startswith("[[8192,8],[8192,8192],[8192,8]")

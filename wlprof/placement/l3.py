@@ -99,6 +99,10 @@ class Profile:
         store = root
         if not list_runs(store) and (root / "traces").is_dir():
             store = root / "traces"  # `wlprof profile`'s layout
+        if not list_runs(store) and (root / "steps.parquet").is_file() and (root / "predictor.json").is_file():
+            steps = pd.read_parquet(root / "steps.parquet")  # a shipped profile: its tables without the runs
+            devices = sorted(str(d) for d in steps.device_name.dropna().unique())
+            return cls(root, steps, devices, None)
         if not list_runs(store):
             raise InputError("--profile", "must hold at least one profiled run (a wlprof traces folder, or a "
                              "`wlprof profile` folder with its traces/)", str(root))
@@ -144,7 +148,8 @@ class Profile:
             import wlprof
             from wlprof.analysis import models as ladder_models
 
-            ops = wlprof.load(self.store or self.root, table="ops")
+            ops = (wlprof.load(self.store, table="ops") if self.store is not None
+                   else pd.read_parquet(self.root / "ops.parquet"))
             self._ops = ops
             f = ladder_models.features(ops)
             if f.empty:

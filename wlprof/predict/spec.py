@@ -158,14 +158,31 @@ def _factory_guard():
 
         return inner
 
+    sparse = ("sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", "sparse_coo_tensor")
+    sparse_originals = {n: getattr(torch, n) for n in sparse}
+
+    def real_parts(fn):
+        """A sparse constructor checks its parts' devices before any dispatch: meta values become zeros."""
+        def inner(*args, **kw):
+            from torch.utils._python_dispatch import _disable_current_modes
+
+            with _disable_current_modes():  # real zeros whatever their size (no meta mode, no guard)
+                args = [originals["zeros"](a.shape, dtype=a.dtype) if isinstance(a, torch.Tensor) and a.is_meta
+                        else a for a in args]
+            return fn(*args, **kw)
+
+        return inner
+
     @contextlib.contextmanager
     def guard():
         for n in names:
             setattr(torch, n, wrap(originals[n]))
+        for n in sparse:
+            setattr(torch, n, real_parts(sparse_originals[n]))
         try:
             yield
         finally:
-            for n, f in originals.items():
+            for n, f in {**originals, **sparse_originals}.items():
                 setattr(torch, n, f)
 
     return guard()
