@@ -5,7 +5,7 @@
 #   PROFILE=DIR bash benchmarks/h200/place.sh    # an offline profile of this device: all four planners
 #   bash benchmarks/h200/place.sh                # no profile: flops, roofline and oracle
 #   DEVICE=cpu REPS=3 LIMIT=300 BUDGET=900 bash benchmarks/h200/place.sh   # the same at the mixes' CPU sizes
-# (`benchmarks/results/2026-11-29-h200/offline` is an H200 profile of torch 2.11: PROFILE=that works.)
+# (`benchmarks/profiles/h200` is the shipped H200 profile of torch 2.11: PROFILE=that works.)
 # Each mix takes about a minute on an H200; the call stops starting mixes after BUDGET seconds.
 # Everything lands in $OUT: the log, the plans' tables (place_summary.md), the ceilings, and
 # placement.tgz (per mix: plan.json, plan.md, validation/groups/costs Parquet, coloc.json, Chrome traces).
@@ -23,7 +23,7 @@ if [ -n "$PROFILE" ]; then
   PROF_ARGS=(--profile "$PROFILE")
 fi
 # mix:GPUs, the most telling first
-MIXES="flops_mislead:3 moe_gnn_dense:3 dense:3"
+MIXES=${MIXES:-"flops_mislead:3 moe_gnn_dense:3 dense:3"}
 {
 step "machine"
 [ "$DEVICE" = cpu ] || machine
