@@ -145,7 +145,9 @@ class CoRunner:
                 torch.cuda.current_stream(self.device).wait_stream(side)
                 torch.cuda.synchronize(self.device)
                 graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
+                # captured on the model's own stream: cuBLAS keeps a workspace per stream, and graphs
+                # captured on one shared stream would replay concurrently over one workspace
+                with torch.cuda.graph(graph, stream=side):
                     for _ in range(layers):
                         step()
                 graph.replay()
