@@ -103,3 +103,19 @@ def test_predict_fits_on_an_offline_profile_in_its_own_folder(traces, tmp_path, 
     # without --train and --train-traces every run of --traces is training, the test runs too
     res = cli("predict", "--test", h200_run("moe").name, "--traces", traces)
     assert res.exit_code == 2 and "--test must not overlap --train" in res.output
+
+
+def test_report_and_roofline_of_an_ingested_trace_without_ceilings(tmp_path, cli):
+    # an ingested H200 trace on a machine that never calibrated an H200: the roofline is drawn without roofs
+    from conftest import FIXTURES
+
+    from wlprof.ingest import ingest
+
+    run = ingest(FIXTURES / "h200_probe_ops.json.gz", tmp_path / "t", jobs=1)
+    res = cli("report", run.run_id, "--traces", tmp_path / "t", "--out", tmp_path / "rep")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "rep" / "roofline.png").stat().st_size > 0
+    assert "no ceilings" in (tmp_path / "rep" / "report.md").read_text()
+    res = cli("roofline", run.run_id, "--traces", tmp_path / "t", "-o", tmp_path / "r.png")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "r.png").stat().st_size > 0

@@ -37,14 +37,18 @@ def _markers(labels):
 
 
 def _as_ceilings(ceilings):
-    """A `Ceilings` from a Ceilings, a manifest's ceilings dict, or a partial dict (copy, matrix, vector)."""
+    """A `Ceilings` from a Ceilings, a manifest's ceilings dict, or a partial dict (copy, matrix, vector);
+    None where nothing was measured (an ingested trace of a device never calibrated)."""
     from wlprof.ceilings import Ceilings
 
     if isinstance(ceilings, Ceilings):
         return ceilings
     d = {"device_type": "cuda", "device_name": "", "source": "", "measured_at": "", "torch_version": "",
          "matrix_tflops": {}, "vector_tflops": None, **(ceilings or {})}
-    return Ceilings.from_dict(d)
+    try:
+        return Ceilings.from_dict(d)
+    except KeyError:
+        return None
 
 
 # how a point above its roof is marked, by the first of its reasons found in this order
@@ -99,7 +103,7 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     c = _as_ceilings(ceilings)
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
     d = ops[(ops.intensity_flop_per_byte > 0) & (ops.achieved_tflops > 0)]
-    memory, compute = roofline_lines(ops, c)
+    memory, compute = roofline_lines(ops, c) if c is not None else ({}, {})
     top = max(compute.values(), default=1.0)
     xmin, xmax = 1e-3, 1e5
     if not d.empty:
@@ -151,7 +155,10 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     ax.set_xlim(xmin, xmax)
     ax.set_xlabel("arithmetic intensity (FLOP/byte, compulsory bytes)")
     ax.set_ylabel("achieved TFLOP/s")
-    when = f"ceilings measured {c.measured_at}" if c.measured_at else "ceilings"
+    if c is None:
+        when = "no ceilings measured for this device: no roofs drawn"
+    else:
+        when = f"ceilings measured {c.measured_at}" if c.measured_at else "ceilings"
     ax.set_title(f"{title} (marker area ~ time per call; {when})", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=6.5, loc="lower right", ncol=2)
