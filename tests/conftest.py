@@ -117,6 +117,16 @@ def files_under(path: Path) -> list[str]:
 # ---------------------------------------------------------------- the committed H200 fixtures
 
 
+def copy_h200_runs(root: Path) -> Path:
+    """The committed H200 fixture runs copied into `root`, a traces folder of its own (tests never write
+    into tests/)."""
+    import shutil
+
+    for run in H200.iterdir():
+        shutil.copytree(run, root / run.name)
+    return root
+
+
 def h200_run(prefix: str) -> Path:
     runs = sorted(p for p in H200.iterdir() if p.name.startswith(prefix))
     assert runs, f"no H200 fixture run starting with {prefix!r} in {H200}"

@@ -129,6 +129,17 @@ class Param:
         return f"a number >= {show(low)}" if low is not None else "a number"
 
 
+def toml_value(raw: str) -> Any:
+    """The value of `KEY=VALUE`'s right side as TOML reads it (a number, a list, a quoted string), else the
+    text itself."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw.strip()
+
+
 def show(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return ",".join(show(x) for x in v)

@@ -149,7 +149,7 @@ def override_params(study: Study, assignments: list[str], arg: str = "--set") ->
     """The study with [params] overridden by KEY=VALUE strings (VALUE as TOML, else a string)."""
     from dataclasses import replace
 
-    import tomllib
+    from wlprof.params import toml_value
 
     params = dict(study.params)
     for a in assignments:
@@ -157,11 +157,7 @@ def override_params(study: Study, assignments: list[str], arg: str = "--set") ->
         key = key.strip()
         if not sep or not key or not key.replace("_", "").isalnum():
             raise InputError(arg, "must be KEY=VALUE with KEY a parameter name (e.g. seed=1)", a)
-        try:
-            value = tomllib.loads(f"v = {raw.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw.strip()
-        params[key] = value
+        params[key] = toml_value(raw)
     return replace(study, params=params, overrides=tuple(dict.fromkeys((*study.overrides, *(
         a.partition("=")[0].strip() for a in assignments)))))
 

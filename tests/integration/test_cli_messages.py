@@ -3,10 +3,8 @@ the rule and the value, with a close match where there is one."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
-from conftest import H200
+from conftest import copy_h200_runs
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -94,8 +92,7 @@ def test_dtype_error_lists_what_help_lists():
 
 
 def test_predict_names_a_missing_test_run_first(tmp_path):
-    for run in H200.iterdir():
-        shutil.copytree(run, tmp_path / run.name)
+    copy_h200_runs(tmp_path)
     res = invoke("predict", "--test", "no-such-run", "--traces", tmp_path)
     assert res.exit_code == 2
     assert "error: --test must name runs in" in res.output and "(got 'no-such-run')" in res.output

@@ -5,16 +5,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import H200, h200_run
+from conftest import copy_h200_runs, h200_run
 
 
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
-    """The H200 fixture runs in a traces folder of their own (tests never write into tests/)."""
-    root = tmp_path_factory.mktemp("traces")
-    for run in H200.iterdir():
-        shutil.copytree(run, root / run.name)
-    return root
+    """The H200 fixture runs in a traces folder of their own."""
+    return copy_h200_runs(tmp_path_factory.mktemp("traces"))
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import H200
+from conftest import copy_h200_runs
 from typer.testing import CliRunner
 
 from wlprof.cli.main import app
@@ -32,9 +32,7 @@ def chromium() -> str | None:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    root = tmp_path_factory.mktemp("traces")
-    for run in H200.iterdir():
-        shutil.copytree(run, root / run.name)
+    root = copy_h200_runs(tmp_path_factory.mktemp("traces"))
     out = tmp_path_factory.mktemp("report")
     res = CliRunner().invoke(app, ["report", "--traces", str(root), "--out", str(out)])
     assert res.exit_code == 0, res.output

@@ -4,11 +4,10 @@ and `show` reads an ingested run (no timings, no ceilings, maybe no kernel rows)
 from __future__ import annotations
 
 import re
-import shutil
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import FIXTURES, H200, h200_run
+from conftest import FIXTURES, copy_h200_runs, h200_run
 from typer.testing import CliRunner
 
 from wlprof.cli.main import app
@@ -31,10 +30,7 @@ def check_fits(output: str, width: int = 100) -> None:
 
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
-    root = tmp_path_factory.mktemp("traces")
-    for run in H200.iterdir():
-        shutil.copytree(run, root / run.name)
-    return root
+    return copy_h200_runs(tmp_path_factory.mktemp("traces"))
 
 
 def test_report_show_compare_predict_ls_fit_100_columns(traces):

@@ -46,9 +46,8 @@ def parse_spec(text: str, arg: str = "--spec") -> Spec:
     """'moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1' -> Spec('moe', {...})."""
     import shlex
 
-    import tomllib
-
     from wlprof import workloads
+    from wlprof.params import toml_value
 
     parts = shlex.split(text or "")
     if not parts:
@@ -61,11 +60,7 @@ def parse_spec(text: str, arg: str = "--spec") -> Spec:
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise InputError(arg, "must be WORKLOAD KEY=VALUE ... (e.g. tokens=4096)", p)
-        try:
-            value = tomllib.loads(f"v = {raw.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw.strip()
-        params[key] = value
+        params[key] = toml_value(raw)
     return Spec(name, params, text)
 
 
