@@ -71,10 +71,11 @@ class FakeCuda:
         return cm()
 
     @staticmethod
-    def graph(g):
+    def graph(g, stream=None):
         @contextlib.contextmanager
         def cm():
             FakeCuda.capturing = g
+            g.capture_stream = stream  # torch.cuda.graph captures on `stream` (its own side stream if None)
             yield
             FakeCuda.capturing = None
         return cm()
@@ -137,6 +138,8 @@ def test_graphs_and_eager_threads_in_one_wave(fake_cuda, monkeypatch):
     runner = _runner({"a": (step("a", 0.0), True), "b": (step("b", 0.0), True), "c": (step("c", 0.02), False)})
     # warmed up twice on its stream, then called once inside the capture (the stand-in records nothing)
     assert calls["a"] == 3 and runner.prepared[0].graph.steps == []
+    # each graph captured on its model's own stream: cuBLAS keeps one workspace per stream
+    assert [p.graph.capture_stream for p in runner.prepared[:2]] == [p.stream for p in runner.prepared[:2]]
     runner.prepared[0].graph.steps = [step("a", 0.0)]
     runner.prepared[1].graph.steps = [step("b", 0.0)]
     runner._calibrate_gate()
