@@ -11,7 +11,7 @@ from wlprof.cli.common import command_line, console, handle_errors
 from wlprof.cli.options import Device, Quiet, epilog
 
 EXAMPLES = epilog("wlprof profile --device cuda -o profiles/h200",
-                  "wlprof profile --device cuda -o profiles/h200 --budget-minutes 6",
+                  "wlprof profile --device cuda -o profiles/h200 --extend --budget-minutes 4",
                   "wlprof profile --device cpu -o profiles/cpu --section gemm --section moe")
 
 
@@ -26,6 +26,9 @@ def profile(
     section: Annotated[list[str] | None, typer.Option(
         "--section", help="Profile only these sections of the grid (repeatable): gemm nn, gemm nt, gemm linear, "
         "elementwise, gnn raw, gnn pyg, moe (a CPU's grid: gnn). Default: every section.", metavar="NAME")] = None,
+    extend: Annotated[bool, typer.Option(
+        "--extend", help="-o names an existing profile: run the studies its budget left out (within this "
+        "budget), add them to it and fit it again.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps) into DIR, check it
@@ -35,7 +38,7 @@ def profile(
     con = console()
     say = None if quiet else (lambda msg: con.print(msg))
     info = run_profile(out, device=device, budget_s=budget_minutes * 60.0, sections=section, progress=say,
-                       command=command_line())
+                       command=command_line(), extend=extend)
     minutes = info["grid_seconds"] / 60
     skipped = info["skipped"]
     con.print(f"profiled {info['points']} points, {info['op_calls']} op calls in {minutes:.2f} minutes "

@@ -37,29 +37,89 @@ FORMAT = 1  # of predictor.json: a file of another format is refitted from the t
 
 def run_profile(out: str | Path, device: str | None = None, scale: str | None = None, budget_s: float = 360.0,
                 sections: list[str] | None = None, progress: Callable[[str], None] | None = None,
-                command: str | None = None) -> dict:
-    """Run the grid into `out` (a new or empty folder), then check and fit it; returns profile.json's content."""
+                command: str | None = None, extend: bool = False) -> dict:
+    """Run the grid into `out` (a new or empty folder), then check and fit it; returns profile.json's content.
+    `extend`: `out` is an existing profile; run the studies its budget left out, add them and fit again."""
     from wlprof.device import resolve_device
     from wlprof.errors import InputError, Key
     from wlprof.predict import grid
-    from wlprof.study import run_study, versions
+    from wlprof.study import versions
 
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
+    previous = None
+    if extend:
+        if not (out / PROFILE_FILE).is_file():
+            raise InputError(Key("out", "store"), "must be a profile folder made by `wlprof profile` to extend "
+                             f"(with {PROFILE_FILE})", str(out))
+        previous = json.loads((out / PROFILE_FILE).read_text())
+    elif out.exists() and any(out.iterdir()):
         raise InputError(Key("out", "store"), "must be a new or empty folder (a profile is never mixed with "
-                         "another)", str(out))
+                         "another; --extend adds to one)", str(out))
     dev = resolve_device(device, Key("device", "study"))
-    scale = scale or ("gpu" if dev.type == "cuda" else "cpu")
+    if previous is not None and (previous.get("device") or {}).get("name") != _device_name(dev):
+        raise InputError(Key("out", "store"), f"must be a profile of this device ({_device_name(dev)}) to extend",
+                         (previous.get("device") or {}).get("name"))
+    scale = (previous or {}).get("scale") or scale or ("gpu" if dev.type == "cuda" else "cpu")
     secs = grid.sections(scale, str(dev))
+    if previous is not None:  # the studies the budget left out, in the grid's order
+        left = {x["study"] for x in previous.get("skipped", [])}
+        secs = [s for s in secs if s.study.name in left]
+        if not secs:
+            raise InputError(Key("out", "store"), "must be a profile whose budget left studies out (this one "
+                             "measured its whole grid)", str(out))
     if sections:
-        unknown = sorted(set(sections) - {s.name for s in secs})
+        unknown = sorted(set(sections) - {s.name for s in grid.sections(scale, str(dev))})
         if unknown:
             raise InputError(Key("sections", "store"), f"must be sections of the grid "
-                             f"({', '.join(dict.fromkeys(s.name for s in secs))})", unknown)
+                             f"({', '.join(dict.fromkeys(s.name for s in grid.sections(scale, str(dev))))})",
+                             unknown)
         secs = [s for s in secs if s.name in sections]
+    old_ops, old_steps = profile_tables(out) if previous is not None else (None, None)
     traces = out / "traces"
     traces.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    done, skipped, failed, grid_s = _run_grid(secs, traces, budget_s, progress, command)
+    if not done:
+        raise InputError(Key("budget", "store"), "must leave time for at least one section", budget_s)
+    new_runs = {d["run_id"] for d in done}
+    info = {"command": command, "device": {"type": dev.type, "name": _device_name(dev)}, "scale": scale,
+            "ceilings": _ceilings_of(traces),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "grid_seconds": round(grid_s, 1), "gpu_minutes": round(grid_s / 60, 2) if dev.type == "cuda" else None,
+            "budget_seconds": budget_s, "versions": versions(), "sections": done, "skipped": skipped,
+            "failed": failed}
+    t1 = time.monotonic()
+    ops, steps = _load(traces, "ops"), _load(traces, "steps")
+    if previous is not None:
+        ops, steps = ops[ops.run_id.isin(new_runs)], steps[steps.run_id.isin(new_runs)]
+        ops = pd.concat([old_ops, compact(ops)], ignore_index=True)
+        steps = pd.concat([old_steps, steps], ignore_index=True)
+        grid_total = round(float(previous.get("grid_seconds") or 0) + grid_s, 1)
+        info = {**previous, "grid_seconds": grid_total,
+                "gpu_minutes": round(grid_total / 60, 2) if dev.type == "cuda" else None,
+                "sections": [*previous.get("sections", []), *done],
+                "skipped": [x for x in previous.get("skipped", []) if x["study"] not in
+                            {d["study"] for d in done}],
+                "failed": [*previous.get("failed", []), *failed],
+                "extended": [*previous.get("extended", []), {k: info[k] for k in (
+                    "command", "started", "grid_seconds", "budget_seconds", "versions")}],
+                "ceilings": previous.get("ceilings") or info["ceilings"]}
+    _write_parquet(compact(ops), out / OPS_FILE)  # what predict needs, to ship
+    _write_parquet(steps, out / STEPS_FILE)
+    info.update(check(ops, steps))
+    predictor, host = fit_profile(ops, steps, traces if previous is None else None, info["ceilings"])
+    info["fit_seconds"] = round(time.monotonic() - t1, 1)
+    write_predictor(out, predictor, host)
+    from wlprof.store.atomic import atomic_write_bytes
+
+    atomic_write_bytes(out / PROFILE_FILE, (json.dumps(info, indent=1, default=str) + "\n").encode())
+    return info
+
+
+def _run_grid(secs, traces: Path, budget_s: float, progress, command) -> tuple[list, list, list, float]:
+    """Run the grid's studies in order while the budget lasts: (done, skipped, failed, seconds)."""
+    from wlprof.study import run_study
+
     t0 = time.monotonic()
     per_point: dict[str, float] = {}
     done, skipped, failed = [], [], []
@@ -87,26 +147,14 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
         per_point[s.name] = dt / max(s.points, 1)
         done.append({"section": s.name, "pass": s.passno, "study": s.study.name, "run_id": res.run_id,
                      "status": res.status, "points": s.points, "seconds": round(dt, 2)})
-    grid_s = time.monotonic() - t0
-    if not done:
-        raise InputError(Key("budget", "store"), "must leave time for at least one section", budget_s)
-    info = {"command": command, "device": {"type": dev.type, "name": _device_name(dev)}, "scale": scale,
-            "ceilings": _ceilings_of(traces),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "grid_seconds": round(grid_s, 1), "gpu_minutes": round(grid_s / 60, 2) if dev.type == "cuda" else None,
-            "budget_seconds": budget_s, "versions": versions(), "sections": done, "skipped": skipped,
-            "failed": failed}
-    t1 = time.monotonic()
-    ops = _load(traces, "ops")
-    steps = _load(traces, "steps")
-    compact(ops).to_parquet(out / OPS_FILE, index=False, compression="zstd")  # what predict needs, to ship
-    steps.to_parquet(out / STEPS_FILE, index=False, compression="zstd")
-    info.update(check(ops, steps))
-    predictor, host = fit_profile(ops, steps, traces, info["ceilings"])
-    info["fit_seconds"] = round(time.monotonic() - t1, 1)
-    write_predictor(out, predictor, host)
-    (out / PROFILE_FILE).write_text(json.dumps(info, indent=1, default=str) + "\n")
-    return info
+    return done, skipped, failed, time.monotonic() - t0
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """A profile table, zstd-compressed, written under a temporary name and renamed into place."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_parquet(tmp, index=False, compression="zstd")
+    tmp.replace(path)
 
 
 # what the consolidated ops file drops: rates and placements derived from the kept columns, host ids
