@@ -3,6 +3,8 @@ the rule and the value, with a close match where there is one."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import copy_h200_runs
 from typer.main import get_command
@@ -26,6 +28,7 @@ def _commands(cmd, path):
         yield " ".join(path), cmd
 
 
+PROFILE = str(Path(__file__).resolve().parents[2] / "benchmarks" / "profiles" / "h200")
 COMMANDS = list(_commands(get_command(app), ["wlprof"]))
 
 
@@ -60,6 +63,10 @@ def test_help_shows_no_value_type_for_flags_and_ends_with_examples(path, cmd):
     (["rn"], "error: COMMAND must be one of"),
     (["run", "gem"], "did you mean 'gemm'?"),
     (["run", "gemm", "--dtype", "flaot32"], "did you mean 'float32'?"),
+    (["predict", "--profile", PROFILE, "--spec", "mlp batch=0"],
+     "error: --spec's batch must be a positive integer (got 0)"),
+    (["predict", "--profile", PROFILE],
+     "error: --profile takes exactly one of --test RUN..., --spec SPEC and --trace FILE (got 'none of them')"),
     (["run", "moe", "--routing", "dispresed"], "did you mean 'dispersed'?"),
     (["run", "gnn", "--graph", "rmta"], "did you mean 'rmat'?"),
     (["run", "gemm", "--device", "cdua"], "did you mean 'cuda'?"),

@@ -14,6 +14,8 @@ import pytest
 
 import wlprof
 
+pytestmark = pytest.mark.slow  # each test launches ranks as processes (3-7 s each on 2 cores)
+
 FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
 MOE = ["moe", "--dispatch", "alltoall", "--experts", "4", "--tokens", "16", "--top-k", "2", "--d-model", "32",
        "--d-ff", "64", "--routing", "zipf:1.2"]
@@ -77,7 +79,6 @@ def test_moe_alltoall_one_rank(tmp_path):
     _check_moe(tmp_path, 1)
 
 
-@pytest.mark.slow
 def test_moe_alltoall_four_ranks(tmp_path):
     res = _wlprof([*MOE, "--world-size", "4"], tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -118,14 +119,12 @@ def test_halo_one_rank_four_partitions(tmp_path):
     assert (steps.exchange_bytes == 6 * 16 * 8 * 4).all() and (steps.exchange_copies == 6).all()
 
 
-@pytest.mark.slow
 def test_halo_four_ranks(tmp_path):
     res = _wlprof([*HALO, "--world-size", "4"], tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     _check_halo(tmp_path, 4)
 
 
-@pytest.mark.slow
 def test_under_torchrun(tmp_path):
     torchrun = Path(sys.executable).with_name("torchrun")
     e = {**os.environ, "WLPROF_DIST_TIMEOUT": "60"}

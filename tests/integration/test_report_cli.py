@@ -116,3 +116,10 @@ def test_report_and_roofline_of_an_ingested_trace_without_ceilings(tmp_path, cli
     res = cli("roofline", run.run_id, "--traces", tmp_path / "t", "-o", tmp_path / "r.png")
     assert res.exit_code == 0, res.output
     assert (tmp_path / "r.png").stat().st_size > 0
+
+
+def test_an_unwritable_out_is_refused_before_any_table(tmp_path, cli):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = cli("report", "--traces", tmp_path, "--out", blocker / "sub")
+    assert res.exit_code == 2 and res.output.startswith("error: --out must be a folder wlprof can write"), res.output

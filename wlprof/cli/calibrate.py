@@ -95,6 +95,12 @@ def calibrate(
             raise typer.Exit(1)
         path = cache_path(c.device_type, c.device_name)
     else:
+        from wlprof.cli.execute import busy_machine_note
+
+        note = busy_machine_note()
+        if note:  # ceilings measured on a busy machine are low, and every later run is placed against them
+            console(stderr=True).print(f"[yellow]note: {note}; ceilings measured now may be low (every later "
+                                       "run is placed against them): calibrate again on a quiet machine[/yellow]")
         c = measure(dev, quick=quick)
         path = save(c)
     con = console()

@@ -71,7 +71,14 @@ def place(
                         device=device, reps=reps, trace=not no_trace, method=search)
     if out is not None:
         _check_out(out)
-    result = run_place(mix, opts, progress=say)
+    from wlprof.cli.execute import busy_machine_note
+    from wlprof.stderr_filter import profiler_noise_filtered
+
+    note = busy_machine_note()
+    if note and not quiet:
+        err.print(f"[yellow]note: {note}[/yellow]")
+    with profiler_noise_filtered():  # the validation's traces: Kineto's status lines stay off stderr
+        result = run_place(mix, opts, progress=say)
     text = render(result)
     con = console()
     con.print(text, markup=False)

@@ -63,7 +63,9 @@ def predict(
         if profile is None:
             raise InputError("--profile", "must name the profile to predict from (`wlprof profile -o DIR`)", None)
         if sum(x is not None for x in (split_runs(test) or None, spec, trace)) != 1:
-            raise InputError("--profile", "takes exactly one of --test RUN..., --spec SPEC and --trace FILE", None)
+            given = [n for n, v in (("--test", split_runs(test)), ("--spec", spec), ("--trace", trace)) if v]
+            raise InputError("--profile", "takes exactly one of --test RUN..., --spec SPEC and --trace FILE",
+                             ", ".join(given) or "none of them")
         if scale is not None and trace is None:
             raise InputError("--scale", "applies to --trace", scale)
         if spec is not None:

@@ -32,6 +32,10 @@ def report(
     from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, SPECTRUM_PRIORITY, rich_table
     from wlprof.store.selection import load_runs, split_runs
 
+    if out is not None:  # a folder that cannot be written is refused before any work
+        from wlprof.store.runs import check_writable
+
+        check_writable(out, "--out")
     ids = split_runs(runs)
     steps = load_runs(traces, "steps", ids, "RUNS", workload, allow_mixed_devices)
     ops = load_runs(traces, "ops", ids, "RUNS", workload, allow_mixed_devices)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from wlprof.errors import InputError, Key
 
+_SPEC_KEY = "--spec"
 BIG = 1 << 16  # floating tensors with more elements live on the meta device
 # CPU/meta op -> the op CUDA launches for it, where they differ (torch 2.11 on the H200); CUDA's
 # index_select runs as gather above INDEX_SELECT_MAX indices (16 stayed index_select, 128 did not)
@@ -229,12 +230,15 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
     name = str(params.pop("dtype", None) or dtype or "bfloat16")
     dt = DTYPES.get(name.lower())
     if dt is None:
-        raise InputError(Key("dtype", "study"), f"must be one of {', '.join(DTYPES)}", name)
+        raise InputError(_SPEC_KEY, f"dtype must be one of {', '.join(DTYPES)}", name)
     dt = getattr(torch, dt)
     # the defaults a user means are the GPU's (d_model 4096, 64 experts), checked as on the CPU
-    with listing_for_another_device():
-        parsed = wl.spec(parse_all(wl.params, params, "cuda", wl.name), cpu, dt)
-    points = wl.points(parsed.spec)
+    try:
+        with listing_for_another_device():
+            parsed = wl.spec(parse_all(wl.params, params, "cuda", wl.name), cpu, dt)
+        points = wl.points(parsed.spec)
+    except InputError as exc:  # named as the user wrote it: `--spec's batch`, not `--batch`
+        raise exc.spelled(lambda k: f"{_SPEC_KEY}'s {k.name}") from None
     frames = []
     for i, point in enumerate(points):
         with torch.no_grad():
