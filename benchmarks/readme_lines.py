@@ -201,6 +201,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
     env.pop("COLUMNS", None)
+    env["WLPROF_CACHE_DIR"] = str(base / "cache")  # a new user's machine: no ceilings cached yet
     lines = readme_lines((clone / "README.md").read_text())
     rows, log = [], []
     load0 = os.getloadavg()[0]
