@@ -115,3 +115,20 @@ def test_extend_adds_what_the_budget_left_out(tmp_path, cpu_ceilings):
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(tmp_path / "none"), "--extend"])
     assert res.exit_code == 2 and "--out must be a profile folder" in res.output
+
+
+def test_the_shipped_profile_scores_an_ingested_trace(tmp_path, cpu_ceilings):
+    # an H200 training step ingested on a machine without H200 ceilings: L0-L2 are placed against the
+    # profile's own ceilings, so every call with known FLOPs and bytes is scored
+    from pathlib import Path
+
+    from wlprof.ingest import ingest
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    profile = fixtures.parents[1] / "benchmarks" / "profiles" / "h200"
+    run = ingest(fixtures / "h200_training" / "transformer_eager.pt.trace.json.gz", tmp_path, jobs=1)
+    res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--test", run.run_id,
+                                   "--traces", str(tmp_path)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    scored = int(res.output.split("scored ")[1].split(" op calls")[0].replace(",", ""))
+    assert scored > 200  # of the step's 266 op calls with known FLOPs and bytes

@@ -56,6 +56,8 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
     devices = sorted(set(ops.device_name.dropna()) | set(prof_ops.device_name.dropna()))
     if len(devices) > 1:
         raise InputError("--test", "must come from the device the profile was measured on", devices)
+    if "ceiling_tflops" not in ops or ops.ceiling_tflops.isna().all():
+        ops = _placed_against(ops, info.get("ceilings"))  # an ingested trace: L0-L2 need a peak and a roof
     res = score_runs(predictor, host, prof_ops, ops, steps)
     merged = res["ops"].merge(res["steps"], on=["model", "family"])
     src = ", ".join(f"{k} {v:.1%}" for k, v in res["sources"].items())
@@ -144,3 +146,21 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         title = f"# {path}\n\nPredicted from profile {profile} beside the trace's measured calls."
     ops = ops.assign(variant=str(Path(path).name))
     _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide)
+
+
+def _placed_against(ops, ceilings: dict | None):
+    """`ops` placed against the profile's ceilings (runs made without this device's ceilings, such as an
+    ingested trace), so that the ladder's L0-L2 have a peak and a roof to predict from."""
+    from wlprof.ceilings import Ceilings
+    from wlprof.cost.roofline import add_roofline
+
+    try:
+        c = Ceilings.from_dict(ceilings) if ceilings else None
+    except (KeyError, TypeError):
+        c = None
+    if c is None:
+        return ops
+    ops = ops.copy()
+    add_roofline(ops, c)
+    return ops
+

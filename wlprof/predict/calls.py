@@ -244,6 +244,12 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"cls": cls, "group": group, "relaxed": relaxed}, index=ops.index)
     for c in qframe.columns:
         out[c] = qframe[c].to_numpy()
+    for c in QUANTITIES:  # an empty table has them too
+        if c not in out:
+            out[c] = np.full(len(out), np.nan)
+    for c, empty in (("dtype", "?"), ("sync", False)):
+        if c not in out:
+            out[c] = np.full(len(out), empty, dtype=object if c == "dtype" else bool)
     coords = coords.copy()
     _data_features(ops, out, coords)
     for j in range(NCOORDS):
@@ -257,6 +263,7 @@ def _num(ops: pd.DataFrame, name: str) -> np.ndarray:
     return pd.to_numeric(ops[name], errors="coerce").to_numpy(dtype=float)
 
 
+QUANTITIES = ("M", "N", "K", "B", "itemsize", "flops", "bytes", "numel0", "L", "W", "R")
 CONTEXT_COLUMNS = ("dispatch",)
 DST_SORTED_BACKENDS = ("segment", "csr", "pyg:gcn-csr", "pyg:sage-csr")
 
