@@ -1,6 +1,6 @@
 """The report's figures. Each function takes DataFrames and returns a matplotlib Figure.
 
-Each figure answers one question of the seed notes, said in its title: same FLOPs, different
+Each figure answers one question, said in its title: same FLOPs, different
 latency (`latency_vs_flops`); where a sweep turns from memory- to compute-bound (`rate_vs_axis`,
 the MLP over batch); where an MoE layer's time goes and what padding wastes (`phase_breakdown`);
 which GNN backend moves its bytes at the copy bandwidth (`backends`); what one call costs beyond
