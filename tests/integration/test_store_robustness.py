@@ -133,9 +133,11 @@ def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings, signum):
     while time.time() < deadline:
         _, m = _manifest(out)
         if m and sum(p["status"] == "ok" for p in m["points"]) >= 2:
+            proc.send_signal(signal.SIGSTOP)  # frozen at once: the interrupt cannot lose the race to the sweep's end
             break
-        time.sleep(0.05)
+        time.sleep(0.02)
     proc.send_signal(signum)
+    proc.send_signal(signal.SIGCONT)
     rc = proc.wait(timeout=60)
     assert rc == 130, proc.stderr.read().decode()[-2000:]
     _, m = _manifest(out)
