@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from wlprof.workloads.moe import grouped
-from wlprof.workloads.moe.grouped import PATH_FALLBACK
 from wlprof.workloads.moe.tensors import MoeTensors, _act, expert_ffn
 
 
@@ -98,23 +97,9 @@ def grouped_step(tensors: MoeTensors, ids, gates, p, path: str, counts: np.ndarr
 
     x, w1, w3, w2 = tensors.x, tensors.w1, tensors.w3, tensors.w2
     experts, top_k, ffn = p["experts"], p["top_k"], p["activation"]
-    act = _act(ffn)
     ones = torch.ones(ids.numel(), dtype=torch.int64, device=x.device)
-    w1t, w2t = w1.transpose(1, 2), w2.transpose(1, 2)  # [E, d, f], [E, f, d]: column-major B
-    w3t = w3.transpose(1, 2) if w3 is not None else None
-    gmm = grouped._grouped_mm_op()
-    sizes = counts.tolist()  # the fallback's group sizes, from the build-time routing
-
-    def expert_grouped(xs, offs):
-        if path == PATH_FALLBACK:
-            parts = [expert_ffn(part, w1[e], w3[e] if w3 is not None else None, w2[e], ffn)
-                     for e, part in enumerate(xs.split(sizes)) if sizes[e] > 0]
-            return torch.cat(parts)
-        if w3t is not None:
-            h = act(gmm(xs, w1t, offs=offs)) * gmm(xs, w3t, offs=offs)
-        else:
-            h = act(gmm(xs, w1t, offs=offs))
-        return gmm(h, w2t, offs=offs)
+    # the fallback's group sizes come from the build-time routing
+    expert_grouped = grouped.grouped_ffn(w1, w3, w2, ffn, path, counts.tolist(), x.size(1))
 
     def step():
         with record_function("moe/router"):

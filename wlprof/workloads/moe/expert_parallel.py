@@ -106,33 +106,17 @@ def alltoall_step(x, w_router, ids, gates, w1, w3, w2, p: dict, pl: Plan, path: 
 
     from wlprof.workloads.moe import grouped
     from wlprof.workloads.moe.dispatch import _router
-    from wlprof.workloads.moe.grouped import PATH_FALLBACK
-    from wlprof.workloads.moe.tensors import MoeTensors, _act, expert_ffn
+    from wlprof.workloads.moe.tensors import MoeTensors
 
     experts, top_k, ffn = p["experts"], p["top_k"], p["activation"]
     world, lo, hi = pl.world, pl.lo, pl.hi
     n_local = hi - lo
-    act = _act(ffn)
     dev = x.device
     ones = torch.ones(ids.numel(), dtype=torch.int64, device=dev)
     expert_splits = [b - a for a, b in pl.bounds]  # counts sent to each rank: one per expert it holds
-    w1t, w2t = w1.transpose(1, 2), w2.transpose(1, 2)
-    w3t = w3.transpose(1, 2) if w3 is not None else None
-    gmm = grouped._grouped_mm_op()
-    sizes = pl.local_groups()
+    experts_grouped = grouped.grouped_ffn(w1, w3, w2, ffn, path, pl.local_groups(), p["d_model"])
     router_tensors = MoeTensors(x, w_router, None, None, None)
     local_ids = torch.arange(n_local, device=dev).repeat(world)
-
-    def experts_grouped(xs, offs):
-        if path == PATH_FALLBACK:
-            parts = [expert_ffn(part, w1[e], w3[e] if w3 is not None else None, w2[e], ffn)
-                     for e, part in enumerate(xs.split(sizes)) if sizes[e] > 0]
-            return torch.cat(parts) if parts else xs.new_zeros(0, p["d_model"])
-        if w3t is not None:
-            h = act(gmm(xs, w1t, offs=offs)) * gmm(xs, w3t, offs=offs)
-        else:
-            h = act(gmm(xs, w1t, offs=offs))
-        return gmm(h, w2t, offs=offs)
 
     def step():
         with record_function("moe/router"):

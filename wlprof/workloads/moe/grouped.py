@@ -63,3 +63,30 @@ def grouped_path(device, dtype, w1t, offs_len: int) -> tuple[str, str | None]:
     per_group = bool(names & {"aten::mm", "aten::addmm", "aten::bmm", "aten::item", "aten::_local_scalar_dense"})
     return (PATH_TORCH_LOOP if per_group else PATH_FUSED), None
 
+
+def grouped_ffn(w1, w3, w2, ffn: str, path: str, sizes: list[int], d_model: int):
+    """The experts' FFN over rows grouped by expert, as `run(xs, offs)`: one `_grouped_mm` per weight
+    (its B column-major), or on the fallback path each expert's rows (group sizes `sizes`) through its
+    own FFN."""
+    import torch
+
+    from wlprof.workloads.moe.tensors import _act, expert_ffn
+
+    act = _act(ffn)
+    w1t, w2t = w1.transpose(1, 2), w2.transpose(1, 2)  # [E, d, f], [E, f, d]: column-major B
+    w3t = w3.transpose(1, 2) if w3 is not None else None
+    gmm = _grouped_mm_op()
+
+    def run(xs, offs):
+        if path == PATH_FALLBACK:
+            parts = [expert_ffn(part, w1[e], w3[e] if w3 is not None else None, w2[e], ffn)
+                     for e, part in enumerate(xs.split(sizes)) if sizes[e] > 0]
+            return torch.cat(parts) if parts else xs.new_zeros(0, d_model)
+        if w3t is not None:
+            h = act(gmm(xs, w1t, offs=offs)) * gmm(xs, w3t, offs=offs)
+        else:
+            h = act(gmm(xs, w1t, offs=offs))
+        return gmm(h, w2t, offs=offs)
+
+    return run
+
