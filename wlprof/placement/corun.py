@@ -211,7 +211,6 @@ class CoRunner:
 
     def _wave_cpu(self, order: Sequence[int], label: bool) -> tuple[dict[int, float]]:
         import torch
-        from torch.profiler import record_function
 
         # every thread started and waiting (`ready`), then the arrival time taken, then released (`go`)
         ready, go = threading.Barrier(len(order) + 1), threading.Barrier(len(order) + 1)
@@ -224,13 +223,7 @@ class CoRunner:
                 with torch.inference_mode():
                     ready.wait()
                     go.wait()
-                    if label:
-                        with record_function(f"place/{p.model.name}"):
-                            for _ in range(p.model.layers):
-                                p.built.step()
-                    else:
-                        for _ in range(p.model.layers):
-                            p.built.step()
+                    _request(p, label)
                 ends[i] = time.perf_counter()
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 errors.append(exc)
@@ -276,13 +269,7 @@ class CoRunner:
                     ready.wait()
                     go.wait()
                     p.stream.wait_event(arrival)
-                    if label:
-                        with record_function(f"place/{p.model.name}"):
-                            for _ in range(p.model.layers):
-                                p.built.step()
-                    else:
-                        for _ in range(p.model.layers):
-                            p.built.step()
+                    _request(p, label)
                     ends[i].record(p.stream)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 errors.append(exc)
@@ -419,3 +406,17 @@ def label_streams(doc: dict, names: set[str]) -> None:
     named = {(m["pid"], m["tid"]) for m in meta}
     events[:] = [e for e in events if not (e.get("ph") == "M" and e.get("name") == "thread_name"
                                            and (e.get("pid"), e.get("tid")) in named)] + meta
+
+
+def _request(p: Prepared, label: bool) -> None:
+    """One request of a prepared model: its layers' steps, labelled `place/<model>` in a trace."""
+    from torch.profiler import record_function
+
+    if label:
+        with record_function(f"place/{p.model.name}"):
+            for _ in range(p.model.layers):
+                p.built.step()
+    else:
+        for _ in range(p.model.layers):
+            p.built.step()
+
