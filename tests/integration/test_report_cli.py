@@ -123,3 +123,18 @@ def test_an_unwritable_out_is_refused_before_any_table(tmp_path, cli):
     blocker.write_text("x")
     res = cli("report", "--traces", tmp_path, "--out", blocker / "sub")
     assert res.exit_code == 2 and res.output.startswith("error: --out must be a folder wlprof can write"), res.output
+
+
+def test_a_trace_without_cpu_ops_is_refused_by_roofline_for_what_it_lacks(tmp_path, cli):
+    # a GPU-only trace (kernels, no cpu_op): it ingests, its kernels are kept, but it has no op calls to place
+    import json
+
+    events = [{"ph": "X", "cat": "kernel", "name": "void k<float>()", "pid": 0, "tid": 7, "ts": 10 + 20 * i,
+               "dur": 5, "args": {"device": 0, "stream": 7, "correlation": i + 1}} for i in range(3)]
+    trace = tmp_path / "gpu_only.json"
+    trace.write_text(json.dumps({"traceEvents": events, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}]}))
+    res = cli("ingest", trace, "--traces", tmp_path / "t", "-q")
+    assert res.exit_code == 0, res.output
+    run = next(p.name for p in (tmp_path / "t").iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    res = cli("roofline", run, "--traces", tmp_path / "t", "-o", tmp_path / "r.png")
+    assert res.exit_code == 2 and "must select runs with ops rows; these have none" in res.output, res.output

@@ -54,6 +54,9 @@ def load_runs(root: str | Path, table: str, runs: list[str] | None = None, arg: 
         df = df[df.status.fillna("ok") == "ok"]
     if df.empty:
         what = f"runs {runs}" if runs else f"the runs in {root}/"
+        if table != "steps" and not wlprof.load(root, table="steps", **filters).empty:
+            raise InputError(arg, f"must select runs with {table} rows; these have none (a trace without CPU ops "
+                             "records no op calls, one without GPU kernels no kernel rows)", what)
         raise InputError(arg, "must select at least one finished sweep point", f"{what}" +
                          (f" with workload {workload}" if workload else ""))
     devices = sorted(df.device_name.dropna().unique())
