@@ -171,3 +171,31 @@ def test_a_predictor_survives_its_json():
     q = pd.DataFrame([copy_row(3000, 0.0), copy_row(300000, 0.0)])
     back = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
     np.testing.assert_allclose(back.predict(q)[0], p.predict(q)[0], rtol=1e-4)  # rounded to 5 decimals
+
+
+def test_a_gemm_group_whose_kernels_hide_the_wave_quantization_gets_a_smooth_base():
+    # true: the fractional-wave base (no step at a tile or wave boundary), 10% slower; a quantized
+    # base would put steps into the residuals that the neighbours then carry to unprofiled M
+    def true(m, k, n):
+        d = describe(pd.DataFrame([mm_row(m, k, n, 1.0)]))
+        return 1.1 * float(model.base_us(d, K, waves=np.zeros(1, dtype=bool))[0])
+
+    ms = [1 << i for i in range(4, 14)] + [3 << i for i in range(3, 12)]
+    prof = pd.DataFrame([mm_row(m, 4096, n, true(m, 4096, n), point=i)
+                         for i, (m, n) in enumerate((m, n) for m in ms for n in (1024, 4096, 16384))])
+    p = model.fit(prof, K)
+    (key, choice), = p.bases.items()
+    assert key.startswith("gemm|aten::mm|") and choice[1] == 0.0  # fractional waves chosen
+    q = pd.DataFrame([mm_row(m, 4096, n, 1.0) for m, n in ((131, 4096), (700, 16384), (2500, 1024))])
+    pred, _ = p.predict(q)
+    want = np.array([true(131, 4096, 4096), true(700, 4096, 16384), true(2500, 4096, 1024)])
+    assert np.abs(pred / want - 1).max() < 0.03
+
+
+def test_fractional_waves_count_a_partial_tile_and_wave_by_its_share():
+    d = describe(pd.DataFrame([mm_row(128 * 133, 4096, 1024, 1.0)]))
+    tile = 2 * 128 * 128 * 4096 / (800e6 / 132)
+    # 133 x 8 tiles of 128 x 128 on 132 SMs: 1064 / 132 waves, each a whole tile's time
+    smooth = model.base_us(d, K, waves=np.zeros(1, dtype=bool))[0]
+    assert smooth == pytest.approx(2.0 + 133 * 8 / 132 * tile)
+    assert model.base_us(d, K)[0] == pytest.approx(2.0 + 17 * tile / 2)  # whole waves: as before

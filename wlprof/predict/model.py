@@ -82,9 +82,11 @@ class Constants:
         return c
 
 
-def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None) -> np.ndarray:
-    """The physical base time of each described call (`calls.describe`), in us; `split`: per call,
-    whether a GEMM's K may be split (default: all)."""
+def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
+            waves: np.ndarray | None = None) -> np.ndarray:
+    """The physical base time of each described call (`calls.describe`), in us; per call, `split`:
+    whether a GEMM's K may be split, `waves`: whether its tiles and waves are whole (quantized) or
+    fractional (a smooth base, for kernels that hide the quantization); default: both, for all."""
     cls = d.cls.to_numpy()
     s = d.itemsize.to_numpy(dtype=float)
     nbytes = d["bytes"].to_numpy(dtype=float)
@@ -97,13 +99,16 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None) -> n
         # cuBLAS picks a tile per shape: the best of a few (waves quantize each), K split when a
         # shape has fewer tiles than SMs (at least SPLIT_K_MIN of K per split)
         t_c = np.full(g.sum(), np.inf)
+        whole = np.ones(g.sum(), dtype=bool) if waves is None else np.asarray(waves, dtype=bool)[g]
         for tm, tn in (TILES if tile > 1 else ((1.0, 1.0),)):
-            tiles = np.maximum(np.ceil(m[g] / tm) * np.ceil(n[g] / tn) * b[g], 1)
+            tiles = np.where(whole, np.ceil(m[g] / tm) * np.ceil(n[g] / tn),
+                             np.maximum(m[g] / tm, 1) * np.maximum(n[g] / tn, 1))
+            tiles = np.maximum(tiles * b[g], 1)
             splits = np.clip(np.floor(k.sms / tiles), 1, np.maximum(np.floor(kk[g] / SPLIT_K_MIN), 1))
             if split is not None:
                 splits = np.where(np.asarray(split, dtype=bool)[g], splits, 1.0)
-            waves = np.ceil(tiles * splits / k.sms)
-            t_c = np.minimum(t_c, waves * 2 * tm * tn * (kk[g] / splits) / (peak[g] / k.sms))
+            n_waves = np.where(whole, np.ceil(tiles * splits / k.sms), np.maximum(tiles * splits / k.sms, 1.0))
+            t_c = np.minimum(t_c, n_waves * 2 * tm * tn * (kk[g] / splits) / (peak[g] / k.sms))
         t_m = (m[g] * kk[g] + kk[g] * n[g] + m[g] * n[g]) * b[g] * s[g] / k.bandwidth
         out[g] = k.floor + np.maximum(t_c, t_m)
     gr = cls == "grouped"
@@ -139,9 +144,11 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
     """`base_us`, with a group's fitted base where the profile fitted one (for a GEMM group: whether
     its K splits, `[1.0]` or `[0.0]`)."""
     free = _free(d.group.to_numpy(dtype=object))
-    split = np.array([bases.get(f, [1.0])[0] > 0.5 if c == "gemm" else True
-                      for f, c in zip(free, d.cls.to_numpy(), strict=True)], dtype=bool)
-    out = base_us(d, k, split)
+    is_gemm = d.cls.to_numpy() == "gemm"
+    choice = [bases.get(f, [1.0, 1.0]) if c else [1.0, 1.0] for f, c in zip(free, is_gemm, strict=True)]
+    split = np.array([c[0] > 0.5 for c in choice], dtype=bool)
+    whole = np.array([(c[1] if len(c) > 1 else 1.0) > 0.5 for c in choice], dtype=bool)
+    out = base_us(d, k, split, whole)
     if not bases:
         return out
     free = np.where(d.cls.to_numpy() == "gemm", "", free)
@@ -161,8 +168,9 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
     out = {}
     cls = d.cls.to_numpy()
     terms = _terms(d)
-    # GEMM groups: split-K in the base or not, whichever leaves the smoother correction (cuBLAS splits
-    # skinny GEMMs of some layouts and not others)
+    # GEMM groups: split-K in the base or not, whole or fractional waves, whichever leaves the
+    # smoothest correction (cuBLAS splits skinny GEMMs of some layouts and not others, and its choice
+    # of tiles hides the wave quantization of some groups)
     k = constants or Constants()
     for f in pd.unique(free[cls == "gemm"]):
         rows = np.flatnonzero(free == f)
@@ -170,11 +178,13 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
             continue
         sub = d.iloc[rows]
         x = sub[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
-        err = []
+        err = {}
         for split in (True, False):
-            r = np.log(dur[rows] / base_us(sub, k, np.full(len(rows), split)))
-            err.append(Table(x, r, np.ones(len(rows))).loo_error())
-        out[str(f)] = [1.0 if err[0] <= err[1] else 0.0]
+            for whole in (True, False):
+                r = np.log(dur[rows] / base_us(sub, k, np.full(len(rows), split), np.full(len(rows), whole)))
+                err[split, whole] = Table(x, r, np.ones(len(rows))).loo_error()
+        split, whole = min(err, key=err.get)
+        out[str(f)] = [float(split), float(whole)]
     for f in pd.unique(free[np.isin(cls, FITTED)]):
         rows = np.flatnonzero(free == f)
         if len(rows) < MIN_FIT:
