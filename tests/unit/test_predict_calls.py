@@ -99,3 +99,33 @@ def test_describe_never_reads_durations():
     a = describe(_ops([row], workload="gemm").assign(dur_us=1.0, flops=1.0, bytes=1.0))
     b = describe(_ops([row], workload="gemm").assign(dur_us=99.0, flops=7.0, bytes=7.0))
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_loop_dispatch_gathers_each_hit_experts_rows_in_expert_order():
+    # x[top_x] records only x [8, 16] (its index list is not recorded): 3 and 5 rows for experts 0 and 2
+    x = ("aten::index", "[[8,16],[]]", f'[{BF},"GenericList"]', "[[16,1],[]]", '["",""]')
+    ops = _ops([x, x, x, x], workload="moe", dispatch="loop", run_id="r", point=0)
+    ops["step"] = [0, 0, 1, 1]
+    ops["ts_us"] = [20.0, 10.0, 30.0, 40.0]  # step 0's rows out of time order
+    ops["expert_counts"] = [[3, 0, 5]] * 4
+    d = describe(ops)
+    assert d.L.tolist() == [5.0, 3.0, 3.0, 5.0]
+    assert d.c0.tolist() == pytest.approx([math.log2(5), math.log2(3), math.log2(3), math.log2(5)])
+    # a step whose calls do not pair with the hit experts one to one keeps the table's size
+    d = describe(ops.iloc[:3].assign(step=0))
+    assert d.L.tolist() == [128.0] * 3
+    d = describe(ops.assign(dispatch="grouped"))
+    assert d.L.tolist() == [128.0] * 4
+
+
+def test_tensor_list_ops_are_memory_calls_by_their_element_counts():
+    cat = ("aten::cat", "[[[1024,64],[1,64]],[]]", '["TensorList","Scalar"]', "[[],[]]", '["","0"]')
+    ops = _ops([cat, cat], workload="moe", dtype="bfloat16")
+    ops["bytes"] = [262_272.0, 1.0]
+    ops["flops_source"] = ["formula", "workload"]  # a stated cost never enters the features
+    d = describe(ops)
+    assert d.cls.tolist() == ["memory", "memory"] and d.group.iat[0].startswith("memory|aten::cat|list1|")
+    assert d.numel0.iat[0] == 1025 * 64
+    assert d.c0.iat[0] == pytest.approx(math.log2(1025 * 64)) and d.c2.iat[0] == 1.0  # two tensors
+    # bytes: the formula's where recorded, else every element read and written at the run's dtype
+    assert d["bytes"].tolist() == [262_272.0, 2 * 1025 * 64 * 2]

@@ -189,7 +189,19 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         return "index", group, f"index|{name}|{type_sig}", coords, q
 
     if not tensors:
-        return "other", f"other|{name}", f"other|{name}", (0.0,) * NCOORDS, q
+        # tensor lists (cat, stack, the _foreach_ ops): their shapes are recorded, their dtype is not;
+        # a list op is compared with its own calls by element counts (its bytes: the recorded cost's)
+        lists = [[x for x in dims[i] if isinstance(x, list) and all(isinstance(v, int) for v in x)]
+                 for i, t in enumerate(types) if t == "TensorList" and i < len(dims) and isinstance(dims[i], list)]
+        lists = [lst for lst in lists if lst]
+        if not lists:
+            return "other", f"other|{name}", f"other|{name}", (0.0,) * NCOORDS, q
+        sizes = [math.prod(x) for x in lists[0]]
+        total = float(sum(math.prod(x) for lst in lists for x in lst))
+        q.update(numel0=float(sum(sizes)), bytes=math.nan, list_elements=total)
+        group = f"memory|{name}|list{len(lists)}|{_scalars(name, concrete)}"
+        coords = (_log2(sum(sizes)), _log2(max(sizes)), _log2(len(sizes)), 0.0, 0.0)
+        return "memory", group, f"memory|{name}|list", coords, q
     d0 = tensors[0][1]
     inner = d0[-1] if d0 else 1
     n1 = stored[1] if len(stored) > 1 else 0
@@ -251,10 +263,27 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
         if c not in out:
             out[c] = np.full(len(out), empty, dtype=object if c == "dtype" else bool)
     coords = coords.copy()
+    if "list_elements" in out:  # a tensor list's bytes: the recorded cost's, else its elements read and written
+        lst = np.flatnonzero(np.isfinite(out.list_elements.to_numpy(dtype=float)))
+        rec = _num(ops, "bytes")[lst]
+        if "flops_source" in ops:  # a formula's bytes (from the shapes and kernel names), never a stated cost
+            rec = np.where(_text(ops["flops_source"])[lst] == "formula", rec, np.nan)
+        size = np.array([_itemsize(t) for t in _text(ops["dtype"])[lst]]) if "dtype" in ops else np.full(len(lst), 4)
+        out.iloc[lst, out.columns.get_loc("bytes")] = np.where(
+            np.isfinite(rec) & (rec > 0), rec, 2 * out.list_elements.to_numpy(dtype=float)[lst] * size)
     _data_features(ops, out, coords)
     for j in range(NCOORDS):
         out[f"c{j}"] = coords[:, j]
     return out
+
+
+def _itemsize(dtype: str) -> int:
+    from wlprof.cost.dtypes import size_of_dtype
+
+    try:
+        return size_of_dtype(dtype)
+    except (KeyError, ValueError):
+        return 4
 
 
 def _num(ops: pd.DataFrame, name: str) -> np.ndarray:
@@ -266,6 +295,43 @@ def _num(ops: pd.DataFrame, name: str) -> np.ndarray:
 QUANTITIES = ("M", "N", "K", "B", "itemsize", "flops", "bytes", "numel0", "L", "W", "R")
 CONTEXT_COLUMNS = ("dispatch",)
 DST_SORTED_BACKENDS = ("segment", "csr", "pyg:gcn-csr", "pyg:sage-csr")
+
+
+def _loop_rows(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
+    """The rows an MoE loop dispatch's `x[top_x]` gathers, from the expert counts, in place.
+
+    Its index tensor is not recorded (a list of optional tensors), so the call's shapes say
+    only the table it reads. The loop visits the experts that got tokens in expert order,
+    each once, so in a step the j-th call of one input signature gathers the j-th such
+    expert's rows. A step whose calls do not pair one to one with those experts is left as is.
+    """
+    need = ("expert_counts", "dispatch", "op_name", "op_input_dims")
+    if not all(c in ops for c in need):
+        return
+    cand = np.flatnonzero((out.cls.to_numpy() == "index") & (ops.op_name.to_numpy() == "aten::index")
+                          & (_text(ops["dispatch"]) == "loop")
+                          & (out.L.to_numpy(dtype=float) == out.numel0.to_numpy(dtype=float)))
+    if not len(cand):
+        return
+    keys = [c for c in ("run_id", "point", "step") if c in ops]
+    sub = ops.iloc[cand]
+    frame = pd.DataFrame({k: sub[k].to_numpy() for k in keys})
+    frame["sig"] = _text(sub["op_input_dims"])
+    frame["order"] = sub["ts_us"].to_numpy(dtype=float) if "ts_us" in sub else np.arange(len(cand), dtype=float)
+    frame["pos"] = cand
+    counts = ops.expert_counts.to_numpy()
+    rows_col = out.columns.get_loc("L")
+    for _, g in frame.groupby([*keys, "sig"], sort=False, dropna=False):
+        c = counts[g.pos.iat[0]]
+        if c is None or (isinstance(c, float) and math.isnan(c)):
+            continue
+        hit = np.asarray(c, dtype=float)
+        hit = hit[hit > 0]
+        if len(hit) != len(g):
+            continue
+        pos = g.sort_values("order", kind="stable").pos.to_numpy()
+        out.iloc[pos, rows_col] = hit
+        coords[pos, 0] = np.log2(hit)
 
 
 def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
@@ -292,6 +358,7 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
     elif len(g):
         coords[g, 3] = np.log2(np.maximum(out.B.to_numpy()[g], 1))
         coords[g, 4] = np.log2(np.maximum(out.M.to_numpy()[g] / np.maximum(out.B.to_numpy()[g], 1), 1))
+    _loop_rows(ops, out, coords)
     # graphs: the skew of the in-degrees (max over mean) and the sparse matrix's nonzeros
     mx = _num(ops, "max_in_degree")
     skew = np.log2(np.maximum(mx, 1) / np.maximum(_num(ops, "mean_in_degree"), 1e-9))
