@@ -145,8 +145,11 @@ def annotate_comm(k: pd.DataFrame, rows: pd.DataFrame, ops: pd.DataFrame, args_t
     op_args_id = ops.args_id.to_numpy() if len(ops) else np.zeros(0, np.int64)
     op_name_arr = ops.name.to_numpy(dtype=object) if len(ops) else np.zeros(0, dtype=object)
     parent = ops.parent.to_numpy() if len(ops) else np.zeros(0, np.int64)
-    comm_kernel = np.array([kd == "kernel" and C.is_comm_kernel(nm) for kd, nm in zip(kinds, names, strict=True)],
-                           dtype=bool) if n else np.zeros(0, bool)
+    if n:  # per distinct kernel name: a trace launches the same few kernels many times
+        codes, uniq = pd.factorize(pd.Series(names, dtype=object), use_na_sentinel=False)
+        comm_kernel = (kinds == "kernel") & np.array([C.is_comm_kernel(nm) for nm in uniq], dtype=bool)[codes]
+    else:
+        comm_kernel = np.zeros(0, bool)
     work = comm_kernel | (kinds == "comm")
     host = (kinds == "cpu_op") & np.array([isinstance(o, str) and C.is_comm_op(o) for o in op_names], dtype=bool) \
         if n else np.zeros(0, bool)
