@@ -113,6 +113,13 @@ def test_extend_adds_what_the_budget_left_out(tmp_path, cpu_ceilings):
     assert info["grid_seconds"] > first["grid_seconds"]
     res = runner.invoke(app, ["predict", "--profile", str(out), "--spec", "elementwise ops=relu numel=5000 dtype=float32"])
     assert res.exit_code == 0, res.output
+    # a section the profile never ran (not left out by its budget: not asked for) is measured by --extend too
+    res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(out), "--extend", "--budget-minutes", "0.5",
+                              "--section", "mlp", "-q"])
+    assert res.exit_code == 0, res.output
+    again = json.loads((out / "profile.json").read_text())
+    assert {a["section"] for a in again["sections"][len(info["sections"]):]} == {"mlp"}
+    assert len(again["extended"]) == 2
     res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(tmp_path / "none"), "--extend"])
     assert res.exit_code == 2 and "--out must be a profile folder" in res.output
 

@@ -10,7 +10,8 @@ from wlprof.predict import grid
 from wlprof.study import load_study
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
-HELDOUT = sorted((WORKLOADS / "heldout").glob("heldout_*.toml")) + [WORKLOADS / "gemm_same_flops.toml"]
+# every held-out set (A: heldout_*.toml, B: set_b/, C: set_c/) and the GEMM study
+HELDOUT = sorted((WORKLOADS / "heldout").rglob("*.toml")) + [WORKLOADS / "gemm_same_flops.toml"]
 
 
 def _points(study):
@@ -44,6 +45,8 @@ def _key(workload, p):
         return ("moe", p["tokens"], p["experts"], p["top_k"], p["d_model"], p["d_ff"])
     if workload == "gnn":
         return ("gnn", p["graph"], p["scale"], p["features"])
+    if workload == "mlp":  # a width and batch, whatever the activation
+        return ("mlp", p["batch"], p["d_model"], p["d_ff"])
     return (workload, tuple(sorted((k, str(v)) for k, v in p.items())))
 
 
@@ -59,7 +62,7 @@ def test_sections_are_well_formed_and_the_coarse_pass_comes_first():
     secs = grid.sections("gpu")
     assert [s.passno for s in secs] == sorted(s.passno for s in secs)
     assert {s.name for s in secs} == {"gemm nn", "gemm nt", "gemm linear", "elementwise", "gnn raw", "gnn pyg",
-                                      "moe"}
+                                      "moe", "mlp"}
     assert 1000 < sum(s.points for s in secs) < 1600
     assert grid.expected_seconds(secs) < 400
     for s in secs:
@@ -89,4 +92,15 @@ def test_no_held_out_configuration_is_in_the_grid(path, grid_keys):
 def test_cpu_miniature_has_the_same_sections():
     gpu = {s.name for s in grid.sections("gpu")}
     cpu = {s.name for s in grid.sections("cpu")}
-    assert {"gemm nn", "gemm nt", "gemm linear", "elementwise", "moe"} <= cpu and cpu - {"gnn"} <= gpu
+    assert {"gemm nn", "gemm nt", "gemm linear", "elementwise", "moe", "mlp"} <= cpu and cpu - {"gnn"} <= gpu
+
+
+def test_an_extended_profile_lists_what_it_still_lacks():
+    from wlprof.predict.profile import _still_skipped
+
+    # two studies of one section share a name: told apart by their points
+    before = [{"study": "profile:gnn raw uniform pass 2", "points": 16}, {"study": "profile:gnn raw uniform pass 2",
+                                                                         "points": 24}, {"study": "b", "points": 3}]
+    done = [{"study": "profile:gnn raw uniform pass 2", "points": 24}]
+    now = [{"study": "b", "points": 3}, {"study": "profile:mlp d1024 pass 2", "points": 6}]
+    assert _still_skipped(before, done, now) == [before[0], before[2], now[1]]

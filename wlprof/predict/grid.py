@@ -14,7 +14,10 @@ context as in a study):
   RMAT, destination hubs zipf:1.5) in source and destination order; PyG's layers over them;
 - MoE (workload `moe`): router, dispatch, grouped GEMMs with per-group token counts and
   combine, for 4..128 experts, top-1/2/4, three widths and token counts 64..16384, under
-  several routings, in the three dispatches.
+  several routings, in the three dispatches;
+- MLP blocks (workload `mlp`): two nn.Linear layers and their activation at four widths
+  and batches 1..4096, where each layer's weights leave the L2 to the other's (the `gemm
+  linear` section repeats one layer, whose weights stay in the L2 when they fit).
 
 Sections run coarse first: `pass 1` holds every section's coarse points, `pass 2` the
 rest; a budget that runs out in pass 2 leaves every section covered. `scale="cpu"` is a
@@ -37,6 +40,8 @@ M_POW = [1 << i for i in range(14)]  # 1..8192
 M_MID = [3 << i for i in range(12)]  # 3, 6, 12, ..., 6144: the midpoints
 KN_MAIN = [1024, 4096, 16384]
 KN_MID = [2048, 8192]
+MLP_WIDTHS = ((1024, 4096, "gelu"), (2048, 8192, "silu"), (5120, 20480, "gelu"), (8192, 28672, "silu"))
+MLP_BATCHES = ([1, 4, 16, 64, 256, 1024, 4096], [2, 8, 32, 128, 512, 2048])  # pass 1, pass 2
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,11 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
             out.append(Section("gnn pyg", passno, _study(f"gnn pyg {graph} pass {passno}", "gnn", params,
                                                          "float32", device),
                                len(scales) * len(feats) * len(pyg), 0.35))
+    for passno, batches in enumerate(MLP_BATCHES, 1):
+        for d_model, d_ff, act in MLP_WIDTHS:
+            params = {"batch": batches, "d_model": d_model, "d_ff": d_ff, "activation": act}
+            out.append(Section("mlp", passno, _study(f"mlp d{d_model} pass {passno}", "mlp", params, "bfloat16",
+                                                     device), len(batches), 0.3))
     for i, (tokens, experts, top_k, d_model, d_ff, routings) in enumerate(moe_configs()):
         for routing in routings:
             dispatches = moe_dispatches(tokens, experts, top_k, d_model, d_ff, routing)
@@ -192,6 +202,10 @@ def cpu_sections(device: str | None = "cpu") -> list[Section]:
                       "reduction": "sum", "edge_factor": 8}
             out.append(Section("gnn", passno, _study(f"gnn {graph} pass {passno}", "gnn", params, "float32", device),
                                len(scales) * len(feats) * 6, 0.1))
+    for passno, batches in ((1, [1, 4, 16, 64]), (2, [2, 8, 32])):
+        params = {"batch": batches, "d_model": 32, "d_ff": 128, "activation": "gelu"}
+        out.append(Section("mlp", passno, _study(f"mlp d32 pass {passno}", "mlp", params, "float32", device),
+                           len(batches), 0.05))
     for i, (tokens, experts, top_k) in enumerate(((16, 4, 1), (64, 8, 2), (32, 8, 1), (128, 4, 2))):
         params = {"tokens": [tokens], "experts": experts, "top_k": top_k, "d_model": 32, "d_ff": 64,
                   "routing": ["balanced", "zipf:1.4"], "dispatch": ["loop", "padded", "grouped"], "ffn": "swiglu"}
@@ -201,7 +215,7 @@ def cpu_sections(device: str | None = "cpu") -> list[Section]:
 
 
 # the fill-in's order: where a budget that runs out costs least last
-PASS2_ORDER = ("moe", "gnn raw", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "elementwise")
+PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "elementwise")
 
 
 def sections(scale: str = "gpu", device: str | None = None) -> list[Section]:

@@ -39,7 +39,8 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
                 sections: list[str] | None = None, progress: Callable[[str], None] | None = None,
                 command: str | None = None, extend: bool = False) -> dict:
     """Run the grid into `out` (a new or empty folder), then check and fit it; returns profile.json's content.
-    `extend`: `out` is an existing profile; run the studies its budget left out, add them and fit again."""
+    `extend`: `out` is an existing profile; run the grid's studies it has not measured (left out by its
+    budget, or added to the grid since), add them and fit again."""
     from wlprof.device import resolve_device
     from wlprof.errors import InputError, Key
     from wlprof.predict import grid
@@ -61,12 +62,12 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
                          (previous.get("device") or {}).get("name"))
     scale = (previous or {}).get("scale") or scale or ("gpu" if dev.type == "cuda" else "cpu")
     secs = grid.sections(scale, str(dev))
-    if previous is not None:  # the studies the budget left out, in the grid's order
-        left = {x["study"] for x in previous.get("skipped", [])}
-        secs = [s for s in secs if s.study.name in left]
+    if previous is not None:  # the grid's studies it has not measured, in the grid's order
+        measured = {_study_key(x) for x in [*previous.get("sections", []), *previous.get("failed", [])]}
+        secs = [s for s in secs if (s.study.name, s.points) not in measured]
         if not secs:
-            raise InputError(Key("out", "store"), "must be a profile whose budget left studies out (this one "
-                             "measured its whole grid)", str(out))
+            raise InputError(Key("out", "store"), "must be a profile with studies of the grid left to measure "
+                             "(this one measured its whole grid)", str(out))
     if sections:
         unknown = sorted(set(sections) - {s.name for s in grid.sections(scale, str(dev))})
         if unknown:
@@ -98,8 +99,7 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
         info = {**previous, "grid_seconds": grid_total,
                 "gpu_minutes": round(grid_total / 60, 2) if dev.type == "cuda" else None,
                 "sections": [*previous.get("sections", []), *done],
-                "skipped": [x for x in previous.get("skipped", []) if x["study"] not in
-                            {d["study"] for d in done}],
+                "skipped": _still_skipped(previous.get("skipped", []), done, skipped),
                 "failed": [*previous.get("failed", []), *failed],
                 "extended": [*previous.get("extended", []), {k: info[k] for k in (
                     "command", "started", "grid_seconds", "budget_seconds", "versions")}],
@@ -114,6 +114,20 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
 
     atomic_write_bytes(out / PROFILE_FILE, (json.dumps(info, indent=1, default=str) + "\n").encode())
     return info
+
+
+def _study_key(entry: dict) -> tuple:
+    """A grid study as profile.json lists it: its name and points (two studies of a section may share a name)."""
+    return entry.get("study"), entry.get("points")
+
+
+def _still_skipped(before: list[dict], done: list[dict], now: list[dict]) -> list[dict]:
+    """The studies an extended profile still lacks: those left out before and not measured now, and
+    those this run left out."""
+    ran = {_study_key(d) for d in done}
+    out = [x for x in before if _study_key(x) not in ran]
+    listed = {_study_key(x) for x in out}
+    return out + [x for x in now if _study_key(x) not in listed]
 
 
 def _run_grid(secs, traces: Path, budget_s: float, progress, command) -> tuple[list, list, list, float]:
@@ -138,7 +152,7 @@ def _run_grid(secs, traces: Path, budget_s: float, progress, command) -> tuple[l
         try:
             res = run_study(s.study, traces, command=command)
         except Exception as exc:  # noqa: BLE001 - a section that cannot run (memory, a dtype) must not lose the grid
-            failed.append({"section": s.name, "pass": s.passno, "study": s.study.name,
+            failed.append({"section": s.name, "pass": s.passno, "study": s.study.name, "points": s.points,
                            "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"})
             if progress:
                 progress(f"failed {s.study.name}: {failed[-1]['error']}")
