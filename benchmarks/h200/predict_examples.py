@@ -1,6 +1,6 @@
 """`--spec` and `--trace --scale` predictions beside the measured runs of the same configurations.
 
-    python benchmarks/h200/predict_examples.py --profile P --heldout H --out spec.md [--cpu]
+    python benchmarks/h200/predict_examples.py --profile P --heldout H --out spec.md [--cpu | --set-c]
 
 One process (the predictor loaded once): five specs, each listed on the meta device and
 predicted, set beside the held-out run of that configuration (matched by its parameters);
@@ -25,6 +25,15 @@ GPU_SPECS = [
     ("heldout_gemm", "gemm shapes=700x12288x3072"),
     ("heldout_mlp_wide", "mlp batch=333 d_model=3072 d_ff=12288 activation=silu"),
     ("heldout_gnn", "gnn graph=rmat scale=19 features=192 backend=segment,scatter dtype=float32"),
+]
+# held-out set C (workloads/heldout/set_c/): configurations no decision about the model saw
+SET_C_SPECS = [
+    ("heldout_c_moe_a", "moe tokens=5000 experts=40 top_k=2 d_model=1792 d_ff=4864 routing=zipf:0.9"),
+    ("heldout_c_moe_b", "moe tokens=2048 experts=96 top_k=1 d_model=3584 d_ff=2048 routing=dispersed"),
+    ("heldout_c_gemm", "gemm shapes=2222x3328x3328,64x18432x4608"),
+    ("heldout_c_mlp", "mlp batch=20,300 d_model=1792 d_ff=7168 activation=silu"),
+    ("heldout_c_gnn", "gnn graph=rmat scale=19 features=144 edge_factor=20 backend=segment,scatter,csr "
+     "dtype=float32"),
 ]
 CPU_SPECS = [
     ("heldout_moe_spec", "moe tokens=48 experts=6 top_k=2 d_model=48 d_ff=96 routing=zipf:1.1 dtype=float32"),
@@ -61,6 +70,7 @@ def main(argv=None) -> int:
     ap.add_argument("--heldout", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--set-c", action="store_true", help="the specs of held-out set C (no rescaled traces)")
     args = ap.parse_args(argv)
     import wlprof
     from wlprof.cli.markdown import table
@@ -81,7 +91,7 @@ def main(argv=None) -> int:
                         d.sync.to_numpy(dtype=bool)).times(host)
         return pred, src, b2b, lat
 
-    for study, text in (CPU_SPECS if args.cpu else GPU_SPECS):
+    for study, text in (CPU_SPECS if args.cpu else SET_C_SPECS if args.set_c else GPU_SPECS):
         t0 = time.perf_counter()
         try:
             ops = record(parse_spec(text), launching=frozenset(predictor.meta.get("op_names", [])))
@@ -101,7 +111,7 @@ def main(argv=None) -> int:
                          "latency us": lat, "measured latency us": m.latency_us if m is not None else np.nan,
                          "listed in s": listed})
             lines += [f"## `{text}` [{variant}]", "", table(breakdown(g, pred, src, 10)), ""]
-    mlp = runs.get("heldout_mlp")
+    mlp = None if args.set_c else runs.get("heldout_mlp")
     for point, factor in (CPU_TRACES if args.cpu else GPU_TRACES):
         files = sorted((args.heldout / str(mlp) / "_chrome").glob(f"p{point:03d}-*.raw.json.gz")) if mlp else []
         if not files:
