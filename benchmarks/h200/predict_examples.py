@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     from wlprof.predict.report import breakdown, predict_calls
     from wlprof.predict.scale import ingest_trace, scaled
     from wlprof.predict.spec import parse_spec, record
-    from wlprof.predict.steps import Plan
+    from wlprof.predict.steps import times_of
 
     predictor, host, _ = load_profile(args.profile)
     runs = {r["name"]: r["run_id"] for r in json.loads((args.heldout / "_runs.json").read_text()) if r["run_id"]}
@@ -87,8 +87,7 @@ def main(argv=None) -> int:
 
     def times(ops):
         d, pred, src = predict_calls(predictor, ops)
-        b2b, lat = Plan(pred, np.isin(d.cls.to_numpy(), ("gemm", "grouped", "spmm")),
-                        d.sync.to_numpy(dtype=bool)).times(host)
+        b2b, lat = times_of(d, pred, host)
         return pred, src, b2b, lat
 
     for study, text in (CPU_SPECS if args.cpu else SET_C_SPECS if args.set_c else GPU_SPECS):

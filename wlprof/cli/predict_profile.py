@@ -76,7 +76,7 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
                       measured: pd.DataFrame | None = None, wide: bool = False) -> pd.DataFrame:
     from wlprof.cli.markdown import rich_table, table
     from wlprof.predict.report import breakdown, predict_calls
-    from wlprof.predict.steps import Plan
+    from wlprof.predict.steps import times_of
 
     lines = [title, ""]
     rows = []
@@ -85,8 +85,7 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
     for key, g in groups:
         g = g.sort_values("ts_us", kind="stable") if "ts_us" in g else g
         d, pred, src = predict_calls(predictor, g)
-        b2b, lat = Plan(pred, np.isin(d.cls.to_numpy(), ("gemm", "grouped", "spmm")),
-                        d.sync.to_numpy(dtype=bool)).times(host)
+        b2b, lat = times_of(d, pred, host)
         label = key[0] if isinstance(key, tuple) and key else str(key)
         row = {"point": label, "calls": len(g), "kernel_us": float(pred.sum()), "back_to_back_us": b2b,
                "latency_us": lat, "answered near or same": float(np.isin(src, (0, 1)).mean())}

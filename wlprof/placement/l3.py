@@ -50,7 +50,7 @@ def branch_latency(profile: Path, model, ops: pd.DataFrame | None, mode: str) ->
     try:
         from wlprof.predict.profile import load_profile
         from wlprof.predict.report import predict_calls
-        from wlprof.predict.steps import Plan
+        from wlprof.predict.steps import times_of
     except ImportError:
         return None
     key = str(Path(profile).resolve())
@@ -64,8 +64,7 @@ def branch_latency(profile: Path, model, ops: pd.DataFrame | None, mode: str) ->
                      launching=frozenset(predictor.meta.get("op_names", [])))
     calls = ops.sort_values("ts_us", kind="stable") if "ts_us" in ops else ops
     d, pred, src = predict_calls(predictor, calls)
-    _, latency = Plan(pred, np.isin(d.cls.to_numpy(), ("gemm", "grouped", "spmm")),
-                      d.sync.to_numpy(dtype=bool)).times(host)
+    _, latency = times_of(d, pred, host)
     kernel = float(np.sum(pred))
     us = kernel if mode == "graph" else float(latency)
     shares = ", ".join(f"{k} {v:.0%}" for k, v in predictor.sources(src).items() if v)

@@ -18,13 +18,14 @@ timer's events. The host numbers are fitted on the profile's own unprofiled timi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
 
 STEP_KEYS = ["run_id", "point", "step"]
 MAX_CASES = 120
+MIN_CONTEXT_CASES = 8  # profiled points a context needs for host numbers of its own
 
 
 @dataclass
@@ -34,13 +35,39 @@ class Host:
     sync_us: float = 15.0
     step_us: float = 5.0
     latency_us: float = 8.0
+    # per context (workload and dispatch, `calls.describe`'s '@context'): the numbers fitted on its own
+    # steps, where the profile holds enough of them (a Python loop of small launches is not a GEMM study)
+    by_context: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> Host:
-        return cls(**{k: float(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+        host = cls(**{k: float(v) for k, v in d.items() if k in cls.__dataclass_fields__ and k != "by_context"})
+        host.by_context = {c: cls.from_dict(v) for c, v in (d.get("by_context") or {}).items()}
+        return host
+
+    def for_context(self, context: str) -> Host:
+        return self.by_context.get(context, self)
+
+
+def context_of(described: pd.DataFrame) -> str:
+    """A step's context: the most common '@context' of its calls' groups ('' where they carry none)."""
+    groups = described.group.to_numpy(dtype=object) if "group" in described else []
+    ctx = pd.Series([g.rsplit("|@", 1)[1] if "|@" in g else "" for g in groups], dtype=object)
+    return str(ctx.mode().iat[0]) if len(ctx) else ""
+
+
+def plan_of(described: pd.DataFrame, kernel) -> Plan:
+    return Plan(kernel, np.isin(described.cls.to_numpy(), ("gemm", "grouped", "spmm")),
+                described.sync.to_numpy(dtype=bool))
+
+
+def times_of(described: pd.DataFrame, kernel, host: Host) -> tuple[float, float]:
+    """(back-to-back us per step, single-call latency us) of one step's described calls in launch order,
+    with the host numbers of the step's context."""
+    return plan_of(described, kernel).times(host.for_context(context_of(described)))
 
 
 class Plan:
@@ -96,10 +123,12 @@ def compose(ops: pd.DataFrame, pred: np.ndarray, described: pd.DataFrame, host: 
     frame["pred"] = pred
     frame["gemm"] = np.isin(described.cls.to_numpy(), ("gemm", "grouped", "spmm"))
     frame["sync"] = described.sync.to_numpy(dtype=bool)
+    frame["ctx"] = _contexts(described)
     frame["order"] = order
     rows = []
     for key, g in frame.sort_values("order", kind="stable").groupby([k for k in keys if k in frame], sort=False):
-        b2b, lat = Plan(g.pred.to_numpy(), g.gemm.to_numpy(), g.sync.to_numpy()).times(host)
+        h = host.for_context(str(g.ctx.mode().iat[0]))
+        b2b, lat = Plan(g.pred.to_numpy(), g.gemm.to_numpy(), g.sync.to_numpy()).times(h)
         rows.append({**dict(zip([k for k in keys if k in frame], key if isinstance(key, tuple) else (key,),
                                 strict=True)),
                      "calls": len(g), "syncs": int(g.sync.sum()), "kernel_us": float(g.dur.sum()),
@@ -107,18 +136,22 @@ def compose(ops: pd.DataFrame, pred: np.ndarray, described: pd.DataFrame, host: 
     return pd.DataFrame(rows)
 
 
+def _contexts(described: pd.DataFrame) -> np.ndarray:
+    return np.array([g.rsplit("|@", 1)[1] if "|@" in g else "" for g in described.group.to_numpy(dtype=object)],
+                    dtype=object)
+
+
 def fit_host(ops: pd.DataFrame, described: pd.DataFrame, steps: pd.DataFrame) -> Host:
     """Host numbers that make the timeline match the profile's measured back-to-back times and
-    latencies (one profiled step per point, its measured kernel times)."""
-    from scipy.optimize import minimize
-
+    latencies (one profiled step per point, its measured kernel times): over every point, and per
+    context that has `MIN_CONTEXT_CASES` points."""
     if steps is None or steps.empty or "back_to_back_us" not in steps:
         return Host()
     frame = pd.DataFrame({"run_id": ops.run_id.to_numpy(), "point": ops.point.to_numpy(),
                           "step": ops.step.to_numpy(), "order": ops.ts_us.to_numpy(dtype=float),
                           "dur": ops.dur_us.to_numpy(dtype=float),
                           "gemm": np.isin(described.cls.to_numpy(), ("gemm", "grouped", "spmm")),
-                          "sync": described.sync.to_numpy(dtype=bool)})
+                          "sync": described.sync.to_numpy(dtype=bool), "ctx": _contexts(described)})
     first = frame.groupby(["run_id", "point"]).step.transform("min")
     frame = frame[frame.step == first].sort_values("order", kind="stable")
     meas = steps.set_index(["run_id", "point"])[["back_to_back_us", "latency_us"]]
@@ -128,12 +161,25 @@ def fit_host(ops: pd.DataFrame, described: pd.DataFrame, steps: pd.DataFrame) ->
             continue
         b2b, lat = meas.loc[key]
         if np.isfinite(b2b) and b2b > 0 and np.isfinite(lat) and lat > 0:
-            cases.append((g.dur.to_numpy(), g.gemm.to_numpy(), g.sync.to_numpy(), float(b2b), float(lat)))
+            cases.append((g.dur.to_numpy(), g.gemm.to_numpy(), g.sync.to_numpy(), float(b2b), float(lat),
+                          str(g.ctx.mode().iat[0])))
     if len(cases) < 4:
         return Host()
+    host = _fit(cases)
+    for ctx in sorted({c[-1] for c in cases}):
+        mine = [c for c in cases if c[-1] == ctx]
+        if len(mine) >= MIN_CONTEXT_CASES:
+            host.by_context[ctx] = _fit(mine)
+    return host
+
+
+def _fit(cases: list) -> Host:
+    """The four host numbers by least squares in log back-to-back time, then the latency's extra."""
+    from scipy.optimize import minimize
+
     if len(cases) > MAX_CASES:  # a fit of four numbers needs no more; spread over the grid
         cases = [cases[i] for i in np.linspace(0, len(cases) - 1, MAX_CASES).astype(int)]
-    plans = [(Plan(k, gm, s), b2b, lat) for k, gm, s, b2b, lat in cases]
+    plans = [(Plan(k, gm, s), b2b, lat) for k, gm, s, b2b, lat, _ in cases]
 
     def loss(theta):
         h = Host(*np.abs(theta[:4]), latency_us=0.0)
