@@ -47,7 +47,7 @@ def test_report_show_compare_predict_ls_fit_100_columns(traces):
     assert "TFLOP/s" in narrow.output  # a GPU's rates
 
 
-def test_a_cpu_run_fits_and_reads_gflops(tmp_path):
+def test_a_cpu_run_fits_and_reads_gflops(tmp_path, cpu_ceilings):
     res = invoke("run", "gemm", "--shapes", "64x64x64,8x64x256", "--steps", "1", "--warmup", "1", "--reps", "3",
                  "-q", "--device", "cpu", "--traces", tmp_path)
     assert res.exit_code == 0, res.output

@@ -111,11 +111,12 @@ def test_a_loop_dispatch_gathers_each_hit_experts_rows_in_expert_order():
     d = describe(ops)
     assert d.L.tolist() == [5.0, 3.0, 3.0, 5.0]
     assert d.c0.tolist() == pytest.approx([math.log2(5), math.log2(3), math.log2(3), math.log2(5)])
-    # a step whose calls do not pair with the hit experts one to one keeps the table's size
+    assert not d.rows_unknown.any()
+    # a step whose calls do not pair with the hit experts one to one keeps the table's rows (8), unknown
     d = describe(ops.iloc[:3].assign(step=0))
-    assert d.L.tolist() == [128.0] * 3
+    assert d.L.tolist() == [8.0] * 3 and d.rows_unknown.all()
     d = describe(ops.assign(dispatch="grouped"))
-    assert d.L.tolist() == [128.0] * 4
+    assert d.L.tolist() == [8.0] * 4 and d.rows_unknown.all()
 
 
 def test_tensor_list_ops_are_memory_calls_by_their_element_counts():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -53,3 +54,32 @@ def test_rewrite_of_a_transposed_tensor_keeps_it_transposed():
     t = ops(("aten::copy_", [[64, 8], [64, 8], []], [[8, 1], [1, 64], []]))
     out = rewrite(t, 64, 2)
     assert json.loads(out.op_input_strides.iat[0]) == [[8, 1], [1, 128], []]
+
+
+def test_a_rescaled_call_is_anchored_on_its_measured_time_where_that_is_the_better_evidence():
+    from wlprof.predict.model import SOURCES
+    from wlprof.predict.scale import anchored
+
+    near, base = SOURCES.index("near"), SOURCES.index("base")
+    pred_scaled = np.array([20.0, 40.0, 9.0, 5.0])
+    pred_unscaled = np.array([10.0, 10.0, 3.0, 5.0])
+    measured = np.array([12.0, 7.0, 2.0, np.nan])  # the trace's calls before scaling
+    src = np.array([near, base, near, base])
+    # the profile's device: every measured call, times the profile's ratio (2x, 4x, 3x)
+    pred, mask = anchored(pred_scaled, pred_unscaled, src, measured, True)
+    assert pred.tolist() == [24.0, 28.0, 6.0, 5.0] and mask.tolist() == [True, True, True, False]
+    # another device: only what the profile holds nothing of (base) or cannot size (the third call)
+    pred, mask = anchored(pred_scaled, pred_unscaled, src, measured, False,
+                          np.array([False, False, True, False]))
+    assert pred.tolist() == [20.0, 28.0, 6.0, 5.0] and mask.tolist() == [False, True, True, False]
+
+
+def test_a_scale_of_a_dimension_the_trace_does_not_have_is_refused():
+    from wlprof.predict.scale import scaled
+
+    ops = pd.DataFrame({"op_name": ["aten::mm"], "op_input_dims": ["[[8,64],[64,32]]"],
+                        "op_input_strides": ["[[64,1],[32,1]]"], "dur_us": [1.0]})
+    new, value = scaled(ops, "64", 2.0)
+    assert value == 64 and json.loads(new.op_input_dims.iat[0]) == [[8, 128], [128, 32]]
+    with pytest.raises(InputError, match="no input dimension equals 999"):
+        scaled(ops, "999", 2.0)

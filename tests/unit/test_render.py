@@ -46,6 +46,15 @@ def test_columns_drop_by_priority_and_wide_keeps_all():
     assert "4 more columns with --wide: c1, c2, c3, c4" in " ".join(text.split())
 
 
+def test_a_column_too_wide_for_any_room_goes_before_narrower_ones_of_lower_priority():
+    # the op (priority 10, 40 wide) leaves 56 of 100: a 120-wide shapes column can never fit, so it is
+    # dropped first and the numbers stay, though their priorities are lower than its
+    cols = [Col("op", ["x" * 40], 10, "left"), Col("shapes", ["[" * 120], 9, "left"),
+            *[Col(f"n{i}", ["1,234"], 8 - i) for i in range(4)]]
+    kept, dropped = render.fit(cols, 100)
+    assert dropped == ["shapes"] and [c.header for c, _ in kept] == ["op", "n0", "n1", "n2", "n3"]
+
+
 def test_long_text_wraps_instead_of_being_cut():
     cols = [Col("kernel", ["_ZN7cutlass13device_kernelIN2at4cuda6detail25enable_3x_kernel_for_sm90"], 10, "left",
                 wrap=20), Col("µs", ["6.85"], 9)]

@@ -23,6 +23,8 @@ TIMELINE_COLS = {"family": "family", "steps": "steps", "kernel_within_5pct": "st
                  "latency_within_10pct": "latency within ±10%", "latency_median_ape": "its median |error| "}
 BREAKDOWN_COLS = {"op": "op", "shapes": "input shapes", "calls": "calls", "pred_us": "predicted µs",
                   "each_us": "µs each", "share": "share", "source": "source"}
+BREAKDOWN_PRIORITY = {"op": 10, "pred_us": 9, "share": 9, "source": 7, "each_us": 6, "calls": 6, "shapes": 5,
+                      "measured_us": 8}
 
 
 def _write(out: Path | None, text: str, con) -> None:
@@ -73,7 +75,10 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
 
 
 def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, out: Path | None, con,
-                      measured: pd.DataFrame | None = None, wide: bool = False) -> pd.DataFrame:
+                      measured: pd.DataFrame | None = None, wide: bool = False,
+                      unscaled: pd.DataFrame | None = None, same_device: bool = False) -> pd.DataFrame:
+    """Predict each point of `ops` and print its breakdown; `unscaled` (a rescaled trace's calls as
+    recorded, same index): rescaled calls anchored on their measured times (`scale.anchored`)."""
     from wlprof.cli.markdown import rich_table, table
     from wlprof.predict.report import breakdown, predict_calls
     from wlprof.predict.steps import times_of
@@ -85,6 +90,16 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
     for key, g in groups:
         g = g.sort_values("ts_us", kind="stable") if "ts_us" in g else g
         d, pred, src = predict_calls(predictor, g)
+        note = ""
+        if unscaled is not None and "measured_us" in g:
+            from wlprof.predict.scale import anchored
+
+            _, pred_u, _ = predict_calls(predictor, unscaled.loc[g.index])
+            pred, mask = anchored(pred, pred_u, src, g.measured_us.to_numpy(), same_device,
+                                  d.rows_unknown.to_numpy(dtype=bool))
+            note = (f"; {int(mask.sum())} of {len(g)} calls scaled from their measured times "
+                    + ("(the profile's device)" if same_device else
+                       "(another device: the calls the profile holds nothing of or cannot size)"))
         b2b, lat = times_of(d, pred, host)
         label = key[0] if isinstance(key, tuple) and key else str(key)
         row = {"point": label, "calls": len(g), "kernel_us": float(pred.sum()), "back_to_back_us": b2b,
@@ -97,9 +112,10 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         if "measured_us" in bd:
             cols["measured_us"] = "measured µs (unscaled)"
         msg = (f"{label}: {len(g)} calls, kernel time {pred.sum():,.1f} µs, back to back {b2b:,.1f} µs/step, "
-               f"one call {lat:,.1f} µs")
+               f"one call {lat:,.1f} µs{note}")
         con.print(msg)
-        con.print(rich_table(bd, cols, wide=wide, width=con.width))
+        con.print(rich_table(bd, cols, wide=wide, width=con.width, priorities=BREAKDOWN_PRIORITY,
+                             wrap={"shapes": 24}))
         lines += [f"## {label}", "", msg, "", table(bd, cols)]
     summary = pd.DataFrame(rows)
     _write(out, "\n".join(lines), con)
@@ -130,21 +146,26 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     con = console()
     if not Path(path).is_file():
         raise InputError("--trace", "must be a torch.profiler trace file", str(path))
-    predictor, host, _ = load_profile(profile, refit)
+    predictor, host, info = load_profile(profile, refit)
     ops = ingest_trace(str(path))
     steps = sorted(s for s in ops.step.unique() if s >= 0) if "step" in ops else []
     if steps:  # one step: the first profiled one
         ops = ops[ops.step == steps[0]]
+    unscaled, same_device = None, False
     if scale_text:
         dim, factor = parse_scale(scale_text)
+        unscaled = ops
         ops, value = scaled(ops, dim, factor)
+        names = set(ops.device_name.dropna().astype(str)) if "device_name" in ops else set()
+        same_device = names == {str((info.get("device") or {}).get("name"))}
         title = (f"# {path} with {dim} ({value}) x {factor:g}\n\nPredicted from profile {profile}; "
                  "measured µs: the trace's own calls before scaling.")
     else:
         ops = ops.assign(measured_us=pd.to_numeric(ops.dur_us, errors="coerce"))
         title = f"# {path}\n\nPredicted from profile {profile} beside the trace's measured calls."
     ops = ops.assign(variant=str(Path(path).name))
-    _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide)
+    _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide, unscaled=unscaled,
+                      same_device=same_device)
 
 
 def _placed_against(ops, ceilings: dict | None):

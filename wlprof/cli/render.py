@@ -148,7 +148,10 @@ def fit(cols: Sequence[Col], width: int | None, wide: bool = False) -> tuple[lis
         droppable = [c for c in kept if c.priority < 10]
         if not droppable:
             break
-        victim = min(reversed(droppable), key=lambda c: c.priority)  # lowest priority, rightmost first
+        # a column wider than all the room the kept ones leave it can never fit: it goes first
+        room = width - total([c for c in kept if c.priority >= 10], [c.least() for c in kept if c.priority >= 10])
+        hopeless = [c for c in droppable if c.least() + 3 > room]
+        victim = min(reversed(hopeless or droppable), key=lambda c: c.priority)  # lowest priority, rightmost first
         kept.remove(victim)
     # give wrapping columns back the room that is left, up to their natural width
     sizes = [c.least() for c in kept]

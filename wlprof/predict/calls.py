@@ -129,7 +129,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         nbytes = float((sum(stored) + numel0) * itemsize) if stored else 0.0
     q = {"M": math.nan, "N": math.nan, "K": math.nan, "B": math.nan, "itemsize": itemsize, "dtype": dtype,
          "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
-         "R": math.nan, "sync": name in SYNC_OPS}
+         "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False}
     layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
     sparse = any(st is None and len(d) >= 2 for _, d, _, st in tensors)
 
@@ -177,8 +177,9 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
             d, st = idx[0][1], idx[0][2]
             length = d[0] if len(d) >= 1 and st is not None and len(d) >= 2 and st[1:] == [0] * (len(d) - 1) \
                 else _stored(d, st)
-        else:
-            length = numel0
+        else:  # the index tensors are not recorded (a list of optional tensors): as many rows as the table's
+            length = table[0] if table else numel0
+            q["rows_unknown"] = True
         rows = table[0] if table else 0
         if name == "aten::segment_reduce" and len(idx):  # data [E, F], offsets [N + 1]
             length, rows = (table[0] if table else 0), max(idx[-1][1][0] - 1 if idx[-1][1] else 0, 1)
@@ -259,7 +260,7 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
     for c in QUANTITIES:  # an empty table has them too
         if c not in out:
             out[c] = np.full(len(out), np.nan)
-    for c, empty in (("dtype", "?"), ("sync", False)):
+    for c, empty in (("dtype", "?"), ("sync", False), ("rows_unknown", False)):
         if c not in out:
             out[c] = np.full(len(out), empty, dtype=object if c == "dtype" else bool)
     coords = coords.copy()
@@ -310,7 +311,7 @@ def _loop_rows(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None
         return
     cand = np.flatnonzero((out.cls.to_numpy() == "index") & (ops.op_name.to_numpy() == "aten::index")
                           & (_text(ops["dispatch"]) == "loop")
-                          & (out.L.to_numpy(dtype=float) == out.numel0.to_numpy(dtype=float)))
+                          & out.rows_unknown.to_numpy(dtype=bool))
     if not len(cand):
         return
     keys = [c for c in ("run_id", "point", "step") if c in ops]
@@ -331,6 +332,7 @@ def _loop_rows(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None
             continue
         pos = g.sort_values("order", kind="stable").pos.to_numpy()
         out.iloc[pos, rows_col] = hit
+        out.iloc[pos, out.columns.get_loc("rows_unknown")] = False
         coords[pos, 0] = np.log2(hit)
 
 
