@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     from wlprof.cli.markdown import table
     from wlprof.predict.profile import load_profile
     from wlprof.predict.report import breakdown, predict_calls
-    from wlprof.predict.scale import ingest_trace, scaled
+    from wlprof.predict.scale import anchored, ingest_trace, scaled
     from wlprof.predict.spec import parse_spec, record
     from wlprof.predict.steps import times_of
 
@@ -120,10 +120,15 @@ def main(argv=None) -> int:
         orig = steps[(steps.run_id == mlp) & (steps.point == point)].iloc[0]
         new, value = scaled(ops, "batch", factor)
         pred, src, b2b, lat = times(new)
+        raw_pred = pred.sum()
+        d_new, _, _ = predict_calls(predictor, new)
+        _, pred_u, _ = predict_calls(predictor, ops)
+        pred, _ = anchored(pred, pred_u, src, new.measured_us.to_numpy(), d_new.rows_unknown.to_numpy())
+        b2b, lat = times_of(d_new, pred, host)
         target = steps[(steps.run_id == mlp) & (steps.batch == round(value * factor))]
         m = target.iloc[0] if len(target) else None
         rows.append({"spec": f"--trace {files[0].name} --scale batch={factor:g} (batch {value} -> "
-                             f"{round(value * factor)})", "calls": len(new),
+                             f"{round(value * factor)}; {raw_pred:,.1f} us unanchored)", "calls": len(new),
                      "measured kernels": m.kernels_per_step if m is not None else np.nan, "kernel us": pred.sum(),
                      "measured kernel us": m.kernel_us if m is not None else np.nan, "back-to-back us": b2b,
                      "measured b2b us": m.back_to_back_us if m is not None else np.nan, "latency us": lat,

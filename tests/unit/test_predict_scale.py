@@ -56,7 +56,7 @@ def test_rewrite_of_a_transposed_tensor_keeps_it_transposed():
     assert json.loads(out.op_input_strides.iat[0]) == [[8, 1], [1, 128], []]
 
 
-def test_a_rescaled_call_is_anchored_on_its_measured_time_where_that_is_the_better_evidence():
+def test_a_rescaled_call_the_profile_cannot_answer_is_anchored_on_its_measured_time():
     from wlprof.predict.model import SOURCES
     from wlprof.predict.scale import anchored
 
@@ -65,13 +65,12 @@ def test_a_rescaled_call_is_anchored_on_its_measured_time_where_that_is_the_bett
     pred_unscaled = np.array([10.0, 10.0, 3.0, 5.0])
     measured = np.array([12.0, 7.0, 2.0, np.nan])  # the trace's calls before scaling
     src = np.array([near, base, near, base])
-    # the profile's device: every measured call, times the profile's ratio (2x, 4x, 3x)
-    pred, mask = anchored(pred_scaled, pred_unscaled, src, measured, True)
-    assert pred.tolist() == [24.0, 28.0, 6.0, 5.0] and mask.tolist() == [True, True, True, False]
-    # another device: only what the profile holds nothing of (base) or cannot size (the third call)
-    pred, mask = anchored(pred_scaled, pred_unscaled, src, measured, False,
-                          np.array([False, False, True, False]))
+    # anchored: what the profile holds nothing of (base: 7 x 4) or cannot size (the third call: 2 x 3);
+    # a near call keeps its prediction, a call without a measured time too
+    pred, mask = anchored(pred_scaled, pred_unscaled, src, measured, np.array([False, False, True, False]))
     assert pred.tolist() == [20.0, 28.0, 6.0, 5.0] and mask.tolist() == [False, True, True, False]
+    pred, mask = anchored(pred_scaled, pred_unscaled, src, measured)
+    assert pred.tolist() == [20.0, 28.0, 9.0, 5.0] and mask.tolist() == [False, True, False, False]
 
 
 def test_a_scale_of_a_dimension_the_trace_does_not_have_is_refused():

@@ -78,7 +78,8 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
                       measured: pd.DataFrame | None = None, wide: bool = False,
                       unscaled: pd.DataFrame | None = None, same_device: bool = False) -> pd.DataFrame:
     """Predict each point of `ops` and print its breakdown; `unscaled` (a rescaled trace's calls as
-    recorded, same index): rescaled calls anchored on their measured times (`scale.anchored`)."""
+    recorded, same index): the calls the profile cannot answer anchored on their measured times
+    (`scale.anchored`); `same_device`: the trace was recorded on the profile's device."""
     from wlprof.cli.markdown import rich_table, table
     from wlprof.predict.report import breakdown, predict_calls
     from wlprof.predict.steps import times_of
@@ -95,11 +96,11 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
             from wlprof.predict.scale import anchored
 
             _, pred_u, _ = predict_calls(predictor, unscaled.loc[g.index])
-            pred, mask = anchored(pred, pred_u, src, g.measured_us.to_numpy(), same_device,
-                                  d.rows_unknown.to_numpy(dtype=bool))
-            note = (f"; {int(mask.sum())} of {len(g)} calls scaled from their measured times "
-                    + ("(the profile's device)" if same_device else
-                       "(another device: the calls the profile holds nothing of or cannot size)"))
+            pred, mask = anchored(pred, pred_u, src, g.measured_us.to_numpy(), d.rows_unknown.to_numpy(dtype=bool))
+            if mask.any():
+                note = (f"; {int(mask.sum())} of {len(g)} calls (ops the profile holds nothing of, or cannot "
+                        "size) scaled from their measured times" + ("" if same_device else
+                                                                   ", on the trace's device, not the profile's"))
         b2b, lat = times_of(d, pred, host)
         label = key[0] if isinstance(key, tuple) and key else str(key)
         row = {"point": label, "calls": len(g), "kernel_us": float(pred.sum()), "back_to_back_us": b2b,

@@ -8,12 +8,11 @@ new sizes in the order their tensor was laid out (a broadcast stays a broadcast)
 scalars (view sizes, k) are kept. The calls keep their op, dtypes and order; their
 durations are dropped, the original ones kept as `measured_us` for the unscaled step.
 
-`anchored` then predicts a rescaled call from its own measured time where that is the better
-evidence: on the profile's device, every call is its measured time times the profile's ratio
-of the new shapes to the old; on another device, only the calls the profile holds nothing of
-(answered from their op's other layouts, their class or the base alone) and those whose work
-their shapes do not say (an index op's unrecorded indices) are, since the trace's time is the
-one measurement of them there is.
+`anchored` then predicts the calls the profile holds nothing of (answered from their op's
+other layouts, their class or the base alone) and those whose work their shapes do not say
+(an index op's unrecorded indices) from their own measured time, times the profile's ratio of
+the new shapes to the old: the trace's time is the one measurement of them there is (on the
+trace's device, which may not be the profile's).
 """
 
 from __future__ import annotations
@@ -149,21 +148,18 @@ ANCHOR_SOURCES = ("op", "class", "base")  # sources too far from the call to bea
 
 
 def anchored(pred_scaled: np.ndarray, pred_unscaled: np.ndarray, src: np.ndarray, measured: np.ndarray,
-             same_device: bool, unknown_size: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(predicted us, which calls were anchored): a call's measured time x the ratio of its rescaled
-    prediction to its unscaled one, for every call on the profile's device, else for the calls whose
-    source is one of ANCHOR_SOURCES or whose work the shapes do not say (`unknown_size`: an index op
-    whose index tensors are not recorded)."""
+             unknown_size: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(predicted us, which calls were anchored): for the calls whose source is one of ANCHOR_SOURCES
+    or whose work the shapes do not say (`unknown_size`: an index op whose index tensors are not
+    recorded), the call's measured time x the ratio of its rescaled prediction to its unscaled one."""
     from wlprof.predict.model import SOURCES
 
     measured = np.asarray(measured, dtype=float)
     pu = np.asarray(pred_unscaled, dtype=float)
-    ok = np.isfinite(measured) & (measured > 0) & np.isfinite(pu) & (pu > 0)
-    if not same_device:
-        far = np.isin(np.asarray(src), [SOURCES.index(s) for s in ANCHOR_SOURCES])
-        if unknown_size is not None:
-            far |= np.asarray(unknown_size, dtype=bool)
-        ok &= far
+    far = np.isin(np.asarray(src), [SOURCES.index(s) for s in ANCHOR_SOURCES])
+    if unknown_size is not None:
+        far |= np.asarray(unknown_size, dtype=bool)
+    ok = far & np.isfinite(measured) & (measured > 0) & np.isfinite(pu) & (pu > 0)
     out = np.asarray(pred_scaled, dtype=float).copy()
     out[ok] = measured[ok] * out[ok] / pu[ok]
     return out, ok
