@@ -82,7 +82,10 @@ def show(
             continue
         if top:
             summary = summary.head(top)
-        con.print(render.kernel_table(summary, title=f"{name}: kernels by time per step", **opts))
+        n = int(k.step[k.step >= 0].nunique()) if "step" in k else 0
+        title = (f"{name}: kernels by mean time per step, over {n} profiled step{'s' if n != 1 else ''}"
+                 + (" (the table above: the median step)" if n > 1 else ""))
+        con.print(render.kernel_table(summary, title=title, **opts))
         chrome = next((p.get("files", {}).get("chrome") for p in manifest.get("points", [])
                        if p.get("index") == point), None)
         if chrome:
