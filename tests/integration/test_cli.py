@@ -213,3 +213,19 @@ def test_binary_micro_kernels_mul_and_add(tmp_path, cli, cpu_ceilings):
         # 3 * 4 * 1000 = 12,000 bytes, intensity 1/12
         assert (step.flops.sum() == 1000).all() and (step["bytes"].sum() == 12_000).all()
         assert set(df[df.op == op].op_name) == {aten}
+
+
+def test_a_report_refused_after_its_folder_check_leaves_no_empty_folder(tmp_path, cli):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = cli("report", "--traces", empty, "--out", tmp_path / "rep")
+    assert res.exit_code == 2 and "RUNS must select at least one finished sweep point" in res.output
+    assert not (tmp_path / "rep").exists()
+    (tmp_path / "mine").mkdir()  # a folder the user made stays
+    res = cli("report", "--traces", empty, "--out", tmp_path / "mine")
+    assert res.exit_code == 2 and (tmp_path / "mine").is_dir()
+
+
+def test_ls_of_a_folder_that_does_not_exist_says_so(tmp_path, cli):
+    res = cli("ls", "--traces", tmp_path / "nope")
+    assert res.exit_code == 2 and "--traces must be an existing traces folder" in res.output

@@ -86,7 +86,7 @@ def test_cli_transform_region(tmp_path, cli, cpu_ceilings):
     (["--graph", "erdos"], "--graph must be one of"),
     (["--backend", "cusparse"], "--backend must be one of"),
     (["--features", "0"], "--features must be a positive integer (got '0')"),
-    (["--backend", "csr", "--reduction", "max"], "--reduction must be one backend csr supports"),
+    (["--backend", "csr", "--reduction", "max"], "--reduction must be a reduction backend csr supports"),
     (["--scale", "40"], "--scale must fit in host memory: point 'rmat s40 F32 / scatter / sum'"),
 ])
 def test_cli_bad_input_writes_nothing(args, needle, tmp_path, cli):

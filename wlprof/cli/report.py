@@ -26,16 +26,26 @@ def report(
     wide: Wide = False,
 ) -> None:
     """The spectrum: rank correlation, R², spread at equal FLOPs, fraction of peak and roofline, per family."""
+    created = out is not None and not Path(out).exists()
+    if out is not None:  # a folder that cannot be written is refused before any work
+        from wlprof.store.runs import check_writable
+
+        check_writable(out, "--out")
+    try:
+        _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide)
+    except BaseException:
+        if created and Path(out).is_dir() and not any(Path(out).iterdir()):
+            Path(out).rmdir()  # bad input found after the check: no empty folder left behind
+        raise
+
+
+def _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide) -> None:
     from rich.markup import escape
 
     from wlprof.analysis.report import build_report
     from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, SPECTRUM_PRIORITY, rich_table
     from wlprof.store.selection import load_runs, split_runs
 
-    if out is not None:  # a folder that cannot be written is refused before any work
-        from wlprof.store.runs import check_writable
-
-        check_writable(out, "--out")
     ids = split_runs(runs)
     steps = load_runs(traces, "steps", ids, "RUNS", workload, allow_mixed_devices)
     ops = load_runs(traces, "ops", ids, "RUNS", workload, allow_mixed_devices)

@@ -113,7 +113,9 @@ class Gnn(Workload):
         Param("features", "int", "Feature widths", many=True, default=PerDevice([128], [32])),
         Param("backend", "str", "Aggregation backends; pyg:* with a -csr suffix call the layer with a CSR "
               "adjacency", many=True, choices=tuple(BACKENDS), default=list(RAW_BACKENDS)),
-        Param("reduction", "str", "sum, mean or max (scatter, segment, pyg:sage)", many=True, choices=REDUCTIONS,
+        Param("reduction", "str", "sum, mean or max, each where the backend supports it (max: "
+              + ", ".join(k for k, v in BACKENDS.items() if "max" in v) + "; mean: every backend but "
+              + ", ".join(k for k, v in BACKENDS.items() if "mean" not in v) + ")", many=True, choices=REDUCTIONS,
               default=["sum"]),
         Param("transform", "bool", "Raw backends: a Linear(F, F) after the aggregation (gnn/transform); PyG "
               "layers always run theirs", default=False),
@@ -169,7 +171,7 @@ class Gnn(Workload):
         for b in backends:
             for r in reductions:
                 if r not in BACKENDS[b]:
-                    raise InputError(Key("reduction"), f"must be one backend {b} supports ({', '.join(BACKENDS[b])})",
+                    raise InputError(Key("reduction"), f"must be a reduction backend {b} supports ({', '.join(BACKENDS[b])})",
                                      r)
         spmm = [b for b in backends if b in ("csr", "pyg:gcn-csr", "pyg:sage-csr")]
         if spmm:
