@@ -26,6 +26,7 @@ class IngestedFile:
     unknown_us: float
     top_unknown: list[tuple[str, float]] = field(default_factory=list)
     chrome: str | None = None
+    shapes: bool = True  # its ops carry recorded shapes (`record_shapes=True`)
 
 
 @dataclass
@@ -171,8 +172,12 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                                                "overlap": tables.overlap}, chrome)
     entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count,
              "host": trace.meta.get("host_name")}
+    import pandas as pd
+
+    dims = tables.ops.op_input_dims if "op_input_dims" in tables.ops else pd.Series([], dtype=object)
+    shapes = bool(dims.fillna("").astype(str).str.strip("[] ").ne("").any()) or tables.ops.empty
     summary = IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
-                           float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"))
+                           float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes)
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     del trace, tables, kernels
     release()

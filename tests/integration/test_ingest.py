@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 
 import pandas as pd
@@ -114,6 +115,24 @@ def test_ingest_cpu_trace_of_another_torch(tmp_path, cli):
     assert {"aten::addmm", "aten::gelu"} <= set(k.name)
     # batch 4, 64 -> 256 -> 64: 2*2*4*64*256 + 20*4*256 = 262,144 + 20,480 = 282,624 FLOPs per step
     assert k.groupby("step").flops.sum().tolist() == [282_624] * 2
+
+
+def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path, cli, cpu_ceilings):
+    # HTA's 2024 NCCL trace was captured without record_shapes: its ops carry no Input Dims
+    out = tmp_path / "traces"
+    res = cli("ingest", FIXTURES / "public" / "hta_2024_nccl.json.gz", "--traces", out)
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0 and "1 of 1 file recorded no shapes (hta_2024_nccl.json.gz)" in flat
+    assert "record_shapes=True" in flat
+    run = next(p.name for p in out.iterdir() if p.is_dir())
+    res = cli("roofline", run, "--traces", out, "-o", tmp_path / "r.png")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0 and "wrote" in flat and " of " in flat
+    assert re.search(r"\([0-9,]+ of [0-9,]+ op calls placed; the trace recorded no shapes", flat)
+    # a trace with shapes is not flagged
+    raw = next((next((FIXTURES / "cpu").iterdir()) / "_chrome").glob("*.raw.json.gz"))
+    res = cli("ingest", raw, "--traces", tmp_path / "t2")
+    assert res.exit_code == 0 and "recorded no shapes" not in res.output
 
 
 @pytest.mark.parametrize(("content", "needle"), [

@@ -60,6 +60,11 @@ def ingest(
                                         or "-" for f in files], 7, "left", wrap=30)]
     con.print(render.table(cols, f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", con.width, wide))
     con.print(f"{res.unknown_share:.1%} of kernel time has no FLOP formula (kept as flops_source = unknown)")
+    bare = [Path(f.path).name for f in files if not f.shapes]
+    if bare:
+        con.print(f"[yellow]{len(bare)} of {len(files)} file{'s' if len(files) > 1 else ''} recorded no shapes "
+                  f"({', '.join(bare[:3])}{', ...' if len(bare) > 3 else ''}): their ops cannot be costed; "
+                  "profile with torch.profiler.profile(record_shapes=True)[/yellow]")
     con.print(f"ceilings: {res.ceilings_origin}")
     con.print(f"written: {res.path}  (pandas.read_parquet({str(traces)!r}), or wlprof.load({str(traces)!r}, "
               f"run_id={res.run_id!r}))")

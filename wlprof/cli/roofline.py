@@ -44,4 +44,15 @@ def roofline(
     _save(fig, output)
     above = placed.ops[placed.ops.roofline_fraction > 1] if "roofline_fraction" in placed.ops else placed.ops[:0]
     why = above.roof_note.fillna("(none)").value_counts().to_dict() if len(above) else {}
-    typer.echo(f"wrote {output} ({len(ops)} op calls" + (f"; above their roof: {why}" if why else "") + ")")
+    import numpy as np
+    import pandas as pd
+
+    o = placed.ops
+    num = {c: pd.to_numeric(o[c], errors="coerce") if c in o else pd.Series(np.nan, index=o.index)
+           for c in ("flops", "bytes", "dur_us")}
+    shown = int(((num["flops"] > 0) & (num["bytes"] > 0) & (num["dur_us"] > 0)).sum())
+    unshaped = "op_input_dims" not in o or not o.op_input_dims.fillna("").astype(str).str.strip("[] ").ne("").any()
+    lack = ("; the trace recorded no shapes: profile with record_shapes=True" if unshaped else
+            "; the others have no FLOPs, bytes or kernel time") if shown < len(o) else ""
+    typer.echo(f"wrote {output} ({shown} of {len(o)} op calls placed{lack}"
+               + (f"; above their roof: {why}" if why else "") + ")")
