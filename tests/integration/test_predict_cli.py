@@ -57,6 +57,9 @@ def test_predict_scores_held_out_runs(profiled, tmp_path):
     text = out.read_text()
     assert "L3 profile" in text and "L2 roofline" in text and "noise floor" in text
     assert "back-to-back" in text
+    # shares as percentages, as `predict --train` prints them: every L3 row's within-10% cell ends in %
+    l3 = [line.split("|") for line in text.splitlines() if line.startswith("| L3 profile |")]
+    assert l3 and all(cells[4].strip().endswith("%") for cells in l3)
 
 
 def test_predict_refuses_profile_runs_as_tests(profiled):

@@ -21,6 +21,9 @@ TIMELINE_COLS = {"family": "family", "steps": "steps", "kernel_within_5pct": "st
                  "kernel_median_ape": "its median |error|", "points": "points",
                  "b2b_within_10pct": "back-to-back within ±10%", "b2b_median_ape": "its median |error|",
                  "latency_within_10pct": "latency within ±10%", "latency_median_ape": "its median |error| "}
+SHARE_COLS = ("within_10pct", "time_within_10pct", "median_ape", "step_within_5pct", "step_median_ape",
+              "kernel_within_5pct", "kernel_median_ape", "b2b_within_10pct", "b2b_median_ape",
+              "latency_within_10pct", "latency_median_ape")
 BREAKDOWN_COLS = {"op": "op", "shapes": "input shapes", "calls": "calls", "pred_us": "predicted µs",
                   "each_us": "µs each", "share": "share", "source": "source"}
 BREAKDOWN_PRIORITY = {"op": 10, "pred_us": 9, "share": 9, "source": 7, "each_us": 6, "calls": 6, "shapes": 5,
@@ -65,13 +68,18 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
     src = ", ".join(f"{k} {v:.1%}" for k, v in res["sources"].items())
     head = (f"Profile {profile} ({info.get('gpu_minutes') or info.get('grid_seconds', '?')} "
             f"{'GPU-minutes' if info.get('gpu_minutes') else 's'}); scored {res['scored_calls']} op calls with "
-            f"known FLOPs and bytes of {res['calls']} in {len(test)} runs. L3 answered from: {src}.")
+            f"known FLOPs and bytes of {res['calls']} in {len(test)} run{'s' if len(test) != 1 else ''}. "
+            f"L3 answered from: {src}.")
+    from wlprof.cli import render
+
+    formats = {c: render.percent for c in SHARE_COLS}  # shares as percentages, as `predict --train` prints them
     con.print(head)
     con.print(rich_table(merged, OP_COLS, title="Level 0-3 on runs the profile never saw", wide=wide,
-                         width=con.width))
+                         width=con.width, formats=formats))
     con.print(rich_table(res["timeline"], TIMELINE_COLS, title="Whole steps (every call) and their timings",
-                         wide=wide, width=con.width))
-    _write(out, f"{head}\n\n{table(merged, OP_COLS)}\n{table(res['timeline'], TIMELINE_COLS)}", con)
+                         wide=wide, width=con.width, formats=formats))
+    _write(out, f"{head}\n\n{table(merged, OP_COLS, formats=formats)}\n"
+                f"{table(res['timeline'], TIMELINE_COLS, formats=formats)}", con)
 
 
 def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, out: Path | None, con,
