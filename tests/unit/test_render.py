@@ -79,3 +79,17 @@ def test_ceilings_text_without_measured_ceilings():
     assert render.ceilings_text({"origin": "no measured ceilings for X"}) == "no measured ceilings for X"
     text = render.ceilings_text({"copy_gbps": 14.8, "matrix_tflops": {"float32": 0.132}, "vector_tflops": 0.13})
     assert text.startswith("copy 14.8 GB/s; matrix float32 132 GFLOP/s") and "0 GB/s" not in text
+
+
+def test_the_noisy_warning_names_the_most_spread_points_and_counts_the_rest():
+    import pandas as pd
+
+    from wlprof.cli.execute import NOISY_LISTED, noisy_lines
+
+    steps = pd.DataFrame({"variant": [f"p{i}" for i in range(20)], "noisy": [i % 2 == 0 for i in range(20)],
+                          "timing_spread": [i / 10 for i in range(20)], "timing_spread_of": "latency"})
+    line, = noisy_lines(steps)
+    assert line.startswith("noisy: 10 of 20 points' repeated timings spread more than 25%")
+    # the eight of the ten noisy points that spread most, most first: p18 (180%) ... p4 (40%)
+    assert "p18 (latency samples spread 180%); p16" in line and "p4 (latency samples spread 40%)" in line
+    assert "p2 (" not in line and f"and {10 - NOISY_LISTED} more" in line

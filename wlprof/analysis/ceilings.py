@@ -38,11 +38,19 @@ def ceilings_findings(rc: dict[str, RunCeilings]) -> list[str]:
                      "ceilings, so their roofline fractions are not against the same roofs")
     for c, ids in groups:
         lines.append(f"{', '.join(ids)}: " + (describe(c) if c is not None else "no ceilings (no roofline placement)"))
+    stale: dict[tuple, list[str]] = {}  # runs whose ceilings are stale in the same way: one line
     for run_id, r in rc.items():
         if r.stale:
-            lines.append(f"ceiling_stale: {run_id}'s ceilings are older than this machine's current ones "
-                         f"({r.current.measured_at}) and {'; '.join(r.stale)}")
+            stale.setdefault((r.current.measured_at, tuple(r.stale)), []).append(run_id)
+    for (when, why), ids in stale.items():
+        who = (f"{ids[0]}'s ceilings are" if len(ids) == 1 else
+               f"the ceilings of {len(ids)} runs ({_some(ids)}) are")
+        lines.append(f"ceiling_stale: {who} older than this machine's current ones ({when}) and {'; '.join(why)}")
     return lines
+
+
+def _some(ids: list[str], n: int = 3) -> str:
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
 
 
 def mark_stale(df: pd.DataFrame, rc: dict[str, RunCeilings]) -> pd.DataFrame:

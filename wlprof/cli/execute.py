@@ -93,6 +93,9 @@ def _spread_text(row) -> str:
     return f"{which} samples spread {100 * float(row.get('timing_spread')):.0f}%"
 
 
+NOISY_LISTED = 8  # the most spread points named; the others counted
+
+
 def noisy_lines(steps) -> list[str]:
     """What to say about points whose repeated timings spread more than steps.NOISY_SPREAD."""
     from wlprof.steps import NOISY_SPREAD
@@ -102,7 +105,10 @@ def noisy_lines(steps) -> list[str]:
     noisy = steps[steps.noisy.fillna(False).astype(bool)]
     if noisy.empty:
         return []
-    listed = "; ".join(f"{r['variant']} ({_spread_text(r)})" for _, r in noisy.iterrows())
+    worst = noisy.sort_values("timing_spread", ascending=False) if "timing_spread" in noisy else noisy
+    listed = "; ".join(f"{r['variant']} ({_spread_text(r)})" for _, r in worst.head(NOISY_LISTED).iterrows())
+    if len(noisy) > NOISY_LISTED:
+        listed += f"; and {len(noisy) - NOISY_LISTED} more (the steps table's `noisy` column)"
     return [f"noisy: {len(noisy)} of {len(steps)} points' repeated timings spread more than {NOISY_SPREAD:.0%} "
             f"((p90 - p10) or (max - min) over the median): {listed}. Their medians are not stable: re-run them "
             "(more --reps or --steps), or on a quieter machine."]
