@@ -27,6 +27,9 @@ def test_measurement_median_and_spread_by_hand():
     m = Measurement.of_rates([30.0, 10.0, 50.0, 20.0, 40.0], "GB/s", "m", {"buffer_bytes": 1}, warmup=2)
     assert (m.value, m.p10, m.p90, m.min, m.max, m.repeats, m.warmup) == (30.0, 14.0, 46.0, 10.0, 50.0, 5, 2)
     assert m.upper_ratio == pytest.approx(46 / 30) and m.lower_ratio == pytest.approx(14 / 30)
+    # a CPU's statistic: the 90th percentile (46), the spread as before
+    up = Measurement.of_rates([30.0, 10.0, 50.0, 20.0, 40.0], "GB/s", "m", {}, 2, statistic="p90")
+    assert (up.value, up.p10, up.p90) == (46.0, 14.0, 46.0) and up.upper_ratio == pytest.approx(1.0)
     one = Measurement.of_rates([7.0], "GB/s", "m", {}, 0)
     assert (one.value, one.p10, one.p90) == (7.0, 7.0, 7.0)
     assert Measurement(5.0, "GB/s", "no spread").upper_ratio is None
@@ -188,3 +191,15 @@ def test_stale_against_by_value_spread_and_missing_roofs():
     # another device is never compared
     other = Ceilings.from_dict({**now.to_dict(), "device_name": "cpu Y"})
     assert ceilings.stale_against(run, other) == []
+
+
+def test_a_cache_that_measured_slower_than_the_next_level_out_is_named():
+    from wlprof.cli.calibrate import cache_inversions
+
+    c = Ceilings("cpu", "x", {"float32": 1.0}, 1.0, 20.0, "measured", "t", "2.13",
+                 bandwidth_gbps={"l1": 17.0, "l2": 247.0, "l3": 23.0, "dram_read": 15.0, "dram_copy": 20.0})
+    assert cache_inversions(c) == ["l1 17 < l2 247 GB/s"]
+    c.bandwidth_gbps = {"l1": 390.0, "l2": 250.0, "l3": 14.0, "dram_read": 15.0}
+    assert cache_inversions(c) == ["l3 14 < dram_read 15 GB/s"]
+    c.bandwidth_gbps = {"l2": 13000.0, "hbm_read": 4300.0}
+    assert cache_inversions(c) == []

@@ -110,6 +110,10 @@ def calibrate(
     errors = (c.method or {}).get("errors")
     if errors:
         con.print(f"[yellow]not measured: {', '.join(f'{k} ({v})' for k, v in errors.items())}[/yellow]")
+    inverted = cache_inversions(c)
+    if inverted:
+        con.print(f"[yellow]{'; '.join(inverted)}: a cache nearer the cores measured slower than one farther "
+                  "out, so these numbers are unreliable (a busy machine?): calibrate again on a quiet one[/yellow]")
     if c.method.get("main_past_last_cache") is False:
         con.print(f"[yellow]the main-memory buffers ({_bytes(c.method.get('copy_bytes_each_way'))}) are not past "
                   "the last cache: the dram_* ceilings may be cache rates (a quick calibration)[/yellow]")
@@ -122,3 +126,10 @@ def calibrate(
     if out is not None:
         atomic_write_bytes(out, jsonio.dumps(c.to_dict(), indent=True))
         con.print(f"wrote {out}")
+
+
+def cache_inversions(c) -> list[str]:
+    """Each cache level that measured slower than the next level out (L1 < L2 < ... < main memory's read)."""
+    bw = c.bandwidth_gbps or {}
+    order = [k for k in ("l1", "l2", "l3") if bw.get(k)] + [k for k in ("dram_read", "hbm_read") if bw.get(k)][:1]
+    return [f"{a} {bw[a]:,.0f} < {b} {bw[b]:,.0f} GB/s" for a, b in zip(order, order[1:], strict=False) if bw[a] < bw[b]]
