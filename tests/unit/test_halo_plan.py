@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -65,3 +67,13 @@ def test_the_position_in_words():
     # an exchange of 30 against 1000 (3% < 5%): said to be too small to tell
     assert position_phrase(1000.0, 30.0, 1015.0) == ("50% of the way from max to sum (the exchange is 3.0% of the "
                                                      "compute: too small for the position to say much)")
+
+
+def test_the_halo_position_is_left_out_where_the_smaller_part_is_noise():
+    from wlprof.workloads.halo import halo_position
+
+    # compute 100, exchange 40: max 100, sum 140; a step of 110 is a quarter of the way
+    assert halo_position(100.0, 40.0, 110.0) == pytest.approx(0.25)
+    # an exchange of 0.023 against 184: (142 - 184) / 0.023 would be -1,826
+    assert math.isnan(halo_position(184.0, 0.023, 142.0))
+    assert math.isnan(halo_position(0.0, 0.0, 1.0))

@@ -94,7 +94,7 @@ class Halo(Workload):
         Column("halo_max_us", F64, "us", "halo: max(compute, exchange): the step if the exchange hid completely"),
         Column("halo_sum_us", F64, "us", "halo: compute + exchange: the step with nothing overlapped"),
         Column("halo_position", F64, "fraction", "halo: (step - max) / (sum - max): 0 at max (hidden), 1 at sum "
-               "(serial)"),
+               "(serial); null where the smaller of compute and exchange is under 5% of the larger"),
     )
     examples = (
         "wlprof run halo --schedule serial,overlap --partitions 4 --features 128",
@@ -182,7 +182,7 @@ class Halo(Workload):
         exchange_us = _timed(fns["exchange"], device, None, f"{point.variant}/exchange")
         step_us = _timed(fns[p["schedule"]], device, None, f"{point.variant}/step")
         lo, hi = max(compute_us, exchange_us), compute_us + exchange_us
-        position = (step_us - lo) / (hi - lo) if hi > lo else float("nan")
+        position = halo_position(compute_us, exchange_us, step_us)
         rows = pl.exchange_rows()
         n_copies = len(pl.runs()) if len(pl.runs()) <= P.MAX_RUNS else 2
         facts = {"edges": n_edges, "halo_rows": pl.halo, "boundary_nodes": len(pl.self_rows["boundary"]),
@@ -200,6 +200,13 @@ class Halo(Workload):
 
 
 WORKLOAD = Halo()
+
+
+def halo_position(compute_us: float, exchange_us: float, step_us: float) -> float:
+    """(step - max) / (sum - max); NaN where the smaller of compute and exchange is under SMALL_EXCHANGE
+    of the larger (the denominator is then within the timings' noise, and the ratio says nothing)."""
+    lo, hi = max(compute_us, exchange_us), compute_us + exchange_us
+    return (step_us - lo) / (hi - lo) if hi > lo and hi - lo >= SMALL_EXCHANGE * lo else float("nan")
 
 
 def position_phrase(compute_us: float, exchange_us: float, step_us: float) -> str:
