@@ -142,3 +142,22 @@ def test_the_shipped_profile_scores_an_ingested_trace(tmp_path, cpu_ceilings):
     assert res.exit_code == 0, res.output
     scored = int(res.output.split("scored ")[1].split(" op calls")[0].replace(",", ""))
     assert scored > 200  # of the step's 266 op calls with known FLOPs and bytes
+
+
+def test_a_cpu_trace_is_predicted_as_the_gpu_would_launch_it(tmp_path):
+    # the CPU fixture's MLP step (batch 4, 64 -> 256 -> 64, GELU) against the H200 profile: the calls
+    # CUDA launches (two addmm and the gelu), no CPU wrappers, no CPU times set beside them
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    profile = fixtures.parents[1] / "benchmarks" / "profiles" / "h200"
+    raw = next((next((fixtures / "cpu").iterdir()) / "_chrome").glob("*.raw.json.gz"))
+    res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--trace", str(raw), "--scale", "batch=2",
+                                   "-o", str(tmp_path / "t.md")], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "ran on the CPU: its op calls are predicted as NVIDIA H200 would launch them" in flat
+    text = (tmp_path / "t.md").read_text()
+    assert "measured" not in text and "[[256],[8,64],[64,256],[],[]]" in text  # batch 4 -> 8
+    ops = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| aten::")]
+    assert sorted(ops) == ["aten::addmm", "aten::addmm", "aten::gelu"]

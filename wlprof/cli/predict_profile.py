@@ -160,6 +160,13 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     steps = sorted(s for s in ops.step.unique() if s >= 0) if "step" in ops else []
     if steps:  # one step: the first profiled one
         ops = ops[ops.step == steps[0]]
+    gpu_profile = (info.get("device") or {}).get("type") == "cuda"
+    if gpu_profile and len(ops) and "device_type" in ops and (ops.device_type == "cpu").all():
+        ops = _cpu_calls(path, ops, predictor)
+        con.print(f"[yellow]{Path(path).name} ran on the CPU: its op calls are predicted as "
+                  f"{(info.get('device') or {}).get('name', 'the profile')} would launch them (on each branch "
+                  "of the op tree the outermost op that launches kernels there); its CPU times are not "
+                  "comparable and are not shown[/yellow]")
     unscaled, same_device = None, False
     if scale_text:
         dim, factor = parse_scale(scale_text)
@@ -173,8 +180,23 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         ops = ops.assign(measured_us=pd.to_numeric(ops.dur_us, errors="coerce"))
         title = f"# {path}\n\nPredicted from profile {profile} beside the trace's measured calls."
     ops = ops.assign(variant=str(Path(path).name))
+    if "measured_us" in ops and pd.to_numeric(ops.measured_us, errors="coerce").isna().all():
+        ops = ops.drop(columns="measured_us")  # a CPU trace: no device times to set beside the prediction
+        title = title.split(";")[0].split(" beside")[0] + "."
     _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide, unscaled=unscaled,
                       same_device=same_device)
+
+
+def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> pd.DataFrame:
+    """A CPU trace's calls as CUDA launches them (`spec.calls_of_trace`), within the step `ops` holds."""
+    from wlprof.predict.spec import calls_of_trace
+
+    calls = calls_of_trace(str(path), frozenset(predictor.meta.get("op_names", [])))
+    ts = pd.to_numeric(ops.ts_us, errors="coerce")
+    end = ts + pd.to_numeric(ops.cpu_dur_us, errors="coerce").fillna(0) if "cpu_dur_us" in ops else ts
+    calls = calls[(calls.ts_us >= ts.min()) & (calls.ts_us <= end.max())]
+    return calls.assign(device_type="cpu", device_name=str(ops.device_name.iat[0]), workload="ingest",
+                        run_id="trace", point=0).reset_index(drop=True)
 
 
 def _placed_against(ops, ceilings: dict | None):
