@@ -41,11 +41,11 @@ def test_run_gemm_writes_the_trace_contract(gemm_run):
     assert "balanced" not in res.output or "64x32x48" in res.output
     df = pd.read_parquet(out)  # one read over the traces folder: every kernel, params as columns
     assert set(df.columns) == {c.name for c in schema.columns("kernels")}
-    assert set(df.variant) == {"medium-skinny 64x32x48", "medium-skinny 4x128x96"}
+    assert set(df.variant) == {"balanced 64x32x48", "medium-skinny 4x128x96"}
     assert df.m.dtype.kind == "i" and set(df.m) == {64, 4}
     # fp32 on the CPU: 2*64*32*48 = 196,608 and 2*4*128*96 = 98,304 FLOPs per step
     per_step = df.groupby(["variant", "step"]).flops.sum().groupby("variant").first()
-    assert per_step["medium-skinny 64x32x48"] == 196_608
+    assert per_step["balanced 64x32x48"] == 196_608
     assert per_step["medium-skinny 4x128x96"] == 98_304
     # bytes 4*(64*32 + 32*48 + 64*48) = 4*(2048 + 1536 + 3072) = 26,624
     assert df[df.m == 64].groupby("step")["bytes"].sum().iloc[0] == 26_624

@@ -19,12 +19,18 @@ LAYOUTS = ("nn", "nt", "linear")  # A @ B; A @ W.T (nn.Linear without bias); nn.
 _SHAPE_RE = re.compile(r"^\s*(\S+?)\s*[xX*]\s*(\S+?)\s*[xX*]\s*(\S+?)\s*$")
 
 
-def shape_class(m: int) -> str:
-    if m == 1:
+SKINNY = 8  # a dimension is skinny when the largest is at least this many times it
+
+
+def shape_class(m: int, k: int, n: int) -> str:
+    """tall-skinny: the smallest dimension is 1 (a matrix-vector product or an outer product);
+    medium-skinny: under 128 and an eighth of the largest or less; else balanced (64x64x64 is)."""
+    small, large = min(m, k, n), max(m, k, n)
+    if large < SKINNY * small:
+        return "balanced"
+    if small == 1:
         return "tall-skinny"
-    if m < 128:
-        return "medium-skinny"
-    return "balanced"
+    return "medium-skinny" if small < 128 else "balanced"
 
 
 def parse_shape(item: Any, key: Key) -> tuple[int, int, int]:
@@ -93,7 +99,7 @@ class Gemm(Workload):
         out = []
         suffix = "" if spec.layout == "nn" else f" {spec.layout}"
         for m, k, n in spec.shapes:
-            cls = shape_class(m)
+            cls = shape_class(m, k, n)
             out.append(Point(f"{cls} {m}x{k}x{n}{suffix}", {"m": m, "k": k, "n": n, "shape_class": cls,
                                                              "layout": spec.layout}))
         return out
