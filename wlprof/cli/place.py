@@ -165,7 +165,7 @@ def render(r) -> str:
     if check.get("alone"):
         lines += ["", "Level 3 alone against the calibration's measurement: " + ", ".join(
             f"{a['model']} {a['error']:+.1%} ({a['source']})" for a in check["alone"])]
-    if r.notes:
-        lines += [""] + [f"- {n}" for n in r.notes]
+    if s.get("notes"):
+        lines += [""] + [f"- {n}" for n in s["notes"]]
     lines += ["", "Time: " + ", ".join(f"{k} {v:.1f} s" for k, v in r.seconds.items())]
     return "\n".join(lines) + "\n"
