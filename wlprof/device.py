@@ -52,8 +52,12 @@ def resolve_dtype(name: str | None, device, arg: str = "--dtype"):
     canon = DTYPE_ALIASES.get((name or default_dtype_name(device)).lower())
     if canon is None:
         aliases = [a for a in DTYPE_ALIASES if a not in DTYPES]
-        raise InputError(arg, f"must be one of {', '.join(DTYPES)} (also {', '.join(aliases)})", name,
-                         hint=did_you_mean(str(name).lower(), DTYPE_ALIASES))
+        # a width wlprof does not run (float8, int4) gets no suggestion of another width
+        bits = "".join(ch for ch in str(name) if ch.isdigit())
+        close = [a for a in DTYPE_ALIASES if "".join(ch for ch in a if ch.isdigit()) == bits] if bits else DTYPE_ALIASES
+        prefixed = sorted((a for a in close if a.startswith(str(name).lower())), key=len)  # 'bfloat' -> bfloat16
+        hint = f"did you mean {prefixed[0]!r}?" if prefixed else did_you_mean(str(name).lower(), close)
+        raise InputError(arg, f"must be one of {', '.join(DTYPES)} (also {', '.join(aliases)})", name, hint=hint)
     dtype = getattr(torch, canon)
     if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
         raise InputError(arg, f"must be a dtype {device_name(device)} supports; it lacks bfloat16", name)
