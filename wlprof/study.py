@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gc
 import platform
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -337,7 +339,42 @@ def _jsonable_roundtrip(spec) -> Any:
     return jsonio.loads(jsonio.dumps(_jsonable(spec)))
 
 
+class _Interrupts:
+    """SIGINT, noted as well as raised: an interrupt that lands inside a callback the interpreter runs
+    for C code (a finalizer, a profiler hook) is printed and dropped there, so the sweep checks the
+    note between points instead of relying on the KeyboardInterrupt alone."""
+
+    def __init__(self):
+        self.seen = False
+        self._old = None
+
+    def _handler(self, signum, frame):
+        self.seen = True
+        signal.default_int_handler(signum, frame)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
+
+
 def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress) -> RunResult:
+    with _Interrupts() as interrupts:
+        return _run_points_noting(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress,
+                                  interrupts)
+
+
+def _run_points_noting(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress,
+                       interrupts: _Interrupts) -> RunResult:
     import pandas as pd
 
     from wlprof.device import dtype_name
@@ -348,6 +385,7 @@ def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info
     failures = 0
     try:
         for i, point in enumerate(points):
+            interrupts.check()
             entry = writer.manifest["points"][i]
             if writer.point_done(i):  # a resumed run: this point is already written
                 rows.append(pd.read_parquet(writer.path / entry["files"]["steps"]).iloc[0].to_dict())

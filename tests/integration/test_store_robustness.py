@@ -143,3 +143,31 @@ def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings, signum):
     _, m = _manifest(out)
     assert m["status"] == "incomplete" and m["finished_at"]
     assert sum(p["status"] == "ok" for p in m["points"]) < N_POINTS
+
+
+def test_an_interrupt_dropped_by_a_callback_still_stops_the_sweep_at_the_next_point(tmp_path, monkeypatch,
+                                                                                     cpu_ceilings):
+    # the interpreter prints and drops a KeyboardInterrupt raised inside a finalizer or a hook that C code
+    # calls; the sweep noted the signal and stops before its next point, the run marked incomplete
+    from wlprof.capture import CaptureConfig
+    from wlprof.study import Study, run_study
+    from wlprof.workloads.gemm import Gemm
+
+    real_build = Gemm.build
+
+    def build(self, point, device, dtype):
+        if point.params["m"] == 16:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.5)  # the handler runs here
+            except KeyboardInterrupt:
+                pass  # dropped, as a finalizer's would be
+        return real_build(self, point, device, dtype)
+
+    monkeypatch.setattr(Gemm, "build", build)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(Study("gemm", {"shapes": "8x8x8,16x8x8,24x8x8,32x8x8"}, device="cpu",
+                        capture=CaptureConfig(warmup=1, latency_reps=2, batches=1, profiled_steps=1)), traces=tmp_path)
+    _, m = _manifest(tmp_path)
+    assert m["status"] == "incomplete"
+    assert [p["status"] for p in m["points"]] == ["ok", "ok", "pending", "pending"]
