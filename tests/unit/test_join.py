@@ -9,6 +9,7 @@ the ops in the trace file.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -179,7 +180,7 @@ def test_a_child_longer_than_its_parent_leaves_no_negative_self_time(tmp_path):
 def test_duplicate_ids_first_one_wins(tmp_path):
     # two launches with one correlation: the first names the API call; two ops with one External id: the first
     events = [ann("ProfilerStep#0", 0, 100), ann("r/a", 0, 20), op("aten::x", 5, 5, ext=7), ann("r/b", 30, 20),
-              op("aten::y", 35, 5, ext=7), launch(6, 50, ext=7), launch(36, 50, ext=7, name="cudaMemcpyAsync"),
+              op("aten::y", 35, 5, ext=7), launch(6, 50, ext=7), launch(36, 50, name="cudaMemcpyAsync"),
               kernel("k", 40, 50)]
     rows = join(_trace(tmp_path, events)).device_rows
     assert rows.launch_api.tolist() == ["cudaLaunchKernel"] and rows.op_pos.tolist() == [0]
@@ -208,3 +209,95 @@ def test_op_rows_are_the_kept_ops_with_their_self_time(tmp_path):
     assert (rows.correlation == NO_ID).all() and (rows.stream == NO_ID).all() and (rows.device_index == NO_ID).all()
     assert (rows.grid_x == 0).all() and (rows.transfer_bytes == 0).all() and rows.warps_per_sm.isna().all()
     assert rows.index.tolist() == [0, 1]
+
+
+def test_tables_keep_their_dtypes_and_columns(tmp_path):
+    trace = _trace(tmp_path, STEP_TRACE)
+    j = join(trace)
+    assert j.trace is trace
+    o = j.ops
+    assert (o.parent.dtype, o.step.dtype, o.has_children.dtype, o.self_ns.dtype) == (np.int64, np.int64, bool,
+                                                                                     np.int64)
+    rows = j.device_rows
+    assert list(rows.columns) == list(trace.device.columns) + ["launch_api", "join_method", "op_pos", "has_op",
+                                                               "region", "step"]
+    assert (rows.op_pos.dtype, rows.has_op.dtype, rows.step.dtype, rows.ext_id.dtype) == (np.int64, bool, np.int64,
+                                                                                          np.int64)
+    cpu = op_rows(o, o.name.isin(["aten::mm", "aten::empty"]).to_numpy())
+    assert list(cpu.columns) == ["idx", "kind", "name", "pid", "tid", "ts_ns", "dur_ns", "correlation", "ext_id",
+                                 "stream", "device_index", "grid_x", "grid_y", "grid_z", "block_x", "block_y",
+                                 "block_z", "registers_per_thread", "shared_memory_bytes", "transfer_bytes",
+                                 "blocks_per_sm", "warps_per_sm", "launch_api", "join_method", "op_pos", "has_op",
+                                 "region", "step"]
+    assert cpu.pid.tolist() == [1, 1] and cpu.tid.tolist() == [1, 2] and cpu.op_pos.tolist() == [1, 4]
+    assert cpu.blocks_per_sm.dtype == np.float64 and cpu.warps_per_sm.dtype == np.float64
+    # no step annotation: the zero steps are integers too
+    j0 = join(_trace(tmp_path, [op("aten::x", 0, 5, ext=1)], name="nostep.json"))
+    assert j0.ops.step.tolist() == [0] and j0.ops.step.dtype == np.int64
+
+
+def test_joining_raises_no_floating_point_warning(tmp_path):
+    # kernels without a launch, or whose launch names no op, look up ids that are not there: no NaN cast to int
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rows = join(_trace(tmp_path, STEP_TRACE)).device_rows
+    assert rows.op_pos.tolist() == [1, 2, -1, 2, -1, -1]
+
+
+def test_a_trace_of_device_activity_only(tmp_path):
+    # no ops, annotations or launches (a device-only trace): every row on its own
+    trace = _trace(tmp_path, [kernel("k0", 10, 1), kernel("k1", 20, 2, ext=5),
+                              {**kernel("m", 30, 3), "cat": "gpu_memcpy", "name": "Memcpy DtoD"}])
+    j = join(trace)
+    assert len(j.ops) == 0 and not external_ids_name_ops(trace)
+    rows = j.device_rows
+    assert rows.kind.tolist() == ["kernel", "kernel", "memcpy"]
+    assert rows.join_method.tolist() == ["none"] * 3 and rows.op_pos.tolist() == [-1] * 3
+    assert _txt(rows.launch_api) == [None] * 3 and _txt(rows.region) == [None] * 3
+    assert rows.step.tolist() == [-1] * 3 and rows.ext_id.tolist() == [NO_ID] * 3 and not rows.has_op.any()
+
+
+@pytest.mark.parametrize("how", ["external_id", "kernel_external_id", "time", "graph_with_an_id"])
+def test_the_first_op_of_the_trace_is_joined_like_any_other(tmp_path, how):
+    # the op at position 0 (ext 1) launches the kernel; a second launch (corr 11, ext 2, op 1) keeps the ids trusted
+    events = [ann("ProfilerStep#5", 0, 100), op("aten::first", 10, 20, ext=1), op("aten::second", 50, 20, ext=2),
+              launch(55, 11, ext=2), kernel("k_second", 60, 11)]
+    events += {"external_id": [launch(12, 10, ext=1), kernel("k", 20, 10)],
+               "kernel_external_id": [kernel("k", 20, 10, ext=1)],  # no launch for it in the trace
+               "time": [launch(12, 10, ext=99), kernel("k", 20, 10)],  # its id names no op: inside op 0
+               "graph_with_an_id": [launch(12, 10, ext=1, name="cudaGraphLaunch"), kernel("k", 20, 10)],
+               }[how]
+    rows = join(_trace(tmp_path, events)).device_rows.set_index("name")
+    k = rows.loc["k"]
+    method = "external_id" if how == "graph_with_an_id" else how
+    assert (k.join_method, k.op_pos, k.has_op, k.ext_id, k.step) == (method, 0, True, 1, 5)
+    assert rows.loc["k_second", "op_pos"] == 1
+
+
+def test_a_kernel_joined_by_external_id_takes_its_ops_region(tmp_path):
+    # a region opened inside the op (a compiled graph's annotation) around its launch: the kernel's region and
+    # step are its op's, as for every kernel joined through an External id; ops without an External id and
+    # launches without one (a synchronize) are placed by time beside them
+    events = [ann("ProfilerStep#2", 0, 200), ann("model/fwd", 0, 100), op("CompiledFunction", 10, 50, ext=1),
+              ann("## Call CompiledFxGraph ##", 15, 30), launch(20, 30, ext=1),
+              op("aten::no_id", 70, 10), launch(72, 31, name="cudaStreamSynchronize"),
+              launch(150, 32, ext=1), kernel("triton_k", 25, 30), kernel("after", 160, 32)]
+    j = join(_trace(tmp_path, events))
+    assert _txt(j.ops.region) == ["model/fwd", "model/fwd"] and j.ops.ext_id.tolist() == [1, NO_ID]
+    rows = j.device_rows
+    assert rows.join_method.tolist() == ["external_id", "external_id"] and rows.op_pos.tolist() == [0, 0]
+    # the second launch naming op 0 was recorded after it ended (at 150): still the op's region and step
+    assert _txt(rows.region) == ["model/fwd", "model/fwd"] and rows.step.tolist() == [2, 2]
+
+
+def test_epoch_timestamps_nest_to_the_nanosecond(tmp_path):
+    # Kineto writes microseconds since 1970 (~1.6e15): as nanoseconds (~1.6e18) they lie on a 256 ns grid of
+    # float64. The op starts at T = 1621401187223197 us (1621401187223196928 ns) and lasts 0.8 us (800 ns); the
+    # launch at T + 0.75 us lands 768 ns after the op's start: inside it, 32 ns before its end (in float64 the end,
+    # s + 800, would round to s + 768 and put the launch outside)
+    t = 1621401187223197.0
+    events = [op("aten::mm", t, 0.8, ext=1), launch(t + 0.75, 10, ext=99, dur=0.1), kernel("k", t + 2, 10)]
+    j = join(_trace(tmp_path, events))
+    assert j.trace.launches.ts_ns[0] - j.ops.ts_ns[0] == 768 and j.ops.dur_ns[0] == 800
+    rows = j.device_rows
+    assert rows.join_method.tolist() == ["time"] and rows.op_pos.tolist() == [0]
