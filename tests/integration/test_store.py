@@ -371,3 +371,29 @@ def test_table_files_of_one_run_folder_and_of_its_tables(tmp_path):
         table_files(tmp_path, "kernel")
     assert (e.value.arg, e.value.value) == ("table", "kernel")
     assert e.value.rule == "must be one of ['collectives', 'kernels', 'ops', 'overlap', 'steps']"
+
+
+def test_a_point_is_written_kernels_last_with_its_file_map_and_the_run_finished(tmp_path, monkeypatch):
+    import gzip
+    import json
+
+    from wlprof.store import runs
+
+    order = []
+    real = runs.atomic_write_parquet
+    monkeypatch.setattr(runs, "atomic_write_parquet", lambda path, df, table: (order.append(table),
+                                                                              real(path, df, table)))
+    w = RunWriter(tmp_path, "gemm", {"points": [{"index": 0, "variant": "Big GEMM"}]})
+    k = _kernels(w.run_id, "gemm", "Big GEMM", 2)
+    chrome = gzip.compress(b'{"traceEvents": []}')
+    files = w.write_point(0, "Big GEMM", {"kernels": k, "ops": pd.DataFrame(), "steps": pd.DataFrame()}, chrome)
+    assert order == ["ops", "steps", "kernels"]  # a reader never sees kernels without the point's other tables
+    assert files == {"chrome": "_chrome/p000-big-gemm.json.gz", "ops": "_ops/p000-big-gemm.parquet",
+                     "steps": "_steps/p000-big-gemm.parquet", "kernels": "p000-big-gemm.parquet"}
+    run = tmp_path / w.run_id
+    assert (run / files["chrome"]).read_bytes() == chrome and len(pd.read_parquet(run / files["kernels"])) == 2
+    w.finish("complete")
+    text = (run / "_manifest.json").read_text()
+    m = json.loads(text)
+    assert m["status"] == "complete" and m["finished_at"].endswith("+00:00") and m["created_at"].endswith("+00:00")
+    assert text.startswith("{\n")  # indented, for reading by hand
