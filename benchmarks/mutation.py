@@ -32,13 +32,15 @@ SURVIVORS = REPO / "benchmarks" / "mutation_survivors.toml"
 # group -> (modules to mutate, the fast tests that exercise them)
 GROUPS = {
     "roofline": (["wlprof/cost/roofline.py"], ["tests/unit/test_roofline.py", "tests/unit/test_roof_placement.py",
+                                              "tests/unit/test_roofline_edges.py",
                                               "tests/unit/test_hierarchical_roofline.py"]),
     "steps": (["wlprof/steps.py", "wlprof/timing.py"], ["tests/unit/test_steps.py", "tests/unit/test_timing.py"]),
     "join": (["wlprof/trace/join.py"], ["tests/unit/test_parse_cpu.py", "tests/unit/test_join.py",
                                         "tests/integration/test_pipeline_h200.py"]),
     "store": (["wlprof/store/*.py"], ["tests/integration/test_store.py", "tests/unit/test_store_selection.py"]),
     "cost": (["wlprof/cost/*.py"], ["tests/unit/test_cost_formulas.py", "tests/unit/test_flop_counter_agreement.py",
-                                    "tests/unit/test_roofline.py", "tests/unit/test_parse_cpu.py",
+                                    "tests/unit/test_roofline.py", "tests/unit/test_roofline_edges.py",
+                                    "tests/unit/test_parse_cpu.py",
                                     "tests/unit/test_cost_annotate.py", "tests/integration/test_pipeline_h200.py"]),
 }
 STATUS_KILLED = {"killed", "caught by type check"}

@@ -267,3 +267,133 @@ def test_conform_declared_types_and_undeclared_columns():
     assert t.schema.metadata[schema.METADATA_KEY] == schema.SCHEMA_VERSION.encode()
     with pytest.raises(ValueError, match="not declared"):
         schema.conform(pd.DataFrame({"surprise": [1]}), "kernels")
+
+
+def test_slug_is_lowercase_alphanumerics_and_single_dashes():
+    from wlprof.store.atomic import slug
+    from wlprof.store.runs import point_stem
+
+    assert slug("Xeon CPU: GEMM (bf16)") == "xeon-cpu-gemm-bf16"
+    assert slug("--__--") == "x" and slug("") == "x"
+    assert slug("a" * 60) == "a" * 48 and slug("abcdef", 3) == "abc"
+    assert point_stem(3, "Big GEMM") == "p003-big-gemm"
+
+
+def test_run_id_errors_name_the_argument_and_the_rule(tmp_path):
+    with pytest.raises(InputError) as e:
+        run_dir(tmp_path, "a/b")
+    assert (e.value.arg, e.value.value) == ("RUN_ID", "a/b")
+    assert e.value.rule == "must be a run id made of letters, digits, '.', '_' and '-'"
+    # a run id that is a link to a folder elsewhere leaves the traces folder
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "gemm-1").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(InputError) as e:
+        run_dir(tmp_path / "root", "gemm-1")
+    assert (e.value.arg, e.value.rule, e.value.value) == ("RUN_ID", "must name a run inside the traces folder",
+                                                          "gemm-1")
+
+
+def test_manifests_without_a_schema_version_read_newer_majors_are_refused(tmp_path):
+    import json
+
+    from wlprof.store.runs import read_manifest
+
+    run = tmp_path / "old-1"
+    run.mkdir()
+    (run / "_manifest.json").write_text(json.dumps({"run_id": "old-1"}))
+    assert read_manifest(run) == {"run_id": "old-1"}  # before schema versions: version 0
+    (run / "_manifest.json").write_text(json.dumps({"run_id": "old-1", "schema_version": "99.0"}))
+    with pytest.raises(SchemaVersionError, match="old-1/_manifest.json was written with schema 99.0"):
+        read_manifest(run)
+    (run / "_manifest.json").write_text("{not json")
+    with pytest.raises(StoreError, match="old-1/_manifest.json is not valid JSON"):
+        read_manifest(run)
+    with pytest.raises(StoreError, match=r"none is not a wlprof run: it has no _manifest.json"):
+        read_manifest(tmp_path / "none")
+
+
+def test_effective_status_of_runs_on_this_host():
+    import socket
+
+    from wlprof.store.runs import _pid_alive, effective_status
+
+    host, me, dead = socket.gethostname(), os.getpid(), 2**22 + 12345
+    assert effective_status({}) == "unknown"
+    assert effective_status({"status": "running", "host": host, "pid": me}) == "running"  # its writer lives
+    assert effective_status({"status": "running", "host": host, "pid": dead}) == "incomplete"
+    assert effective_status({"status": "running", "host": host}) == "running"  # no pid to check
+    assert effective_status({"status": "running", "host": "another-host", "pid": dead}) == "running"
+    assert effective_status({"status": "complete", "host": host, "pid": dead}) == "complete"
+    assert _pid_alive(me) and not _pid_alive(dead)
+    assert _pid_alive(1)  # init: alive, whether or not this user may signal it
+
+
+def test_list_runs_skips_hidden_and_unreadable_folders_and_orders_by_creation(tmp_path):
+    import json
+
+    def run(name, **m):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "_manifest.json").write_text(json.dumps({"run_id": name, "status": "complete", **m}))
+
+    run(".staging-a-1", created_at="2026-01-01T00:00:00")  # being written
+    run("_trash", created_at="2026-01-01T00:00:00")  # not a run
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "_manifest.json").write_text("{")  # unreadable: skipped, the others listed
+    run("b-2", created_at="2026-03-01T00:00:00")
+    run("a-9", created_at="2026-02-01T00:00:00")
+    run("c-1", created_at="2026-02-01T00:00:00")
+    run("d-0")  # no creation time: first
+    (tmp_path / "notes.txt").write_text("x")
+    runs = list_runs(tmp_path)
+    assert [m["run_id"] for m in runs] == ["d-0", "a-9", "c-1", "b-2"]
+    assert runs[0]["_path"] == str(tmp_path / "d-0")
+
+
+def test_table_files_of_one_run_folder_and_of_its_tables(tmp_path):
+    from wlprof.store.tables import table_files
+
+    w = _write_run(tmp_path, "gemm", "a", 2)
+    run = tmp_path / w.run_id
+    (run / ".p001-a.parquet.tmp").write_bytes(b"")  # a temporary of a write in progress
+    (run / ".p002-a.parquet").write_bytes(b"")  # hidden
+    (tmp_path / ".staging-gemm-2").mkdir()  # a run being written
+    (tmp_path / ".staging-gemm-2" / "p000-a.parquet").write_bytes(b"")
+    (run / "_ops" / "p000-a.parquet").write_bytes(b"")
+    (run / "_ops" / "_x.parquet").write_bytes(b"")
+    (tmp_path / "_trash").mkdir()
+    (tmp_path / "_trash" / "p000-a.parquet").write_bytes(b"")
+    assert table_files(run, "kernels") == [run / "p000-a.parquet"]  # a run folder on its own
+    assert table_files(tmp_path, "kernels") == [run / "p000-a.parquet"]
+    assert table_files(tmp_path, "ops") == [run / "_ops" / "p000-a.parquet"]
+    assert len(wlprof.load(run)) == 2
+    with pytest.raises(InputError) as e:
+        table_files(tmp_path, "kernel")
+    assert (e.value.arg, e.value.value) == ("table", "kernel")
+    assert e.value.rule == "must be one of ['collectives', 'kernels', 'ops', 'overlap', 'steps']"
+
+
+def test_a_point_is_written_kernels_last_with_its_file_map_and_the_run_finished(tmp_path, monkeypatch):
+    import gzip
+    import json
+
+    from wlprof.store import runs
+
+    order = []
+    real = runs.atomic_write_parquet
+    monkeypatch.setattr(runs, "atomic_write_parquet", lambda path, df, table: (order.append(table),
+                                                                              real(path, df, table)))
+    w = RunWriter(tmp_path, "gemm", {"points": [{"index": 0, "variant": "Big GEMM"}]})
+    k = _kernels(w.run_id, "gemm", "Big GEMM", 2)
+    chrome = gzip.compress(b'{"traceEvents": []}')
+    files = w.write_point(0, "Big GEMM", {"kernels": k, "ops": pd.DataFrame(), "steps": pd.DataFrame()}, chrome)
+    assert order == ["ops", "steps", "kernels"]  # a reader never sees kernels without the point's other tables
+    assert files == {"chrome": "_chrome/p000-big-gemm.json.gz", "ops": "_ops/p000-big-gemm.parquet",
+                     "steps": "_steps/p000-big-gemm.parquet", "kernels": "p000-big-gemm.parquet"}
+    run = tmp_path / w.run_id
+    assert (run / files["chrome"]).read_bytes() == chrome and len(pd.read_parquet(run / files["kernels"])) == 2
+    w.finish("complete")
+    text = (run / "_manifest.json").read_text()
+    m = json.loads(text)
+    assert m["status"] == "complete" and m["finished_at"].endswith("+00:00") and m["created_at"].endswith("+00:00")
+    assert text.startswith("{\n")  # indented, for reading by hand
