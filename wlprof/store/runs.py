@@ -148,10 +148,10 @@ class RunWriter:
             self._publish()
 
     def abort(self) -> None:
-        """Remove a staged run (nothing of it was ever visible)."""
+        """Remove a staged run not yet published (nothing of it was ever visible); a published one stays."""
         import shutil
 
-        if self.staged and self.path.exists():
+        if self.staged and self.path != self.final_path and self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
 
 
