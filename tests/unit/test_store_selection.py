@@ -16,3 +16,31 @@ def test_run_ids_from_repeated_and_comma_separated_arguments():
 def test_the_ls_hint_names_a_traces_folder_other_than_the_default():
     assert ls_hint("traces") == "see `wlprof ls`" and ls_hint(Path("traces")) == "see `wlprof ls`"
     assert ls_hint("/data/TRACES") == "see `wlprof ls --traces /data/TRACES`"
+
+
+def test_load_runs_selects_filters_and_refuses_by_the_rule(tmp_path):
+    import shutil
+
+    import pytest
+
+    from wlprof.errors import InputError
+    from wlprof.store.selection import load_runs
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    for run in [*(fixtures / "h200").iterdir(), *(fixtures / "cpu").iterdir()]:
+        shutil.copytree(run, tmp_path / run.name)
+    gemm, cpu = "gemm-20261129-093326-a9ee", "mlp-20261129-101232-e8e6"
+    steps = load_runs(tmp_path, "steps", [gemm])
+    assert set(steps.run_id) == {gemm} and (steps.status.fillna("ok") == "ok").all()
+    assert set(load_runs(tmp_path, "steps", [gemm, "mlp-20261129-093337-6c80"], workload="mlp").workload) == {"mlp"}
+    with pytest.raises(InputError) as err:  # an unknown run, with the closest one
+        load_runs(tmp_path, "steps", ["gemm-20261129-093326-a9ef"])
+    assert err.value.arg == "RUNS" and err.value.hint == f"did you mean {gemm!r}?"
+    with pytest.raises(InputError, match="--workload must be one of"):
+        load_runs(tmp_path, "steps", workload="gemmm")
+    with pytest.raises(InputError, match="must come from one device, or pass --allow-mixed-devices"):
+        load_runs(tmp_path, "steps", [gemm, cpu])
+    both = load_runs(tmp_path, "steps", [gemm, cpu], allow_mixed_devices=True)
+    assert set(both.device_name) == {"NVIDIA H200", *set(load_runs(tmp_path, "steps", [cpu]).device_name)}
+    with pytest.raises(InputError, match="must select at least one finished sweep point"):
+        load_runs(tmp_path, "steps", [gemm], workload="moe")
