@@ -44,3 +44,31 @@ def test_load_runs_selects_filters_and_refuses_by_the_rule(tmp_path):
     assert set(both.device_name) == {"NVIDIA H200", *set(load_runs(tmp_path, "steps", [cpu]).device_name)}
     with pytest.raises(InputError, match="must select at least one finished sweep point"):
         load_runs(tmp_path, "steps", [gemm], workload="moe")
+
+
+def test_run_ceilings_reads_each_runs_own_and_names_them_stale_against_the_cache(tmp_path, monkeypatch):
+    import dataclasses
+    import json
+    import shutil
+
+    from wlprof import ceilings as C
+    from wlprof.store.selection import ceilings_of, run_ceilings
+
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "cache"))
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    gemm = "gemm-20261129-093326-a9ee"
+    shutil.copytree(fixtures / "h200" / gemm, tmp_path / "t" / gemm)
+    own = ceilings_of(tmp_path / "t", gemm)
+    assert own["device_name"] == "NVIDIA H200" and own["copy_gbps"] == json.loads(
+        (fixtures / "h200" / gemm / "_manifest.json").read_text())["ceilings"]["copy_gbps"]
+    rc = run_ceilings(tmp_path / "t", [gemm])[gemm]
+    assert (rc.device_type, rc.device_name, rc.current, rc.stale) == ("cuda", "NVIDIA H200", None, [])
+    assert rc.describe().startswith(f"measured {own['measured_at']} (format 1, migrated):")
+    # this machine's cache holds newer H200 ceilings with a 10% faster copy: the run's are stale
+    newer = dataclasses.replace(C.Ceilings.from_dict(own), copy_gbps=own["copy_gbps"] * 1.1,
+                                measured_at="2026-12-01T00:00:00+00:00")
+    newer.bandwidth_gbps = {**newer.bandwidth_gbps, "hbm_copy": own["copy_gbps"] * 1.1}
+    C.save(newer)
+    rc = run_ceilings(tmp_path / "t", [gemm])[gemm]
+    assert rc.current is not None and rc.current.measured_at == "2026-12-01T00:00:00+00:00"
+    assert rc.stale and any("hbm_copy" in s for s in rc.stale)
