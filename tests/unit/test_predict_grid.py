@@ -10,7 +10,7 @@ from wlprof.predict import grid
 from wlprof.study import load_study
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
-# every held-out set (A: heldout_*.toml, B: set_b/, C: set_c/) and the GEMM study
+# every held-out set (A: heldout_*.toml, B-E: set_b/ ... set_e/) and the GEMM study
 HELDOUT = sorted((WORKLOADS / "heldout").rglob("*.toml")) + [WORKLOADS / "gemm_same_flops.toml"]
 
 
