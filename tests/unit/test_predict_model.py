@@ -199,3 +199,60 @@ def test_fractional_waves_count_a_partial_tile_and_wave_by_its_share():
     smooth = model.base_us(d, K, waves=np.zeros(1, dtype=bool))[0]
     assert smooth == pytest.approx(2.0 + 133 * 8 / 132 * tile)
     assert model.base_us(d, K)[0] == pytest.approx(2.0 + 17 * tile / 2)  # whole waves: as before
+
+
+# ---------------------------------------------------------------- a hub's chain, contexts, odd widths
+
+
+def segment_row(e, f, n, mx, dur, **kw):
+    return _row("aten::segment_reduce", [[e, f], [], [], [], [n + 1], [], [], []],
+                ["float", "", "", "", "long int", "", "", ""], [[f, 1], [], [], [], [1], [], [], []], dur,
+                max_in_degree=mx, mean_in_degree=e / n, backend="segment", **kw)
+
+
+def test_a_segment_reduce_hub_costs_its_chain_of_edges_whatever_the_width():
+    # one thread per (segment, feature) walks its segment: a hub of mx edges takes 80 ns per edge
+    # at every width, on top of the bytes at 3 TB/s
+    def true(e, f, n, mx):
+        return 3.0 + (e * f + n * f) * 4 / 3e6 + 0.08 * mx
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 128, 512):
+            n, e = 1 << s, 16 << s
+            for mx in (32, 1 << (s - 2), 1 << s):
+                rows.append(segment_row(e, f, n, mx, true(e, f, n, mx), point=i))
+                i += 1
+    p = model.fit(pd.DataFrame(rows), K)
+    # a hub graph at a width the profile lacks: 8 << 17 edges, 24 features, a hub of 100,000 edges
+    # true = 3 + (2^20 * 24 + 2^17 * 24) * 4 / 3e6 + 0.08 * 1e5 = 3 + 37.7 + 8000 us
+    case = (8 << 17, 24, 1 << 17, 100_000)
+    pred, _ = p.predict(pd.DataFrame([segment_row(*case, 1.0)]))
+    assert pred[0] == pytest.approx(true(*case), rel=0.05)
+
+
+def test_a_nearer_call_of_another_context_answers_before_a_far_one_of_its_own():
+    # the GEMM study profiled 1024-wide layers (4 us flat), the MoE context only 8192-wide ones (40 us)
+    gemm = [mm_row(m, 1024, 1024, 4.0, point=i, workload="gemm") for i, m in enumerate((1, 4, 16, 64))]
+    moe = [mm_row(m, 8192, 8192, 40.0, point=10 + i, workload="moe") for i, m in enumerate((1, 4, 16, 64))]
+    p = model.fit(pd.DataFrame(gemm + moe), K)
+    q = pd.DataFrame([mm_row(8, 1024, 1024, 1.0, workload="moe"), mm_row(8, 8192, 8192, 1.0, workload="moe")])
+    pred, src = p.predict(q)
+    assert model.SOURCES[src[0]] == "other context" and pred[0] == pytest.approx(4.0, rel=0.05)
+    assert model.SOURCES[src[1]] == "near" and pred[1] == pytest.approx(40.0, rel=0.05)
+
+
+def test_odd_widths_are_their_own_group_and_fall_back_to_the_aligned_one():
+    # K = 1001 bf16 elements: 2002-byte rows, not a multiple of 16; K = 1024: 2048 bytes
+    odd, even = describe(pd.DataFrame([mm_row(64, 1001, 4096, 1.0), mm_row(64, 1024, 4096, 1.0)])).group
+    assert odd.split("|@")[0].endswith("|odd") and "|odd" not in even
+    aligned = [mm_row(m, 1024, 4096, 5.0, point=i) for i, m in enumerate((16, 32, 64, 128))]
+    p = model.fit(pd.DataFrame(aligned), K)
+    pred, src = p.predict(pd.DataFrame([mm_row(64, 1001, 4096, 1.0)]))
+    # the aligned calls' correction on the odd call's own base (a K of 1001, not 1024: within 15%)
+    assert model.SOURCES[src[0]] == "near" and pred[0] == pytest.approx(5.0, rel=0.15)
+    # once odd widths are profiled (three times slower), they answer
+    slow = [mm_row(m, 1001, 4096, 15.0, point=10 + i) for i, m in enumerate((16, 32, 64, 128))]
+    p = model.fit(pd.DataFrame(aligned + slow), K)
+    pred, _ = p.predict(pd.DataFrame([mm_row(64, 1001, 4096, 1.0), mm_row(64, 1024, 4096, 1.0)]))
+    assert pred == pytest.approx([15.0, 5.0], rel=0.05)

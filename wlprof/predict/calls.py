@@ -164,9 +164,11 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
             mats = [st for _, d, _, st in tensors if len(d) >= 2]
             lay = "".join(_matrix_layout(st) for st in mats[-2:])
             bias = "bias" if name in ("aten::addmm", "aten::baddbmm", "aten::addmv", "aten::addmv_") else ""
-            group = f"gemm|{name}|{type_sig}|{lay}|{bias}"
+            # rows of K or N elements that are not 16-byte multiples: cuBLAS cannot use its aligned kernels
+            odd = "|odd" if (k * itemsize) % 16 or (n * itemsize) % 16 else ""
+            group = f"gemm|{name}|{type_sig}|{lay}|{bias}{odd}"
             coords = (_log2(m), _log2(n), _log2(k), _log2(b), 0.0)
-            return "gemm", group, f"gemm|{type_sig}", coords, q
+            return "gemm", group, f"gemm|{type_sig}{odd}", coords, q
 
     if name in INDEX_OPS:
         # L: indexed rows (the index tensor's stored length), W: elements per row, R: rows of the table
@@ -368,6 +370,8 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
     # a hub's work: the elements reduced into the most-targeted destination, serial or contended
     w = out.W.to_numpy(dtype=float)
     out["hub"] = np.where(np.isin(cls, ("index", "spmm")) & np.isfinite(mx) & np.isfinite(w), mx * w, 0.0)
+    # and its chain: the edges into that destination, reduced one after another whatever the width
+    out["chain"] = np.where(np.isin(cls, ("index", "spmm")) & np.isfinite(mx), mx, 0.0)
     for c in ("index", "spmm"):
         rows = np.flatnonzero(cls == c)
         coords[rows, 3] = skew[rows]

@@ -9,7 +9,8 @@ with the source that answered it:
   has: interpolated between them;
 - `far`: its group was profiled but not near it: the nearest correction carried to it;
 - `other context`: its group was profiled only in other workloads or dispatches (an
-  ingested trace's calls, a workload the grid does not run): all of those together;
+  ingested trace's calls, a workload the grid does not run), or those lie nearer to it than
+  its own context's calls (by more than `CONTEXT_MARGIN`): all of those together;
 - `op`: only other layouts or scalars of its op (the relaxed group) were profiled;
 - `class`: nothing of its op: the class's correction at the call's base time;
 - `base`: nothing of its class: the physical base time alone.
@@ -40,6 +41,7 @@ from wlprof.predict.neighbours import Table
 
 SOURCES = ("same call", "near", "far", "other context", "op", "class", "base")
 NEAR = 1.0  # log2 units: within 2x of a profiled call in every coordinate
+CONTEXT_MARGIN = 0.25  # log2 units: how much closer other contexts' calls must be to answer instead
 FLOOR_US = 2.0  # a launch's floor before the profile says otherwise
 SPLIT_K_MIN = 512  # the least K a split-K GEMM gives one split
 TILES = ((64.0, 128.0), (128.0, 64.0), (128.0, 128.0), (128.0, 256.0), (256.0, 128.0))  # (rows, cols)
@@ -137,7 +139,8 @@ def _terms(d: pd.DataFrame) -> np.ndarray:
     nbytes = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0)
     rows = np.nan_to_num(d.L.to_numpy(dtype=float), nan=0.0) if "L" in d else np.zeros(len(d))
     hub = np.nan_to_num(d.hub.to_numpy(dtype=float), nan=0.0) if "hub" in d else np.zeros(len(d))
-    return np.column_stack([np.ones(len(d)), nbytes, rows, hub])
+    chain = np.nan_to_num(d.chain.to_numpy(dtype=float), nan=0.0) if "chain" in d else np.zeros(len(d))
+    return np.column_stack([np.ones(len(d)), nbytes, rows, hub, chain])
 
 
 def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
@@ -145,7 +148,8 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
     its K splits, `[1.0]` or `[0.0]`)."""
     free = _free(d.group.to_numpy(dtype=object))
     is_gemm = d.cls.to_numpy() == "gemm"
-    choice = [bases.get(f, [1.0, 1.0]) if c else [1.0, 1.0] for f, c in zip(free, is_gemm, strict=True)]
+    choice = [bases.get(f) or bases.get(f.replace("|odd", "", 1), [1.0, 1.0]) if c else [1.0, 1.0]
+              for f, c in zip(free, is_gemm, strict=True)]
     split = np.array([c[0] > 0.5 for c in choice], dtype=bool)
     whole = np.array([(c[1] if len(c) > 1 else 1.0) > 0.5 for c in choice], dtype=bool)
     out = base_us(d, k, split, whole)
@@ -201,6 +205,26 @@ def _free(groups: np.ndarray) -> np.ndarray:
     return np.array([g.rsplit("|@", 1)[0] for g in groups], dtype=object)
 
 
+def _query(keys: np.ndarray, tables: dict, x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(residual, distance to the nearest profiled point) of the calls `rows` (a mask) in the table of
+    their key; NaN and inf where the key has no table. An odd-width GEMM's key falls back to its aligned
+    one where the profile holds no odd widths of it."""
+    r = np.full(len(keys), np.nan)
+    dist = np.full(len(keys), np.inf)
+    for key in pd.unique(keys[rows]):
+        t = tables.get(key)
+        if t is None and "|odd" in key:
+            t = tables.get(key.replace("|odd", "", 1))
+        if t is None:
+            continue
+        at = np.flatnonzero(rows & (keys == key))
+        q, inverse = np.unique(x[at], axis=0, return_inverse=True)  # distinct queries once: a step repeats
+        pr, dq = t.query(q)
+        r[at] = pr[inverse.ravel()]
+        dist[at] = dq[inverse.ravel()]
+    return r, dist
+
+
 def _class_key(d: pd.DataFrame) -> np.ndarray:
     return d.cls.to_numpy(dtype=object)
 
@@ -223,33 +247,31 @@ class Predictor:
     bases: dict[str, list[float]] = field(default_factory=dict)
 
     def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`."""
+        """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`.
+
+        A call's own context (workload and dispatch) answers first, unless the same op's calls of
+        other contexts lie closer to it by more than `CONTEXT_MARGIN`."""
         d = describe(ops) if described is None else described
         base = fitted_base(d, self.constants, self.bases)
         coords = d[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
-        r = np.full(len(d), np.nan)
+        groups = d.group.to_numpy(dtype=object)
+        free = _free(groups)
+        r_g, dist_g = _query(groups, self.groups, coords, np.ones(len(d), dtype=bool))
+        r_f, dist_f = _query(free, self.free, coords, np.ones(len(d), dtype=bool))
+        own = np.isfinite(dist_g) & ~(dist_f + CONTEXT_MARGIN < dist_g)
+        other = ~own & np.isfinite(dist_f)
+        r = np.where(own, r_g, np.where(other, r_f, np.nan))
         src = np.full(len(d), len(SOURCES) - 1)
-        todo = np.ones(len(d), dtype=bool)
-        for level, keys, tables, x in (
-                ("group", d.group.to_numpy(dtype=object), self.groups, coords),
-                ("free", _free(d.group.to_numpy(dtype=object)), self.free, coords),
-                ("relaxed", d.relaxed.to_numpy(dtype=object), self.relaxed, coords),
-                ("class", _class_key(d), self.classes, _class_coords(base))):
-            for key in pd.unique(keys[todo]):
-                t = tables.get(key)
-                if t is None:
-                    continue
-                rows = np.flatnonzero(todo & (keys == key))
-                # distinct queries once: a step repeats its calls
-                q, inverse = np.unique(x[rows], axis=0, return_inverse=True)
-                pr, dist = t.query(q)
-                r[rows] = pr[inverse.ravel()]
-                dist = dist[inverse.ravel()]
-                if level == "group":
-                    src[rows] = np.where(dist <= 1e-6, 0, np.where(dist <= NEAR * math.sqrt(NCOORDS), 1, 2))
-                else:
-                    src[rows] = {"free": 3, "relaxed": 4, "class": 5}[level]
-                todo[rows] = False
+        src[own] = np.where(dist_g[own] <= 1e-6, 0, np.where(dist_g[own] <= NEAR * math.sqrt(NCOORDS), 1, 2))
+        src[other] = 3
+        todo = ~(own | other)
+        for level, keys, tables, x in (("relaxed", d.relaxed.to_numpy(dtype=object), self.relaxed, coords),
+                                       ("class", _class_key(d), self.classes, _class_coords(base))):
+            rr, dd = _query(keys, tables, x, todo)
+            hit = todo & np.isfinite(dd)
+            r[hit] = rr[hit]
+            src[hit] = {"relaxed": 4, "class": 5}[level]
+            todo &= ~hit
         pred = base * np.exp(np.where(np.isnan(r), 0.0, r))
         return pred, src
 

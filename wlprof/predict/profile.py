@@ -32,7 +32,7 @@ PREDICTOR_FILE = "predictor.json"
 NOISY_CALL_SPREAD = 0.15
 NOISY_TIME_SHARE = 0.2
 THROTTLED = 0.9
-FORMAT = 1  # of predictor.json: a file of another format is refitted from the traces
+FORMAT = 2  # of predictor.json: a file of another format is refitted from the traces
 
 
 def run_profile(out: str | Path, device: str | None = None, scale: str | None = None, budget_s: float = 360.0,
