@@ -6,12 +6,15 @@ context as in a study):
 
 - GEMMs (workload `gemm`): M over powers of two and their midpoints, K and N over
   1024..16384, in the three layouts a model runs (A @ B, A @ W.T, nn.Linear with a bias);
-  skinny M (1..64) is the weight-streaming regime, large M the tile-and-wave one;
+  skinny M (1..64) is the weight-streaming regime, large M the tile-and-wave one; and
+  widths whose rows are not 16-byte multiples (12, 36, 1001, 2050, 50257), which cuBLAS
+  runs with other kernels;
 - elementwise and copies (workload `elementwise`): 2^10..2^28 elements with midpoints,
   L2-resident to far past the 60 MB L2; matvec and matmul sides;
 - index ops (workload `gnn`): gather, scatter_add, index_add, segment reduce and CSR SpMM
-  over graphs of 2^14..2^20 nodes, 32..512 features, three index distributions (uniform,
-  RMAT, destination hubs zipf:1.5) in source and destination order; PyG's layers over them;
+  over graphs of 2^14..2^20 nodes, 32..512 features, mean degrees 6, 16 and 32, three index
+  distributions (uniform, RMAT, destination hubs zipf:1.5) in source and destination order;
+  PyG's layers over them;
 - MoE (workload `moe`): router, dispatch, grouped GEMMs with per-group token counts and
   combine, for 4..128 experts, top-1/2/4, three widths and token counts 64..16384, under
   several routings, in the three dispatches;
@@ -40,6 +43,8 @@ M_POW = [1 << i for i in range(14)]  # 1..8192
 M_MID = [3 << i for i in range(12)]  # 3, 6, 12, ..., 6144: the midpoints
 KN_MAIN = [1024, 4096, 16384]
 KN_MID = [2048, 8192]
+ODD_M = [1, 16, 1024, 8192]
+ODD_KN = [(4096, 12), (2048, 36), (1001, 4096), (4096, 1001), (2050, 2050), (768, 50257)]
 MLP_WIDTHS = ((1024, 4096, "gelu"), (2048, 8192, "silu"), (5120, 20480, "gelu"), (8192, 28672, "silu"))
 MLP_BATCHES = ([1, 4, 16, 64, 256, 1024, 4096], [2, 8, 32, 128, 512, 2048])  # pass 1, pass 2
 
@@ -73,6 +78,11 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
         for passno, shapes in ((1, coarse), (2, fill)):
             out.append(Section(f"gemm {layout}", passno, _study(f"gemm {layout} pass {passno}", "gemm", {
                 "shapes": shapes, "layout": layout}, "bfloat16", device), len(shapes), 0.15))
+    # rows whose bytes are not a multiple of 16 (an odd width, a vocabulary, a router over 12 experts):
+    # cuBLAS runs other kernels for them
+    out.append(Section("gemm odd", 2, _study("gemm odd pass 2", "gemm", {"shapes": _shapes(ODD_M, ODD_KN),
+                                                                         "layout": "nn"}, "bfloat16", device),
+                       len(ODD_M) * len(ODD_KN), 0.3))
     sizes = [1 << i for i in range(10, 29)]
     mids = [3 << i for i in range(9, 27)]
     vector_ops = ["copy", "relu", "gelu", "silu", "mul", "add", "dot"]
@@ -83,13 +93,14 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
                                                          "bfloat16", device),
                            len(vector_ops) * len(numel) + len(mv) + len(mm), 0.12))
     raw = ["scatter", "index_add", "segment", "csr"]
-    for passno, scales, feats in ((1, [14, 18], [32, 128, 512]), (1, [16, 20], [64, 256]),
-                                  (2, [14, 18], [64, 256]), (2, [16, 20], [32, 128, 512])):
+    # pass 2 moves the mean degree off pass 1's 16, so that per-edge and per-node costs separate
+    for passno, scales, feats, ef in ((1, [14, 18], [32, 128, 512], 16), (1, [16, 20], [64, 256], 16),
+                                      (2, [14, 18], [64, 256], 32), (2, [16, 20], [32, 512], 6)):
         for graph in ("uniform", "rmat", "zipf:1.5"):
             params = {"graph": graph, "scale": scales, "features": feats, "backend": raw, "reduction": "sum",
-                      "edge_factor": 16}
-            out.append(Section("gnn raw", passno, _study(f"gnn raw {graph} pass {passno}", "gnn", params,
-                                                         "float32", device),
+                      "edge_factor": ef}
+            name = f"gnn raw {graph} pass {passno}" + (f" ef{ef}" if ef != 16 else "")
+            out.append(Section("gnn raw", passno, _study(name, "gnn", params, "float32", device),
                                len(scales) * len(feats) * len(raw), 0.35))
     pyg = ["pyg:gcn", "pyg:gcn-csr", "pyg:sage", "pyg:sage-csr", "pyg:gat", "pyg:gat-csr"]
     for passno, scales, feats in ((1, [14, 18], [32, 128]), (1, [16, 20], [64, 256]),
@@ -215,7 +226,7 @@ def cpu_sections(device: str | None = "cpu") -> list[Section]:
 
 
 # the fill-in's order: where a budget that runs out costs least last
-PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "elementwise")
+PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm odd", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "elementwise")
 
 
 def sections(scale: str = "gpu", device: str | None = None) -> list[Section]:
