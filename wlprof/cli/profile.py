@@ -25,7 +25,7 @@ def profile(
         "of every section first).", metavar="MIN", show_default=True)] = 6.0,
     section: Annotated[list[str] | None, typer.Option(
         "--section", help="Profile only these sections of the grid (repeatable): gemm nn, gemm nt, gemm linear, "
-        "elementwise, gnn raw, gnn pyg, moe, mlp (a CPU's grid: gnn). Default: every section.", metavar="NAME")] = None,
+        "gemm odd, elementwise, gnn raw, gnn pyg, moe, mlp (a CPU's grid: gnn). Default: every section.", metavar="NAME")] = None,
     extend: Annotated[bool, typer.Option(
         "--extend", help="-o names an existing profile: run the studies its budget left out (within this "
         "budget), add them to it and fit it again.")] = False,
