@@ -256,3 +256,19 @@ def test_odd_widths_are_their_own_group_and_fall_back_to_the_aligned_one():
     p = model.fit(pd.DataFrame(aligned + slow), K)
     pred, _ = p.predict(pd.DataFrame([mm_row(64, 1001, 4096, 1.0), mm_row(64, 1024, 4096, 1.0)]))
     assert pred == pytest.approx([15.0, 5.0], rel=0.05)
+
+
+def test_an_odd_width_of_an_unprofiled_layout_is_answered_by_the_odd_widths_of_another():
+    # odd widths profiled only as A @ B (15 us), aligned ones as A @ W.T (5 us): an odd A @ W.T call
+    # (N = 20: 40-byte output rows) takes the odd calls' correction, not the aligned layout's
+    def mm_nt(m, k, n, dur, **kw):
+        return _row("aten::mm", [[m, k], [k, n]], [BF, BF], [[k, 1], [1, k]], dur, **kw)
+
+    def mm_nn(m, k, n, dur, **kw):
+        return _row("aten::mm", [[m, k], [k, n]], [BF, BF], [[k, 1], [n, 1]], dur, **kw)
+
+    prof = [mm_nt(m, 2048, 16, 5.0, point=i) for i, m in enumerate((256, 512, 1024, 2048))]
+    prof += [mm_nn(m, 2048, 36, 15.0, point=10 + i) for i, m in enumerate((256, 512, 1024, 2048))]
+    p = model.fit(pd.DataFrame(prof), K)
+    pred, src = p.predict(pd.DataFrame([mm_nt(1024, 2048, 20, 1.0)]))
+    assert model.SOURCES[src[0]] == "op" and pred[0] == pytest.approx(15.0, rel=0.15)

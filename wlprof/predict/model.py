@@ -207,14 +207,11 @@ def _free(groups: np.ndarray) -> np.ndarray:
 
 def _query(keys: np.ndarray, tables: dict, x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(residual, distance to the nearest profiled point) of the calls `rows` (a mask) in the table of
-    their key; NaN and inf where the key has no table. An odd-width GEMM's key falls back to its aligned
-    one where the profile holds no odd widths of it."""
+    their key; NaN and inf where the key has no table."""
     r = np.full(len(keys), np.nan)
     dist = np.full(len(keys), np.inf)
     for key in pd.unique(keys[rows]):
         t = tables.get(key)
-        if t is None and "|odd" in key:
-            t = tables.get(key.replace("|odd", "", 1))
         if t is None:
             continue
         at = np.flatnonzero(rows & (keys == key))
@@ -258,6 +255,16 @@ class Predictor:
         free = _free(groups)
         r_g, dist_g = _query(groups, self.groups, coords, np.ones(len(d), dtype=bool))
         r_f, dist_f = _query(free, self.free, coords, np.ones(len(d), dtype=bool))
+        # an odd-width GEMM no odd widths of its op and layout answer: odd widths of other layouts (the relaxed
+        # group's), else its aligned group's calls
+        relaxed = d.relaxed.to_numpy(dtype=object)
+        odd = ~np.isfinite(dist_g) & ~np.isfinite(dist_f) & np.array(
+            ["|odd" in g and r not in self.relaxed for g, r in zip(groups, relaxed, strict=True)], dtype=bool)
+        if odd.any():
+            aligned = np.array([g.replace("|odd", "", 1) for g in groups], dtype=object)
+            for keys, tables, rr, dd in ((aligned, self.groups, r_g, dist_g), (_free(aligned), self.free, r_f, dist_f)):
+                ra, da = _query(keys, tables, coords, odd)
+                rr[odd], dd[odd] = ra[odd], da[odd]
         own = np.isfinite(dist_g) & ~(dist_f + CONTEXT_MARGIN < dist_g)
         other = ~own & np.isfinite(dist_f)
         r = np.where(own, r_g, np.where(other, r_f, np.nan))
@@ -265,7 +272,7 @@ class Predictor:
         src[own] = np.where(dist_g[own] <= 1e-6, 0, np.where(dist_g[own] <= NEAR * math.sqrt(NCOORDS), 1, 2))
         src[other] = 3
         todo = ~(own | other)
-        for level, keys, tables, x in (("relaxed", d.relaxed.to_numpy(dtype=object), self.relaxed, coords),
+        for level, keys, tables, x in (("relaxed", relaxed, self.relaxed, coords),
                                        ("class", _class_key(d), self.classes, _class_coords(base))):
             rr, dd = _query(keys, tables, x, todo)
             hit = todo & np.isfinite(dd)
