@@ -12,7 +12,8 @@ from wlprof.cli.options import Device, Quiet, epilog
 
 EXAMPLES = epilog("wlprof profile --device cuda -o profiles/h200",
                   "wlprof profile --device cuda -o profiles/h200 --extend --budget-minutes 4",
-                  "wlprof profile --device cpu -o profiles/cpu --section gemm --section moe")
+                  "wlprof profile --device cpu -o profiles/cpu --section gemm --section moe",
+                  "wlprof profile -o profiles/h200 --drop 'profile:gnn raw * pass 2' --reason 'replaced'")
 
 
 @handle_errors
@@ -29,6 +30,12 @@ def profile(
     extend: Annotated[bool, typer.Option(
         "--extend", help="-o names an existing profile: run the studies its budget left out (within this "
         "budget), add them to it and fit it again.")] = False,
+    drop: Annotated[list[str] | None, typer.Option(
+        "--drop", help="-o names an existing profile: leave out its measured studies of these names (globs, "
+        "repeatable; e.g. 'profile:gnn raw * pass 2') and fit it again. Measures nothing.",
+        metavar="STUDY")] = None,
+    reason: Annotated[str, typer.Option(
+        "--reason", help="With --drop: why, as profile.json records it.")] = "left out with --drop",
     quiet: Quiet = False,
 ) -> None:
     """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps) into DIR, check it
@@ -36,6 +43,14 @@ def profile(
     from wlprof.predict.profile import run_profile
 
     con = console()
+    if drop:
+        from wlprof.predict.profile import drop_studies
+
+        info, left = drop_studies(out, drop, reason)
+        con.print(f"left out {len(left)} studies ({', '.join(left)}); the profile now holds "
+                  f"{info['points']} points, {info['op_calls']} op calls, {info['grid_seconds'] / 60:.2f} minutes "
+                  f"of grid; refitted {out}/predictor.json")
+        return
     say = None if quiet else (lambda msg: con.print(msg))
     info = run_profile(out, device=device, budget_s=budget_minutes * 60.0, sections=section, progress=say,
                        command=command_line(), extend=extend)

@@ -116,6 +116,45 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     return info
 
 
+def drop_studies(out: str | Path, patterns: list[str], reason: str) -> tuple[dict, list[str]]:
+    """Leave the measured studies whose names match `patterns` (fnmatch globs) out of the profile `out`:
+    their calls and steps go, profile.json lists them as skipped with `reason` (their seconds no longer
+    counted in the grid's), and the predictor is fitted again. Returns (profile.json's new content, the
+    studies left out)."""
+    import fnmatch
+
+    from wlprof.errors import InputError, Key
+    from wlprof.store.atomic import atomic_write_bytes
+
+    out = Path(out)
+    if not (out / PROFILE_FILE).is_file() or not (out / OPS_FILE).is_file():
+        raise InputError(Key("out", "store"), f"must be a profile folder made by `wlprof profile` (with "
+                         f"{PROFILE_FILE} and {OPS_FILE})", str(out))
+    info = json.loads((out / PROFILE_FILE).read_text())
+    sections = info.get("sections", [])
+    gone = [x for x in sections if any(fnmatch.fnmatchcase(str(x.get("study")), p) for p in patterns)]
+    if not gone:
+        raise InputError(Key("drop", "store"), "must match measured studies of the profile ("
+                         + ", ".join(sorted({str(x.get("study")) for x in sections})) + ")", patterns)
+    runs = {x.get("run_id") for x in gone}
+    ops, steps = profile_tables(out)
+    ops, steps = ops[~ops.run_id.isin(runs)], steps[~steps.run_id.isin(runs)] if len(steps) else steps
+    grid_s = round(float(info.get("grid_seconds") or 0) - sum(float(x.get("seconds") or 0) for x in gone), 1)
+    dropped = [{"section": x.get("section"), "pass": x.get("pass"), "study": x.get("study"),
+                "points": x.get("points"), "expected_s": x.get("seconds"), "dropped": reason} for x in gone]
+    info = {**info, "sections": [x for x in sections if x not in gone], "skipped": [*info.get("skipped", []), *dropped],
+            "grid_seconds": grid_s}
+    if info.get("gpu_minutes") is not None:
+        info["gpu_minutes"] = round(grid_s / 60, 2)
+    info.update(check(ops, steps))
+    _write_parquet(ops.reset_index(drop=True), out / OPS_FILE)
+    _write_parquet(steps.reset_index(drop=True), out / STEPS_FILE)
+    predictor, host = fit_profile(ops, steps, None, info.get("ceilings"))
+    write_predictor(out, predictor, host)
+    atomic_write_bytes(out / PROFILE_FILE, (json.dumps(info, indent=1, default=str) + "\n").encode())
+    return info, [str(x.get("study")) for x in gone]
+
+
 def _study_key(entry: dict) -> tuple:
     """A grid study as profile.json lists it: its name and points (two studies of a section may share a name)."""
     return entry.get("study"), entry.get("points")
