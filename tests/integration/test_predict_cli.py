@@ -43,6 +43,35 @@ def test_profile_writes_its_record_and_predictor(profiled):
     assert (root / "profile" / "predictor.json").is_file() and (root / "profile" / "ops.parquet").is_file()
 
 
+def test_drop_leaves_studies_out_and_refits(profiled, tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    root, runner = profiled
+    prof = tmp_path / "profile"
+    shutil.copytree(root / "profile", prof)
+    before = json.loads((prof / "profile.json").read_text())
+    gone = [s for s in before["sections"] if s["section"] == "moe"]
+    assert gone
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--drop", "profile:moe *", "--reason", "test"])
+    assert res.exit_code == 0, res.output
+    info = json.loads((prof / "profile.json").read_text())
+    assert {s["section"] for s in info["sections"]} == {"gemm nn"}
+    assert [s["study"] for s in info["skipped"] if s.get("dropped") == "test"] == [s["study"] for s in gone]
+    want = before["grid_seconds"] - sum(s["seconds"] for s in gone)
+    assert info["grid_seconds"] == pytest.approx(want, abs=0.11)
+    ops = pd.read_parquet(prof / "ops.parquet")
+    assert set(ops.run_id) == {s["run_id"] for s in info["sections"]}
+    assert info["op_calls"] == len(ops)
+    doc = json.loads((prof / "predictor.json").read_text())
+    assert not any("moe" in g for g in doc["predictor"]["groups"])  # refitted without the MoE calls
+    # a pattern that matches nothing is refused, naming it, and leaves the profile as it was
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--drop", "profile:nothing*"])
+    assert res.exit_code != 0 and "--drop" in res.output and "profile:nothing*" in res.output
+    assert json.loads((prof / "profile.json").read_text()) == info
+
+
 def test_predict_scores_held_out_runs(profiled, tmp_path):
     from wlprof.store.runs import list_runs
 
