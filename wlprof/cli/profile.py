@@ -32,10 +32,10 @@ def profile(
         "budget), add them to it and fit it again.")] = False,
     drop: Annotated[list[str] | None, typer.Option(
         "--drop", help="-o names an existing profile: leave out its measured studies of these names (globs, "
-        "repeatable; e.g. 'profile:gnn raw * pass 2') and fit it again. Measures nothing.",
+        "repeatable; e.g. 'profile:gnn raw * pass 2') and fit it again. Measures nothing. Default: none.",
         metavar="STUDY")] = None,
     reason: Annotated[str, typer.Option(
-        "--reason", help="With --drop: why, as profile.json records it.")] = "left out with --drop",
+        "--reason", help="With --drop: why, as profile.json records it.", show_default=True)] = "left out with --drop",
     quiet: Quiet = False,
 ) -> None:
     """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps) into DIR, check it
