@@ -27,6 +27,7 @@ class IngestedFile:
     top_unknown: list[tuple[str, float]] = field(default_factory=list)
     chrome: str | None = None
     shapes: bool = True  # its ops carry recorded shapes (`record_shapes=True`)
+    notes: list[str] = field(default_factory=list)  # what the parser could not read, or read otherwise
 
 
 @dataclass
@@ -156,7 +157,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     from wlprof.store.runs import write_point
 
     trace = pipeline.read(f, keep_events=False)
-    device_type, device_name = device_of(trace.meta, trace.device)
+    device_type, device_name = device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None)
     ceilings, origin = _ceilings(device_type, device_name)
     rank = rank_of(trace.meta, i, f.name, _communicates(trace))
     variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
@@ -177,7 +178,8 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     dims = tables.ops.op_input_dims if "op_input_dims" in tables.ops else pd.Series([], dtype=object)
     shapes = bool(dims.fillna("").astype(str).str.strip("[] ").ne("").any()) or tables.ops.empty
     summary = IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
-                           float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes)
+                           float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
+                           list(trace.warnings))
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     del trace, tables, kernels
     release()

@@ -76,10 +76,39 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
     else:  # a CPU trace: the ops that do work, and gloo's communication work
         rows = with_comm_rows(op_rows(joined.ops, working(joined.ops)), trace, joined.ops)
     kernels, ops = annotate(rows, joined.ops, trace.args_table, ceilings, stated, tf32)
+    if len(rows) == 0 and trace.gpu_work_without_device:
+        ops = _host_ops(trace, joined, ceilings, stated, tf32)
     annotate_comm(kernels, rows, joined.ops, trace.args_table, trace.meta)
     zero_comm_flops(kernels)
     release()
     return Costed(kernels, ops, joined, rows)
+
+
+# the ops-table columns that need device time, which a trace without device events does not have
+_DEVICE_TIME_COLS = ("dur_us", "intensity_flop_per_byte", "achieved_tflops", "achieved_gbps", "ceiling_tflops",
+                     "ceiling_gbps", "ridge_flop_per_byte", "roofline_us", "roofline_fraction", "working_set_bytes")
+
+
+def _host_ops(trace: RawTrace, joined: Joined, ceilings, stated: Sequence, tf32: bool) -> pd.DataFrame:
+    """The ops table of a trace that ran GPU work but lost its device events: its working ops with
+    their host times (`cpu_dur_us`) and costs, and no device time (no rates, no roofline)."""
+    from wlprof.cost.annotate import annotate
+    from wlprof.cost.attribution import working
+    from wlprof.trace.comm import with_comm_rows
+    from wlprof.trace.join import op_rows
+
+    host = with_comm_rows(op_rows(joined.ops, working(joined.ops)), trace, joined.ops)
+    _, ops = annotate(host, joined.ops, trace.args_table, ceilings, stated, tf32)
+    ops = ops.copy()
+    for col in _DEVICE_TIME_COLS:
+        if col in ops:
+            ops[col] = float("nan")
+    if "kernel_count" in ops:
+        ops["kernel_count"] = 0
+    for col in ("bound", "roof", "compute_roof", "memory_roof"):
+        if col in ops:
+            ops[col] = None
+    return ops
 
 
 def tables(trace: RawTrace, *, ceilings, identity: Mapping[str, Any], stated: Sequence = (), timings=None,

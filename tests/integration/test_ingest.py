@@ -215,3 +215,18 @@ def test_streamed_and_whole_parses_agree(tmp_path):
         pd.testing.assert_frame_equal(getattr(a, name).drop(columns=["args_id"], errors="ignore"),
                                       getattr(b, name).drop(columns=["args_id"], errors="ignore"))
     assert [a.args_table[i] for i in a.ops.args_id] == [b.args_table[i] for i in b.ops.args_id]
+
+
+def test_ingest_of_a_gpu_trace_without_kernels_says_why(tmp_path, cli):
+    # zoology's A100 trace lost its device events: no "nan%" share, the reason printed, a GPU device
+    res = cli("ingest", FIXTURES / "public" / "zoology_2023_a100_launches_without_kernels.json.gz",
+              "--traces", tmp_path / "t", "-q")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "nan%" not in flat and "no kernel time to cost" in flat
+    assert "GPU work (268 kernel launches or copies" in flat and "no kernel rows" in flat
+    assert "NVIDIA A100 80GB PCIe" in flat  # the ceilings line names the trace's GPU, not "unknown CPU"
+    k = pd.read_parquet(tmp_path / "t")
+    assert len(k) == 0
+    ops = wlprof.load(tmp_path / "t", table="ops")
+    assert len(ops) > 0 and ops.dur_us.isna().all() and (ops.device_type == "cuda").all()

@@ -165,3 +165,85 @@ def _no_device():
     import pandas as pd
 
     return pd.DataFrame({"device_index": np.array([], dtype=np.int64)})
+
+
+LEGACY = FIXTURES / "cpu_legacy" / "autograd_export_chrome_trace.json.gz"
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_legacy_autograd_export_is_read_as_cpu_ops(keep):
+    # `function_events.export_chrome_trace` (the only export of torch <= 1.7) writes a bare array of
+    # events with no `cat`, ops under pid "CPU functions": once refused as "not a torch.profiler trace"
+    _, events = raw(LEGACY)
+    cpu = [e for e in events if e.get("ph") == "X" and e.get("pid") == "CPU functions"]
+    assert len(cpu) == 103 and all("cat" not in e for e in cpu)
+    trace = pipeline.read(LEGACY, keep_events=keep)
+    assert len(trace.ops) == 103 and len(trace.device) == 0 and trace.warnings == []
+    c = pipeline.costed(trace)
+    assert (c.kernels.kind == "cpu_op").all() and len(c.kernels) > 0
+    ops = c.joined.ops
+    # events 2 and 3: aten::transpose (ts 3738.914, dur 67.065 us) holds aten::as_strided (ts 3794.237,
+    # dur 9.688 us): its parent, and the transpose's self time is 67.065 - 9.688 = 57.377 us
+    assert ops.name[2] == "aten::transpose" and ops.name[3] == "aten::as_strided"
+    assert ops.parent[3] == 2 and ops.self_ns[2] == 67_065 - 9_688
+
+
+def test_legacy_cuda_intervals_are_not_kernels(tmp_path):
+    # torch <= 1.7 with use_cuda: beside each op, an interval under "CUDA functions" named after the op
+    # (CUDA events around it, covering its children's) and a flow arrow to it; not a kernel
+    events = [
+        {"name": "aten::mm", "ph": "X", "ts": 1.0, "dur": 10.0, "tid": 1, "pid": "CPU functions", "args": {}},
+        {"name": "aten::mm", "ph": "s", "ts": 1.0, "tid": 1, "pid": "CPU functions", "id": 0, "cat": "cpu_to_cuda",
+         "args": {}},
+        {"name": "aten::mm", "ph": "f", "ts": 2.0, "tid": 0, "pid": "CUDA functions", "id": 0, "cat": "cpu_to_cuda",
+         "args": {}},
+        {"name": "aten::mm", "ph": "X", "ts": 2.0, "dur": 5.0, "tid": 0, "pid": "CUDA functions", "args": {}},
+    ]
+    path = tmp_path / "legacy_cuda.json"
+    path.write_text(json.dumps(events))
+    trace = pipeline.read(path)
+    assert len(trace.ops) == 1 and len(trace.device) == 0 and trace.legacy_device_events == 1
+    assert "1 'CUDA functions' events of the legacy autograd profiler were not read" in trace.warnings[0]
+    # GPU work whose device activity is unreadable: a GPU trace with no kernel rows, not a CPU trace
+    assert device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None) == ("cuda", "unknown GPU")
+    c = pipeline.costed(trace)
+    assert len(c.kernels) == 0 and c.ops.op_name.tolist() == ["aten::mm"] and c.ops.dur_us.isna().all()
+
+
+ZOOLOGY = PUBLIC / "zoology_2023_a100_launches_without_kernels.json.gz"
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_gpu_trace_that_lost_its_kernels_is_a_gpu_trace_without_kernel_rows(keep):
+    # HazyResearch/zoology's trace.json (A100): 1,206 ops and 268 launches and copies (236 cudaLaunchKernel,
+    # 24 cuLaunchKernel, 8 cudaMemcpyAsync) but no kernel/memcpy/memset event. It was read as a CPU trace
+    # ("unknown CPU") whose 308 working ops' host self times were costed as the work.
+    meta, events = raw(ZOOLOGY)
+    assert raw_device(events) == (0, 0.0)
+    runtime = [e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    assert sum(n in ("cudaLaunchKernel", "cuLaunchKernel", "cudaMemcpyAsync") for n in runtime) == 236 + 24 + 8
+    trace = pipeline.read(ZOOLOGY, keep_events=keep)
+    assert trace.gpu_work_without_device == "268 kernel launches or copies (cuda_runtime/cuda_driver events)"
+    assert device_of(trace.meta, trace.device, True) == ("cuda", "NVIDIA A100 80GB PCIe")
+    assert any("no kernel rows" in w for w in trace.warnings)
+    c = pipeline.costed(trace)
+    assert len(c.kernels) == 0
+    # the ops keep their host times and costs, with no device time and so no rates
+    assert len(c.ops) > 0 and (c.ops.cpu_dur_us > 0).all() and c.ops.dur_us.isna().all()
+    assert c.ops.achieved_gbps.isna().all() and (c.ops.kernel_count == 0).all()
+    assert (c.ops.flops_source == "formula").any()
+
+
+def test_a_cpu_trace_written_on_a_gpu_machine_stays_a_cpu_trace(tmp_path):
+    # deviceProperties name a GPU, but no launch and no GPU-only op: CPU ops are the work
+    events = {"deviceProperties": [{"id": 0, "name": "Tesla T4"}], "traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 0, "dur": 5,
+         "args": {"Input Dims": [[4]], "Input type": ["float"]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaGetDeviceCount", "pid": 1, "tid": 1, "ts": 6, "dur": 1,
+         "args": {"correlation": 1}}]}
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(events))
+    trace = pipeline.read(path)
+    assert trace.gpu_work_without_device is None
+    assert device_of(trace.meta, trace.device, False) == ("cpu", "unknown CPU")
+    assert pipeline.costed(trace).kernels.kind.tolist() == ["cpu_op"]

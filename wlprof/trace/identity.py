@@ -9,14 +9,15 @@ import numpy as np
 import pandas as pd
 
 
-def device_of(meta: dict, device: pd.DataFrame) -> tuple[str, str]:
+def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False) -> tuple[str, str]:
     """(device type, device name) of a trace: the GPU most of its kernels ran on, named by the
     trace's `deviceProperties` (or `computeProperties`, PyTorch 1.9); a CPU trace is this machine's
-    CPU only when its host name is this machine's."""
-    if len(device):
+    CPU only when its host name is this machine's. `gpu_work`: the trace ran GPU work but lost its
+    device events (`RawTrace.gpu_work_without_device`): a GPU, named as above."""
+    if len(device) or gpu_work:
         props = meta.get("deviceProperties") or meta.get("computeProperties") or []
         names = {p.get("id"): p.get("name") for p in props if isinstance(p, dict)}
-        idx = device.device_index.to_numpy()
+        idx = device.device_index.to_numpy() if "device_index" in device else np.zeros(0, np.int64)
         idx = idx[idx >= 0]
         main = int(np.bincount(idx).argmax()) if len(idx) else 0
         name = names.get(main) or next((n for n in names.values() if n), None)

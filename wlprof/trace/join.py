@@ -157,7 +157,9 @@ def join(trace: RawTrace) -> Joined:
     ops = _nest(trace.ops, op_parent)
     ops["region"] = op_region
     ops["step"] = op_step
-    rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent, trust) if trace.has_device_activity else None
+    # a trace that ran GPU work but lost its device events has no rows, not its ops' host times
+    device = trace.has_device_activity or trace.gpu_work_without_device is not None
+    rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent, trust) if device else None
     return Joined(trace=trace, ops=ops, device_rows=rows)
 
 

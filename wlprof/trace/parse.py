@@ -48,10 +48,31 @@ class RawTrace:
     args_table: list[dict] = field(default_factory=list)  # distinct recorded op inputs and extras
     warnings: list[str] = field(default_factory=list)
     event_count: int = 0
+    legacy_device_events: int = 0  # the legacy autograd profiler's "CUDA functions" intervals (not read)
 
     @property
     def has_device_activity(self) -> bool:
         return len(self.device) > 0
+
+    @property
+    def gpu_work_without_device(self) -> str | None:
+        """Why the trace ran GPU work although it holds no device activity (kernel launches, or ops
+        only a GPU runs: cuDNN, MIOpen), or None. Such a trace lost its device events (a CUPTI
+        buffer dropped, a profile without ProfilerActivity.CUDA): its ops' host times are not the
+        work, so it has no kernel rows rather than CPU rows."""
+        if self.has_device_activity:
+            return None
+        if self.legacy_device_events:
+            return f"{self.legacy_device_events:,} per-op CUDA intervals of the legacy autograd profiler"
+        names = self.launches["name"] if "name" in self.launches else pd.Series([], dtype=object)
+        n = int(names.astype(str).str.contains(GPU_WORK_API).sum()) if len(names) else 0
+        if n:
+            return f"{n:,} kernel launches or copies (cuda_runtime/cuda_driver events)"
+        ops = self.ops["name"] if "name" in self.ops else pd.Series([], dtype=object)
+        m = int(ops.astype(str).str.contains(GPU_ONLY_OPS).sum()) if len(ops) else 0
+        if m:
+            return f"{m:,} calls of GPU-only ops (cuDNN, MIOpen)"
+        return None
 
 
 @contextmanager
@@ -279,6 +300,7 @@ class _Tables:
         self.threads: dict[str, int] = {}  # non-numeric pid/tid strings -> negative codes
         self.skipped = 0
         self.count = 0
+        self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
 
     def add(self, events: list, base: int) -> None:
         self.count += len(events)
@@ -301,7 +323,14 @@ class _Tables:
                 continue
             cat = _CATEGORY.get(get("cat"))
             if cat is None:
-                continue
+                if "cat" in ev:
+                    continue
+                pid = get("pid")  # the legacy autograd profiler writes no category (LEGACY_CPU_PID)
+                if pid == LEGACY_CPU_PID:
+                    cat = "cpu_op"
+                else:
+                    self.legacy_cuda += pid == LEGACY_CUDA_PID
+                    continue
             ts = get("ts")
             dur = get("dur", 0)
             if type(ts) not in number or type(dur) not in number:
@@ -466,6 +495,17 @@ def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return out[:, 0], out[:, 1], out[:, 2]
 
 
+# The legacy autograd profiler's export_chrome_trace (torch <= 1.7, and to this day
+# `prof.function_events.export_chrome_trace`) writes no `cat`: ops under the pid "CPU functions",
+# and, in torch <= 1.7 with use_cuda, one interval per op under "CUDA functions", timed by CUDA
+# events around the op (a parent's interval covers its children's): not kernels, so they are not
+# read as device rows.
+LEGACY_CPU_PID = "CPU functions"
+LEGACY_CUDA_PID = "CUDA functions"
+# runtime calls that put work on the device, and ops that run only on a GPU
+GPU_WORK_API = r"Launch|Memcpy|Memset"
+GPU_ONLY_OPS = r"^aten::_?(?:cudnn|miopen)_"
+
 # Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
 _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
@@ -511,8 +551,18 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     warnings = []
     if tables.skipped:
         warnings.append(f"{tables.skipped} complete events without a usable ts/dur were skipped")
-    return RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
-                    args_table=tables.args_table, warnings=warnings, event_count=tables.count, **frames)
+    if tables.legacy_cuda:
+        warnings.append(f"{tables.legacy_cuda} 'CUDA functions' events of the legacy autograd profiler were not read: "
+                        "they time each op with CUDA events (nested ops overlap), they are not kernels")
+    raw = RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
+                   args_table=tables.args_table, warnings=warnings, event_count=tables.count,
+                   legacy_device_events=tables.legacy_cuda, **frames)
+    lost = raw.gpu_work_without_device
+    if lost:
+        warnings.append(f"GPU work ({lost}) but no kernel, memcpy or memset events: the trace's device activity "
+                        "is missing (profile with torch.profiler and ProfilerActivity.CUDA; a CUPTI buffer may "
+                        "have overflowed), so it has no kernel rows; its ops' host times are in the ops table")
+    return raw
 
 
 def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]:
