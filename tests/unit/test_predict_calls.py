@@ -42,6 +42,16 @@ def test_sparse_addmm_is_spmm_and_grouped_mm_its_own_class():
     assert (g[4]["M"], g[4]["K"], g[4]["N"], g[4]["B"]) == (8192, 4096, 14336, 64)
 
 
+def test_a_trace_without_strides_holds_dense_gemms_not_sparse_ones():
+    # before torch 2.0 a trace records no `Input Strides`: no tensor is told sparse by its missing strides
+    bmm = parse_call("aten::bmm", "[[8,10,128],[8,128,10]]", f"[{BF},{BF}]", "", "")
+    assert bmm[0] == "gemm" and (bmm[4]["M"], bmm[4]["N"], bmm[4]["K"], bmm[4]["B"]) == (10, 10, 128, 8)
+    lin = parse_call("aten::addmm", "[[768],[32,768],[768,768],[],[]]", f'[{BF},{BF},{BF},"Scalar","Scalar"]',
+                     "", "")
+    assert lin[0] == "gemm" and lin[4]["flops"] == 2 * 32 * 768 * 768  # 2 M K N, as FlopCounterMode counts addmm
+    assert lin[1].startswith("gemm|aten::addmm|")
+
+
 def test_index_ops_count_indexed_rows_not_the_expanded_index():
     # index_select on CUDA runs as gather with the index expanded to [E, F] by a zero stride
     g = call("aten::gather", "[[1048576,64],[],[16777073,64],[],[16777073,64]]",

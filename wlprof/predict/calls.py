@@ -131,12 +131,15 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
          "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
          "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False}
     layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
-    sparse = any(st is None and len(d) >= 2 for _, d, _, st in tensors)
+    # a sparse tensor is recorded without strides beside dense ones with theirs; a trace that records no
+    # strides at all (before torch 2.0) holds no sparse tensor this can tell
+    sparse = any(st is not None for _, _, _, st in tensors) and any(
+        st is None and len(d) >= 2 for _, d, _, st in tensors)
 
-    if name in GEMM_OPS and sparse and len(tensors) >= 2:
+    mats = [(d, st) for _, d, _, st in tensors if len(d) == 2]
+    at = next((j for j, (d, st) in enumerate(mats) if st is None), None) if sparse else None
+    if name in GEMM_OPS and at is not None and len(tensors) >= 2:
         # CSR SpMM: addmm(out, adj[N, N], x[N, F]) or mm(adj, x); nnz is data (the workload's edges)
-        mats = [(d, st) for _, d, _, st in tensors if len(d) == 2]
-        at = next(j for j, (d, st) in enumerate(mats) if st is None)
         adj = mats[at][0]
         # the dense operand: the matrix after the sparse one (an `out` argument may follow, empty)
         dense = [d for d, st in mats[at + 1:] if st is not None and math.prod(d) > 0]
