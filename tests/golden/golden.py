@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -70,6 +72,37 @@ def run_all(tmp: Path, invoke) -> dict[str, Path]:
     return roots
 
 
+def _rounded(text):
+    """A recorded scalar list with its non-integer numbers to 4 significant digits (a scalar computed from
+    the data, e.g. a reduction's result, differs in its last bits between CPUs' summation orders)."""
+    if not isinstance(text, str) or not text.startswith("["):
+        return text
+    try:
+        values = json.loads(text)
+    except ValueError:
+        return text
+
+    def r(v):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            return v
+        return v if f == int(f) or not np.isfinite(f) else f"{f:.4g}"
+
+    return json.dumps([r(v) for v in values], separators=(",", ":")) if isinstance(values, list) else text
+
+
+def machine_free(df):
+    """The table without what depends on the machine: the CPU's model name (a CPU run is named after the
+    machine it ran on) and the last bits of scalars computed from the data."""
+    df = df.copy()
+    if "device_name" in df and "device_type" in df:
+        df.loc[df.device_type == "cpu", "device_name"] = "(this CPU)"
+    if "op_concrete_inputs" in df:
+        df["op_concrete_inputs"] = df.op_concrete_inputs.map(_rounded)
+    return df
+
+
 def reduce(root: Path) -> dict:
     """The timing-free content of every table of the one run under `root`."""
     import pandas as pd
@@ -93,7 +126,7 @@ def reduce(root: Path) -> dict:
                     if stated.any() else pd.DataFrame(columns=["point", "step", "region", *summed]))
             out[f"{table}_workload_sums"] = sums
             df.loc[stated, list(SPLIT)] = float("nan")
-        df = df.drop(columns=[c for c in df.columns if c in VOLATILE])
+        df = machine_free(df).drop(columns=[c for c in df.columns if c in VOLATILE])
         for c in df.columns:  # nullable integers (schema 2.3's pandas metadata) as the floats they were stored as
             if pd.api.types.is_integer_dtype(df[c].dtype) and isinstance(df[c].dtype, pd.api.extensions.ExtensionDtype):
                 df[c] = df[c].astype("float64")

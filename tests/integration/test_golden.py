@@ -33,7 +33,7 @@ def test_tables_equal_the_golden_files(runs):
                 assert dict(map(tuple, got)) == dict(map(tuple, schemas[f"{name}/{key}"])), \
                     f"{name} {key}: columns or types changed"
                 continue
-            want = pd.read_parquet(golden.HERE / f"{name}-{key}.parquet")
+            want = golden.machine_free(pd.read_parquet(golden.HERE / f"{name}-{key}.parquet"))
             assert sorted(got.columns) == sorted(want.columns), f"{name} {key}: columns differ"
             pd.testing.assert_frame_equal(got[list(want.columns)].reset_index(drop=True), want, check_dtype=False,
                                           rtol=1e-9, obj=f"{name} {key}")
