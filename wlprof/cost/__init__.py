@@ -20,6 +20,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     pooling,
     reductions,
     resampling,
+    rnn,
 )
 from wlprof.cost.registry import (
     MATRIX,

@@ -1,0 +1,95 @@
+"""cuDNN/MIOpen RNN and embedding-bag formulas, checked by hand on the H200 fixtures' own calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from wlprof.cost import cost_of
+from wlprof.cost.registry import OpCall
+
+LSTM_WEIGHTS = [[2048, 256], [2048, 512], [2048], [2048], [2048, 512], [2048, 512], [2048], [2048]]
+
+
+def call(name, dims, types, concrete):
+    return OpCall.from_args(name, {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete})
+
+
+def lstm_forward():
+    # nn.LSTM(256, 512, num_layers=2, batch_first=True) on [64, 128, 256] (tests/fixtures/h200_training/lstm)
+    return call("aten::_cudnn_rnn",
+                [[64, 128, 256], LSTM_WEIGHTS, [], [3678208], [2, 64, 512], [2, 64, 512]] + [[]] * 10,
+                ["float", "TensorList", "Scalar", "float", "float", "float"] + ["Scalar"] * 8 + ["ScalarList", ""],
+                ["", "", "4", "", "", "", "2", "512", "0", "2", "True", "0.", "True", "False", "[]", ""])
+
+
+def test_lstm_forward_counts_its_gate_products_and_reads_weights_once():
+    c = cost_of(lstm_forward())
+    # steps = 64 * 128 = 8192; 4 gates; layer 0: 2 * 8192 * 4 * 512 * (256 + 512), layer 1: ... * (512 + 512)
+    assert c.flops == 2 * 8192 * 4 * 512 * 768 + 2 * 8192 * 4 * 512 * 1024 == 60_129_542_144
+    # reads: input 64*128*256*4 = 8,388,608; the weight list's 3,678,208 floats = 14,712,832; hx and cx
+    # 2 * (2*64*512) * 4 = 524,288; writes: output 8192*512*4 = 16,777,216 and hy, cy 524,288
+    assert c.written == 16_777_216 + 524_288
+    assert c.bytes == 8_388_608 + 14_712_832 + 524_288 + 17_301_504
+    assert c.unit == "matrix" and c.dtype == "float32"
+
+
+def test_lstm_backward_adds_the_weight_gradient_when_its_mask_asks():
+    dims = [[64, 128, 256], LSTM_WEIGHTS, [], [3678208], [2, 64, 512], [2, 64, 512], [64, 128, 512],
+            [64, 128, 512], [], [], [], [], [], [], [], [], [], [], [], [], [184549632], []]
+    types = (["float", "TensorList", "Scalar", "float", "float", "float", "float", "float", "", ""]
+             + ["Scalar"] * 8 + ["ScalarList", "", "unsigned char", "ScalarList"])
+    conc = ["", "", "4", "", "", "", "", "", "", "", "2", "512", "0", "2", "True", "0.", "True", "False", "[]",
+            "", "", "[True, False, False, True]"]
+    c = cost_of(call("aten::_cudnn_rnn_backward", dims, types, conc))
+    assert c.flops == 2 * 60_129_542_144  # data gradients (the forward's products) and weight gradients
+    # writes: grad_input 64*128*256*4 = 8,388,608 and the weight gradients 14,712,832 (no state gradients)
+    assert c.written == 8_388_608 + 14_712_832
+    # reads: input, weights, hx, cx, output and grad_output (8,388,608 + 14,712,832 + 2 * 262,144 + 2 *
+    # 16,777,216) and the 184,549,632-byte reserve
+    assert c.bytes == 8_388_608 + 14_712_832 + 524_288 + 33_554_432 + 184_549_632 + c.written
+    conc[-1] = "[True, True, True, False]"
+    c = cost_of(call("aten::_cudnn_rnn_backward", dims, types, conc))
+    assert c.flops == 60_129_542_144 and c.written == 8_388_608 + 524_288
+
+
+def test_a_bidirectional_gru_counts_both_directions():
+    # GRU(8, 16), one layer, bidirectional, [T=10, B=4, 8]: 40 steps, 3 gates, per direction
+    # 2 * 40 * 3 * 16 * (8 + 16) = 92,160
+    c = cost_of(call("aten::_cudnn_rnn", [[10, 4, 8], [[48, 8], [48, 16], [48], [48]] * 2, [], [], [2, 4, 16]]
+                     + [[]] * 11, ["float", "TensorList", "Scalar", "", "float", ""] + ["Scalar"] * 8
+                     + ["ScalarList", ""], ["", "", "4", "", "", "", "3", "16", "0", "1", "False", "0.", "False",
+                                            "True", "[]", ""]))
+    assert c.flops == 2 * 92_160
+    assert c.written == 10 * 4 * 32 * 4 + 2 * 4 * 16 * 4  # output [10, 4, 2*16] and hy
+
+
+def test_embedding_bag_sums_its_rows_and_its_backward_adds_them_back():
+    # 8 tables of [100000, 64] floats, 2048 bags of 20 indices (tests/fixtures/h200_training/dlrm)
+    fwd = cost_of(call("aten::_embedding_bag", [[100000, 64], [40960], [2048], [], [], [], [], [], []],
+                       ["float", "long int", "long int", "Scalar", "Scalar", "Scalar", "", "Scalar", "Scalar"],
+                       ["", "", "", "False", "0", "False", "", "False", "-1"]))
+    assert fwd.flops == 40960 * 64  # one add per indexed element
+    # reads: 40,960 rows of 64 floats (10,485,760), indices and offsets (40960 + 2048) * 8; writes 2048 rows
+    assert fwd.written == 2048 * 64 * 4
+    assert fwd.bytes == 10_485_760 + (40960 + 2048) * 8 + 524_288
+    bwd = cost_of(call("aten::_embedding_bag_dense_backward",
+                       [[2048, 64], [40960], [40960], [2048], [0], [], [], [], [], []],
+                       ["float", "long int", "long int", "long int", "long int", "Scalar", "Scalar", "Scalar", "",
+                        "Scalar"], ["", "", "", "", "", "100000", "False", "0", "", "-1"]))
+    assert bwd.flops == 40960 * 64
+    # at most min(40960, 100000) rows written; reads: grad 2048*64*4, indices, offset2bag, bag_size
+    assert bwd.written == 40960 * 64 * 4
+    assert bwd.bytes == 524_288 + (40960 + 40960 + 2048) * 8 + bwd.written
+
+
+def test_an_rnn_call_without_its_mode_is_left_unknown():
+    c = cost_of(call("aten::_cudnn_rnn", [[64, 128, 256], LSTM_WEIGHTS, [], [], [2, 64, 512]],
+                     ["float", "TensorList", "Scalar", "", "float"], ["", "", "4", "", ""]))
+    assert c is None or c.flops is None
+
+
+@pytest.mark.parametrize("name", ["aten::_cudnn_rnn", "aten::_embedding_bag", "aten::_embedding_bag_dense_backward"])
+def test_the_formulas_are_registered(name):
+    from wlprof.cost.registry import has_formula
+
+    assert has_formula(name)
