@@ -59,7 +59,7 @@ def raw_kernels(name: str) -> list[dict]:
 
 
 def test_fixtures_are_the_captures():
-    assert len(TRACES) == 11
+    assert len(TRACES) == 17
     assert all((FIXTURES / f"{n}.pt.trace.json.gz").exists() for n in TRACES)
 
 
