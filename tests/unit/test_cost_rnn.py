@@ -93,3 +93,15 @@ def test_the_formulas_are_registered(name):
     from wlprof.cost.registry import has_formula
 
     assert has_formula(name)
+
+
+def test_dropout_draws_compares_and_scales_and_its_backward_masks():
+    # the GAT fixture's dropout of [16384, 96] floats in training: 3 per element; output and bool mask written
+    c = cost_of(call("aten::native_dropout", [[16384, 96], [], []], ["float", "Scalar", "Scalar"],
+                     ["", "0.10000000000000001", "True"]))
+    n = 16384 * 96
+    assert c.flops == 3 * n and c.written == n * 4 + n and c.bytes == n * 4 + c.written
+    b = cost_of(call("aten::native_dropout_backward", [[212983, 4], [212983, 4], []], ["float", "bool", "Scalar"],
+                     ["", "", "1.1111111111111112"]))
+    m = 212983 * 4
+    assert b.flops == 2 * m and b.written == m * 4 and b.bytes == m * 4 + m + m * 4
