@@ -100,3 +100,114 @@ def test_upsampling_forward_and_backward():
     call = op("aten::upsample_nearest1d_backward", T([1, 6, 16], BF16), S([16]), S([1, 6, 8]), NONE)
     assert _fields(resampling._backward(1, 1)(call)) == (96, 192 + 96, 96, VECTOR, "bfloat16")
     assert resampling._backward(1, 1)(op("aten::upsample_nearest1d_backward", T([1, 6, 16]), S([16]), NONE)) is None
+
+
+# ---------------------------------------------------------------- every factory-made formula, rebuilt
+
+import dataclasses  # noqa: E402
+import importlib  # noqa: E402
+import inspect  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+from wlprof.cost import registry  # noqa: E402
+
+
+def _rebuild(fn):
+    """The formula `fn` built again by its factory, from the arguments its closure kept; None for a
+    formula that is no factory's closure."""
+    outer, sep, _ = fn.__qualname__.partition(".<locals>.")
+    if not sep or fn.__closure__ is None:
+        return None
+    outer = re.sub(r"^x_(.+)__mutmut_orig$", r"\1", outer)  # mutmut renames a function's own body so
+    factory = getattr(sys.modules[fn.__module__], outer)
+    kept = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__), strict=True))
+    kept.setdefault("name", fn.__name__)  # activations' _make(name, per) names its closure so
+    kept.setdefault("in_place", fn.__name__.endswith("_"))  # optimizers' _foreach: foreach_add_ in place
+    params = list(inspect.signature(factory).parameters)
+    return factory(**{p: kept.get(p) for p in params})  # a parameter no closure reads (resampling's
+    # _backward(per, nsp) never reads nsp) is None
+
+
+def _closures():
+    return {name: e for name, e in registry._FORMULAS.items() if _rebuild(e.formula) is not None}
+
+
+def test_every_factory_closure_is_rebuilt_the_same():
+    built = _closures()
+    # the factories: pooling, resampling, losses, reductions, elementwise, activations, optimizers
+    assert {e.formula.__module__.rsplit(".", 1)[1] for e in built.values()} >= {
+        "pooling", "resampling", "losses", "reductions", "elementwise", "activations", "optimizers"}
+    assert len(built) > 150
+
+
+HAND_CHECKED = ["test_cost_formulas", "test_costs_activations", "test_costs_losses", "test_costs_optimizers",
+                "test_costs_pooling", "test_costs_resampling", "test_costs_more_forms", "test_costs_norms"]
+
+
+def _hand_checked():
+    """The zero-argument tests of the formula test modules, and test_formula's CASES."""
+    out = []
+    for mod_name in HAND_CHECKED:
+        mod = importlib.import_module(mod_name)
+        for name, f in vars(mod).items():
+            if name.startswith("test_") and inspect.isfunction(f) and not inspect.signature(f).parameters:
+                out.append(pytest.param(f, id=f"{mod_name}.{name}"))
+    formulas = importlib.import_module("test_cost_formulas")
+    for key, call, flops, nbytes in formulas.CASES:
+        out.append(pytest.param(lambda c=call, f=flops, b=nbytes: formulas.test_formula(c, f, b), id=f"CASES.{key}"))
+    opt = importlib.import_module("test_costs_optimizers")
+    for key, call, flops, nbytes, written in opt.CASES:
+        out.append(pytest.param(lambda c=call, f=flops, b=nbytes, w=written: opt.test_foreach(c, f, b, w),
+                                id=f"optimizers.{key}"))
+    act = importlib.import_module("test_costs_activations")
+    for name, args, per in act.CASES:
+        out.append(pytest.param(lambda n=name, a=args, p=per: act.test_activation_backward(n, a, p),
+                                id=f"activations.{name}"))
+    return out
+
+
+@pytest.mark.parametrize("check", _hand_checked())
+def test_hand_checked_costs_hold_with_the_formulas_rebuilt_now(check, monkeypatch):
+    for name, entry in _closures().items():
+        monkeypatch.setitem(registry._FORMULAS, name, dataclasses.replace(entry, formula=_rebuild(entry.formula)))
+    check()
+
+
+def test_reductions_elementwise_and_losses_by_hand():
+    """Factory-made formulas where the hand-checked tables compare only FLOPs and bytes, or miss an overload."""
+    from cost_calls import BOOL, F32
+
+    from wlprof.cost import reductions
+    from wlprof.cost.registry import Cost
+
+    def rebuilt(call):
+        return _rebuild(registry._FORMULAS[call.name].formula)(call)
+
+    # sum.dim_IntList(x [4, 5] fp32, [1], False, None): 20 adds; reads 80, writes 4 outputs x 4 = 16
+    call = op("aten::sum", T([4, 5]), S([1]), S(False), NONE)
+    assert rebuilt(call) == Cost(20, 96, VECTOR, "float32", written=16)
+    # norm.ScalarOpt_dim(x, p 2, dim [1], keepdim False): square and add, 2 x 20 = 40; 4 outputs: 80 + 16
+    assert rebuilt(op("aten::norm", T([4, 5]), S(2), S([1]), S(False))) == Cost(40, 96, VECTOR, "float32",
+                                                                               written=16)
+    # norm.ScalarOpt_dtype(x, p 2, dtype 6): everything, one output: 80 + 4 (the dtype code is no dim)
+    assert rebuilt(op("aten::norm", T([4, 5]), S(2), S(6))) == Cost(40, 84, VECTOR, "float32", written=4)
+    # std_mean.correction(x, [1], correction 1, keepdim False): 4 x 20 + 4 divides = 84; two outputs of 4: 32
+    assert rebuilt(op("aten::std_mean", T([4, 5]), S([1]), S(1), S(False))) == Cost(84, 112, VECTOR, "float32",
+                                                                                   written=32)
+    # max(self, other) is elementwise, not a reduction
+    assert reductions._make_reduction("max", 1, True)(op("aten::max", T([4, 5]), T([4, 5]))) is None
+    # argmax(x [4, 5], 1, False): int64 indices: 80 + 4 x 8
+    assert rebuilt(op("aten::argmax", T([4, 5]), S(1), S(False))) == Cost(20, 112, VECTOR, "float32", written=32)
+    # isnan(x [4] fp32): 1 per element; a bool result: reads 16, writes 4
+    assert rebuilt(op("aten::isnan", T([4]))) == Cost(4, 20, VECTOR, "float32", written=4)
+    # where(condition) alone is nonzero (costed there); where(cond, a, b) [4]: 1 select each; reads 4 + 16 + 16
+    assert rebuilt(op("aten::where", T([4], BOOL))) is None
+    assert rebuilt(op("aten::where", T([4], BOOL), T([4], F32), T([4], F32))) == Cost(4, 52, VECTOR, "float32",
+                                                                                      written=16)
+    # mse_loss(x [4, 5], target [4, 5], reduction 0 = none): 2 x 20; reads 160, writes 20 x 4 = 80
+    assert rebuilt(op("aten::mse_loss", T([4, 5]), T([4, 5]), S(0))) == Cost(40, 240, VECTOR, "float32", written=80)
+    # ... reduction 1 = mean: + 20 adds; one output
+    assert rebuilt(op("aten::mse_loss", T([4, 5]), T([4, 5]), S(1))) == Cost(60, 164, VECTOR, "float32", written=4)
