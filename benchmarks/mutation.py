@@ -39,6 +39,7 @@ GROUPS = {
                                         "tests/integration/test_pipeline_h200.py"]),
     "store": (["wlprof/store/*.py"], ["tests/integration/test_store.py", "tests/unit/test_store_selection.py",
                                       "tests/unit/test_store_writer.py", "tests/unit/test_store_collectives.py",
+                                      "tests/unit/test_store_details.py",
                                       "tests/unit/test_file_modes.py"]),
     # wlprof/cost/ but roofline.py, which is the roofline group's (its survivors are explained there)
     "cost": (sorted(f"wlprof/cost/{p.name}" for p in (REPO / "wlprof" / "cost").glob("*.py") if p.name != "roofline.py"),
