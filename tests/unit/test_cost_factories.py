@@ -211,3 +211,21 @@ def test_reductions_elementwise_and_losses_by_hand():
     assert rebuilt(op("aten::mse_loss", T([4, 5]), T([4, 5]), S(0))) == Cost(40, 240, VECTOR, "float32", written=80)
     # ... reduction 1 = mean: + 20 adds; one output
     assert rebuilt(op("aten::mse_loss", T([4, 5]), T([4, 5]), S(1))) == Cost(60, 164, VECTOR, "float32", written=4)
+
+
+def test_foreach_whole_costs_by_hand():
+    from cost_calls import TL
+
+    from wlprof.cost.registry import Cost
+
+    opt = importlib.import_module("test_costs_optimizers")
+    cases = {k: c for k, c, *_ in opt.CASES}
+    # _foreach_add_.List(self, other, alpha=1), bf16 kernels: 26 adds; reads 2 * 26 * 2, writes 2 * 26
+    assert _rebuild(registry._FORMULAS["aten::_foreach_add_"].formula)(cases["add_list"]) == Cost(
+        26, 156, VECTOR, "bfloat16", written=52)
+    # _foreach_mul_.Scalar(self, 0.9), fp32: 26 multiplies; reads 4 * 26, writes 4 * 26
+    assert _rebuild(registry._FORMULAS["aten::_foreach_mul_"].formula)(cases["mul_scalar"]) == Cost(
+        26, 208, VECTOR, "float32", written=104)
+    # two lists and no alpha argument (add.List(self, other) as two arguments): no multiply for alpha
+    call = op("aten::_foreach_add", TL([4, 5], [6]), TL([4, 5], [6]), kernels=opt.F32_K)
+    assert _rebuild(registry._FORMULAS["aten::_foreach_add"].formula)(call).flops == 26
