@@ -138,8 +138,10 @@ CASES = [
         F.conv2d(x, w, padding=2, dilation=2), "aten::mkldnn_convolution"),
     ("conv2d_depthwise", lambda x=_r(2, 4, 8, 8), w=_r(8, 1, 3, 3):
         F.conv2d(x, w, padding=1, groups=4), "aten::mkldnn_convolution"),
+    # oneDNN runs a bf16 conv only on a CPU with bf16 support (AVX512-BF16, AMX); elsewhere ATen's slow path does
     ("conv2d_bf16", lambda x=_r(2, 4, 9, 9, dtype=torch.bfloat16), w=_r(6, 4, 3, 3, dtype=torch.bfloat16):
-        F.conv2d(x, w, stride=2, padding=1), "aten::mkldnn_convolution"),
+        F.conv2d(x, w, stride=2, padding=1),
+        "aten::mkldnn_convolution" if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "aten::_slow_conv2d_forward"),
     ("conv2d_channels_last", lambda x=_r(2, 4, 9, 9).to(memory_format=torch.channels_last), w=_r(6, 4, 3, 3):
         F.conv2d(x, w, padding=1), "aten::mkldnn_convolution"),
     ("conv2d_same_dilated", lambda x=_r(1, 4, 8, 8), w=_r(4, 4, 3, 3): F.conv2d(x, w, padding="same", dilation=2),

@@ -1,0 +1,52 @@
+"""Cost formulas where a mutation run changed an operand or a check without a test failing: the whole
+Cost of a bmm (its dtype and written bytes), the attention FLOPs' shape checks and a value head size
+unlike the key's, and ceil_mode pooling whose last window would start in the right padding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from cost_calls import BF16, T, op
+from torch.utils.flop_counter import FlopCounterMode
+
+import wlprof.cost  # noqa: F401  (registers every formula)
+from wlprof.cost import MATRIX, cost_of
+from wlprof.cost.attention import bwd_flops, fwd_flops
+from wlprof.cost.gemm import _bmm
+from wlprof.cost.pooling import out_size
+from wlprof.cost.registry import Cost, TensorArg
+
+
+def test_bmm_cost_whole():
+    # bmm a [2, 3, 4] x b [2, 4, 5] bf16: FLOPs 2 * 2 * 3 * 5 * 4 = 240; reads 2 * 24 + 2 * 40 = 128,
+    # writes the [2, 3, 5] result: 2 * 30 = 60
+    c = cost_of(op("aten::bmm", T([2, 3, 4], BF16), T([2, 4, 5], BF16)))
+    assert c == Cost(240, 128 + 60, MATRIX, "bfloat16", written=60)
+    with FlopCounterMode(display=False) as fc:
+        torch.bmm(torch.zeros(2, 3, 4, dtype=torch.bfloat16), torch.zeros(2, 4, 5, dtype=torch.bfloat16))
+    assert fc.get_total_flops() == c.flops
+    with pytest.raises(ValueError, match="^batch or inner dimensions differ$"):
+        _bmm(TensorArg((2, 3, 4), "float"), TensorArg((3, 4, 5), "float"))  # batch 2 vs 3
+
+
+def test_attention_flops_with_a_value_head_size_unlike_the_keys():
+    # (B, H, S, D): q, k [1, 2, 8, 16], v [1, 2, 8, 8]: QK^T 2*1*2*8*8*16 = 4096, PV 2*1*2*8*8*8 = 2048
+    q = k = (1, 2, 8, 16)
+    v = (1, 2, 8, 8)
+    assert fwd_flops(q, k, v) == 4096 + 2048
+    # backward: 2*B*H*Sq*Sk*(3*D + 2*Dv) = 256 * (48 + 16)
+    assert bwd_flops(q, k, v) == 256 * 64
+    # one dimension of the key unlike the query's (head size) or the value's (sequence) is refused
+    for bad_k in ((1, 2, 8, 12), (1, 2, 6, 16)):
+        for f in (fwd_flops, bwd_flops):
+            with pytest.raises(ValueError, match="^key and query or value shapes do not match$"):
+                f(q, bad_k, v)
+
+
+@pytest.mark.parametrize(("size", "k", "s", "p"), [(6, 3, 2, 1), (5, 2, 2, 1), (7, 3, 3, 1), (10, 4, 3, 2)])
+def test_ceil_mode_output_sizes_as_torch_gives_them(size, k, s, p):
+    # (6, 3, 2, 1): ceil((6 + 2 - 2 - 1) / 2) + 1 = 4, and the 4th window starts at 3 * 2 = 6 < 6 + 1, inside the
+    # padded input: kept (it would be dropped if it started at or beyond size + p)
+    want = torch.nn.functional.max_pool1d(torch.zeros(1, 1, size), k, s, p, ceil_mode=True).shape[-1]
+    assert out_size(size, k, s, p, 1, True) == want
+    assert out_size(6, 3, 2, 1, 1, True) == 4
