@@ -247,3 +247,18 @@ def test_padded_memory_estimate_never_draws_an_absurd_routing(monkeypatch):
     assert wl.estimate_bytes(cf, F32) == (weights + 2 * t * d + rows * (3 * d + 3 * f)) * 4 + 8 * t * (e + 8)
     many = Point("x", {**p.params, "tokens": 8, "experts": 2**40})
     assert wl.estimate_bytes(many, F32) > 2**50
+
+
+def test_a_capacity_factor_too_big_for_memory_is_named():
+    from wlprof.cli.options import spell_cli
+    from wlprof.study import Study, prepare
+
+    # capacity = ceil(1e9 x 16 x 1 / 4) = 4e9 rows per expert: 16e9 buffer rows x (3 x 8 + 3 x 16) floats
+    # ~ 4 TiB; the refusal named --tokens, --experts, --d-model, --d-ff but not the factor that caused it
+    study = Study(workload="moe", device="cpu", params={
+        "tokens": [16], "experts": 4, "d_model": 8, "d_ff": 16, "routing": ["balanced"], "dispatch": ["padded"],
+        "capacity_factor": 1e9})
+    with pytest.raises(InputError) as exc:
+        prepare(study)
+    text = exc.value.message(spell_cli)
+    assert "must fit in host memory" in text and "--capacity-factor" in text

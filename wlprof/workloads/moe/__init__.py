@@ -187,6 +187,11 @@ class Moe(Workload):
     def family(self, rows) -> list[str]:
         return [f"MoE ({str(r).split(':')[0]})" for r in column(rows, "routing")]
 
+    def size_params(self) -> tuple[str, ...]:
+        # the capacity factor sizes padded's buffers (experts x capacity rows): a point too big for memory
+        # because of it names it
+        return ("tokens", "experts", "top_k", "d_model", "d_ff", "capacity_factor")
+
     def points(self, spec: MoeSpec) -> list[Point]:
         out = []
         for t in spec.tokens:
