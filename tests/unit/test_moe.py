@@ -262,3 +262,19 @@ def test_a_capacity_factor_too_big_for_memory_is_named():
         prepare(study)
     text = exc.value.message(spell_cli)
     assert "must fit in host memory" in text and "--capacity-factor" in text
+
+
+def test_a_default_grouped_dispatch_that_cannot_run_says_how_to_leave_it_out():
+    from wlprof.workloads.moe import grouped as g
+
+    if g._grouped_mm_op() is None:
+        pytest.skip("no torch._grouped_mm: the per-group fallback takes any size")
+    wl = get("moe")
+    # d_model 7 in float32: 28-byte rows, not a multiple of 16; the user never asked for grouped
+    with pytest.raises(InputError) as exc:
+        wl.parse({"tokens": 4, "experts": 2, "d_model": 7, "d_ff": 8}, torch.device("cpu"), F32)
+    assert exc.value.hint == "grouped is one of the default dispatches; pass --dispatch loop,padded to leave it out"
+    with pytest.raises(InputError) as exc:  # asked for: no hint to drop it
+        wl.parse({"tokens": 4, "experts": 2, "d_model": 7, "d_ff": 8, "dispatch": "grouped"}, torch.device("cpu"),
+                 F32)
+    assert exc.value.hint is None

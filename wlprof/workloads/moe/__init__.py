@@ -151,7 +151,16 @@ class Moe(Workload):
         if any(s.kind == "dispersed" for s in specs):
             notes += [n for n in (rt.dispersed_note(t, experts, top_k) for t in tokens) if n]
         if "grouped" in dispatches or "alltoall" in dispatches:
-            self._check_grouped(device, dtype, d_model, d_ff)
+            try:
+                self._check_grouped(device, dtype, d_model, d_ff)
+            except InputError as exc:
+                if "dispatch" in values.given:
+                    raise
+                # grouped came with the default dispatches, not from the user: say how to leave it out
+                rest = [d for d in dispatches if d not in ("grouped", "alltoall")]
+                raise InputError(exc.arg, exc.rule, exc.value, hint=(
+                    f"grouped is one of the default dispatches; pass --dispatch {','.join(rest)} to leave it out"
+                    if rest else exc.hint)) from None
         if "alltoall" in dispatches:
             from wlprof.distributed.world import current
             from wlprof.workloads.moe.expert_parallel import check
