@@ -278,3 +278,21 @@ def test_a_default_grouped_dispatch_that_cannot_run_says_how_to_leave_it_out():
         wl.parse({"tokens": 4, "experts": 2, "d_model": 7, "d_ff": 8, "dispatch": "grouped"}, torch.device("cpu"),
                  F32)
     assert exc.value.hint is None
+
+
+@pytest.mark.parametrize("routing, top_k, dup", [
+    ("concentrated,2", 1, "concentrated and concentrated:2"),          # bare N continues: concentrated:2
+    ("concentrated:3,concentrated", 3, "concentrated and concentrated:3"),  # default hot = max(2, top-k) = 3
+])
+def test_concentrated_and_its_explicit_n_are_one_sweep_point(routing, top_k, dup):
+    # both drew the same assignments ([8, 8, 0, 0] at 16 tokens, 4 experts, top-1) under two labels
+    with pytest.raises(InputError) as exc:
+        get("moe").parse({"tokens": 16, "experts": 4, "top_k": top_k, "routing": routing, "dispatch": "loop"},
+                         torch.device("cpu"), F32)
+    assert f"must not repeat a sweep point: {dup} are the same routing" in str(exc.value)
+
+
+def test_concentrated_with_another_n_is_a_different_point():
+    parsed = get("moe").parse({"tokens": 16, "experts": 4, "routing": "concentrated,concentrated:3",
+                               "dispatch": "loop"}, torch.device("cpu"), F32)
+    assert list(parsed.spec.routings) == ["concentrated", "concentrated:3"]

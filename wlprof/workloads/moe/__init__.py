@@ -145,6 +145,15 @@ class Moe(Workload):
                     notes.append(f"{s.label} skipped: {exc.rule_text()}")
         else:
             specs = [rt.parse_spec(x, key) for x in values["routing"]]
+            hots = {s.label: s.hot if s.hot is not None else rt.default_hot(top_k, experts)
+                    for s in specs if s.kind == "concentrated"}
+            if len(set(hots.values())) < len(hots):  # `concentrated` is concentrated:N at these sizes
+                same = sorted(hots, key=lambda lab: (hots[lab], lab))
+                dup = [lab for lab in same if list(hots.values()).count(hots[lab]) > 1]
+                raise InputError(key, f"must not repeat a sweep point: {' and '.join(dup)} are the same routing "
+                                 f"({hots[dup[0]]} hot experts at top-k {top_k}, {experts} experts)",
+                                 ",".join(values["routing"]) if isinstance(values["routing"], list)
+                                 else values["routing"])
             for s in specs:
                 for t in tokens:
                     rt.check_feasible(s, t, experts, top_k, key)
