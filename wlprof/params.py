@@ -93,8 +93,9 @@ class Param:
             if not items:
                 raise InputError(self.key, "must list at least one value", value)
             return self.items(items, self.key) if self.items is not None else [self._one(v) for v in items]
-        if isinstance(value, (list, tuple)):
-            raise InputError(self.key, "takes one value, not a list", value)
+        if isinstance(value, (list, tuple)) or (isinstance(value, str) and len(split(value)) > 1):
+            # '1,2' for a parameter that is not a sweep axis: say so rather than "must be a positive integer"
+            raise InputError(self.key, "takes one value, not a list (it is not a sweep axis)", value)
         return self._one(value)
 
     def _one(self, value: Any) -> Any:

@@ -114,6 +114,8 @@ def study_from_toml(data: bytes, source: str) -> Study:
     if unknown:
         raise InputError(f"{path.name}: [{sorted(unknown)[0]}]", "is not a section of a study file "
                          "(sections: study, params, capture, cpu)", sorted(unknown)[0])
+    for section in ("study", "params", "capture", "cpu"):
+        _table(doc, section, section)
     head = doc.get("study", {})
     bad = set(head) - _STUDY_KEYS
     if bad:
@@ -121,10 +123,17 @@ def study_from_toml(data: bytes, source: str) -> Study:
         raise InputError(f"study.{key}", f"is not a study key (keys: {', '.join(sorted(_STUDY_KEYS))})", head[key])
     if "workload" not in head:
         raise InputError("study.workload", "is required", None)
+    for key in sorted(_STUDY_KEYS & set(head)):
+        if not isinstance(head[key], str):
+            raise InputError(f"study.{key}", "must be a string (in quotes)", head[key])
     cap_raw = _capture_settings(doc.get("capture", {}), "capture")
     cpu = None
     if "cpu" in doc:
         raw = doc["cpu"]
+        _table(raw, "params", "cpu.params")
+        _table(raw, "capture", "cpu.capture")
+        if "dtype" in raw and not isinstance(raw["dtype"], str):
+            raise InputError("cpu.dtype", "must be a string (in quotes)", raw["dtype"])
         bad = set(raw) - _CPU_KEYS
         if bad:
             key = sorted(bad)[0]
@@ -136,6 +145,13 @@ def study_from_toml(data: bytes, source: str) -> Study:
     return Study(workload=head["workload"], params=dict(doc.get("params", {})), device=head.get("device"),
                  dtype=head.get("dtype"), capture=CaptureConfig(**cap_raw), name=head.get("name"),
                  description=head.get("description"), source=source, cpu=cpu)
+
+
+def _table(doc: Mapping[str, Any], key: str, name: str) -> None:
+    """Refuse `key = value` where a study file needs a [table] (`study = "gemm"` instead of [study])."""
+    if key in doc and not isinstance(doc[key], dict):
+        raise InputError(f"[{name}]", f"must be a table ([{name}] followed by KEY = VALUE lines), not a "
+                         f"{type(doc[key]).__name__}", doc[key])
 
 
 def _capture_settings(raw: Mapping[str, Any], section: str) -> dict[str, Any]:

@@ -189,3 +189,22 @@ def test_overlap_command_and_load(tmp_path):
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert got.stdout.split()[0] == "2" and "[0, 1]" in got.stdout
     assert isinstance(wlprof.load(tmp_path, table="overlap"), pd.DataFrame)
+
+
+def test_show_and_compare_a_two_rank_run(tmp_path):
+    res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = _only_run(tmp_path).name
+
+    def cli(*args):
+        out = subprocess.run([sys.executable, "-m", "wlprof", *args, "--traces", str(tmp_path)],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+        assert out.returncode == 0, out.stderr[-3000:]
+        return out.stdout
+
+    # one sweep point, two steps rows (one per rank): was refused as "a run with 2 sweep points"
+    got = cli("compare", run, run)
+    assert "(rank 0 of 2;" in got and "1.00x" in got
+    shown = cli("show", run)
+    assert "overlap (rank 0)" in shown and "overlap (rank 1)" in shown
+    assert "per step and rank, over 2 profiled steps x 2 ranks" in shown

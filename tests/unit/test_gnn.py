@@ -80,6 +80,27 @@ def test_points_cross_product_and_labels():
                         "reduction": "sum", "feature_transform": False, "seed": 0}
 
 
+def test_each_reduction_runs_where_the_backend_supports_it():
+    # the help says "each where the backend supports it": max over the default backends (scatter, index_add,
+    # segment, csr) runs on scatter and segment only; was refused ("--reduction must be a reduction backend
+    # index_add supports")
+    wl = gnn.Gnn()
+    parsed = wl.parse({"graph": "karate", "features": "4", "reduction": "sum,max"}, CPU, F32)
+    labels = [p.variant for p in wl.points(parsed.spec)]
+    # 4 backends x sum + 2 backends x max = 6 points
+    assert labels == ["karate F4 / scatter / sum", "karate F4 / scatter / max", "karate F4 / index_add / sum",
+                      "karate F4 / segment / sum", "karate F4 / segment / max", "karate F4 / csr / sum"]
+    assert "reduction max: left out for index_add, csr, which lack it" in parsed.notes
+    # a reduction none of the named backends supports is still refused, naming them
+    with pytest.raises(InputError) as exc:
+        _parse(backend="index_add,csr", reduction="max")
+    assert "any of index_add, csr supports (sum, mean)" in str(exc.value)
+    # a backend the user named explicitly that would run nothing is refused
+    with pytest.raises(InputError) as exc:
+        _parse(backend="scatter,pyg:gcn", reduction="mean")
+    assert "must list a reduction backend pyg:gcn supports (sum)" in str(exc.value)
+
+
 @pytest.mark.parametrize("params, arg, value", [
     ({"graph": "erdos"}, "--graph", "erdos"),
     ({"graph": "zipf"}, "--graph", "zipf"),

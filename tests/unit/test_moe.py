@@ -247,3 +247,52 @@ def test_padded_memory_estimate_never_draws_an_absurd_routing(monkeypatch):
     assert wl.estimate_bytes(cf, F32) == (weights + 2 * t * d + rows * (3 * d + 3 * f)) * 4 + 8 * t * (e + 8)
     many = Point("x", {**p.params, "tokens": 8, "experts": 2**40})
     assert wl.estimate_bytes(many, F32) > 2**50
+
+
+def test_a_capacity_factor_too_big_for_memory_is_named():
+    from wlprof.cli.options import spell_cli
+    from wlprof.study import Study, prepare
+
+    # capacity = ceil(1e9 x 16 x 1 / 4) = 4e9 rows per expert: 16e9 buffer rows x (3 x 8 + 3 x 16) floats
+    # ~ 4 TiB; the refusal named --tokens, --experts, --d-model, --d-ff but not the factor that caused it
+    study = Study(workload="moe", device="cpu", params={
+        "tokens": [16], "experts": 4, "d_model": 8, "d_ff": 16, "routing": ["balanced"], "dispatch": ["padded"],
+        "capacity_factor": 1e9})
+    with pytest.raises(InputError) as exc:
+        prepare(study)
+    text = exc.value.message(spell_cli)
+    assert "must fit in host memory" in text and "--capacity-factor" in text
+
+
+def test_a_default_grouped_dispatch_that_cannot_run_says_how_to_leave_it_out():
+    from wlprof.workloads.moe import grouped as g
+
+    if g._grouped_mm_op() is None:
+        pytest.skip("no torch._grouped_mm: the per-group fallback takes any size")
+    wl = get("moe")
+    # d_model 7 in float32: 28-byte rows, not a multiple of 16; the user never asked for grouped
+    with pytest.raises(InputError) as exc:
+        wl.parse({"tokens": 4, "experts": 2, "d_model": 7, "d_ff": 8}, torch.device("cpu"), F32)
+    assert exc.value.hint == "grouped is one of the default dispatches; pass --dispatch loop,padded to leave it out"
+    with pytest.raises(InputError) as exc:  # asked for: no hint to drop it
+        wl.parse({"tokens": 4, "experts": 2, "d_model": 7, "d_ff": 8, "dispatch": "grouped"}, torch.device("cpu"),
+                 F32)
+    assert exc.value.hint is None
+
+
+@pytest.mark.parametrize("routing, top_k, dup", [
+    ("concentrated,2", 1, "concentrated and concentrated:2"),          # bare N continues: concentrated:2
+    ("concentrated:3,concentrated", 3, "concentrated and concentrated:3"),  # default hot = max(2, top-k) = 3
+])
+def test_concentrated_and_its_explicit_n_are_one_sweep_point(routing, top_k, dup):
+    # both drew the same assignments ([8, 8, 0, 0] at 16 tokens, 4 experts, top-1) under two labels
+    with pytest.raises(InputError) as exc:
+        get("moe").parse({"tokens": 16, "experts": 4, "top_k": top_k, "routing": routing, "dispatch": "loop"},
+                         torch.device("cpu"), F32)
+    assert f"must not repeat a sweep point: {dup} are the same routing" in str(exc.value)
+
+
+def test_concentrated_with_another_n_is_a_different_point():
+    parsed = get("moe").parse({"tokens": 16, "experts": 4, "routing": "concentrated,concentrated:3",
+                               "dispatch": "loop"}, torch.device("cpu"), F32)
+    assert list(parsed.spec.routings) == ["concentrated", "concentrated:3"]

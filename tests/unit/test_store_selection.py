@@ -72,3 +72,13 @@ def test_run_ceilings_reads_each_runs_own_and_names_them_stale_against_the_cache
     rc = run_ceilings(tmp_path / "t", [gemm])[gemm]
     assert rc.current is not None and rc.current.measured_at == "2026-12-01T00:00:00+00:00"
     assert rc.stale and any("hbm_copy" in s for s in rc.stale)
+
+
+def test_describe_never_prints_a_measured_ceiling_as_zero():
+    from wlprof.store.selection import _rate
+
+    # a 2-core CPU's bfloat16 matmul: 0.0014 TFLOP/s printed '0.0' at one decimal, as if it had none
+    assert _rate(0.0014, 1) == "0.0014"
+    assert _rate(0.1, 1) == "0.1" and _rate(708.6, 1) == "708.6" and _rate(4326.2, 0) == "4,326"
+    assert _rate(0.4, 0) == "0.4"  # a GB/s roof below 0.5 would read '0'
+    assert _rate(0.0, 1) == "0.0"  # a true zero stays

@@ -6,16 +6,18 @@ import numpy as np
 import pandas as pd
 
 from wlprof.analysis.families import add_category
+from wlprof.analysis.summary import profiled_steps
 
 STEP_COLUMNS = ["latency_us", "back_to_back_us", "graph_us", "kernel_us", "host_overhead_us", "kernels_per_step",
                 "flops", "useful_flops", "executed_flops", "bytes", "achieved_tflops", "achieved_gbps"]
 
 
 def per_step(kernels: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Kernel time, count, FLOPs and bytes per profiled step, grouped by `by`."""
+    """Kernel time, count, FLOPs and bytes per profiled step (of one rank, where there are several), grouped by
+    `by`."""
     k = add_category(kernels[kernels.step >= 0])
     k["region"] = k.region.fillna("(none)")
-    steps = max(k.step.nunique(), 1)
+    steps = profiled_steps(k)
     g = k.groupby(by, dropna=False)
     return pd.DataFrame({
         "dur_us": g.dur_us.sum() / steps,

@@ -24,15 +24,25 @@ def short_kernel_name(name: str, limit: int = 70) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def profiled_steps(kernels: pd.DataFrame) -> int:
+    """How many profiled steps the rows hold: one per step and rank (a distributed run's ranks each profile
+    every step, so a per-step mean over the steps alone would add the ranks' kernels together)."""
+    k = kernels[kernels.step >= 0]
+    if "rank" in k and k["rank"].notna().any():
+        return max(len(k[["rank", "step"]].drop_duplicates()), 1)
+    return max(k.step.nunique(), 1)
+
+
 def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
     """One row per (op, kernel, region) of one variant: per-step count, time, costs, rates, roofline
-    (the roof most of its calls were placed against, and every roof note of its calls)."""
+    (the roof most of its calls were placed against, and every roof note of its calls). Per step means per
+    step of one rank: a distributed run's ranks are averaged, not added."""
     from wlprof.steps import note_union
 
     k = kernels[kernels.step >= 0].copy()
     if k.empty:
         return pd.DataFrame()
-    n_steps = k.step.nunique()
+    n_steps = profiled_steps(k)
     k["kernel"] = k.name.map(short_kernel_name)
     k["op_name"] = k.op_name.fillna("(no op)")
     k["region"] = k.region.fillna("")

@@ -21,7 +21,7 @@ def _select(traces: Path, spec: str, arg: str):
 
     run, _, variant = spec.partition(":")
     steps = load_runs(traces, "steps", [run], arg)
-    variants = list(steps.variant)
+    variants = list(dict.fromkeys(steps.variant))  # a distributed run has one row per rank
     if not variant:
         if len(variants) != 1:
             raise InputError(arg, f"names a run with {len(variants)} sweep points: add ':VARIANT', one of {variants}",
@@ -31,7 +31,14 @@ def _select(traces: Path, spec: str, arg: str):
         raise InputError(arg, f"must name a sweep point of {run}, one of {variants}", variant,
                          hint=did_you_mean(variant, variants))
     kernels = load_runs(traces, "kernels", [run], arg)
-    return steps[steps.variant == variant].iloc[0], kernels[kernels.variant == variant], f"{run}:{variant}"
+    rows, kernels = steps[steps.variant == variant], kernels[kernels.variant == variant]
+    label = f"{run}:{variant}"
+    ranks = sorted(rows["rank"].dropna().unique()) if "rank" in rows else []
+    if len(ranks) > 1:  # a distributed run: one steps row per rank; compare rank 0's timings with its kernels
+        rank = ranks[0]
+        rows, kernels = rows[rows["rank"] == rank], kernels[kernels["rank"] == rank]
+        label += f" (rank {rank} of {len(ranks)}; `wlprof overlap` compares the ranks)"
+    return rows.iloc[0], kernels, label
 
 
 @handle_errors

@@ -70,7 +70,11 @@ def show(
     for note in manifest.get("notes", []):
         con.print(f"[dim]note: {escape(str(note))}[/dim]")
     opts = {"wide": wide, "width": con.width}
-    con.print(render.steps_table(steps.sort_values("point"), title="per variant (one step)", **opts))
+    shown = steps.sort_values("point", kind="stable")
+    if "rank" in shown and shown["rank"].nunique() > 1:  # one row per rank, named as `wlprof run` names them
+        shown = shown.sort_values(["point", "rank"], kind="stable")
+        shown = shown.assign(variant=[f"{v} (rank {int(r)})" for v, r in zip(shown.variant, shown["rank"], strict=True)])
+    con.print(render.steps_table(shown, title="per variant (one step)", **opts))
     if kernels.empty:
         con.print(f"no kernel rows in {escape(run_id)}: the trace recorded no device activity in its profiled "
                   "steps (nothing to break down)")
@@ -83,7 +87,9 @@ def show(
         if top:
             summary = summary.head(top)
         n = int(k.step[k.step >= 0].nunique()) if "step" in k else 0
-        title = (f"{name}: kernels by mean time per step, over {n} profiled step{'s' if n != 1 else ''}"
+        ranks = int(k["rank"].nunique()) if "rank" in k else 0
+        title = (f"{name}: kernels by mean time per step" + (" and rank" if ranks > 1 else "")
+                 + f", over {n} profiled step{'s' if n != 1 else ''}" + (f" x {ranks} ranks" if ranks > 1 else "")
                  + (" (the table above: the median step)" if n > 1 else ""))
         con.print(render.kernel_table(summary, title=title, **opts))
         chrome = next((p.get("files", {}).get("chrome") for p in manifest.get("points", [])

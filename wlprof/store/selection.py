@@ -88,10 +88,17 @@ class RunCeilings:
 
 def describe(c: Ceilings) -> str:
     """One line: when, the memory roofs and the compute ceilings."""
-    mem = ", ".join(f"{k} {v:,.0f}" for k, v in c.memory_roofs().items())
-    mat = ", ".join(f"{k} {v:,.1f}" for k, v in sorted(c.matrix_tflops.items()))
+    mem = ", ".join(f"{k} {_rate(v, 0)}" for k, v in c.memory_roofs().items())
+    mat = ", ".join(f"{k} {_rate(v, 1)}" for k, v in sorted(c.matrix_tflops.items()))
     fmt = f"format {c.migrated_from}, migrated" if c.migrated_from else f"format {c.format_version}"
-    return f"measured {c.measured_at} ({fmt}): {mem} GB/s; {mat} TFLOP/s; vector {c.vector_tflops:,.1f}"
+    return f"measured {c.measured_at} ({fmt}): {mem} GB/s; {mat} TFLOP/s; vector {_rate(c.vector_tflops, 1)}"
+
+
+def _rate(v: float, decimals: int) -> str:
+    """A ceiling with `decimals` decimals, or 2 significant digits where that would print 0 (a CPU's bfloat16
+    matrix rate of 0.004 TFLOP/s read '0.0', as if it had none)."""
+    text = f"{v:,.{decimals}f}"
+    return f"{v:.2g}" if v and float(text.replace(",", "")) == 0 else text
 
 
 def run_ceilings(root: str | Path, run_ids: list[str]) -> dict[str, RunCeilings]:

@@ -168,11 +168,22 @@ class Gnn(Workload):
             notes.append(f"scale {scales[0]} (2^{scales[0]} nodes; {'GPU default' if gpu else 'CPU default, GPU 20'})")
         if "features" not in values.given:
             notes.append(f"features {features[0]} ({'GPU default' if gpu else 'CPU default, GPU 128'})")
+        # each reduction runs where the backend supports it; a pair it lacks is left out, said in a note.
+        # Refused: a reduction no chosen backend supports, or a backend the user named left with nothing to run.
+        for r in reductions:
+            if not any(r in BACKENDS[b] for b in backends):
+                only = backends[0] if len(backends) == 1 else "any of " + ", ".join(backends)
+                raise InputError(Key("reduction"), f"must be a reduction backend {only} supports "
+                                 f"({', '.join(sorted({x for b in backends for x in BACKENDS[b]}, key=REDUCTIONS.index))})",
+                                 r)
         for b in backends:
-            for r in reductions:
-                if r not in BACKENDS[b]:
-                    raise InputError(Key("reduction"), f"must be a reduction backend {b} supports ({', '.join(BACKENDS[b])})",
-                                     r)
+            if "backend" in values.given and not any(r in BACKENDS[b] for r in reductions):
+                raise InputError(Key("reduction"), f"must list a reduction backend {b} supports "
+                                 f"({', '.join(BACKENDS[b])})", ",".join(reductions))
+        lacking = {r: [b for b in backends if r not in BACKENDS[b]] for r in reductions}
+        for r, bs in lacking.items():
+            if bs:
+                notes.append(f"reduction {r}: left out for {', '.join(bs)}, which {'lack' if len(bs) > 1 else 'lacks'} it")
         spmm = [b for b in backends if b in ("csr", "pyg:gcn-csr", "pyg:sage-csr")]
         if spmm:
             _probe_sparse_mm(device, dtype, spmm)
@@ -204,6 +215,8 @@ class Gnn(Workload):
                     for backend in spec.backends:
                         raw = backend in RAW_BACKENDS
                         for reduction in spec.reductions:
+                            if reduction not in BACKENDS[backend]:
+                                continue  # said in spec()'s note
                             label = f"{where} F{f} / {backend} / {reduction}"
                             if raw and spec.transform:
                                 label += " +linear"

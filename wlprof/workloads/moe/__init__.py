@@ -145,13 +145,31 @@ class Moe(Workload):
                     notes.append(f"{s.label} skipped: {exc.rule_text()}")
         else:
             specs = [rt.parse_spec(x, key) for x in values["routing"]]
+            hots = {s.label: s.hot if s.hot is not None else rt.default_hot(top_k, experts)
+                    for s in specs if s.kind == "concentrated"}
+            if len(set(hots.values())) < len(hots):  # `concentrated` is concentrated:N at these sizes
+                same = sorted(hots, key=lambda lab: (hots[lab], lab))
+                dup = [lab for lab in same if list(hots.values()).count(hots[lab]) > 1]
+                raise InputError(key, f"must not repeat a sweep point: {' and '.join(dup)} are the same routing "
+                                 f"({hots[dup[0]]} hot experts at top-k {top_k}, {experts} experts)",
+                                 ",".join(values["routing"]) if isinstance(values["routing"], list)
+                                 else values["routing"])
             for s in specs:
                 for t in tokens:
                     rt.check_feasible(s, t, experts, top_k, key)
         if any(s.kind == "dispersed" for s in specs):
             notes += [n for n in (rt.dispersed_note(t, experts, top_k) for t in tokens) if n]
         if "grouped" in dispatches or "alltoall" in dispatches:
-            self._check_grouped(device, dtype, d_model, d_ff)
+            try:
+                self._check_grouped(device, dtype, d_model, d_ff)
+            except InputError as exc:
+                if "dispatch" in values.given:
+                    raise
+                # grouped came with the default dispatches, not from the user: say how to leave it out
+                rest = [d for d in dispatches if d not in ("grouped", "alltoall")]
+                raise InputError(exc.arg, exc.rule, exc.value, hint=(
+                    f"grouped is one of the default dispatches; pass --dispatch {','.join(rest)} to leave it out"
+                    if rest else exc.hint)) from None
         if "alltoall" in dispatches:
             from wlprof.distributed.world import current
             from wlprof.workloads.moe.expert_parallel import check
@@ -186,6 +204,11 @@ class Moe(Workload):
 
     def family(self, rows) -> list[str]:
         return [f"MoE ({str(r).split(':')[0]})" for r in column(rows, "routing")]
+
+    def size_params(self) -> tuple[str, ...]:
+        # the capacity factor sizes padded's buffers (experts x capacity rows): a point too big for memory
+        # because of it names it
+        return ("tokens", "experts", "top_k", "d_model", "d_ff", "capacity_factor")
 
     def points(self, spec: MoeSpec) -> list[Point]:
         out = []
