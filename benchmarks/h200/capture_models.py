@@ -217,12 +217,8 @@ def cap_decode(out: Path, results: list, dev):
 def cap_gat(out: Path, results: list, dev):
     from torch_geometric.nn import GATConv
 
-    torch.manual_seed(0)
     n, e, f, c = 1 << 14, 12 << 14, 96, 10
-    g = torch.Generator(device=dev).manual_seed(0)
-    edge_index = torch.randint(0, n, (2, e), device=dev, generator=g)
-    x = torch.randn(n, f, device=dev, generator=g)
-    y = torch.randint(0, c, (n,), device=dev, generator=g)
+    edge_index, x, y = ct.random_graph(dev, n, e, f, c)
 
     class GAT(nn.Module):
         def __init__(self):

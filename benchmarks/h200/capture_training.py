@@ -285,15 +285,19 @@ def cap_moe(out: Path, results: list, dev):
                                                    "top_k": 2}))
 
 
+def random_graph(dev, n: int, e: int, f: int, c: int):
+    """(edge_index [2, e], features [n, f], labels in 0..c-1) of a uniform random graph, seeded."""
+    torch.manual_seed(0)
+    g = torch.Generator(device=dev).manual_seed(0)
+    edge_index = torch.randint(0, n, (2, e), device=dev, generator=g)
+    return edge_index, torch.randn(n, f, device=dev, generator=g), torch.randint(0, c, (n,), device=dev, generator=g)
+
+
 def cap_gcn(out: Path, results: list, dev):
     from torch_geometric.nn import GCNConv
 
-    torch.manual_seed(0)
     n, e, f, c = 1 << 14, 16 << 14, 128, 16
-    g = torch.Generator(device=dev).manual_seed(0)
-    edge_index = torch.randint(0, n, (2, e), device=dev, generator=g)
-    x = torch.randn(n, f, device=dev, generator=g)
-    y = torch.randint(0, c, (n,), device=dev, generator=g)
+    edge_index, x, y = random_graph(dev, n, e, f, c)
 
     class GCN(nn.Module):
         def __init__(self):
