@@ -61,25 +61,27 @@ def load_table(root: str | Path = "traces", table: str = "kernels", **filters):
             raise InputError(name, f"is not a column of the {table} table", filters[name])
     if not files:
         return declared.empty_table().to_pandas()
-    current, older = [], []
+    # files grouped by the migrated columns they hold in an older type: one dataset scan per group
+    groups: dict[frozenset, list[str]] = {}
     for f in files:
         if f.stat().st_size == 0:
             raise StoreError(f"{f} is empty (0 bytes): not a Parquet file")
         file_schema = pq.read_schema(f)
         schema.check_version((file_schema.metadata or {}).get(schema.METADATA_KEY, b"0").decode(), str(f))
-        changed = any(n in file_schema.names and file_schema.field(n).type != declared.field(n).type
-                      for n in schema.MIGRATIONS)
-        (older if changed else current).append(f)
+        changed = frozenset(n for n in schema.MIGRATIONS if n in file_schema.names
+                            and file_schema.field(n).type != declared.field(n).type)
+        groups.setdefault(changed, []).append(str(f))
     expr = None
     for name, value in filters.items():
         field = ds.field(name)
         cond = field.isin(list(value)) if isinstance(value, (list, tuple, set)) else field == value
         expr = cond if expr is None else expr & cond
-    parts = [ds.dataset([str(f) for f in current], schema=declared, format="parquet").to_table(filter=expr)]
-    for f in older:
-        t = _migrate(pq.read_table(f), declared)
-        t = pa.Table.from_arrays([t.column(c.name).cast(c.type) if c.name in t.column_names
-                                  else pa.nulls(len(t), c.type) for c in declared], schema=declared)
-        parts.append(t.filter(expr) if expr is not None else t)
+    parts = []
+    for changed, group in groups.items():
+        read_as = declared
+        for n in changed:
+            read_as = read_as.set(read_as.get_field_index(n), pa.field(n, schema.MIGRATIONS[n][0]))
+        t = ds.dataset(group, schema=read_as, format="parquet").to_table(filter=expr)
+        parts.append(_migrate(t, declared).cast(declared) if changed else t)
     return pa.concat_tables(parts).to_pandas()
 
