@@ -103,10 +103,18 @@ def _check_halo(traces: Path, world: int):
     assert set(ov["rank"]) == set(range(world))
 
 
-def test_halo_two_ranks(tmp_path):
-    res = _wlprof([*HALO, "--world-size", "2"], tmp_path)
+@pytest.fixture(scope="module")
+def halo_two(tmp_path_factory):
+    """One 2-rank halo run (both schedules), shared by the tests that only read it."""
+    traces = tmp_path_factory.mktemp("halo2")
+    res = _wlprof([*HALO, "--world-size", "2"], traces)
     assert res.returncode == 0, res.stderr[-3000:]
-    _check_halo(tmp_path, 2)
+    return traces, res
+
+
+def test_halo_two_ranks(halo_two):
+    traces, res = halo_two
+    _check_halo(traces, 2)
     assert "against max" in res.stdout and "P2P with ranks" in res.stdout
 
 
@@ -119,10 +127,11 @@ def test_halo_one_rank_four_partitions(tmp_path):
     assert (steps.exchange_bytes == 6 * 16 * 8 * 4).all() and (steps.exchange_copies == 6).all()
 
 
-def test_halo_four_ranks(tmp_path):
-    res = _wlprof([*HALO, "--world-size", "4"], tmp_path)
+def test_halo_three_ranks(tmp_path):
+    # the middle rank has two neighbours, the end ranks one
+    res = _wlprof([*HALO, "--world-size", "3"], tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
-    _check_halo(tmp_path, 4)
+    _check_halo(tmp_path, 3)
 
 
 def test_under_torchrun(tmp_path):
@@ -150,14 +159,16 @@ def test_rank_zero_dying_leaves_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_port_in_use_is_refused(tmp_path):
+def test_a_port_in_use_is_refused(tmp_path, cli, monkeypatch):
+    # refused by the launcher before any rank starts: run in this process
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        res = _wlprof([*HALO, "--world-size", "2"], tmp_path, env={"MASTER_PORT": str(port)})
-    assert res.returncode == 2
-    assert "MASTER_PORT must be a free port on 127.0.0.1" in res.stderr and f"(got {port})" in res.stderr
+        monkeypatch.setenv("MASTER_PORT", str(port))
+        res = cli("run", *HALO, "--world-size", "2", *FAST, "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert "MASTER_PORT must be a free port on 127.0.0.1" in res.output and f"(got {port})" in res.output
     assert list(tmp_path.iterdir()) == []
 
 
@@ -168,43 +179,39 @@ def test_mismatched_versions_are_refused(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_bad_input_refused_before_launch(tmp_path):
-    res = _wlprof(["moe", "--dispatch", "alltoall", "--experts", "2", "--routing", "balanced", "--tokens", "8",
-                   "--world-size", "4"], tmp_path)
-    assert res.returncode == 2 and "--experts must be at least the world size" in res.stderr
-    res = _wlprof(["halo", "--nodes", "4", "--graph", "uniform", "--partitions", "8"], tmp_path)
-    assert res.returncode == 2 and "--partitions must be at most --nodes (4)" in res.stderr
+def test_bad_input_refused_before_launch(tmp_path, cli):
+    res = cli("run", "moe", "--dispatch", "alltoall", "--experts", "2", "--routing", "balanced", "--tokens", "8",
+              "--world-size", "4", *FAST, "--traces", tmp_path)
+    assert res.exit_code == 2 and "--experts must be at least the world size" in res.output
+    res = cli("run", "halo", "--nodes", "4", "--graph", "uniform", "--partitions", "8", *FAST, "--traces", tmp_path)
+    assert res.exit_code == 2 and "--partitions must be at most --nodes (4)" in res.output
     assert not any(tmp_path.iterdir()) or all(p.is_dir() for p in tmp_path.iterdir())
 
 
-def test_overlap_command_and_load(tmp_path):
-    res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    run = _only_run(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "wlprof", "overlap", run.name, "--traces", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "per rank" in out.stdout and "collectives per rank" in out.stdout and "position" in out.stdout
-    code = f"import wlprof; t = wlprof.load({str(tmp_path)!r}, table='overlap'); print(len(t), sorted(set(t['rank'].astype(int).tolist())))"
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert got.stdout.split()[0] == "2" and "[0, 1]" in got.stdout
-    assert isinstance(wlprof.load(tmp_path, table="overlap"), pd.DataFrame)
+def test_overlap_command_and_load(halo_two, cli):
+    traces, _ = halo_two
+    run = _only_run(traces)
+    out = cli("overlap", run.name, "--traces", traces)
+    assert out.exit_code == 0, out.output
+    assert "per rank" in out.output and "collectives per rank" in out.output and "position" in out.output
+    ov = wlprof.load(traces, table="overlap")
+    assert isinstance(ov, pd.DataFrame) and sorted(set(ov["rank"].astype(int))) == [0, 1]
+    assert len(ov) == 2 * 2  # one row per rank and sweep point (serial, overlap)
 
 
-def test_show_and_compare_a_two_rank_run(tmp_path):
-    res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    run = _only_run(tmp_path).name
+def test_show_and_compare_a_two_rank_run(halo_two):
+    traces, _ = halo_two
+    run = _only_run(traces).name
 
     def cli(*args):
-        out = subprocess.run([sys.executable, "-m", "wlprof", *args, "--traces", str(tmp_path)],
+        out = subprocess.run([sys.executable, "-m", "wlprof", *args, "--traces", str(traces)],
                              capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
         assert out.returncode == 0, out.stderr[-3000:]
         return out.stdout
 
-    # one sweep point, two steps rows (one per rank): was refused as "a run with 2 sweep points"
-    got = cli("compare", run, run)
-    assert "(rank 0 of 2;" in got and "1.00x" in got
+    # one sweep point of each schedule, two steps rows per point (one per rank)
+    got = cli("compare", f"{run}:serial", f"{run}:overlap")
+    assert "(rank 0 of 2;" in got
     shown = cli("show", run)
-    assert "overlap (rank 0)" in shown and "overlap (rank 1)" in shown
+    assert "serial (rank 0)" in shown and "overlap (rank 1)" in shown
     assert "per step and rank, over 2 profiled steps x 2 ranks" in shown
