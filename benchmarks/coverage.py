@@ -2,7 +2,8 @@
 
 For every trace given (a file, or a folder searched for *.json / *.json.gz), runs the
 pipeline's join, attribution and costs (no ceilings: coverage does not depend on them)
-and prints one row: kernels (events of category `kernel`), kernel time, the share of that
+and prints one row: kernels (events of category `kernel`; in a CPU trace, the ops that do
+work of their own, with their self time), kernel time, the share of that
 time on kernels with known bytes and with known FLOPs, and the ops that launched the
 uncosted (bytes unknown) kernel time, largest first. A trace that does not parse (streamed,
 then whole) is listed with the reason. Memcpys and memsets are left out of the shares (they are costed
@@ -69,7 +70,7 @@ def coverage(path: Path, top: int = 5) -> Row:
         row.seconds = time.perf_counter() - t0
         return row
     row.seconds = time.perf_counter() - t0
-    kk = k[k.kind == "kernel"]
+    kk = k[k.kind.isin(("kernel", "cpu_op"))]  # a CPU trace's rows are its working ops
     row.kernels = len(kk)
     row.kernel_us = float(kk.dur_us.sum())
     if row.kernel_us > 0:

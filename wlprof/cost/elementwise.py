@@ -128,6 +128,8 @@ register_wrapper(
     "aten::stack", "aten::hstack", "aten::vstack",  # -> cat
     "aten::dropout", "aten::feature_dropout",  # identity in eval, -> mul / bernoulli_ in train
     "aten::lift_fresh_copy",
+    "aten::randn", "aten::rand", "aten::randint", "aten::randn_like", "aten::rand_like",
+    "aten::randint_like",  # -> normal_ / uniform_ / random_ on a new tensor
 )
 
 
@@ -240,3 +242,28 @@ def arange(call: OpCall) -> Cost | None:
         dtype = "int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32"
     n = max(0, math.ceil((end - start) / step))
     return Cost(0, n * dtypes.size_of_dtype(dtype), VECTOR, dtype, written=n * dtypes.size_of_dtype(dtype))
+
+
+@formula("aten::linspace")
+def linspace(call: OpCall) -> Cost | None:
+    # linspace(start, end, steps, dtype, layout, device, pin_memory) or the out form
+    # linspace(start, end, steps, out): `steps` elements written, FLOPs 0 (as arange). start and
+    # end may be 0-dim tensors (read). The functional form runs the out form nested inside (then
+    # a dispatcher). The out tensor may be recorded before its resize: `steps` gives the count.
+    n_args = len(call.concrete)
+    steps = call.scalar(2)
+    if n_args not in (4, 7) or not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        return None
+    code = call.scalar(3) if n_args == 7 else None
+    out = call.tensor(3) if n_args == 4 else None
+    if out is not None and out.dtype is not None:
+        dtype = out.dtype
+    elif n_args == 7 and isinstance(code, int) and code in dtypes.SCALAR_TYPE_CODES:
+        dtype = dtypes.SCALAR_TYPE_CODES[code]
+    elif n_args == 7 and code is None:
+        dtype = "float32"  # torch's default dtype
+    else:
+        return None
+    ends = sum(t.nbytes_read for i in (0, 1) if (t := call.tensor(i)) is not None)
+    written = steps * dtypes.size_of_dtype(dtype)
+    return Cost(0, ends + written, VECTOR, dtype, written=written)

@@ -10,7 +10,12 @@ import math
 
 from wlprof.cost import dtypes
 from wlprof.cost.kernel_types import opaque_size
-from wlprof.cost.registry import VECTOR, Cost, OpCall, formula
+from wlprof.cost.registry import VECTOR, Cost, OpCall, formula, register_wrapper
+
+# pad -> constant_pad_nd (or a reflection/replication/circular pad); constant_pad_nd fills a new
+# output with the value (fill_) and copies the input into its middle (copy_), or, where every pad
+# is negative, clones a narrowed view (copy_): the nested ops are costed.
+register_wrapper("aten::pad", "aten::constant_pad_nd")
 
 
 def _row_numel(t, dim) -> int:

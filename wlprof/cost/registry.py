@@ -209,9 +209,10 @@ VIEW_OPS: frozenset[str] = frozenset(
         "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
         "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim diagonal "
         "unfold real imag view_as_real view_as_complex _has_compatible_shallow_copy_type "
-        "record_stream contiguous_format _to_dense lift"
+        "record_stream contiguous_format _to_dense lift mT mH adjoint broadcast_tensors result_type "
+        "_nnpack_available"
     ).split()
-)
+) | frozenset(("detach", "detach_"))  # the autograd kernels of detach and detach_ record these names
 
 # Data-movement and initialization ops that other ops run as setup (a bias copied into
 # the output, an output zero-filled, a scalar read to the host). Nested inside a costed op
