@@ -13,12 +13,49 @@ pytestmark = pytest.mark.slow
 FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
 
 
+class _SlowClock:
+    """The profile's clock, with every grid study taking `step` seconds more than it did: a budget then
+    leaves out the same studies on any machine."""
+
+    def __init__(self, step: float):
+        import time
+
+        self.real, self.step, self.offset = time, step, 0.0
+
+    def monotonic(self) -> float:
+        return self.real.monotonic() + self.offset
+
+    def __getattr__(self, name):  # every other function of the time module, as it is
+        return getattr(self.real, name)
+
+
+def _slow_grid(mp, step: float) -> _SlowClock:
+    """Make every study of `wlprof profile` seem `step` seconds slower to its budget (mp: a MonkeyPatch)."""
+    import wlprof.study
+    from wlprof.predict import profile as profile_mod
+
+    clock = _SlowClock(step)
+    real_run = wlprof.study.run_study
+
+    def run_study(*args, **kwargs):
+        res = real_run(*args, **kwargs)
+        clock.offset += clock.step
+        return res
+
+    mp.setattr(profile_mod, "time", clock)
+    mp.setattr(wlprof.study, "run_study", run_study)
+    return clock
+
+
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory, cpu_ceilings):
     root = tmp_path_factory.mktemp("predict")
     runner = CliRunner()
-    res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(root / "profile"), "--section", "gemm nn",
-                              "--section", "moe", "--budget-minutes", "3", "-q"])
+    with pytest.MonkeyPatch.context() as mp:
+        # gemm nn pass 1 and the first two MoE studies; the budget leaves out the rest on any machine
+        _slow_grid(mp, 20.0)
+        res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(root / "profile"), "--section",
+                                  "gemm nn", "--section", "moe", "--budget-minutes", "1.5", "-q"])
     assert res.exit_code == 0, res.output
     held = root / "held"
     for args in (["gemm", "--shapes", "24x96x200,3x128x128"],
@@ -118,39 +155,43 @@ def test_predict_spec_and_scaled_trace(profiled, tmp_path):
 
 
 @pytest.mark.slow
-def test_extend_adds_what_the_budget_left_out(tmp_path, cpu_ceilings):
+def test_extend_adds_what_the_budget_left_out(tmp_path, cpu_ceilings, monkeypatch):
     # a profile cut short by its budget, shipped without its run folders, then extended: its tables gain the
     # new studies' rows, the skipped list loses them, and the refitted predictor answers a spec
     import shutil
 
     import pandas as pd
 
+    _slow_grid(monkeypatch, 20.0)
     runner = CliRunner()
     out = tmp_path / "p"
-    res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(out), "--section", "elementwise",
-                              "--budget-minutes", "0.05", "-q"])
+    # mlp: pass 1 (4 points) runs; after its 20 s pass 2 (3 points at >= 5 s each) would pass the 30 s budget
+    res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(out), "--section", "mlp",
+                              "--budget-minutes", "0.5", "-q"])
     assert res.exit_code == 0, res.output
     first = json.loads((out / "profile.json").read_text())
     ops_before = len(pd.read_parquet(out / "ops.parquet"))
-    assert first["skipped"], "the budget must leave something out for this test"
+    assert [s["pass"] for s in first["sections"]] == [1] and [s["pass"] for s in first["skipped"]] == [2]
     shutil.rmtree(out / "traces")  # as shipped: the tables and the predictor only
-    res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(out), "--extend", "--budget-minutes", "0.1",
-                              "--section", "elementwise", "-q"])
-    assert res.exit_code == 0, res.output
-    info = json.loads((out / "profile.json").read_text())
-    added = info["sections"][len(first["sections"]):]
-    assert added and {a["study"] for a in added} <= {s["study"] for s in first["skipped"]}
-    assert not {a["study"] for a in added} & {s["study"] for s in info["skipped"]}
-    assert len(pd.read_parquet(out / "ops.parquet")) > ops_before and len(info["extended"]) == 1
-    assert info["grid_seconds"] > first["grid_seconds"]
-    res = runner.invoke(app, ["predict", "--profile", str(out), "--spec", "elementwise ops=relu numel=5000 dtype=float32"])
-    assert res.exit_code == 0, res.output
-    # a section the profile never ran (not left out by its budget: not asked for) is measured by --extend too
     res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(out), "--extend", "--budget-minutes", "0.5",
                               "--section", "mlp", "-q"])
     assert res.exit_code == 0, res.output
+    info = json.loads((out / "profile.json").read_text())
+    added = info["sections"][len(first["sections"]):]
+    assert [a["study"] for a in added] == [s["study"] for s in first["skipped"]] and not info["skipped"]
+    assert len(pd.read_parquet(out / "ops.parquet")) > ops_before and len(info["extended"]) == 1
+    assert info["grid_seconds"] > first["grid_seconds"]
+    res = runner.invoke(app, ["predict", "--profile", str(out), "--spec", "mlp batch=3 d_model=32 d_ff=64",
+                              "--dtype", "float32"])
+    assert res.exit_code == 0, res.output
+    # a section the profile never ran (not left out by its budget: not asked for) is measured by --extend too;
+    # its first study runs, the budget leaves out the rest
+    res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(out), "--extend", "--budget-minutes", "0.3",
+                              "--section", "moe", "-q"])
+    assert res.exit_code == 0, res.output
     again = json.loads((out / "profile.json").read_text())
-    assert {a["section"] for a in again["sections"][len(info["sections"]):]} == {"mlp"}
+    assert {a["section"] for a in again["sections"][len(info["sections"]):]} == {"moe"}
+    assert again["skipped"] and {s["section"] for s in again["skipped"]} == {"moe"}
     assert len(again["extended"]) == 2
     res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(tmp_path / "none"), "--extend"])
     assert res.exit_code == 2 and "--out must be a profile folder" in res.output
