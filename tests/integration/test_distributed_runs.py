@@ -34,7 +34,7 @@ def _only_run(traces: Path) -> Path:
     return runs[0]
 
 
-def _check_moe(traces: Path, world: int):
+def _check_moe(traces: Path, world: int, experts: int = 4):
     run = _only_run(traces)
     steps = wlprof.load(run, table="steps")
     assert sorted(steps["rank"]) == list(range(world))
@@ -48,7 +48,7 @@ def _check_moe(traces: Path, world: int):
         routed = sum(s.ep_send_rows)  # this rank's tokens x top-k: every row it sends, its own included
         assert routed == 16 * 2
         # per step: the counts (one int64 per expert), then the tokens; the results come back
-        assert sorted(dispatch.comm_bytes.unique()) == sorted({4 * 8.0, routed * d_model * itemsize})
+        assert sorted(dispatch.comm_bytes.unique()) == sorted({experts * 8.0, routed * d_model * itemsize})
         assert set(combine.comm_bytes) == {s.ep_recv_rows * d_model * itemsize}
         assert s.ep_recv_rows == s.ep_rows_by_rank[r]
     ov = wlprof.load(run, table="overlap")
@@ -69,10 +69,13 @@ def test_moe_alltoall_one_rank(tmp_path):
     _check_moe(tmp_path, 1)
 
 
-def test_moe_alltoall_four_ranks(tmp_path):
-    res = _wlprof([*MOE, "--world-size", "4"], tmp_path)
+def test_moe_alltoall_three_ranks(tmp_path):
+    # 6 experts over 3 ranks, two each: every rank sends to two others
+    args = [*MOE]
+    args[args.index("--experts") + 1] = "6"
+    res = _wlprof([*args, "--world-size", "3"], tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
-    _check_moe(tmp_path, 4)
+    _check_moe(tmp_path, 3, experts=6)
 
 
 def _check_halo(traces: Path, world: int):
