@@ -78,6 +78,7 @@ def write_config(dest: Path, modules: list[str], tests: list[str]) -> None:
     lines = ["[mutmut]", "source_paths=wlprof", "only_mutate=", *[f"    {m}" for m in modules],
              "pytest_add_cli_args_test_selection=", *[f"    {t}" for t in tests],
              "pytest_add_cli_args=", "    -p", "    no:cacheprovider", "    -m", "    not slow", "    -q",
+             "    -n", "    0",  # one process: mutmut switches mutants in the process it runs the tests in
              "process_isolation=forkserver", ""]
     (dest / "setup.cfg").write_text("\n".join(lines))
     # mutmut reads [tool.mutmut] from pyproject.toml first: keep the project's file without it

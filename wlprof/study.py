@@ -14,6 +14,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -384,9 +385,24 @@ class _Interrupts:
 
 
 def _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress) -> RunResult:
-    with _Interrupts() as interrupts:
+    with _Interrupts() as interrupts, _older_objects_frozen():
         return _run_points_noting(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress,
                                   interrupts)
+
+
+@contextmanager
+def _older_objects_frozen():
+    """The objects that exist before the sweep are left out of the collections between its points (they
+    free only what the points made; a full collection of a large process, a notebook or a test session, can
+    take longer than a small point). Nothing is frozen when something else froze objects already."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _run_points_noting(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress,
