@@ -44,7 +44,7 @@ CONFIGS = [
     "moe --routing balanced,dispersed --dispatch grouped,padded --tokens 8192 --experts 128 --top-k 8 "
     "--d-model 1024 --d-ff 512",
     # gnn: every graph, backend and reduction at small scales and odd widths
-    "gnn --graph uniform,rmat,zipf:1.5,karate --scale 10 --features 1,3,64 "
+    "gnn --graph uniform,rmat,zipf:1.5,karate --scale 10 --features 3,64 "
     "--backend scatter,index_add,segment,csr,pyg:gcn,pyg:sage,pyg:gat,pyg:gcn-csr",
     "gnn --graph rmat --scale 10 --features 16 --backend scatter,segment,pyg:sage --reduction sum,mean,max",
     "gnn --graph uniform --scale 12 --features 32 --dtype float32 --transform --edge-factor 1 "

@@ -100,21 +100,21 @@ def test_gemm_base_counts_tiles_and_waves_over_the_sms():
 
 def test_gemm_generalises_to_unprofiled_shapes_of_its_layout():
     # a device 20% under the base's peak, 10% under its bandwidth, and a 3 us floor
-    def true(m, k, n):
-        d = describe(pd.DataFrame([mm_row(m, k, n, 1.0)]))
+    def true(shapes):
+        d = describe(pd.DataFrame([mm_row(m, k, n, 1.0) for m, k, n in shapes]))
         slow = model.Constants(sms=132, matrix={"bfloat16": 640e6}, bandwidth=3.6e6, floor=3.0)
-        return float(model.base_us(d, slow)[0])
+        return np.asarray(model.base_us(d, slow), dtype=float)
 
     ms = [1 << i for i in range(14)] + [3 << i for i in range(12)]
     kn = [1024, 2048, 4096, 8192, 16384]
-    prof = pd.DataFrame([mm_row(m, k, n, true(m, k, n), point=i)
-                         for i, (m, k, n) in enumerate((m, k, n) for m in ms for k in kn for n in kn)])
+    grid = [(m, k, n) for m in ms for k in kn for n in kn]
+    prof = pd.DataFrame([mm_row(m, k, n, t, point=i) for i, ((m, k, n), t) in enumerate(zip(grid, true(grid), strict=True))])
     p = model.fit(prof, K)
     shapes = [(5, 3072, 6144), (40, 6144, 3072), (320, 5120, 5120), (1000, 3072, 12288), (2500, 2560, 10240),
               (700, 12288, 3072), (12, 12288, 12288)]
     q = pd.DataFrame([mm_row(m, k, n, 1.0) for m, k, n in shapes])
     pred, src = p.predict(q)
-    want = np.array([true(*s) for s in shapes])
+    want = true(shapes)
     assert np.abs(pred / want - 1).max() < 0.06
     assert all(model.SOURCES[s] in ("near", "same call") for s in src)
 

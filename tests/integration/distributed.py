@@ -1,0 +1,22 @@
+"""What the distributed-run tests share: running `wlprof run` with ranks as processes, and its one run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
+
+
+def _wlprof(args, traces: Path, env=None, timeout=240):
+    e = {**os.environ, "WLPROF_DIST_TIMEOUT": "60", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "wlprof", "run", *args, *FAST, "--traces", str(traces)], env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _only_run(traces: Path) -> Path:
+    runs = [p for p in traces.iterdir()]
+    assert len(runs) == 1, runs  # one published run; no staged folder left beside it
+    return runs[0]

@@ -1,0 +1,87 @@
+"""Expert-parallel MoE runs on the CPU with gloo: the bytes the all-to-all moved against the rows the routing
+sent, per rank, and the refusals before any rank starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from distributed import FAST, _only_run, _wlprof
+
+import wlprof
+
+pytestmark = pytest.mark.slow  # each test launches ranks as processes (3-7 s each on 2 cores)
+
+MOE = ["moe", "--dispatch", "alltoall", "--experts", "4", "--tokens", "16", "--top-k", "2", "--d-model", "32",
+       "--d-ff", "64", "--routing", "zipf:1.2"]
+
+
+def _check_moe(traces: Path, world: int, experts: int = 4):
+    run = _only_run(traces)
+    steps = wlprof.load(run, table="steps")
+    assert sorted(steps["rank"]) == list(range(world))
+    k = wlprof.load(run)
+    d_model, itemsize = 32, 4
+    for _, s in steps.iterrows():
+        r = int(s["rank"])
+        a2a = k[(k["rank"] == r) & (k.kind == "comm") & (k.collective == "all_to_all")]
+        dispatch = a2a[a2a.region == "moe/dispatch-a2a"]
+        combine = a2a[a2a.region == "moe/combine-a2a"]
+        routed = sum(s.ep_send_rows)  # this rank's tokens x top-k: every row it sends, its own included
+        assert routed == 16 * 2
+        # per step: the counts (one int64 per expert), then the tokens; the results come back
+        assert sorted(dispatch.comm_bytes.unique()) == sorted({experts * 8.0, routed * d_model * itemsize})
+        assert set(combine.comm_bytes) == {s.ep_recv_rows * d_model * itemsize}
+        assert s.ep_recv_rows == s.ep_rows_by_rank[r]
+    ov = wlprof.load(run, table="overlap")
+    assert set(ov["rank"]) == set(range(world)) and (ov.scope == "rank").all()
+    assert (ov.comm_us > 0).all() and (ov.collective_us == ov.comm_us).all()
+    coll = wlprof.load(run, table="collectives")
+    assert set(coll["rank"]) == set(range(world))
+    if world > 1:
+        assert (coll.ranks_matched == world).all() and (coll.clock_method == "same host").all()
+        waits = coll.groupby(["point", "seq"]).skew_wait_us.min()
+        assert (waits == 0).all()  # in every matched collective someone arrived last and waited for no one
+    return steps
+
+
+def test_moe_alltoall_one_rank(tmp_path):
+    res = _wlprof([*MOE, "--world-size", "1"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _check_moe(tmp_path, 1)
+
+
+def test_moe_alltoall_three_ranks(tmp_path):
+    # 6 experts over 3 ranks, two each: every rank sends to two others
+    args = [*MOE]
+    args[args.index("--experts") + 1] = "6"
+    res = _wlprof([*args, "--world-size", "3"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _check_moe(tmp_path, 3, experts=6)
+
+
+def test_moe_alltoall_two_ranks_under_torchrun(tmp_path):
+    # torchrun starts the ranks (wlprof reads RANK/WORLD_SIZE from it); the launcher's own 2-rank path is
+    # the halo's, its 1- and 4-rank MoE runs are above
+    torchrun = Path(sys.executable).with_name("torchrun")
+    e = {**os.environ, "WLPROF_DIST_TIMEOUT": "60"}
+    res = subprocess.run([str(torchrun), "--nproc-per-node", "2", "-m", "wlprof", "run", *MOE, *FAST, "--traces",
+                          str(tmp_path)], env=e, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    steps = _check_moe(tmp_path, 2)
+    # zipf:1.2 over 4 experts: rank 0's experts (0, 1) get the most rows
+    by_rank = steps.ep_rows_by_rank.iloc[0]
+    assert by_rank[0] > by_rank[1] and steps.ep_rank_imbalance.iloc[0] == pytest.approx(max(by_rank) / 32)
+    assert "balanced" not in res.stdout and "(rank 1)" in res.stdout
+
+
+def test_bad_input_refused_before_launch(tmp_path, cli):
+    res = cli("run", "moe", "--dispatch", "alltoall", "--experts", "2", "--routing", "balanced", "--tokens", "8",
+              "--world-size", "4", *FAST, "--traces", tmp_path)
+    assert res.exit_code == 2 and "--experts must be at least the world size" in res.output
+    res = cli("run", "halo", "--nodes", "4", "--graph", "uniform", "--partitions", "8", *FAST, "--traces", tmp_path)
+    assert res.exit_code == 2 and "--partitions must be at most --nodes (4)" in res.output
+    assert not any(tmp_path.iterdir()) or all(p.is_dir() for p in tmp_path.iterdir())
