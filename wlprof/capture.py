@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from wlprof.stderr_filter import profiler_noise_filtered
+from wlprof.stderr_filter import profiler_noise_filtered, schedule_warning_ignored
 from wlprof.timing import Phase, Timings, no_phase, time_step
 
 
@@ -92,8 +92,10 @@ def capture(step, device, cfg: CaptureConfig, trace_path: Path, graph_safe: bool
             exported.append(trace_path)
 
         total = cfg.profiler_warmup + cfg.profiled_steps
-        # Kineto's profiler_start/profiler_stop lines go to fd 2 below Python: kept off the user's stderr
-        with profiler_noise_filtered(), profile(activities=activities, record_shapes=True,
+        # Kineto's profiler_start/profiler_stop lines go to fd 2 below Python: kept off the user's stderr;
+        # so is the warning some torch versions give when a schedule's warm-up hands over to its one cycle
+        # (events of earlier cycles are dropped: there are none)
+        with profiler_noise_filtered(), schedule_warning_ignored(), profile(activities=activities, record_shapes=True,
                      schedule=schedule(wait=0, warmup=cfg.profiler_warmup, active=cfg.profiled_steps, repeat=1),
                      on_trace_ready=on_ready) as prof:
             for i in range(total):

@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import threading
+import warnings
 
 NOISE = re.compile(rb"USDT:[^\n\r]*\] profiler_(start|stop)[ \t\r]*\n?$")
 _PREFIX = b"USDT:"
@@ -115,3 +116,13 @@ def profiler_noise_filtered():
         os.dup2(saved, 2)  # closes the pipe's last write end: the pump reads EOF and stops
         pump.join(timeout=10)
         os.close(saved)
+
+
+@contextlib.contextmanager
+def schedule_warning_ignored():
+    """While inside, torch.profiler's warning that a scheduled profiler "clears events at the end of each
+    cycle" is not shown (some torch versions give it when the warm-up hands over to the one cycle wlprof
+    records: there are no earlier events to lose)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Warning: Profiler clears events", category=UserWarning)
+        yield

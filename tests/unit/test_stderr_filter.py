@@ -41,3 +41,19 @@ def test_noise_pattern():
     assert is_noise(b"USDT:2026-12-01 09:25:16 5309:5309 SyncActivityProfilerHandler.cpp:59] profiler_stop\n")
     assert not is_noise(b"USDT:2026-12-01 09:25:16 5309:5309 Foo.cpp:1] profiler_crashed\n")
     assert not is_noise(b"error: profiler_stop\n")
+
+
+def test_the_scheduled_profilers_cycle_warning_is_not_shown_and_others_are():
+    import warnings
+
+    from wlprof.stderr_filter import schedule_warning_ignored
+
+    msg = ("Warning: Profiler clears events at the end of each cycle.Only events from the current cycle will be "
+           "reported.To keep events across cycles, set acc_events=True.")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with schedule_warning_ignored():
+            warnings.warn(msg, UserWarning, stacklevel=1)  # torch 2.11's text, as an H200 run printed it
+            warnings.warn("another warning", UserWarning, stacklevel=1)
+        warnings.warn(msg, UserWarning, stacklevel=1)  # outside: shown again
+    assert [str(w.message) for w in seen] == ["another warning", msg]
