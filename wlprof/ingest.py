@@ -113,6 +113,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             done.append(summary)
         from wlprof.store.collectives import write_collectives
 
+        writer.manifest["dtype"] = dominant_dtype(p.get("dtype_us") for p in writer.manifest["points"])
         hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
         write_collectives(writer.path, list(range(len(files))), hosts, "collectives")
         writer.finish("complete")
@@ -121,6 +122,23 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
     return IngestResult(writer.run_id, writer.path, done, origin)
+
+
+def _time_by_dtype(kernels) -> dict[str, float]:
+    """Kernel time (a CPU trace: its ops' time) per dtype the cost formulas read, in us."""
+    if kernels.empty or "cost_dtype" not in kernels:
+        return {}
+    t = kernels.groupby(kernels.cost_dtype.astype(object).where(kernels.cost_dtype.notna(), None)).dur_us.sum()
+    return {str(k): round(float(v), 3) for k, v in t.items() if k and float(v) > 0}
+
+
+def dominant_dtype(per_file) -> str | None:
+    """The dtype that carries the most time over every file (None when no time has a dtype)."""
+    total: dict[str, float] = {}
+    for d in per_file:
+        for k, v in (d or {}).items():
+            total[k] = total.get(k, 0.0) + v
+    return max(total, key=total.get) if total else None
 
 
 def _run_all(tasks: list, jobs: int):
@@ -171,9 +189,10 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     top_unknown = unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum().sort_values(ascending=False).head(5)
     files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps,
                                                "overlap": tables.overlap}, chrome)
-    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count,
-             "host": trace.meta.get("host_name")}
     import pandas as pd
+
+    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count,
+             "host": trace.meta.get("host_name"), "dtype_us": _time_by_dtype(kernels)}
 
     dims = tables.ops.op_input_dims if "op_input_dims" in tables.ops else pd.Series([], dtype=object)
     shapes = bool(dims.fillna("").astype(str).str.strip("[] ").ne("").any()) or tables.ops.empty

@@ -230,3 +230,20 @@ def test_ingest_of_a_gpu_trace_without_kernels_says_why(tmp_path, cli):
     assert len(k) == 0
     ops = wlprof.load(tmp_path / "t", table="ops")
     assert len(ops) > 0 and ops.dur_us.isna().all() and (ops.device_type == "cuda").all()
+
+
+def test_an_ingested_run_is_listed_with_the_dtype_that_carries_its_kernel_time(tmp_path):
+    import pandas as pd
+
+    from wlprof.ingest import dominant_dtype, ingest
+    from wlprof.store.runs import list_runs
+
+    run = ingest(FIXTURES / "h200_training" / "vit.pt.trace.json.gz", tmp_path, jobs=1)  # a ViT step under fp16 autocast
+    (listed,) = list_runs(tmp_path)
+    k = pd.read_parquet(run.path)
+    by = k.groupby("cost_dtype").dur_us.sum()
+    assert listed["dtype"] == by.idxmax() == "float16"
+    assert listed["points"][0]["dtype_us"]["float16"] == pytest.approx(by["float16"], abs=0.01)
+    # over several files the times add up before the largest is taken; no time: no dtype
+    assert dominant_dtype([{"bfloat16": 5.0, "float32": 4.0}, {"float32": 2.0}, None]) == "float32"
+    assert dominant_dtype([{}, None]) is None
