@@ -480,6 +480,7 @@ class _Plan:
     pass_bytes: int  # bytes one broadcast-read call reads (R passes over a cached buffer)
     graph_calls: int  # GPU: back-to-back sums in one CUDA graph, for the L2
     notes: dict[str, Any] = field(default_factory=dict)
+    link_bytes: int = 0  # GPU: bytes of one pinned host buffer copied to and from the device (0: not measured)
     # the per-repeat rates' statistic a ceiling is: the median on a GPU; the 90th percentile on a CPU,
     # whose shared cores deschedule a repeat now and then (a stall only ever slows one down)
     statistic: str = "median"
@@ -504,7 +505,8 @@ def _gpu_plan(device, quick: bool) -> _Plan:
                  reps=10 if quick else 20, warmup=3, warm_s=0.1 if quick else 0.3, main_bytes=int(main),
                  cache_sizes={"l2": sizes} if sizes else {}, cache_bytes={"l2": l2} if l2 else {},
                  pass_bytes=(1 << 30) if quick else (4 << 30), graph_calls=64,
-                 notes={"l2_cache_size": l2, "l2_source": "torch.cuda.get_device_properties().L2_cache_size"})
+                 notes={"l2_cache_size": l2, "l2_source": "torch.cuda.get_device_properties().L2_cache_size"},
+                 link_bytes=min((1 << 28) if quick else (1 << 30), free // 6))
 
 
 def _cpu_plan(quick: bool, threads: int, root: Path = SYSFS_CACHE) -> _Plan:
@@ -696,6 +698,37 @@ def _measure_caches(plan: _Plan, device, gpu: bool, errors: dict) -> dict[str, M
     return out
 
 
+HOST_LINK = ("host_to_device", "device_to_host")  # the link roofs: bytes that cross it, once each
+
+
+def _measure_host_link(plan: _Plan, device, errors: dict) -> dict[str, Measurement]:
+    """Copies between one pinned host buffer and the device, each way (the bytes counted once: each
+    crosses the link once); a pageable buffer is staged through a pinned one and is slower."""
+    import torch
+
+    n = plan.link_bytes // 4
+    out: dict[str, Measurement] = {}
+    try:
+        host = torch.full((n,), 1.5, dtype=torch.float32).pin_memory()
+        dev = _filled(n, device)
+    except RuntimeError as exc:
+        errors["host_link"] = str(exc)[:200]
+        return out
+    for name, fn, how in (("host_to_device", lambda h=host, d=dev: d.copy_(h, non_blocking=True),
+                           "pinned host -> device"),
+                          ("device_to_host", lambda h=host, d=dev: h.copy_(d, non_blocking=True),
+                           "device -> pinned host")):
+        try:
+            us, warm = _timed_us(fn, device, plan.reps, plan.warmup, plan.warm_s)
+            out[name] = Measurement.of_rates(_rates(plan.link_bytes, us, 1e9), "GB/s",
+                                             f"copy_ of one fp32 buffer, {how} (each byte counted once)",
+                                             {"buffer_bytes": n * 4, "bytes_per_call": n * 4}, warm, plan.statistic)
+        except RuntimeError as exc:
+            errors[name] = str(exc)[:200]
+    del host, dev
+    return out
+
+
 def _graph_sums(x, device, plan: _Plan, errors: dict, level: str) -> Measurement | None:
     import torch
 
@@ -751,6 +784,7 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
         torch.cuda.empty_cache()
     main = _measure_main(plan, device, gpu, errors, mem)
     caches = _measure_caches(plan, device, gpu, errors)
+    link = _measure_host_link(plan, device, errors) if gpu and plan.link_bytes else {}
     if gpu:
         torch.cuda.empty_cache()
     measurements: dict[str, Measurement] = {f"matrix:{k}": m for k, m in matrix.items()}
@@ -760,7 +794,8 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
                                                 "method": "the fp32 GEMM rate (TF32 off): the vector units' ceiling"})
     measurements.update(main)
     measurements.update(caches)
-    bandwidth = {k: m.value for k, m in {**main, **caches}.items()}
+    measurements.update(link)
+    bandwidth = {k: m.value for k, m in {**main, **caches, **link}.items()}
     copy = bandwidth.get(f"{mem}_copy")
     if copy is None:
         raise RuntimeError(f"could not measure the copy bandwidth of {device}: {errors}")
@@ -771,6 +806,8 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
     for k, m in matrix.items():
         method[f"matrix_{k}_n"] = m.sizes.get("n")
     method["copy_bytes_each_way"] = plan.main_bytes
+    if link:
+        method["host_link_bytes"] = plan.link_bytes
     if errors:
         method["errors"] = errors
     name = device_name(device)

@@ -317,3 +317,36 @@ def test_ranks_of_one_run_are_never_matched_with_each_other():
     one = _steps_of((1e6, 5e5, 1.0), steps=1)
     two = pd.concat([one.assign(run_id="a", rank=0), one.assign(run_id="a", rank=1)], ignore_index=True)
     assert np.isnan(working_set_bytes(two, 3000.0)).all()  # one step per rank: nothing repeats
+
+
+def test_copies_between_host_and_device_go_against_the_link_they_cross():
+    # the link measured at 55 GB/s to the device and 50 GB/s to the host (each byte counted once)
+    link = Ceilings(**{**GPU.to_dict(), "bandwidth_gbps": {**GPU.bandwidth_gbps, "host_to_device": 55.0,
+                                                           "device_to_host": 50.0},
+                       "measurements": {**GPU.measurements,
+                                        "host_to_device": _m(55.0, 54.0, 56.0), "device_to_host": _m(50.0, 49.0, 51.0)}})
+    n = 134_217_728  # 128 MiB moved by each copy
+    df = _rows([(0.0, 2.0 * n, 1.0 * n, 2500.0, "vector", "float32"),  # aten::copy_'s formula: read + write
+                (0.0, 1.0 * n, 1.0 * n, 2500.0, "vector", "float32"),  # the trace's bytes: device memory written
+                (0.0, 2.0 * n, 1.0 * n, 3000.0, "vector", "float32"),  # to the host: device memory read
+                (0.0, 1.0 * n, 0.0, 3000.0, "vector", "float32"),
+                (0.0, 2.0 * n, 1.0 * n, 100.0, "vector", "float32")],  # on the device: HBM
+               kind=["memcpy"] * 5, name=["Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Pageable -> Device)",
+                                          "Memcpy DtoH (Device -> Pinned)", "Memcpy DtoH (Device -> Pageable)",
+                                          "Memcpy DtoD (Device -> Device)"])
+    add_roofline(df, link)
+    assert df.roof.tolist() == ["host_to_device", "host_to_device", "device_to_host", "device_to_host", "hbm_copy"]
+    # at the roof each moves 134,217,728 B across: 134217728 / 55e3 = 2440.3 us to the device,
+    # 134217728 / 50e3 = 2684.4 us to the host, whatever the row counts as its bytes
+    assert df.roofline_us.tolist()[:4] == pytest.approx([n / 55e3, n / 55e3, n / 50e3, n / 50e3])
+    assert df.roofline_fraction.tolist()[:4] == pytest.approx([n / 55e3 / 2500, n / 55e3 / 2500, n / 50e3 / 3000,
+                                                               n / 50e3 / 3000])
+    # the ceiling in the row's own bytes: its achieved GB/s over it is its fraction
+    assert (df.achieved_gbps / df.ceiling_gbps).tolist()[:4] == pytest.approx(df.roofline_fraction.tolist()[:4])
+    assert df.ceiling_gbps.tolist()[:2] == pytest.approx([110.0, 55.0])
+    assert df.bound.tolist()[:4] == ["memory"] * 4 and df.roof_note.isna().all()
+    # without a measured link (older ceilings) the copies keep the device's roofs
+    old = _rows([(0.0, 2.0 * n, 1.0 * n, 2500.0, "vector", "float32")], kind=["memcpy"],
+                name=["Memcpy HtoD (Pinned -> Device)"])
+    add_roofline(old, GPU)
+    assert old.roof.tolist() == ["hbm_copy"]

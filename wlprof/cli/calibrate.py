@@ -68,6 +68,10 @@ def ceilings_table(c):
         else:
             label = f"{level.upper()} read GB/s (working sets up to {_bytes(c.cache_bytes.get(level))})"
         row(label, roof, gbps, "{:,.0f}", "copy_gbps" if kind in ("read", "copy") else None)
+    for roof, label in (("host_to_device", "host -> device GB/s (pinned)"), ("device_to_host",
+                                                                           "device -> host GB/s (pinned)")):
+        if c.bandwidth(roof) is not None:
+            row(label, roof, c.bandwidth_gbps[roof], "{:,.1f}")
     return t
 
 

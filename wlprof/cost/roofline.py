@@ -217,6 +217,18 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
         memory_roof[faster] = level
         bw[faster] = level_bw
 
+    # a copy between the host and the device: the link is its roof, crossed once by each byte it moves
+    # (its device-side bytes: written by a copy to the device, read by one to the host); `bw` becomes the
+    # link's rate in the row's own byte count, so the row's time at the roof is the link's
+    link = _link_copies(df, nbytes, written)
+    for r, (on, crossing) in link.items():
+        v = ceilings.bandwidth(r)
+        if v is None or not on.any():
+            continue
+        memory_roof[on] = r
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bw[on] = np.where(crossing[on] > 0, v * nbytes[on] / crossing[on], v)
+
     with np.errstate(divide="ignore", invalid="ignore"):
         t_compute = flops / (peak * 1e6)
         t_memory = nbytes / (bw * 1e3)
@@ -272,6 +284,21 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
              "ceiling_stale": beyond & ~mixed & ~explained_unknown & ~indexed & ~fit & ~data,
              "above_measured_roof": no_spread}
     df["roof_note"] = _obj(_notes(masks, n), df.index)
+
+
+def _link_copies(df: pd.DataFrame, nbytes: np.ndarray, written: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per link roof, (the memcpy rows between the host and the device that cross it, the bytes each moves
+    across): a copy to the device crosses with what it writes, one to the host with what it reads."""
+    n = len(df)
+    if "kind" not in df or "name" not in df or not n:
+        return {}
+    kinds = df["kind"].to_numpy(dtype=object)
+    names = pd.Series(df["name"].to_numpy(dtype=object), dtype=object).astype(str)
+    copy = kinds == "memcpy"
+    return {"host_to_device": (copy & names.str.contains("HtoD", regex=False).to_numpy() & ~np.isnan(written),
+                               written),
+            "device_to_host": (copy & names.str.contains("DtoH", regex=False).to_numpy() & ~np.isnan(written),
+                               nbytes - written)}
 
 
 def _cache_could_serve(nbytes: np.ndarray, main_bw: np.ndarray, dur: np.ndarray, ceilings: Ceilings) -> np.ndarray:
