@@ -247,3 +247,25 @@ def test_an_ingested_run_is_listed_with_the_dtype_that_carries_its_kernel_time(t
     # over several files the times add up before the largest is taken; no time: no dtype
     assert dominant_dtype([{"bfloat16": 5.0, "float32": 4.0}, {"float32": 2.0}, None]) == "float32"
     assert dominant_dtype([{}, None]) is None
+
+
+def test_an_h2d_copy_of_a_real_h200_trace_goes_against_the_measured_link(tmp_path, monkeypatch):
+    # the H200's own ceilings (call W: pinned host -> device 55.45 GB/s) in the cache, then the two-stream
+    # training fixture ingested: its 128 MiB host -> device copy (aten::copy_ counts 256 MiB, read + write)
+    # crosses the link at 134217728 B / 2426.5 us = 55.3 GB/s: 99.8% of it, not 2.6% of the HBM copy roof
+    from wlprof import ceilings
+    from wlprof.ingest import ingest
+
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "cache"))
+    c = ceilings.load_file(FIXTURES / "h200_ceilings_2026-12-01.json")
+    assert c.bandwidth("host_to_device") == pytest.approx(55.446, abs=0.001)
+    ceilings.save(c)
+    run = ingest(FIXTURES / "h200_training" / "streams.pt.trace.json.gz", tmp_path / "t", jobs=1)
+    k = pd.read_parquet(run.path)
+    h2d = k[(k.kind == "memcpy") & k.name.str.contains("HtoD")]
+    assert len(h2d) == 2 and set(h2d.roof) == {"host_to_device"}
+    want = h2d.bytes_written / (c.bandwidth("host_to_device") * 1e3) / h2d.dur_us
+    assert h2d.roofline_fraction.tolist() == pytest.approx(want.tolist())
+    assert h2d.roofline_fraction.between(0.99, 1.0).all() and h2d.roof_note.isna().all()
+    d2d = k[(k.kind == "memcpy") & k.name.str.contains("DtoD")]
+    assert set(d2d.roof) == {"hbm_copy"}
