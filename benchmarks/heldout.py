@@ -113,6 +113,11 @@ def profile_protocol(args) -> list[str]:
     predictor, host, info = load_profile(args.profile)
     prof_ops, _ = profile_tables(args.profile)
     test_ops = wlprof.load(args.traces, table="ops")
+    test_ops = test_ops[pd.to_numeric(test_ops.dur_us, errors="coerce") > 0].reset_index(drop=True)  # as predict
+    if test_ops.ceiling_tflops.isna().all():  # runs made without this device's ceilings (ingested traces)
+        from wlprof.predict.report import placed_against
+
+        test_ops = placed_against(test_ops, info.get("ceilings"))
     test_steps = wlprof.load(args.traces, table="steps")
     prof_runs = set(prof_ops.run_id)
     leaked = sorted(set(test_ops.run_id) & prof_runs)

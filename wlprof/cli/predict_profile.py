@@ -46,7 +46,7 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
     from wlprof.cli.markdown import rich_table, table
     from wlprof.errors import InputError
     from wlprof.predict.profile import load_profile, profile_tables
-    from wlprof.predict.report import score_runs
+    from wlprof.predict.report import placed_against, score_runs
     from wlprof.store.selection import load_runs
 
     con = console()
@@ -62,7 +62,7 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
     if len(devices) > 1:
         raise InputError("--test", "must come from the device the profile was measured on", devices)
     if "ceiling_tflops" not in ops or ops.ceiling_tflops.isna().all():
-        ops = _placed_against(ops, info.get("ceilings"))  # an ingested trace: L0-L2 need a peak and a roof
+        ops = placed_against(ops, info.get("ceilings"))  # an ingested trace: L0-L2 need a peak and a roof
     res = score_runs(predictor, host, prof_ops, ops, steps)
     merged = res["ops"].merge(res["steps"], on=["model", "family"])
     src = ", ".join(f"{k} {v:.1%}" for k, v in res["sources"].items())
@@ -197,21 +197,3 @@ def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> pd.DataFrame:
     calls = calls[(calls.ts_us >= ts.min()) & (calls.ts_us <= end.max())]
     return calls.assign(device_type="cpu", device_name=str(ops.device_name.iat[0]), workload="ingest",
                         run_id="trace", point=0).reset_index(drop=True)
-
-
-def _placed_against(ops, ceilings: dict | None):
-    """`ops` placed against the profile's ceilings (runs made without this device's ceilings, such as an
-    ingested trace), so that the ladder's L0-L2 have a peak and a roof to predict from."""
-    from wlprof.ceilings import Ceilings
-    from wlprof.cost.roofline import add_roofline
-
-    try:
-        c = Ceilings.from_dict(ceilings) if ceilings else None
-    except (KeyError, TypeError):
-        c = None
-    if c is None:
-        return ops
-    ops = ops.copy()
-    add_roofline(ops, c)
-    return ops
-

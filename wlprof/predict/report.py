@@ -97,3 +97,20 @@ def breakdown(ops: pd.DataFrame, pred: np.ndarray, src: np.ndarray, top: int = 1
             tail["measured_us"] = float(rest.measured_us.sum())
         g = pd.concat([g.iloc[:top], pd.DataFrame([tail])], ignore_index=True)
     return g
+
+
+def placed_against(ops, ceilings: dict | None):
+    """`ops` placed against the profile's ceilings (runs made without this device's ceilings, such as an
+    ingested trace), so that the ladder's L0-L2 have a peak and a roof to predict from."""
+    from wlprof.ceilings import Ceilings
+    from wlprof.cost.roofline import add_roofline
+
+    try:
+        c = Ceilings.from_dict(ceilings) if ceilings else None
+    except (KeyError, TypeError):
+        c = None
+    if c is None:
+        return ops
+    ops = ops.copy()
+    add_roofline(ops, c)
+    return ops
