@@ -72,3 +72,21 @@ def test_show_an_ingested_run(tmp_path):
     res = invoke("show", run.name, "--traces", tmp_path)
     assert res.exit_code == 0, res.output
     assert "no kernel rows" in res.output
+
+
+def test_wide_tables_keep_every_column_whole_in_a_narrow_terminal(traces):
+    # --wide in an 80-column pipe: the table is wider than 80 characters rather than squeezing the op and
+    # kernel columns to nothing; every column the narrow table leaves out is there, names whole
+    moe = h200_run("moe").name
+    narrow = invoke("show", moe, "--top", "3", "--traces", traces, width=80)
+    assert narrow.exit_code == 0, narrow.output
+    left_out = re.search(r"more columns? with --wide: (.+)", narrow.output).group(1).split(", ")
+    res = invoke("show", moe, "--top", "3", "--wide", "--traces", traces, width=80)
+    assert res.exit_code == 0, res.output
+    assert "with --wide" not in res.output
+    rows = [line for line in res.output.splitlines() if line.startswith("│ aten::")]
+    assert rows and max(len(line) for line in res.output.splitlines()) > 80
+    header = " ".join(line for line in res.output.splitlines() if line.startswith("┃"))
+    for name in left_out:
+        assert all(word in header for word in name.split()), name
+    assert all("…" not in line.split("│")[1] for line in rows)  # the op names are whole

@@ -12,7 +12,9 @@ from wlprof.cli.options import spell_cli
 from wlprof.errors import InputError, TraceFormatError, WlprofError
 
 
-def console(stderr: bool = False):
+def console(stderr: bool = False, wide: bool = False):
+    """The console tables and text go to. `wide`: tables keep every column at its full width and may be
+    wider than the terminal (a narrower console would squeeze some columns to nothing)."""
     from rich.console import Console
 
     if stderr:
@@ -23,7 +25,12 @@ def console(stderr: bool = False):
     import os
 
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 100
+    if wide:
+        width = WIDE_WIDTH
     return Console(highlight=False, soft_wrap=False, width=width)
+
+
+WIDE_WIDTH = 1000  # characters: wider than any table wlprof draws with every column
 
 
 def fail(message: str, code: int = 2) -> None:

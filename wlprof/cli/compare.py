@@ -61,7 +61,7 @@ def compare(
         raise InputError("B", f"must come from the same device as A ({sa.device_name})", sb.device_name)
     from wlprof.cli import render
 
-    con = console()
+    con = console(wide=wide)
     con.print(f"A: {la}\nB: {lb}", markup=False, highlight=False)
     opts = {"wide": wide, "width": con.width}
     con.print(rich_table(compare_steps(sa, sb), {"metric": "per step", "a": "A", "b": "B", "ratio": "B / A"},

@@ -128,7 +128,7 @@ def execute(study, traces: Path, quiet: bool = False, resume: str | None = None,
         result = run_study(study, traces=traces, progress=progress, command=command_line(), resume=resume)
     finally:
         progress.stop()
-    con = console()
+    con = console(wide=wide)
     for note in result.notes:
         con.print(f"[dim]note: {escape(note)}[/dim]")
     steps = result.steps

@@ -46,7 +46,7 @@ def ingest(
     from wlprof.cli import render
     from wlprof.cli.render import Col
 
-    con = console()
+    con = console(wide=wide)
     files = res.files
     shares = [f.unknown_us / f.kernel_us if f.kernel_us else None for f in files]
     t_scale, t_unit = render.unit_for([f.kernel_us for f in files])

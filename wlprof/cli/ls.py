@@ -26,5 +26,5 @@ def ls(traces: Traces = DEFAULT_TRACES, wide: Wide = False) -> None:
     if runs.empty:
         typer.echo(f"no runs in {traces}/ yet: try `wlprof run gemm`")
         return
-    con = console()
+    con = console(wide=wide)
     con.print(render.runs_table(runs, wide=wide, width=con.width))

@@ -74,7 +74,7 @@ def overlap(
         if variant not in known:
             raise InputError("--variant", f"must be one of {known}", variant)
         table, steps, coll = (t[t.variant == variant] for t in (table, steps, coll))
-    con = console()
+    con = console(wide=wide)
     con.print(f"[bold]{run_id}[/bold]  {manifest.get('workload')} on {manifest.get('device', {}).get('name')}; "
               f"per step: totals / profiled steps; communication = collectives, P2P, memcpy and memset")
     if not streams:

@@ -114,7 +114,7 @@ def predict(
                "step_within_5pct": render.percent, "step_median_ape": render.percent}
     prio = {"model": 10, "family": 10, "within_10pct": 9, "median_ape": 8, "step_within_5pct": 8, "ops": 6,
             "time_within_10pct": 6, "steps": 5, "step_median_ape": 7}
-    con = console()
+    con = console(wide=wide)
     coverage = len(f_te) / max(len(ops_te), 1)
     con.print(f"trained on {len(f_tr)} op calls from {len(tr)} runs; scored on {len(f_te)} op calls "
               f"({coverage:.0%} of the test runs' op calls have known FLOPs and bytes)")

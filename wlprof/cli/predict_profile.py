@@ -49,7 +49,7 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
     from wlprof.predict.report import placed_against, score_runs
     from wlprof.store.selection import load_runs
 
-    con = console()
+    con = console(wide=wide)
     predictor, host, info = load_profile(profile, refit)
     overlap = sorted(set(test) & {s.get("run_id") for s in info.get("sections", [])})
     if overlap:
@@ -137,7 +137,7 @@ def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None
     from wlprof.predict.profile import load_profile
     from wlprof.predict.spec import parse_spec, record
 
-    con = console()
+    con = console(wide=wide)
     predictor, host, _ = load_profile(profile, refit)
     sp = parse_spec(text)
     ops = record(sp, dtype, launching=frozenset(predictor.meta.get("op_names", [])))
@@ -152,7 +152,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     from wlprof.predict.profile import load_profile
     from wlprof.predict.scale import ingest_trace, parse_scale, scaled
 
-    con = console()
+    con = console(wide=wide)
     if not Path(path).is_file():
         raise InputError("--trace", "must be a torch.profiler trace file", str(path))
     predictor, host, info = load_profile(profile, refit)

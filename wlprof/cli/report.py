@@ -56,7 +56,7 @@ def _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide) ->
     rep = build_report(placed.steps, placed.ops, placed.kernels)
     rep.ceilings = placed.lines_ceilings
     rep.ceilings_findings = placed.findings
-    con = console()
+    con = console(wide=wide)
     con.print("[bold]Ceilings[/bold]")
     for line in placed.findings:
         con.print(f"  {escape(str(line))}")

@@ -47,7 +47,7 @@ def show(
         steps, kernels = steps[steps.variant == variant], kernels[kernels.variant == variant]
     if top < 0:
         raise InputError("--top", "must be 0 (all) or a positive number", top)
-    con = console()
+    con = console(wide=wide)
     dev = manifest.get("device") or {}
     dtype = manifest.get("dtype")
     cei = manifest.get("ceilings") or {}
