@@ -89,6 +89,25 @@ def test_group_size_from_distributed_info():
     assert r.busbw_gbps == pytest.approx(512 / 10 / 1e3 * 0.75)
 
 
+def test_group_from_meta_prefers_the_named_group_then_a_single_one_then_the_world():
+    from wlprof.cost.comm import _group_from_meta
+
+    two = {"world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 2}, {"pg_name": "1", "pg_size": 4}]}
+    assert _group_from_meta({"distributedInfo": two}, "1") == (4, "1")  # the named group, not the first
+    assert _group_from_meta({"distributedInfo": two}, "0") == (2, "0")
+    # a name in no config: the world, even though the first config has a size
+    assert _group_from_meta({"distributedInfo": two}, "7") == (8, "7")
+    # no name and two configs: which one is unknown, the world
+    assert _group_from_meta({"distributedInfo": two}, None) == (8, None)
+    # no name and one config: that one, its name as text
+    one = {"world_size": 8, "pg_config": [{"pg_name": 0, "pg_size": 2}]}
+    assert _group_from_meta({"distributedInfo": one}, None) == (2, "0")
+    assert _group_from_meta({"distributedInfo": {"world_size": 8}}, None) == (8, None)
+    assert _group_from_meta({"distributedInfo": {"world_size": "8"}}, "x") == (None, "x")  # not an int
+    assert _group_from_meta({"distributedInfo": [8]}, "x") == (None, "x")
+    assert _group_from_meta(None, "x") == (None, "x")  # no trace metadata at all
+
+
 def test_communication_without_arithmetic_is_zero_flops_not_unknown():
     # rows as annotate_comm leaves them, FLOPs unknown (the trace recorded no message sizes):
     # all_gather and all_to_all do no arithmetic -> 0 FLOPs, source comm; an all_reduce adds

@@ -251,6 +251,11 @@ def test_load_runs_error_texts(tmp_path):
     finished = "must select at least one finished sweep point"
     assert err("ops", [ids["D"]]) == ("RUNS", finished, f"runs [{ids['D']!r}]", None)  # D has no steps either
     assert err("steps", [ids["D"]]) == ("RUNS", finished, f"runs [{ids['D']!r}]", None)
+    # a run whose only point failed has steps rows but no finished one: the steps table names the point,
+    # not missing rows (the rows-of-another-table message is for tables other than steps)
+    e = RunWriter(tmp_path, "gemm", {}).run_id
+    _write(tmp_path / e, 0, "steps", run_id=[e], workload=["gemm"], point=[0], device_name=["dev0"], status=["failed"])
+    assert err("steps", [e]) == ("RUNS", finished, f"runs [{e!r}]", None)
     assert err("steps", [ids["A"]], workload="mlp") == ("RUNS", finished, f"runs [{ids['A']!r}] with workload mlp",
                                                         None)
     (tmp_path / "empty").mkdir()
@@ -285,6 +290,8 @@ def test_run_ceilings_per_run_device_host_and_cache(tmp_path, monkeypatch):
         "renamed": {"device": {"type": "cuda", "name": "GPU Y (rev 2)"}, "ceilings": GPU.to_dict()},
         "nothing": {},
         "name-only": {"device": {"name": "GPU Y"}},  # no device type: nothing to compare with
+        # ceilings that do not parse (no device_name, rates): none, compared with nothing
+        "unreadable": {"device": {"type": "cuda", "name": "GPU Y"}, "ceilings": {"device_type": "cuda"}},
     }
     ids = {}
     for k, m in manifests.items():
@@ -312,6 +319,9 @@ def test_run_ceilings_per_run_device_host_and_cache(tmp_path, monkeypatch):
     assert (nothing.device_type, nothing.device_name, nothing.ceilings, nothing.current) == (None, None, None, None)
     assert nothing.describe() == "no ceilings (no roofline placement)"
     assert (got["name-only"].device_type, got["name-only"].current) == (None, None)
+    bad = got["unreadable"]
+    assert (bad.device_type, bad.device_name, bad.ceilings, bad.current, bad.stale) == ("cuda", "GPU Y", None, GPU, [])
+    assert bad.describe() == "no ceilings (no roofline placement)"
     assert ceilings_of(tmp_path / "t", ids["nothing"]) == {}
 
 
