@@ -16,6 +16,10 @@ def test_nll_loss_forward():
     # weighted, unreduced: 3 * 16 = 48; reads + the 10 weights 40; writes 16 losses + total_weight 68
     c = cost_of(op("aten::nll_loss_forward", T([16, 10]), T([16], I64), T([10]), S(0), S(-100)))
     assert (c.flops, c.bytes, c.written) == (48, 232 + 68, 68)
+    # unbatched (self [10], a 0-d target): one sample, 2 FLOPs; reads the target 8 + one log-probability 4;
+    # writes the loss and total_weight 8
+    c = cost_of(op("aten::nll_loss_forward", T([10]), T([], I64), NONE, S(1), S(-100)))
+    assert (c.flops, c.bytes, c.written) == (2, 12 + 8, 8)
 
 
 def test_nll_loss_backward():
