@@ -108,6 +108,16 @@ def test_group_from_meta_prefers_the_named_group_then_a_single_one_then_the_worl
     assert _group_from_meta(None, "x") == (None, "x")  # no trace metadata at all
 
 
+def test_message_element_counts_and_a_recv_sized_by_its_output():
+    from wlprof.cost.comm import _numel, size_bytes
+
+    assert _numel([[2, 3], [4]]) == 6.0  # a TensorList: its first tensor
+    assert _numel([2, 3]) == 6.0
+    assert _numel([]) is None and _numel([2, None]) is None and _numel(5) is None
+    # recv's S is its output buffer: 64 floats = 256 bytes, with no input count recorded
+    assert size_bytes({"collective": "recv", "in_nelems": None, "out_nelems": 64, "dtype": "Float"}, 2) == 256
+
+
 def test_communication_without_arithmetic_is_zero_flops_not_unknown():
     # rows as annotate_comm leaves them, FLOPs unknown (the trace recorded no message sizes):
     # all_gather and all_to_all do no arithmetic -> 0 FLOPs, source comm; an all_reduce adds
