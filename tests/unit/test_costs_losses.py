@@ -80,3 +80,14 @@ def test_loss_reduced_by_a_nested_mean():
     assert (c.flops, c.bytes, c.written) == (1280, 5120 + 2560, 2560)
     ops = pd.DataFrame({"name": ["aten::mse_loss", "aten::mean"], "parent": [-1, 0]})
     assert not flag_ops(ops).dispatcher[0]
+
+
+def test_pointwise_losses_count_selfs_elements_when_the_target_broadcasts():
+    # mse_loss(self [4, 6], target [6], none): the target broadcasts (torch warns), the loss has self's 24
+    # elements: 2 * 24 = 48; reads 96 + 24, writes 96
+    c = cost_of(op("aten::mse_loss", T([4, 6]), T([6]), S(0)))
+    assert (c.flops, c.bytes, c.written) == (48, 120 + 96, 96)
+    # mse_loss_backward(grad [4, 6], self [4, 6], target [6], none): a gradient of self's shape, 3 * 24 = 72;
+    # reads 96 + 96 + 24, writes 96
+    c = cost_of(op("aten::mse_loss_backward", T([4, 6]), T([4, 6]), T([6]), S(0)))
+    assert (c.flops, c.bytes, c.written) == (72, 216 + 96, 96)
