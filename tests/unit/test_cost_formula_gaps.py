@@ -50,3 +50,20 @@ def test_ceil_mode_output_sizes_as_torch_gives_them(size, k, s, p):
     want = torch.nn.functional.max_pool1d(torch.zeros(1, 1, size), k, s, p, ceil_mode=True).shape[-1]
     assert out_size(size, k, s, p, 1, True) == want
     assert out_size(6, 3, 2, 1, 1, True) == 4
+
+
+def test_row_and_list_helpers():
+    from wlprof.cost.comm import size_bytes
+    from wlprof.cost.gemm import _as_list
+    from wlprof.cost.indexing import _row_numel
+
+    # the elements of one slice along dim: [4, 6] along 1 (or -1) is 4, along 0 is 6; none of a 0-d
+    # tensor or of a zero-size dim
+    x, none, zero = TensorArg((4, 6), "float"), TensorArg((), "float"), TensorArg((4, 0), "float")
+    got = [_row_numel(x, 1), _row_numel(x, -1), _row_numel(x, 0), _row_numel(none, 0), _row_numel(zero, 1)]
+    assert got == [4, 4, 6, 0, 0] and {type(v) for v in got} == {int}
+    assert _as_list(3, 2, 1) == [3, 3] and _as_list(None, 2, 1) == [1, 1]
+    assert _as_list([2], 3, 1) == [2, 2, 2] and _as_list([1, 2], 2, 1) == [1, 2]
+    # no size without a collective or an element size
+    assert size_bytes({"collective": None, "in_nelems": 4, "out_nelems": 4, "dtype": "Float"}, 2) is None
+    assert size_bytes({"collective": "all_reduce", "in_nelems": 4, "out_nelems": 4, "dtype": None}, 2) is None
