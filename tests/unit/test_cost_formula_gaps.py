@@ -67,3 +67,33 @@ def test_row_and_list_helpers():
     # no size without a collective or an element size
     assert size_bytes({"collective": None, "in_nelems": 4, "out_nelems": 4, "dtype": "Float"}, 2) is None
     assert size_bytes({"collective": "all_reduce", "in_nelems": 4, "out_nelems": 4, "dtype": None}, 2) is None
+
+
+def test_convolution_arguments_not_recorded_and_transposed_groups():
+    from cost_calls import NONE, S
+
+    # _convolution, not transposed, output_padding [0, 0] (a non-empty list, not the flag): x [2,4,9,9],
+    # w [6,4,3,3], stride 2, padding 1: out 5x5; flops 2*2*6*25*4*9 = 21600; bytes 4*(648 + 216) + 4*2*6*25
+    c = cost_of(op("aten::_convolution", T([2, 4, 9, 9]), T([6, 4, 3, 3]), NONE, S([2, 2]), S([1, 1]), S([1, 1]),
+                   S(False), S([0, 0]), S(1), S(False), S(False), S(True), S(True)))
+    assert (c.flops, c.bytes) == (21600, 3456 + 1200)
+    # _slow_conv2d_forward with stride and padding not recorded: 1 and 0, as the recorded [1, 1], [0, 0]
+    c = cost_of(op("aten::_slow_conv2d_forward", T([1, 4, 9, 9]), T([6, 4, 3, 3]), S([3, 3]), NONE, NONE, NONE))
+    assert c.flops == 2 * 1 * 6 * 7 * 7 * 4 * 3 * 3
+    # cudnn_convolution_transpose(x, w, padding, output_padding, stride, dilation, groups, ...): x [2,4,5,5],
+    # w [C_in 4, C_out/g 3, 2, 2], groups 2: C_out 6; out (5-1)*2 - 2 + (2-1) + 1 + 1 = 9;
+    # flops 2*N*Hin*Win*C_in*(C_out/g)*kh*kw = 2*2*25*4*3*4 = 4800; reads 800 + 192, writes 4*2*6*81 = 3888
+    x, w = T([2, 4, 5, 5]), T([4, 3, 2, 2])
+
+    def tconv(padding, out_pad, groups):
+        return cost_of(op("aten::cudnn_convolution_transpose", x, w, S(padding), out_pad, S([2, 2]), S([1, 1]),
+                          groups, S(False), S(False), S(True)))
+
+    c = tconv([1, 1], S([1, 1]), S(2))
+    assert (c.flops, c.bytes, c.written) == (4800, 992 + 3888, 3888)
+    # groups not recorded: 1, C_out 3 (4*2*3*81 = 1944 written); output_padding not recorded: 0, out 8x8
+    assert tconv([1, 1], S([1, 1]), NONE).written == 1944
+    assert tconv([1, 1], NONE, S(2)).written == 4 * 2 * 6 * 64
+    assert tconv([1, 1, 1], S([1, 1]), S(2)) is None  # three paddings for two spatial dims
+    # no spatial dim at all: unknown
+    assert cost_of(op("aten::mkldnn_convolution", T([2, 4]), T([6, 4]), NONE, S([]), S([]), S([]), S(1))) is None
