@@ -192,10 +192,12 @@ def test_an_old_file_missing_columns_gets_them_as_typed_nulls(tmp_path):
     from wlprof.store.tables import load_table
 
     w = RunWriter(tmp_path, "moe", {})
-    old = pa.table({"run_id": [w.run_id], "point": pa.array([0], pa.int32()), "expert_counts": ["[2,1]"]})
+    old = pa.table({"run_id": [w.run_id] * 2, "point": pa.array([0, 1], pa.int32()),
+                    "expert_counts": ["[2,1]", None]})  # a row without counts: null, not parsed
     pq.write_table(old.replace_schema_metadata({schema.METADATA_KEY: b"1.3"}), w.path / "p000-v.parquet")
     df = load_table(tmp_path)
     assert list(df.expert_counts.iloc[0]) == [2, 1] and pd.isna(df.dur_us.iloc[0])
+    assert df.expert_counts.iloc[1] is None
     assert df.dur_us.dtype == "float64" and list(df.columns) == [c.name for c in schema.columns("kernels")]
 
 
