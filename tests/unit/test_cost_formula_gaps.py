@@ -97,3 +97,33 @@ def test_convolution_arguments_not_recorded_and_transposed_groups():
     assert tconv([1, 1, 1], S([1, 1]), S(2)) is None  # three paddings for two spatial dims
     # no spatial dim at all: unknown
     assert cost_of(op("aten::mkldnn_convolution", T([2, 4]), T([6, 4]), NONE, S([]), S([]), S([]), S(1))) is None
+
+
+def test_scatter_and_convolution_costs_whole():
+    from cost_calls import I64, S
+
+    from wlprof.cost import VECTOR
+
+    dst, idx, src = T([3, 5]), T([1, 5], I64), T([4, 5])
+    # scatter_add_: 5 adds; reads idx 40 + the 5 indexed src values 20, the 5 touched dst values 20;
+    # writes them 20
+    assert cost_of(op("aten::scatter_add_", dst, S(0), idx, src)) == Cost(5, 100, VECTOR, "float32", written=20)
+    # scatter_ without a reduce: no arithmetic, dst written only; with a value, no src read
+    assert cost_of(op("aten::scatter_", dst, S(0), idx, src)) == Cost(0, 80, VECTOR, "float32", written=20)
+    assert cost_of(op("aten::scatter_", dst, S(0), idx, S(1.0))) == Cost(0, 60, VECTOR, "float32", written=20)
+    # mkldnn_convolution of test_cost_formulas' CASES: out [2, 6, 5, 5] fp32 written, 1200 bytes
+    c = cost_of(op("aten::mkldnn_convolution", T([2, 4, 9, 9]), T([6, 2, 3, 3]), T([6]), S([1, 1]), S([2, 2]),
+                   S([1, 1]), S(2)))
+    assert c == Cost(10800, 4248, MATRIX, "float32", written=1200)
+
+
+def test_annotate_column_helpers():
+    from wlprof.cost.annotate import _json, _obj
+
+    assert _json(None) is None and _json([[64, 128], [128]]) == "[[64,128],[128]]"  # compact
+    assert _json({"a": 1}) == '{"a":1}'
+    name = "sm90_xmma_gemm_bf16bf16_bf16f32"
+    col = _obj([name, "mm"])
+    # object dtype, the rows holding the very string objects given (not copies into an Arrow buffer)
+    assert col.dtype == object and col.tolist() == [name, "mm"] and col[0] is name
+    assert _obj(["gemm", None]).tolist() == ["gemm", None]
