@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pandas as pd
@@ -320,7 +321,16 @@ def test_effective_status_of_runs_on_this_host():
 
     host, me, dead = socket.gethostname(), os.getpid(), 2**22 + 12345
     assert effective_status({}) == "unknown"
-    assert effective_status({"status": "running", "host": host, "pid": me}) == "running"  # its writer lives
+    # the probe is signal 0, which checks the pid and delivers nothing: a SIGHUP sent to this process
+    # would end it (or, here, reach the handler before os.kill returns)
+    hups = []
+    old = signal.signal(signal.SIGHUP, lambda sig, frame: hups.append(sig))
+    try:
+        assert effective_status({"status": "running", "host": host, "pid": me}) == "running"  # its writer lives
+        assert _pid_alive(me)
+    finally:
+        signal.signal(signal.SIGHUP, old)
+    assert hups == []
     assert effective_status({"status": "running", "host": host, "pid": dead}) == "incomplete"
     assert effective_status({"status": "running", "host": host}) == "running"  # no pid to check
     assert effective_status({"status": "running", "host": "another-host", "pid": dead}) == "running"

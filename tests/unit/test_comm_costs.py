@@ -89,6 +89,76 @@ def test_group_size_from_distributed_info():
     assert r.busbw_gbps == pytest.approx(512 / 10 / 1e3 * 0.75)
 
 
+def test_group_from_meta_prefers_the_named_group_then_a_single_one_then_the_world():
+    from wlprof.cost.comm import _group_from_meta
+
+    two = {"world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 2}, {"pg_name": "1", "pg_size": 4}]}
+    assert _group_from_meta({"distributedInfo": two}, "1") == (4, "1")  # the named group, not the first
+    assert _group_from_meta({"distributedInfo": two}, "0") == (2, "0")
+    # a name in no config: the world, even though the first config has a size
+    assert _group_from_meta({"distributedInfo": two}, "7") == (8, "7")
+    # no name and two configs: which one is unknown, the world
+    assert _group_from_meta({"distributedInfo": two}, None) == (8, None)
+    # no name and one config: that one, its name as text
+    one = {"world_size": 8, "pg_config": [{"pg_name": 0, "pg_size": 2}]}
+    assert _group_from_meta({"distributedInfo": one}, None) == (2, "0")
+    assert _group_from_meta({"distributedInfo": {"world_size": 8}}, None) == (8, None)
+    assert _group_from_meta({"distributedInfo": {"world_size": "8"}}, "x") == (None, "x")  # not an int
+    assert _group_from_meta({"distributedInfo": [8]}, "x") == (None, "x")
+    assert _group_from_meta(None, "x") == (None, "x")  # no trace metadata at all
+
+
+def test_message_element_counts_and_a_recv_sized_by_its_output():
+    from wlprof.cost.comm import _numel, size_bytes
+
+    assert _numel([[2, 3], [4]]) == 6.0  # a TensorList: its first tensor
+    assert _numel([2, 3]) == 6.0
+    assert _numel([]) is None and _numel([2, None]) is None and _numel(5) is None
+    # recv's S is its output buffer: 64 floats = 256 bytes, with no input count recorded
+    assert size_bytes({"collective": "recv", "in_nelems": None, "out_nelems": 64, "dtype": "Float"}, 2) == 256
+
+
+def test_message_takes_the_first_collective_named_and_gloos_tensor_only_without_counts():
+    from wlprof.cost.comm import message
+
+    # the recorded collective name wins over the op, its ancestors and the kernel
+    m = message({"Collective name": "allreduce", "Process Group Name": "0"}, ("c10d::broadcast_",),
+                op_name="c10d::allgather_", kernel="ncclDevKernel_AllGather_RING_LL")
+    assert (m["collective"], m["process_group"]) == ("all_reduce", "0")
+    # no name recorded: the op's, before its ancestors'; then the kernel's
+    assert message({}, ("c10d::broadcast_",), op_name="c10d::allgather_")["collective"] == "all_gather"
+    assert message({}, ("c10d::broadcast_",), op_name="aten::mm")["collective"] == "broadcast"
+    assert message({}, kernel="ncclDevKernel_AllGather_RING_LL")["collective"] == "all_gather"
+    # counts recorded: the input tensor is not read for them
+    m = message({"In msg nelems": 100, "Out msg nelems": 400, "dtype": "Float", "Input Dims": [[4, 8]],
+                 "Input type": ["float"]})
+    assert (m["in_nelems"], m["out_nelems"], m["dtype"]) == (100, 400, "Float")
+    m = message({"Out msg nelems": 64, "Input Dims": [[4, 8]], "Input type": ["float"]})
+    assert (m["in_nelems"], m["out_nelems"], m["dtype"]) == (None, 64, None)
+    # gloo's work: the input tensor's 32 elements and C++ type; an empty or non-tensor input gives neither
+    m = message({"Input Dims": [[4, 8]], "Input type": ["float"]})
+    assert (m["in_nelems"], m["dtype"]) == (32, "float")
+    m = message({"Input Dims": [], "Input type": []})
+    assert (m["in_nelems"], m["dtype"]) == (None, None)
+    assert message({"Input Dims": [[]], "Input type": ["Scalar"]})["dtype"] is None
+
+
+def test_numbers_dtype_names_and_split_sizes():
+    from wlprof.cost.comm import _number, canonical_dtype, split_sizes
+
+    assert _number("3") == 3.0 and _number(2) == 2.0
+    for v in (None, True, "x", "inf", float("nan"), [1]):
+        assert _number(v) is None, v
+    # c10 ScalarType names (NCCL's record_param_comms) and C++ types (gloo) to one vocabulary
+    names = {"Float": "float32", "Double": "float64", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
+             "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool", "float": "float32",
+             "c10::BFloat16": "bfloat16", "Foo": "Foo", "": None, None: None}
+    assert {k: canonical_dtype(k) for k in names} == names
+    assert split_sizes("[400, 600]") == [400, 600] and split_sizes([1.0, 2]) == [1, 2]
+    for text in ("[]", "x", "5", '["a"]', None):
+        assert split_sizes(text) is None, text
+
+
 def test_communication_without_arithmetic_is_zero_flops_not_unknown():
     # rows as annotate_comm leaves them, FLOPs unknown (the trace recorded no message sizes):
     # all_gather and all_to_all do no arithmetic -> 0 FLOPs, source comm; an all_reduce adds

@@ -50,3 +50,80 @@ def test_ceil_mode_output_sizes_as_torch_gives_them(size, k, s, p):
     want = torch.nn.functional.max_pool1d(torch.zeros(1, 1, size), k, s, p, ceil_mode=True).shape[-1]
     assert out_size(size, k, s, p, 1, True) == want
     assert out_size(6, 3, 2, 1, 1, True) == 4
+
+
+def test_row_and_list_helpers():
+    from wlprof.cost.comm import size_bytes
+    from wlprof.cost.gemm import _as_list
+    from wlprof.cost.indexing import _row_numel
+
+    # the elements of one slice along dim: [4, 6] along 1 (or -1) is 4, along 0 is 6; none of a 0-d
+    # tensor or of a zero-size dim
+    x, none, zero = TensorArg((4, 6), "float"), TensorArg((), "float"), TensorArg((4, 0), "float")
+    got = [_row_numel(x, 1), _row_numel(x, -1), _row_numel(x, 0), _row_numel(none, 0), _row_numel(zero, 1)]
+    assert got == [4, 4, 6, 0, 0] and {type(v) for v in got} == {int}
+    assert _as_list(3, 2, 1) == [3, 3] and _as_list(None, 2, 1) == [1, 1]
+    assert _as_list([2], 3, 1) == [2, 2, 2] and _as_list([1, 2], 2, 1) == [1, 2]
+    # no size without a collective or an element size
+    assert size_bytes({"collective": None, "in_nelems": 4, "out_nelems": 4, "dtype": "Float"}, 2) is None
+    assert size_bytes({"collective": "all_reduce", "in_nelems": 4, "out_nelems": 4, "dtype": None}, 2) is None
+
+
+def test_convolution_arguments_not_recorded_and_transposed_groups():
+    from cost_calls import NONE, S
+
+    # _convolution, not transposed, output_padding [0, 0] (a non-empty list, not the flag): x [2,4,9,9],
+    # w [6,4,3,3], stride 2, padding 1: out 5x5; flops 2*2*6*25*4*9 = 21600; bytes 4*(648 + 216) + 4*2*6*25
+    c = cost_of(op("aten::_convolution", T([2, 4, 9, 9]), T([6, 4, 3, 3]), NONE, S([2, 2]), S([1, 1]), S([1, 1]),
+                   S(False), S([0, 0]), S(1), S(False), S(False), S(True), S(True)))
+    assert (c.flops, c.bytes) == (21600, 3456 + 1200)
+    # _slow_conv2d_forward with stride and padding not recorded: 1 and 0, as the recorded [1, 1], [0, 0]
+    c = cost_of(op("aten::_slow_conv2d_forward", T([1, 4, 9, 9]), T([6, 4, 3, 3]), S([3, 3]), NONE, NONE, NONE))
+    assert c.flops == 2 * 1 * 6 * 7 * 7 * 4 * 3 * 3
+    # cudnn_convolution_transpose(x, w, padding, output_padding, stride, dilation, groups, ...): x [2,4,5,5],
+    # w [C_in 4, C_out/g 3, 2, 2], groups 2: C_out 6; out (5-1)*2 - 2 + (2-1) + 1 + 1 = 9;
+    # flops 2*N*Hin*Win*C_in*(C_out/g)*kh*kw = 2*2*25*4*3*4 = 4800; reads 800 + 192, writes 4*2*6*81 = 3888
+    x, w = T([2, 4, 5, 5]), T([4, 3, 2, 2])
+
+    def tconv(padding, out_pad, groups):
+        return cost_of(op("aten::cudnn_convolution_transpose", x, w, S(padding), out_pad, S([2, 2]), S([1, 1]),
+                          groups, S(False), S(False), S(True)))
+
+    c = tconv([1, 1], S([1, 1]), S(2))
+    assert (c.flops, c.bytes, c.written) == (4800, 992 + 3888, 3888)
+    # groups not recorded: 1, C_out 3 (4*2*3*81 = 1944 written); output_padding not recorded: 0, out 8x8
+    assert tconv([1, 1], S([1, 1]), NONE).written == 1944
+    assert tconv([1, 1], NONE, S(2)).written == 4 * 2 * 6 * 64
+    assert tconv([1, 1, 1], S([1, 1]), S(2)) is None  # three paddings for two spatial dims
+    # no spatial dim at all: unknown
+    assert cost_of(op("aten::mkldnn_convolution", T([2, 4]), T([6, 4]), NONE, S([]), S([]), S([]), S(1))) is None
+
+
+def test_scatter_and_convolution_costs_whole():
+    from cost_calls import I64, S
+
+    from wlprof.cost import VECTOR
+
+    dst, idx, src = T([3, 5]), T([1, 5], I64), T([4, 5])
+    # scatter_add_: 5 adds; reads idx 40 + the 5 indexed src values 20, the 5 touched dst values 20;
+    # writes them 20
+    assert cost_of(op("aten::scatter_add_", dst, S(0), idx, src)) == Cost(5, 100, VECTOR, "float32", written=20)
+    # scatter_ without a reduce: no arithmetic, dst written only; with a value, no src read
+    assert cost_of(op("aten::scatter_", dst, S(0), idx, src)) == Cost(0, 80, VECTOR, "float32", written=20)
+    assert cost_of(op("aten::scatter_", dst, S(0), idx, S(1.0))) == Cost(0, 60, VECTOR, "float32", written=20)
+    # mkldnn_convolution of test_cost_formulas' CASES: out [2, 6, 5, 5] fp32 written, 1200 bytes
+    c = cost_of(op("aten::mkldnn_convolution", T([2, 4, 9, 9]), T([6, 2, 3, 3]), T([6]), S([1, 1]), S([2, 2]),
+                   S([1, 1]), S(2)))
+    assert c == Cost(10800, 4248, MATRIX, "float32", written=1200)
+
+
+def test_annotate_column_helpers():
+    from wlprof.cost.annotate import _json, _obj
+
+    assert _json(None) is None and _json([[64, 128], [128]]) == "[[64,128],[128]]"  # compact
+    assert _json({"a": 1}) == '{"a":1}'
+    name = "sm90_xmma_gemm_bf16bf16_bf16f32"
+    col = _obj([name, "mm"])
+    # object dtype, the rows holding the very string objects given (not copies into an Arrow buffer)
+    assert col.dtype == object and col.tolist() == [name, "mm"] and col[0] is name
+    assert _obj(["gemm", None]).tolist() == ["gemm", None]

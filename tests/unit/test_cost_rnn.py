@@ -105,3 +105,50 @@ def test_dropout_draws_compares_and_scales_and_its_backward_masks():
                      ["", "", "1.1111111111111112"]))
     m = 212983 * 4
     assert b.flops == 2 * m and b.written == m * 4 and b.bytes == m * 4 + m + m * 4
+
+
+def rnn(x, hx, cx=None, mode="3", layers=1, bidirectional=False, proj="0", batch_sizes="[]"):
+    # _cudnn_rnn(input, weight[] (none here), weight_stride0, weight_buf, hx, cx, mode, hidden_size=16,
+    # proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)
+    dims = [x, [], [], [], hx, cx or []] + [[]] * 10
+    types = ["float", "TensorList", "Scalar", "", "float", "float" if cx else ""] + ["Scalar"] * 8 + ["ScalarList", ""]
+    conc = ["", "", "4", "", "", "", mode, "16", proj, str(layers), "False", "0.", "False", str(bidirectional),
+            batch_sizes, ""]
+    return cost_of(call("aten::_cudnn_rnn", dims, types, conc))
+
+
+def test_rnn_shapes_projection_layers_packed_and_unbatched():
+    # LSTM(8, 16, proj_size=4) on [T=10, B=4, 8]: 40 steps, 4 gates, the recurrent width is proj_size:
+    # 2 * 40 * 4 * 16 * (8 + 4) = 61,440 plus the projection 2 * 40 * 16 * 4 = 5,120; writes the output
+    # [10, 4, 4] 640 bytes, hy [1, 4, 4] 64 and cy [1, 4, 16] 256
+    c = rnn([10, 4, 8], [1, 4, 4], [1, 4, 16], mode="2", proj="4")
+    assert (c.flops, c.written) == (66_560, 640 + 64 + 256)
+    # GRU(8, 16), 2 layers, bidirectional: layer 0 2 * 40 * 3 * 16 * (8 + 16) = 92,160 per direction, layer 1
+    # reads both directions' outputs, 2 * 40 * 3 * 16 * (32 + 16) = 184,320; output [10, 4, 32], hy [4, 4, 16]
+    c = rnn([10, 4, 8], [4, 4, 16], layers=2, bidirectional=True)
+    assert (c.flops, c.written) == (2 * (92_160 + 184_320), 5120 + 1024)
+    assert type(c.flops) is int
+    # proj_size not recorded: none (92,160 for one layer, one direction)
+    assert rnn([10, 4, 8], [1, 4, 16], proj="").flops == 92_160
+    # a packed sequence [sum(batch_sizes) = 25, 8]: 25 steps, 2 * 25 * 3 * 16 * 24 = 57,600; output [25, 16]
+    c = rnn([25, 8], [1, 10, 16], batch_sizes="[10, 8, 7]")
+    assert (c.flops, c.written) == (57_600, 25 * 16 * 4 + 10 * 16 * 4)
+    # an unbatched sequence [T = 10, 8]: 10 steps, 23,040; output [10, 16], hy [1, 16]
+    c = rnn([10, 8], [1, 16])
+    assert (c.flops, c.written) == (23_040, 640 + 64)
+
+
+def test_rnn_helpers_refuse_what_they_cannot_count():
+    from cost_calls import T
+
+    from wlprof.cost.rnn import _list_elements, _rnn_flops
+
+    x = T([10, 4, 8])
+    assert _rnn_flops(x, 3, 16, 0, 1, False, False, False) == 92_160
+    assert _rnn_flops(x, 9, 16, 0, 1, False, False, False) is None  # no cuDNN mode 9
+    assert _rnn_flops(x, 3, None, 0, 1, False, False, False) is None  # hidden size not recorded
+    assert _rnn_flops(T([]), 3, 16, 0, 1, False, False, False) is None  # a 0-d input
+    c = call("aten::_cudnn_rnn", [[10, 4, 8], [[48, 8], [48]]], ["float", "TensorList"], ["", ""])
+    assert _list_elements(c, 1) == 48 * 8 + 48
+    assert _list_elements(c, 0) == 0  # a tensor is no list
+    assert _list_elements(c, 2) == 0  # past the last argument

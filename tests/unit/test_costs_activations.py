@@ -78,3 +78,28 @@ def test_softmax_backward():
 def test_softmax_backward_with_its_nested_mul_stays_costed():
     ops = pd.DataFrame({"name": ["aten::_softmax_backward_data", "aten::mul"], "parent": [-1, 0]})
     assert not flag_ops(ops).dispatcher[0]
+
+
+def test_gradient_dtype_is_grad_outputs_and_glu_halves_only_an_even_dim():
+    # tanh_backward(dy [4, 6] bf16, y [4, 6] fp32): the gradient has dy's dtype: 24 * 2 = 48 written;
+    # reads 48 + 96
+    c = cost_of(op("aten::tanh_backward", G, T([4, 6], F32)))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (72, 48 + 96 + 48, 48, "bfloat16")
+    # glu over a dim of 4: output [4, 2], 5 * 8 = 40 (an integer count); reads 2*16 = 32, writes 16
+    c = cost_of(op("aten::glu", T([4, 4], BF16), S(-1)))
+    assert (c.flops, c.bytes) == (40, 48) and type(c.flops) is int
+    # an odd dim cannot be halved: nothing computed or written; reads 2*20 = 40
+    c = cost_of(op("aten::glu", T([4, 5], BF16), S(-1)))
+    assert (c.flops, c.bytes) == (0, 40)
+
+
+def test_softmax_backward_reads_a_broadcast_gradient_once_and_its_dtype_code_only_when_known():
+    # softmax(x).sum().backward(): dy [8, 16] fp32 expanded from one element (4 bytes), y 512 bytes;
+    # writes dx 128 * 4 = 512
+    dy, y = T([8, 16], F32, strides=[0, 0]), T([8, 16], F32)
+    c = cost_of(op("aten::_softmax_backward_data", dy, y, S(-1), S(6)))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (512, 4 + 512 + 512, 512, "float32")
+    # input_dtype not recorded, or a code that is no ScalarType: dx in grad_output's dtype (bf16: 256)
+    g = T([8, 16], BF16)
+    assert cost_of(op("aten::_softmax_backward_data", g, g, S(-1), NONE)).written == 256
+    assert cost_of(op("aten::_softmax_backward_data", g, g, S(-1), S(99))).written == 256

@@ -92,6 +92,7 @@ def test_backward(call, reads):
     c = cost_of(call)
     written = Q + 2 * KV
     assert (c.flops, c.bytes, c.written) == (BWD, reads + written, written)
+    assert c.unit == MATRIX and c.dtype == "bfloat16"
 
 
 def test_grouped_query_heads_count_at_the_query_heads():
@@ -110,6 +111,48 @@ def test_varlen_flops_unknown_bytes_known():
                    S(False), S(False), NONE, NONE, NONE, NONE, NONE))
     # reads 3 * 2*7*3*8 = 1008 + 2 * 12 (offsets); writes out 336 + lse 4*7*3 = 84
     assert c.flops is None and c.bytes == 1008 + 24 + 336 + 84
+
+
+def test_a_value_head_size_unlike_the_keys_forward_and_backward():
+    # v with Dv = 4 (q and k keep D = 8): 2*2*3*5*4 = 240 bytes; out [B, H, Sq, Dv] 2*2*3*4*4 = 192 bytes
+    q, k, _ = q_bhsd()
+    v4, out4 = T([B, H, SK, 4], BF16), T([B, H, SQ, 4], BF16)
+    fwd = cost_of(op("aten::_scaled_dot_product_flash_attention", q, k, v4, S(0.0), S(False), S(False), NONE))
+    # 2*B*H*Sq*Sk*(D + Dv) = 2*2*3*4*5*12 = 2880
+    assert (fwd.flops, fwd.bytes, fwd.written) == (2880, Q + KV + 240 + 192 + LSE, 192 + LSE)
+    bwd = cost_of(op("aten::_scaled_dot_product_flash_attention_for_cpu_backward", GRAD_OUT, q, k, v4, out4, LSE_T,
+                     S(0.0), S(False), NONE, NONE))
+    # 2*B*H*Sq*Sk*(3*D + 2*Dv) = 240 * 32 = 7680; writes dq 384, dk 480, dv 240
+    assert (bwd.flops, bwd.written) == (7680, 384 + 480 + 240)
+    assert bwd.bytes == 2 + Q + KV + 240 + 192 + LSE + bwd.written
+
+
+def test_the_bias_gradient_is_written_only_when_asked_for():
+    # efficient backward with a bf16 bias [B, H, Sq, Sk] (240 bytes, read); grad_input_mask[3] asks for its
+    # gradient, 240 bytes more written
+    bias = T([B, H, SQ, SK], BF16)
+
+    def bwd(mask):
+        return cost_of(op("aten::_scaled_dot_product_efficient_attention_backward", GRAD_OUT, *q_bhsd(), bias,
+                          T([B, H, SQ, D], BF16), LSE_T, T([], I64), T([], I64), S(0.0), S(mask), S(False), NONE))
+
+    reads = 2 + Q + 2 * KV + 240 + OUT + LSE + 16
+    on, off = bwd([True, True, True, True]), bwd([True, True, True, False])
+    assert (on.flops, on.bytes, on.written) == (BWD, reads + Q + 2 * KV + 240, Q + 2 * KV + 240)
+    assert (off.flops, off.bytes, off.written) == (BWD, reads + Q + 2 * KV, Q + 2 * KV)
+
+
+def test_packed_varlen_without_offsets_is_still_varlen():
+    # q, k, v [total=7, H, D] with no cumulative lengths recorded: 3-d is varlen, FLOPs unknown;
+    # each is 2*7*3*8 = 336 bytes, the lse 4*3*7 = 84
+    q = T([7, H, D], BF16)
+    fwd = cost_of(op("aten::_flash_attention_forward", q, q, q, NONE, NONE, S(4), S(4), S(0.0), S(False), S(False),
+                     NONE, NONE, NONE, NONE, NONE))
+    assert (fwd.flops, fwd.bytes, fwd.written) == (None, 3 * 336 + 336 + 84, 336 + 84)
+    bwd = cost_of(op("aten::_flash_attention_backward", q, q, q, q, q, T([H, 7], F32), NONE, NONE, S(4), S(4),
+                     S(0.0), S(False), NONE, NONE, NONE, NONE, NONE))
+    # reads dO, q, k, v, out (5 x 336) and the lse; writes dq, dk, dv (3 x 336)
+    assert (bwd.flops, bwd.bytes, bwd.written) == (None, 5 * 336 + 84 + 3 * 336, 3 * 336)
 
 
 def test_math_backend_and_entry_point_are_wrappers():

@@ -84,3 +84,19 @@ def test_unparsed_mask_is_unknown():
     assert cost_of(op("aten::convolution_backward", GO, X, W, NONE, S([2, 2]), S([1, 1]), S([1, 1]),
                       S(False), S([0, 0]), S(1), NONE)) is None
     _ = F32
+
+
+def test_output_masks_of_the_wrong_length_are_unknown_and_a_two_entry_mask_has_no_bias():
+    assert cost_of(conv_bwd([True, True])) is None
+    # mps_convolution_transpose_backward(self, grad_output, weight, padding, output_padding, stride, dilation,
+    # groups, output_mask[2]): the shapes of test_transposed_convolution_backward, bf16
+    go, x, w = T([2, 3, 9, 9], BF16), T([2, 4, 5, 5], BF16), T([4, 3, 3, 3], BF16)
+
+    def mps(mask):
+        return cost_of(op("aten::mps_convolution_transpose_backward", x, go, w, S([1, 1]), S([0, 0]), S([2, 2]),
+                          S([1, 1]), S(1), S(mask)))
+
+    # reads go 972 + w 216 + x 400; writes grad_input 400 + grad_weight 216, no bias gradient
+    c = mps([True, True])
+    assert (c.flops, c.bytes, c.written) == (10800 + 10800, 1588 + 616, 616)
+    assert mps([True, True, True]) is None

@@ -28,6 +28,12 @@ def test_nonzero_counts_what_the_nested_resize_records():
     c = cost_of(_with_children(op("aten::nonzero", T([10, 10], BOOL)),
                                nested("aten::as_strided_", T([47, 2], I64), S([47, 2]), S([2, 1]), NONE)))
     assert c.written == 94 * 8
+    # a resize_ whose size is not recorded, an as_strided_ of a 1-d tensor and another op with a [2, 3] input
+    # record no count: nothing written
+    for child in (nested("aten::resize_", T([0], I64), NONE, NONE), nested("aten::as_strided_", T([6], I64),
+                                                                          S([6]), S([1]), NONE),
+                  nested("aten::empty", T([2, 3], I64))):
+        assert cost_of(_with_children(op("aten::nonzero", T([100], BOOL)), child)).written == 0
     # nothing nested: the input read only, a lower bound
     c = cost_of(op("aten::nonzero", T([100], BOOL)))
     assert (c.bytes, c.written) == (100, 0)

@@ -16,6 +16,10 @@ def test_nll_loss_forward():
     # weighted, unreduced: 3 * 16 = 48; reads + the 10 weights 40; writes 16 losses + total_weight 68
     c = cost_of(op("aten::nll_loss_forward", T([16, 10]), T([16], I64), T([10]), S(0), S(-100)))
     assert (c.flops, c.bytes, c.written) == (48, 232 + 68, 68)
+    # unbatched (self [10], a 0-d target): one sample, 2 FLOPs; reads the target 8 + one log-probability 4;
+    # writes the loss and total_weight 8
+    c = cost_of(op("aten::nll_loss_forward", T([10]), T([], I64), NONE, S(1), S(-100)))
+    assert (c.flops, c.bytes, c.written) == (2, 12 + 8, 8)
 
 
 def test_nll_loss_backward():
@@ -76,3 +80,14 @@ def test_loss_reduced_by_a_nested_mean():
     assert (c.flops, c.bytes, c.written) == (1280, 5120 + 2560, 2560)
     ops = pd.DataFrame({"name": ["aten::mse_loss", "aten::mean"], "parent": [-1, 0]})
     assert not flag_ops(ops).dispatcher[0]
+
+
+def test_pointwise_losses_count_selfs_elements_when_the_target_broadcasts():
+    # mse_loss(self [4, 6], target [6], none): the target broadcasts (torch warns), the loss has self's 24
+    # elements: 2 * 24 = 48; reads 96 + 24, writes 96
+    c = cost_of(op("aten::mse_loss", T([4, 6]), T([6]), S(0)))
+    assert (c.flops, c.bytes, c.written) == (48, 120 + 96, 96)
+    # mse_loss_backward(grad [4, 6], self [4, 6], target [6], none): a gradient of self's shape, 3 * 24 = 72;
+    # reads 96 + 96 + 24, writes 96
+    c = cost_of(op("aten::mse_loss_backward", T([4, 6]), T([4, 6]), T([6]), S(0)))
+    assert (c.flops, c.bytes, c.written) == (72, 216 + 96, 96)

@@ -117,3 +117,27 @@ def test_children_reach_formulas_that_ask(scratch_registry):
                         "dispatcher": [False] * 5})
     _op_costs(ops, [{}], np.array([0, 3]))
     assert seen == {"aten::test_parent": ["aten::resize_", "aten::view"], "aten::test_plain": []}
+
+
+def test_registration_keeps_each_flag_as_given(monkeypatch):
+    # registration runs at import, before a test can switch anything: register again into copies
+    monkeypatch.setattr(registry, "_FORMULAS", dict(registry._FORMULAS))
+    monkeypatch.setattr(registry, "_WRAPPERS", set(registry._WRAPPERS))
+    monkeypatch.setattr(registry, "_ARG_FORMULAS", dict(registry._ARG_FORMULAS))
+
+    def f(call):
+        return None
+
+    formula("aten::_wlprof_test_plain")(f)
+    formula("aten::_wlprof_test_all", aux_children=True, uses_kernels=True, uses_children=True)(f)
+    formula("aten::_wlprof_test_named", aux_children=("aten::sum",))(f)
+    e = registry._FORMULAS
+    assert e["aten::_wlprof_test_plain"] == registry.Entry(f, False, False, frozenset(), False)
+    assert e["aten::_wlprof_test_all"] == registry.Entry(f, True, True, frozenset(), True)
+    assert e["aten::_wlprof_test_named"] == registry.Entry(f, False, False, frozenset({"aten::sum"}), False)
+    arg_formula("test_key", "v")(f)
+    assert registry._ARG_FORMULAS[("test_key", "v")] == registry.Entry(f, False)
+    registry.register_wrapper("aten::_wlprof_test_wrapper")
+    assert "aten::_wlprof_test_wrapper" in registry._WRAPPERS and None not in registry._WRAPPERS
+    assert registry.wrappers() == sorted(registry._WRAPPERS) and "aten::_wlprof_test_wrapper" in registry.wrappers()
+    assert registry.registered_ops() == sorted(registry._FORMULAS) and "aten::_wlprof_test_plain" in registry.registered_ops()

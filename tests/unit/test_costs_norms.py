@@ -102,5 +102,53 @@ def test_fused_rms_norm_backward():
     _ = F32
 
 
+def test_batch_norm_forward_dtype_channels_and_affine_halves():
+    # float64 x [2, 3, 4, 4] (768 bytes) and [3] vectors (24 bytes): the saved mean and inverse deviation
+    # accumulate in float64, 2 * 3 * 8 = 48; (5 + 2) * 96 = 672; reads 768 + 4 * 24, writes 768 + 48 + 2 * 24
+    x, v = T([2, 3, 4, 4], "double"), T([3], "double")
+    c = cost_of(op("aten::native_batch_norm", x, v, v, v, v, S(True), S(0.1), S(1e-5)))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (672, 864 + 864, 864, "float64")
+    # a weight without a bias: (5 + 1) * 96 = 576 (a bias without a weight the same count)
+    assert cost_of(op("aten::native_batch_norm", X, C3, NONE, C3, C3, S(True), S(0.1), S(1e-5))).flops == 576
+    assert cost_of(op("aten::native_batch_norm", X, NONE, C3, C3, C3, S(True), S(0.1), S(1e-5))).flops == 576
+    # [N=4, C=3] (BatchNorm1d), bf16: C is dim 1; 5 * 12 = 60; reads 24 + 24, writes y 24 + 2 * 3 * 4 + 24
+    x2 = T([4, 3], BF16)
+    c = cost_of(op("aten::native_batch_norm", x2, NONE, NONE, C3, C3, S(True), S(0.1), S(1e-5)))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (60, 48 + 72, 72, "bfloat16")
+    # one dim: one channel; 5 * 6 = 30; reads 24, writes 24 + 2 * 1 * 4
+    c = cost_of(op("aten::native_batch_norm", T([6]), NONE, NONE, NONE, NONE, S(True), S(0.1), S(1e-5)))
+    assert (c.flops, c.bytes, c.written) == (30, 24 + 32, 32)
+
+
+def test_batch_norm_legit_without_running_stats():
+    # _native_batch_norm_legit(input, weight, bias, training, momentum, eps): no running stats to update
+    c = cost_of(op("aten::_native_batch_norm_legit", X, C3, C3, S(True), S(0.1), S(1e-5)))
+    # (5 + 2) * 96 = 672; reads x 192 + w, b 24; writes y 192 + save_mean/invstd 2 * 3 * 4 = 24
+    assert (c.flops, c.bytes, c.written, c.dtype) == (672, 216 + 216, 216, "bfloat16")
+    # not training (the batch's statistics, nothing saved): (2 + 2) * 96 = 384, writes y 192
+    c = cost_of(op("aten::_native_batch_norm_legit", X, C3, C3, S(False), S(0.1), S(1e-5)))
+    assert (c.flops, c.bytes, c.written) == (384, 216 + 192, 192)
+    # a weight, no bias: (5 + 1) * 96 = 576; [N=4, C=3] fp32 and one dim as in native_batch_norm
+    assert cost_of(op("aten::_native_batch_norm_legit", X, C3, NONE, S(True), S(0.1), S(1e-5))).flops == 576
+    c = cost_of(op("aten::_native_batch_norm_legit", T([4, 3]), NONE, NONE, S(True), S(0.1), S(1e-5)))
+    assert (c.flops, c.bytes, c.written) == (60, 48 + 72, 72)  # 5 * 12; reads 48, writes 48 + 2 * 3 * 4
+    c = cost_of(op("aten::_native_batch_norm_legit", T([6]), NONE, NONE, S(True), S(0.1), S(1e-5)))
+    assert (c.flops, c.bytes, c.written) == (30, 24 + 32, 32)  # one channel: 24 + 2 * 1 * 4
+
+
+def test_norm_backward_masks_bias_without_weight_and_rms_weight_alone():
+    dy, x, m, b = T([4, 8], BF16), T([4, 8], BF16), T([4, 1]), T([8], BF16)
+    # layer norm without a weight but with a bias: grad_input 10 * 32 + grad_bias 32 = 352; reads dy 64 + x 64
+    # + mean 16 + rstd 16 + b 16 = 176; writes dx 64 + db at x's itemsize 8 * 2 = 16
+    c = cost_of(op("aten::native_layer_norm_backward", dy, x, S([8]), m, m, NONE, b, S([True, False, True])))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (352, 176 + 80, 80, "bfloat16")
+    # an output mask of the wrong length: unknown, not a guess
+    assert cost_of(op("aten::native_layer_norm_backward", dy, x, S([8]), m, m, NONE, b, S([True, False]))) is None
+    # RMS norm, grad_weight alone recomputes x_hat once (no mean): (2 + 1) * 32 = 96; writes dw 8 * 4 = 32
+    xf = T([4, 8])
+    c = cost_of(op("aten::_fused_rms_norm_backward", xf, xf, S([8]), m, T([8]), S([False, True])))
+    assert (c.flops, c.written) == (96, 32)
+
+
 def test_batch_norm_impl_index_is_a_wrapper():
     assert is_wrapper("aten::_batch_norm_impl_index") and is_wrapper("aten::_batch_norm_impl_index_backward")

@@ -83,6 +83,7 @@ def test_fused_adamw():
     # 26 elements x (13 + 1 for AdamW's decay) = 364 FLOPs
     # reads params, grads, exp_avgs, exp_avg_sqs 4*26*4 = 416, 2 fp32 step counters 8; writes p, m, v 4*26*3 = 312
     assert (c.flops, c.bytes, c.written) == (364, 416 + 8 + 312, 312)
+    assert c.dtype == "float32"  # the functor's element type
 
 
 def test_fused_adam_amsgrad_grad_scale():
@@ -94,6 +95,7 @@ def test_fused_adam_amsgrad_grad_scale():
     # 10 x (13 + 2 Adam decay + 1 amsgrad + 1 unscale) = 170 FLOPs
     # reads 5 lists 2*10*5 = 100, 1 step counter 4, grad_scale 4; writes p, m, v, max_v, grads 2*10*5 = 100
     assert (c.flops, c.bytes, c.written) == (170, 100 + 4 + 4 + 100, 100)
+    assert c.dtype == "bfloat16"
 
 
 def test_fused_sgd_momentum():
@@ -114,3 +116,16 @@ def test_fused_optimizer_on_cpu_knows_flops_only():
     p = ([4, 5], [6])
     c = cost_of(op("aten::_fused_adamw_", *_adam_args(TL(*p), TL(*p), TL(*p), TL(*p), TL(), TL([], []))))
     assert c.flops == 364 and c.bytes is None
+
+
+def test_list_numels_only_of_tensor_lists_and_foreach_norm_with_an_unknown_dtype_code():
+    from wlprof.cost.optimizers import _list_numels
+
+    call = op("aten::_foreach_mul_", TL([4, 5], [6]), T([2, 3]), S(2))
+    assert _list_numels(call, 0) == [20, 6]
+    assert _list_numels(call, 1) is None  # a plain tensor is not a list
+    assert _list_numels(call, 3) is None  # past the last argument
+    # _foreach_norm(self, ord, dtype=99): no ScalarType of that code, so the input's bf16: reads 2*26 = 52,
+    # writes 2 x 2 bytes
+    c = cost_of(op("aten::_foreach_norm", TL([4, 5], [6]), S(2), S(99), kernels=BF16_K))
+    assert (c.flops, c.bytes, c.written) == (52, 56, 4)

@@ -65,3 +65,26 @@ def test_adaptive_pools():
     assert (c.flops, c.bytes) == (24, 96 + 192 + 1536)
     # the composite forms dispatch: a mean for a 1x1 output, _adaptive_avg_pool2d otherwise
     assert is_wrapper("aten::adaptive_avg_pool2d")
+
+
+def test_pooling_parameters_defaults_and_lengths():
+    from wlprof.cost.pooling import _ints
+
+    assert _ints(3, 2, None) == [3, 3] and _ints(2.0, 3, None) == [2, 2, 2]  # a bare number, every dim
+    assert _ints([2], 3, None) == [2, 2, 2] and _ints([2, 3], 2, None) == [2, 3]
+    assert _ints([], 2, [0, 0]) == [0, 0] and _ints(None, 2, [1, 1]) == [1, 1]
+    with pytest.raises(ValueError, match="^missing pooling parameter$"):
+        _ints([], 2, None)
+    x = T([2, 4, 8, 8], BF16)
+    # padding and dilation recorded empty mean 0 and 1: k 2, s 2 -> out [2, 4, 4, 4] = 128 x 4 comparisons
+    # (padding 1 would give 5x5 outputs, dilation 2 3x3)
+    c = cost_of(op("aten::max_pool2d_with_indices", x, S([2, 2]), S([2, 2]), S([]), S([]), S(False)))
+    assert c.flops == 4 * 128
+    # no kernel size, or three kernel sizes for two spatial dims: unknown
+    assert cost_of(op("aten::max_pool2d_with_indices", x, S([]), S([2, 2]), S([0, 0]), S([1, 1]), S(False))) is None
+    assert cost_of(op("aten::max_pool2d_with_indices", x, S([2, 2, 2]), S([2, 2]), S([0, 0]), S([1, 1]),
+                      S(False))) is None
+    # a backward without its indices recorded: reads the gradient 256 only, writes 2*512 = 1024
+    c = cost_of(op("aten::max_pool2d_with_indices_backward", T([2, 4, 4, 4], BF16), x, S([3, 3]), S([2, 2]),
+                   S([1, 1]), S([1, 1]), S(False), NONE))
+    assert (c.flops, c.bytes, c.written) == (128, 256 + 1024, 1024)

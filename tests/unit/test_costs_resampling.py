@@ -27,3 +27,12 @@ def test_upsample_bilinear_and_backward():
     c = cost_of(op("aten::upsample_bilinear2d_backward", T([1, 2, 8, 8]), S([8, 8]), S([1, 2, 4, 4]), S(False),
                    NONE, NONE))
     assert (c.flops, c.bytes) == (1024, 640)
+
+
+def test_upsample_scale_factors_per_spatial_rank():
+    # upsample_nearest1d.vec(x [1, 6, 8] bf16, None, scale_factors [2.]): out [1, 6, 16] = 96 elements;
+    # reads 2*48 = 96, writes 2*96 = 192
+    c = cost_of(op("aten::upsample_nearest1d", T([1, 6, 8], BF16), NONE, S([2.0])))
+    assert (c.flops, c.bytes, c.written) == (0, 96 + 192, 192)
+    # an input with fewer dims than scale factors: unknown
+    assert cost_of(op("aten::upsample_nearest2d", T([8], BF16), NONE, S([2.0, 2.0]))) is None

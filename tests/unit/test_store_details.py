@@ -192,10 +192,12 @@ def test_an_old_file_missing_columns_gets_them_as_typed_nulls(tmp_path):
     from wlprof.store.tables import load_table
 
     w = RunWriter(tmp_path, "moe", {})
-    old = pa.table({"run_id": [w.run_id], "point": pa.array([0], pa.int32()), "expert_counts": ["[2,1]"]})
+    old = pa.table({"run_id": [w.run_id] * 2, "point": pa.array([0, 1], pa.int32()),
+                    "expert_counts": ["[2,1]", None]})  # a row without counts: null, not parsed
     pq.write_table(old.replace_schema_metadata({schema.METADATA_KEY: b"1.3"}), w.path / "p000-v.parquet")
     df = load_table(tmp_path)
     assert list(df.expert_counts.iloc[0]) == [2, 1] and pd.isna(df.dur_us.iloc[0])
+    assert df.expert_counts.iloc[1] is None
     assert df.dur_us.dtype == "float64" and list(df.columns) == [c.name for c in schema.columns("kernels")]
 
 
@@ -251,6 +253,11 @@ def test_load_runs_error_texts(tmp_path):
     finished = "must select at least one finished sweep point"
     assert err("ops", [ids["D"]]) == ("RUNS", finished, f"runs [{ids['D']!r}]", None)  # D has no steps either
     assert err("steps", [ids["D"]]) == ("RUNS", finished, f"runs [{ids['D']!r}]", None)
+    # a run whose only point failed has steps rows but no finished one: the steps table names the point,
+    # not missing rows (the rows-of-another-table message is for tables other than steps)
+    e = RunWriter(tmp_path, "gemm", {}).run_id
+    _write(tmp_path / e, 0, "steps", run_id=[e], workload=["gemm"], point=[0], device_name=["dev0"], status=["failed"])
+    assert err("steps", [e]) == ("RUNS", finished, f"runs [{e!r}]", None)
     assert err("steps", [ids["A"]], workload="mlp") == ("RUNS", finished, f"runs [{ids['A']!r}] with workload mlp",
                                                         None)
     (tmp_path / "empty").mkdir()
@@ -285,6 +292,8 @@ def test_run_ceilings_per_run_device_host_and_cache(tmp_path, monkeypatch):
         "renamed": {"device": {"type": "cuda", "name": "GPU Y (rev 2)"}, "ceilings": GPU.to_dict()},
         "nothing": {},
         "name-only": {"device": {"name": "GPU Y"}},  # no device type: nothing to compare with
+        # ceilings that do not parse (no device_name, rates): none, compared with nothing
+        "unreadable": {"device": {"type": "cuda", "name": "GPU Y"}, "ceilings": {"device_type": "cuda"}},
     }
     ids = {}
     for k, m in manifests.items():
@@ -312,6 +321,9 @@ def test_run_ceilings_per_run_device_host_and_cache(tmp_path, monkeypatch):
     assert (nothing.device_type, nothing.device_name, nothing.ceilings, nothing.current) == (None, None, None, None)
     assert nothing.describe() == "no ceilings (no roofline placement)"
     assert (got["name-only"].device_type, got["name-only"].current) == (None, None)
+    bad = got["unreadable"]
+    assert (bad.device_type, bad.device_name, bad.ceilings, bad.current, bad.stale) == ("cuda", "GPU Y", None, GPU, [])
+    assert bad.describe() == "no ceilings (no roofline placement)"
     assert ceilings_of(tmp_path / "t", ids["nothing"]) == {}
 
 

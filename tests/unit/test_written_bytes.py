@@ -93,3 +93,44 @@ def test_written_is_recomputed_only_where_the_same_formula_gives_the_bytes():
     got = written_from_shapes(_stored(rows))
     want = [65536.0, 16384.0, np.nan, np.nan, 1024.0, 1024.0, 0.0, 512.0, np.nan]
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_copy_without_a_formula_moves_the_bytes_its_direction_says():
+    from wlprof.cost.annotate import _memcpy_bytes, _memcpy_written
+
+    # device to device: read and written on the device; host<->device and memsets touch it once; a copy to
+    # the host writes no device memory
+    got = {name: (_memcpy_bytes(name, 1024), _memcpy_written(name, 1024)) for name in (
+        "Memcpy DtoD (Device -> Device)", "Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pinned)",
+        "Memset (Device)")}
+    assert got == {"Memcpy DtoD (Device -> Device)": (2048.0, 1024.0), "Memcpy HtoD (Pinned -> Device)": (1024.0, 1024.0),
+                   "Memcpy DtoH (Device -> Pinned)": (1024.0, 0.0), "Memset (Device)": (1024.0, 1024.0)}
+    assert {type(v) for pair in got.values() for v in pair} == {float}
+
+
+def test_written_from_shapes_with_columns_missing_strides_and_concrete_inputs():
+    dims, types = json.dumps([[64, 128], [128, 256]]), json.dumps(["float", "float"])
+    # only the op and its bytes: every row a formula's kernel with share 1; a row without an op first (None in
+    # an object column); bytes off by 0.1 match (a relative 1e-6), off by 29,376 or 228,376 do not
+    df = pd.DataFrame({"op_name": pd.Series([None, "aten::mm", "aten::mm", "aten::mm", "aten::mm"], dtype=object),
+                       "op_input_dims": [None] + [dims] * 4, "op_input_types": [None] + [types] * 4,
+                       "bytes": [8.0, 229376.0, 1000.0, 229376.1, 200000.0]})
+    np.testing.assert_array_equal(written_from_shapes(df), [np.nan, 65536.0, np.nan, 65536.0, np.nan])
+    # a CPU op whose bytes are not its formula's is no copy either
+    cpu = df.iloc[[2]].assign(kind="cpu_op", flops_source="formula")
+    np.testing.assert_array_equal(written_from_shapes(cpu), [np.nan])
+    one = df.iloc[[1]].reset_index(drop=True)
+    np.testing.assert_array_equal(written_from_shapes(one), [65536.0])
+    np.testing.assert_array_equal(written_from_shapes(pd.DataFrame({"bytes": [1.0]})), [np.nan])  # no op column
+    # a copy without a name column: no direction to read, all its bytes written
+    copy = pd.DataFrame({"kind": ["memcpy"], "op_name": ["aten::copy_"], "bytes": [512.0], "flops_source": ["formula"]})
+    np.testing.assert_array_equal(written_from_shapes(copy), [512.0])
+    # _softmax_backward_data(dy [8, 16] broadcast from one fp32 element, y [8, 16] fp32, -1, input_dtype 15 =
+    # bf16): reads 4 + 512, writes 128 * 2 = 256: its bytes match only with the strides and the dtype code read
+    sm = pd.DataFrame({"kind": ["kernel"], "name": ["softmax_bwd"], "op_name": ["aten::_softmax_backward_data"],
+                       "op_input_dims": [json.dumps([[8, 16], [8, 16], [], []])],
+                       "op_input_types": [json.dumps(["float", "float", "Scalar", "Scalar"])],
+                       "op_input_strides": [json.dumps([[0, 0], [16, 1], [], []])],
+                       "op_concrete_inputs": [json.dumps(["", "", "-1", "15"])],
+                       "cost_share": [1.0], "bytes": [772.0], "flops_source": ["formula"]})
+    np.testing.assert_array_equal(written_from_shapes(sm), [256.0])
