@@ -3,6 +3,7 @@ the rule and the value, with a close match where there is one."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,16 @@ def test_help_shows_no_value_type_for_flags_and_ends_with_examples(path, cmd):
     assert res.exit_code == 0, res.output
     assert "<bool>" not in res.output
     assert "Examples:" in res.output
+
+
+@pytest.mark.parametrize("path,cmd", [c for c in COMMANDS if re.search(r"\[[a-z_]+\]", c[1].help or "")],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
+    # rich took '[cpu]' for markup: 'the scale its  section gives (the GPU sizes stay in )'
+    res = invoke(*path.split()[1:], "--help")
+    assert res.exit_code == 0, res.output
+    words = re.findall(r"\\?(\[[a-z_]+\])", cmd.help)
+    assert words and all(w in res.output for w in words), (words, res.output)
 
 
 @pytest.mark.parametrize("args,needle", [
