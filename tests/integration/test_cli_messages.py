@@ -117,3 +117,17 @@ def test_predict_names_a_missing_test_run_first(tmp_path):
     near = sorted(p.name for p in tmp_path.iterdir())[0]
     res = invoke("predict", "--test", near[:-1] + "x", "--traces", tmp_path)
     assert f"did you mean {near!r}?" in res.output
+
+
+def test_an_output_under_a_file_is_named_as_given_and_as_what_it_is(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    res = invoke("roofline", "RUN", "-o", tmp_path / "afile" / "r.png", "--traces", tmp_path)
+    # was: "--out must be a folder wlprof can write traces into, not a file (got '.../afile')"
+    assert res.exit_code == 2
+    assert (f"error: --out must be a .png file in a folder wlprof can write into ('{tmp_path / 'afile'}' is a "
+            f"file) (got '{tmp_path / 'afile' / 'r.png'}')") in res.output
+    res = invoke("report", "--out", tmp_path / "afile", "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert (f"error: --out must be a folder wlprof can write the report into, not a file "
+            f"(got '{tmp_path / 'afile'}')") in res.output
+    assert (tmp_path / "afile").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
