@@ -43,3 +43,12 @@ def test_a_gpus_rates_keep_their_decimals():
     rows = _rows(Ceilings.from_dict(json.loads(FIXTURE.read_text())))
     assert rows["matrix bfloat16 TFLOP/s"][0] == "711.6"
     assert rows["HBM read GB/s"] == ["4,323", "4,279-4,351", "4,088-4,367"]
+
+
+def test_the_other_methods_name_their_rate_with_its_unit():
+    rows = ceilings_table(Ceilings.from_dict(json.loads(FIXTURE.read_text())))
+    labels, how = list(rows.columns[0].cells), list(rows.columns[5].cells)
+    text = how[labels.index("HBM read GB/s")]
+    # was '...; also torch.sum over one fp32 buffer 4,309 (buffer_bytes ...': a bare number
+    assert "; also torch.sum over one fp32 buffer 4,309 GB/s (" in text
+    assert " 699.5 TFLOP/s (" in how[labels.index("matrix bfloat16 TFLOP/s")]

@@ -56,7 +56,7 @@ def ceilings_table(c):
         extent = f"{num(m.min)}-{num(m.max)}" if m is not None and m.min is not None else "-"
         how = f"{m.method} ({_sizes(m.sizes)})" if m is not None else "-"
         if m is not None and m.alternatives:
-            how += "; also " + "; ".join(f"{a['method'].split(':')[0]} {num(a['value'])}"
+            how += "; also " + "; ".join(f"{a['method'].split(':')[0]} {num(a['value'])} {m.unit}"
                                          f" ({_sizes(a.get('sizes') or {})})" for a in m.alternatives)
         t.add_row(label, num(value), spread, extent, str(m.repeats) if m is not None else "-", how,
                   num(sheet[sheet_key]) if sheet_key in sheet else "-")
