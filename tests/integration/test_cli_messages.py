@@ -131,3 +131,12 @@ def test_an_output_under_a_file_is_named_as_given_and_as_what_it_is(tmp_path):
     assert (f"error: --out must be a folder wlprof can write the report into, not a file "
             f"(got '{tmp_path / 'afile'}')") in res.output
     assert (tmp_path / "afile").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.parametrize("command", ["predict", "place"])
+def test_help_examples_name_the_shipped_profile(command):
+    # the examples named profiles/h200, which no checkout has (the shipped one is benchmarks/profiles/h200)
+    res = invoke(command, "--help")
+    named = re.findall(r"--profile (\S+)", res.output)
+    root = Path(__file__).resolve().parents[2]
+    assert named and all((root / p / "profile.json").is_file() for p in named), named

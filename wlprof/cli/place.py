@@ -14,8 +14,8 @@ from wlprof.cli.options import Device, Quiet, epilog
 EXAMPLES = epilog(
     "wlprof place workloads/mixes/mix_dense.toml --gpus 4",
     "wlprof place workloads/mixes/mix_dense.toml --gpus 4 --validate",
-    "wlprof place workloads/mixes/mix_moe_gnn_dense.toml --gpus 4 --planner profile --profile profiles/h200",
-    "wlprof place workloads/mixes/mix_flops_mislead.toml --gpus 3 --validate --planner all --profile profiles/h200",
+    "wlprof place workloads/mixes/mix_moe_gnn_dense.toml --gpus 4 --planner profile --profile benchmarks/profiles/h200",
+    "wlprof place workloads/mixes/mix_flops_mislead.toml --gpus 3 --validate --planner all --profile benchmarks/profiles/h200",
 )
 
 

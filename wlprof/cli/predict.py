@@ -13,9 +13,9 @@ from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, Wide, epilog
 EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
                   "wlprof predict --train-traces offline/ --test RUN_ID",
                   "wlprof predict --train-traces offline/ --test RUN_ID --out scores.md",
-                  "wlprof predict --profile profiles/h200 --test RUN_ID",
-                  "wlprof predict --profile profiles/h200 --spec 'moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1'",
-                  "wlprof predict --profile profiles/h200 --trace step.pt.trace.json.gz --scale batch=4")
+                  "wlprof predict --profile benchmarks/profiles/h200 --test RUN_ID",
+                  "wlprof predict --profile benchmarks/profiles/h200 --spec 'moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1'",
+                  "wlprof predict --profile benchmarks/profiles/h200 --trace step.pt.trace.json.gz --scale batch=4")
 
 
 @handle_errors
