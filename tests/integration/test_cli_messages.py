@@ -140,3 +140,13 @@ def test_help_examples_name_the_shipped_profile(command):
     named = re.findall(r"--profile (\S+)", res.output)
     root = Path(__file__).resolve().parents[2]
     assert named and all((root / p / "profile.json").is_file() for p in named), named
+
+
+def test_an_unknown_profile_section_is_named_as_its_option_with_a_close_match(tmp_path):
+    res = invoke("profile", "--device", "cpu", "-o", tmp_path / "p", "--section", "gemm", "--section", "moe")
+    # was: "--sections must be sections of the grid (...) (got ['gemm'])", from the --help's own example
+    assert res.exit_code == 2
+    assert ("error: --section must be sections of the grid (gemm nn, gemm nt, gemm linear, elementwise, gnn, mlp, "
+            "moe) (got 'gemm'); did you mean 'gemm nn' or 'gemm nt' or 'gemm linear'?") in res.output
+    assert not (tmp_path / "p").exists()
+    assert "--section 'gemm nn' --section moe" in invoke("profile", "--help").output
