@@ -116,7 +116,8 @@ def predict(
             "time_within_10pct": 6, "steps": 5, "step_median_ape": 7}
     con = console()
     coverage = len(f_te) / max(len(ops_te), 1)
-    con.print(f"trained on {len(f_tr)} op calls from {len(tr)} runs; scored on {len(f_te)} op calls "
+    con.print(f"trained on {len(f_tr):,} op calls from {len(tr)} run{'' if len(tr) == 1 else 's'}; "
+              f"scored on {len(f_te):,} op calls "
               f"({coverage:.0%} of the test runs' op calls have known FLOPs and bytes)")
     sources = ladder.sources(f_te)
     con.print("L3 answered from: " + ", ".join(f"{k} {v:.0%}" for k, v in sources.items())
