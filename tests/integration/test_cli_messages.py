@@ -150,3 +150,13 @@ def test_an_unknown_profile_section_is_named_as_its_option_with_a_close_match(tm
             "moe) (got 'gemm'); did you mean 'gemm nn' or 'gemm nt' or 'gemm linear'?") in res.output
     assert not (tmp_path / "p").exists()
     assert "--section 'gemm nn' --section moe" in invoke("profile", "--help").output
+
+
+def test_overlap_offers_the_closest_variant_as_show_does(tmp_path):
+    copy_h200_runs(tmp_path)
+    moe = next(p.name for p in tmp_path.iterdir() if p.name.startswith("moe-"))
+    for cmd in ("show", "overlap"):
+        res = invoke(cmd, moe, "--variant", "dispersed / grouepd", "--traces", tmp_path)
+        assert res.exit_code == 2, res.output
+        # overlap gave no close match where show did
+        assert "(got 'dispersed / grouepd'); did you mean 'dispersed / grouped'?" in res.output, (cmd, res.output)
