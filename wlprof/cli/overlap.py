@@ -15,7 +15,7 @@ import typer
 from wlprof.cli.common import console, handle_errors
 from wlprof.cli.options import DEFAULT_TRACES, Traces, Wide, epilog
 
-EXAMPLES = epilog("wlprof overlap RUN_ID", "wlprof overlap RUN_ID --streams", "wlprof overlap RUN_ID --variant overlap")
+EXAMPLES = epilog("wlprof overlap RUN_ID", "wlprof overlap RUN_ID --no-streams", "wlprof overlap RUN_ID --variant overlap")
 
 
 def _us(v) -> str:
