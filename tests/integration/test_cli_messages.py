@@ -166,3 +166,14 @@ def test_overlap_examples_show_the_flag_that_changes_something():
     out = invoke("overlap", "--help").output
     # the example passed --streams, which is the default
     assert "wlprof overlap RUN_ID --no-streams" in out and "RUN_ID --streams\n" not in out
+
+
+def test_place_refuses_zero_gpus_before_noting_the_machines_load(monkeypatch):
+    import wlprof.cli.execute as execute
+
+    monkeypatch.setattr(execute, "busy_machine_note", lambda: "this machine's load average is 5.3 on 2 cores")
+    mix = Path(__file__).resolve().parents[2] / "workloads" / "mixes" / "mix_dense.toml"
+    res = invoke("place", mix, "--gpus", "0")
+    assert res.exit_code == 2
+    # was: the load note first, then the error
+    assert res.output == "error: --gpus must be a positive integer (the GPUs to place the models on) (got 0)\n"

@@ -71,6 +71,10 @@ def place(
                         device=device, reps=reps, trace=not no_trace, method=search)
     if out is not None:
         _check_out(out)
+    if gpus < 1:  # refused before the note on the machine's load, which is of no use then
+        from wlprof.errors import InputError
+
+        raise InputError("--gpus", "must be a positive integer (the GPUs to place the models on)", gpus)
     from wlprof.cli.execute import busy_machine_note
     from wlprof.stderr_filter import profiler_noise_filtered
 
