@@ -317,16 +317,20 @@ def load_cached(device_type: str, device_name: str) -> Ceilings | None:
 def load_file(path: str | Path) -> Ceilings:
     """Ceilings from a JSON file (a cache, or one written by `wlprof calibrate` elsewhere)."""
     from wlprof import jsonio
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, did_you_mean
 
     try:
         d = jsonio.loads(Path(path).read_bytes())
         if isinstance(d, dict) and "ceilings" in d and "device_type" not in d:
             d = d["ceilings"]  # a run manifest
         return Ceilings.from_dict(d)
-    except OSError as exc:
-        raise InputError("--ceilings", f"must be a readable ceilings JSON file ({exc.strerror})", str(path)) from None
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except OSError as exc:  # 'curent' is a typo of a choice more often than a missing file
+        raise InputError("--ceilings", f"must be run, current or a readable ceilings JSON file ({exc.strerror})",
+                         str(path), hint=did_you_mean(str(path), ["run", "current"])) from None
+    except KeyError as exc:
+        raise InputError("--ceilings", f"must be a ceilings JSON file written by wlprof (it has no {exc} field)",
+                         str(path)) from None
+    except (ValueError, TypeError, AttributeError) as exc:
         raise InputError("--ceilings", f"must be a ceilings JSON file written by wlprof ({exc})", str(path)) from None
 
 

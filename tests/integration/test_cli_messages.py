@@ -3,6 +3,7 @@ the rule and the value, with a close match where there is one."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,16 @@ def test_help_shows_no_value_type_for_flags_and_ends_with_examples(path, cmd):
     assert res.exit_code == 0, res.output
     assert "<bool>" not in res.output
     assert "Examples:" in res.output
+
+
+@pytest.mark.parametrize("path,cmd", [c for c in COMMANDS if re.search(r"\[[a-z_]+\]", c[1].help or "")],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
+    # rich took '[cpu]' for markup: 'the scale its  section gives (the GPU sizes stay in )'
+    res = invoke(*path.split()[1:], "--help")
+    assert res.exit_code == 0, res.output
+    words = re.findall(r"\\?(\[[a-z_]+\])", cmd.help)
+    assert words and all(w in res.output for w in words), (words, res.output)
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -106,3 +117,63 @@ def test_predict_names_a_missing_test_run_first(tmp_path):
     near = sorted(p.name for p in tmp_path.iterdir())[0]
     res = invoke("predict", "--test", near[:-1] + "x", "--traces", tmp_path)
     assert f"did you mean {near!r}?" in res.output
+
+
+def test_an_output_under_a_file_is_named_as_given_and_as_what_it_is(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    res = invoke("roofline", "RUN", "-o", tmp_path / "afile" / "r.png", "--traces", tmp_path)
+    # was: "--out must be a folder wlprof can write traces into, not a file (got '.../afile')"
+    assert res.exit_code == 2
+    assert (f"error: --out must be a .png file in a folder wlprof can write into ('{tmp_path / 'afile'}' is a "
+            f"file) (got '{tmp_path / 'afile' / 'r.png'}')") in res.output
+    res = invoke("report", "--out", tmp_path / "afile", "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert (f"error: --out must be a folder wlprof can write the report into, not a file "
+            f"(got '{tmp_path / 'afile'}')") in res.output
+    assert (tmp_path / "afile").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.parametrize("command", ["predict", "place"])
+def test_help_examples_name_the_shipped_profile(command):
+    # the examples named profiles/h200, which no checkout has (the shipped one is benchmarks/profiles/h200)
+    res = invoke(command, "--help")
+    named = re.findall(r"--profile (\S+)", res.output)
+    root = Path(__file__).resolve().parents[2]
+    assert named and all((root / p / "profile.json").is_file() for p in named), named
+
+
+def test_an_unknown_profile_section_is_named_as_its_option_with_a_close_match(tmp_path):
+    res = invoke("profile", "--device", "cpu", "-o", tmp_path / "p", "--section", "gemm", "--section", "moe")
+    # was: "--sections must be sections of the grid (...) (got ['gemm'])", from the --help's own example
+    assert res.exit_code == 2
+    assert ("error: --section must be sections of the grid (gemm nn, gemm nt, gemm linear, elementwise, gnn, mlp, "
+            "moe) (got 'gemm'); did you mean 'gemm nn' or 'gemm nt' or 'gemm linear'?") in res.output
+    assert not (tmp_path / "p").exists()
+    assert "--section 'gemm nn' --section moe" in invoke("profile", "--help").output
+
+
+def test_overlap_offers_the_closest_variant_as_show_does(tmp_path):
+    copy_h200_runs(tmp_path)
+    moe = next(p.name for p in tmp_path.iterdir() if p.name.startswith("moe-"))
+    for cmd in ("show", "overlap"):
+        res = invoke(cmd, moe, "--variant", "dispersed / grouepd", "--traces", tmp_path)
+        assert res.exit_code == 2, res.output
+        # overlap gave no close match where show did
+        assert "(got 'dispersed / grouepd'); did you mean 'dispersed / grouped'?" in res.output, (cmd, res.output)
+
+
+def test_overlap_examples_show_the_flag_that_changes_something():
+    out = invoke("overlap", "--help").output
+    # the example passed --streams, which is the default
+    assert "wlprof overlap RUN_ID --no-streams" in out and "RUN_ID --streams\n" not in out
+
+
+def test_place_refuses_zero_gpus_before_noting_the_machines_load(monkeypatch):
+    import wlprof.cli.execute as execute
+
+    monkeypatch.setattr(execute, "busy_machine_note", lambda: "this machine's load average is 5.3 on 2 cores")
+    mix = Path(__file__).resolve().parents[2] / "workloads" / "mixes" / "mix_dense.toml"
+    res = invoke("place", mix, "--gpus", "0")
+    assert res.exit_code == 2
+    # was: the load note first, then the error
+    assert res.output == "error: --gpus must be a positive integer (the GPUs to place the models on) (got 0)\n"

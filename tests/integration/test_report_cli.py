@@ -61,6 +61,14 @@ def test_predict_scores_the_ladder_on_unseen_runs(traces, cli):
 
 
 @pytest.mark.slow
+def test_predict_says_one_run_not_1_runs(traces, cli):
+    res = cli("predict", "--train", h200_run("mlp").name, "--test", h200_run("moe").name, "--traces", traces)
+    assert res.exit_code == 0, res.output
+    # was: 'trained on 12 op calls from 1 runs; ...'
+    assert "trained on 12 op calls from 1 run; scored on 320 op calls (" in res.output
+
+
+@pytest.mark.slow
 def test_refusals_name_the_argument(traces, tmp_path, cpu_ceilings, cli):
     res = cli("report", "nosuch-run", "--traces", traces)
     assert res.exit_code == 2 and "RUNS must name runs" in res.output and "nosuch-run" in res.output

@@ -98,3 +98,19 @@ def test_compute_ceiling_lookup_and_ridge():
     assert ceilings.datasheet_for("NVIDIA H100 80GB HBM3")["copy_gbps"] == 3350.0
     assert ceilings.datasheet_for("AMD EPYC") is None
     assert Ceilings.from_dict({**c.to_dict(), "unknown_key": 1}) == c  # extra keys of a newer file ignored
+
+
+def test_a_ceilings_argument_that_is_no_file_names_the_choices_and_the_missing_field(tmp_path):
+    from wlprof.ceilings import load_file
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError) as err:  # was: 'must be a readable ceilings JSON file (No such file ...)'
+        load_file(tmp_path / "curent")
+    assert err.value.rule == "must be run, current or a readable ceilings JSON file (No such file or directory)"
+    with pytest.raises(InputError) as err:
+        load_file("curent")
+    assert err.value.hint == "did you mean 'current'?"
+    (tmp_path / "other.json").write_text('{"hello": 1}')
+    with pytest.raises(InputError) as err:  # was: "... written by wlprof ('device_type')"
+        load_file(tmp_path / "other.json")
+    assert err.value.rule == "must be a ceilings JSON file written by wlprof (it has no 'device_type' field)"

@@ -57,3 +57,17 @@ def test_points_above_their_roof_are_marked_with_their_reason():
     bare = figures.roofline(OPS.assign(roof_note=None), C, "t")
     assert "above its roof: no reason recorded (2)" in bare.axes[0].get_legend_handles_labels()[1]
     plt.close(bare)
+
+
+def test_a_cpus_small_roofs_are_labelled_with_their_value_not_zero():
+    cpu = Ceilings("cpu", "AMD EPYC", {"bfloat16": 0.0009, "float32": 0.03}, 0.03, 7.0, "measured",
+                   "2026-12-01T20:48:34+00:00", "",
+                   bandwidth_gbps={"dram_read": 13.0, "dram_copy": 7.0, "dram_write": 6.0, "l1": 225.0},
+                   cache_bytes={"l1": 65536})
+    ops = _ops([(90.0, 0.02, 15000.0, "GEMM", "matrix", "float32", "compute:float32", 0.75, None),
+                (0.1, 0.0004, 900.0, "elementwise", "vector", "float32", "compute:vector", 0.5, None)])
+    fig = figures.roofline(ops, cpu, "t")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    # one decimal labelled the compute roof '0.0 TFLOP/s (measured)'
+    assert "compute:float32, compute:vector: 0.03 TFLOP/s (measured)" in labels
+    assert "dram_copy: 7 GB/s (measured)" in labels

@@ -37,6 +37,8 @@ def ceilings_table(c):
     """A rich table of every ceiling: median, spread, method and sizes, the datasheet beside."""
     from rich.table import Table
 
+    from wlprof.store.selection import _rate
+
     sheet = c.datasheet or {}
     t = Table(title=f"{c.device_name}: ceilings measured {c.measured_at} (torch {c.torch_version}, format "
               f"{c.format_version}{f', migrated from {c.migrated_from}' if c.migrated_from else ''})",
@@ -45,21 +47,24 @@ def ceilings_table(c):
                    ("n", "right"), ("method (sizes)", "left"), ("datasheet", "right")):
         t.add_column(col, justify=j, overflow="fold" if col.startswith("method") else "ellipsis")
 
-    def row(label, key, value, fmt, sheet_key=None):
+    def row(label, key, value, decimals, sheet_key=None):
+        def num(v):  # a CPU's 0.03 TFLOP/s keeps two significant digits instead of reading '0.0'
+            return _rate(v, decimals)
+
         m = c.measurements.get(key)
-        spread = f"{fmt.format(m.p10)}-{fmt.format(m.p90)}" if m is not None and m.p10 is not None else "-"
-        extent = f"{fmt.format(m.min)}-{fmt.format(m.max)}" if m is not None and m.min is not None else "-"
+        spread = f"{num(m.p10)}-{num(m.p90)}" if m is not None and m.p10 is not None else "-"
+        extent = f"{num(m.min)}-{num(m.max)}" if m is not None and m.min is not None else "-"
         how = f"{m.method} ({_sizes(m.sizes)})" if m is not None else "-"
         if m is not None and m.alternatives:
-            how += "; also " + "; ".join(f"{a['method'].split(':')[0]} {fmt.format(a['value'])}"
+            how += "; also " + "; ".join(f"{a['method'].split(':')[0]} {num(a['value'])} {m.unit}"
                                          f" ({_sizes(a.get('sizes') or {})})" for a in m.alternatives)
-        t.add_row(label, fmt.format(value), spread, extent, str(m.repeats) if m is not None else "-", how,
-                  fmt.format(sheet[sheet_key]) if sheet_key in sheet else "-")
+        t.add_row(label, num(value), spread, extent, str(m.repeats) if m is not None else "-", how,
+                  num(sheet[sheet_key]) if sheet_key in sheet else "-")
 
     for key, val in sorted(c.matrix_tflops.items()):
         label = "tf32 (fp32 inputs)" if key == "tf32" else key
-        row(f"matrix {label} TFLOP/s", f"matrix:{key}", val, "{:,.1f}", key)
-    row("vector TFLOP/s (fp32 GEMM, TF32 off)", "vector", c.vector_tflops, "{:,.1f}", "float32")
+        row(f"matrix {label} TFLOP/s", f"matrix:{key}", val, 1, key)
+    row("vector TFLOP/s (fp32 GEMM, TF32 off)", "vector", c.vector_tflops, 1, "float32")
     labels = {"read": "read", "write": "write", "copy": "copy (read + write)"}
     for roof, gbps in c.memory_roofs().items():
         level, _, kind = roof.partition("_")
@@ -67,11 +72,11 @@ def ceilings_table(c):
             label = f"{level.upper()} {labels.get(kind, kind)} GB/s"
         else:
             label = f"{level.upper()} read GB/s (working sets up to {_bytes(c.cache_bytes.get(level))})"
-        row(label, roof, gbps, "{:,.0f}", "copy_gbps" if kind in ("read", "copy") else None)
+        row(label, roof, gbps, 0, "copy_gbps" if kind in ("read", "copy") else None)
     for roof, label in (("host_to_device", "host -> device GB/s (pinned)"), ("device_to_host",
                                                                            "device -> host GB/s (pinned)")):
         if c.bandwidth(roof) is not None:
-            row(label, roof, c.bandwidth_gbps[roof], "{:,.1f}")
+            row(label, roof, c.bandwidth_gbps[roof], 1)
     return t
 
 

@@ -15,7 +15,7 @@ import typer
 from wlprof.cli.common import console, handle_errors
 from wlprof.cli.options import DEFAULT_TRACES, Traces, Wide, epilog
 
-EXAMPLES = epilog("wlprof overlap RUN_ID", "wlprof overlap RUN_ID --streams", "wlprof overlap RUN_ID --variant overlap")
+EXAMPLES = epilog("wlprof overlap RUN_ID", "wlprof overlap RUN_ID --no-streams", "wlprof overlap RUN_ID --variant overlap")
 
 
 def _us(v) -> str:
@@ -57,7 +57,7 @@ def overlap(
     from wlprof.analysis.collectives import per_rank
     from wlprof.analysis.overlap import overlap_for_run
     from wlprof.cli.markdown import rich_table
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import read_manifest, run_dir
 
     path = run_dir(traces, run_id)
@@ -72,7 +72,7 @@ def overlap(
     if variant is not None:
         known = sorted(set(steps.variant))
         if variant not in known:
-            raise InputError("--variant", f"must be one of {known}", variant)
+            raise InputError("--variant", f"must be one of {known}", variant, hint=did_you_mean(variant, known))
         table, steps, coll = (t[t.variant == variant] for t in (table, steps, coll))
     con = console(wide=wide)
     con.print(f"[bold]{run_id}[/bold]  {manifest.get('workload')} on {manifest.get('device', {}).get('name')}; "

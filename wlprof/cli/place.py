@@ -14,8 +14,8 @@ from wlprof.cli.options import Device, Quiet, epilog
 EXAMPLES = epilog(
     "wlprof place workloads/mixes/mix_dense.toml --gpus 4",
     "wlprof place workloads/mixes/mix_dense.toml --gpus 4 --validate",
-    "wlprof place workloads/mixes/mix_moe_gnn_dense.toml --gpus 4 --planner profile --profile profiles/h200",
-    "wlprof place workloads/mixes/mix_flops_mislead.toml --gpus 3 --validate --planner all --profile profiles/h200",
+    "wlprof place workloads/mixes/mix_moe_gnn_dense.toml --gpus 4 --planner profile --profile benchmarks/profiles/h200",
+    "wlprof place workloads/mixes/mix_flops_mislead.toml --gpus 3 --validate --planner all --profile benchmarks/profiles/h200",
 )
 
 
@@ -71,6 +71,10 @@ def place(
                         device=device, reps=reps, trace=not no_trace, method=search)
     if out is not None:
         _check_out(out)
+    if gpus < 1:  # refused before the note on the machine's load, which is of no use then
+        from wlprof.errors import InputError
+
+        raise InputError("--gpus", "must be a positive integer (the GPUs to place the models on)", gpus)
     from wlprof.cli.execute import busy_machine_note
     from wlprof.stderr_filter import profiler_noise_filtered
 

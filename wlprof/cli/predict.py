@@ -13,9 +13,9 @@ from wlprof.cli.options import DEFAULT_TRACES, AllowMixed, Traces, Wide, epilog
 EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
                   "wlprof predict --train-traces offline/ --test RUN_ID",
                   "wlprof predict --train-traces offline/ --test RUN_ID --out scores.md",
-                  "wlprof predict --profile profiles/h200 --test RUN_ID",
-                  "wlprof predict --profile profiles/h200 --spec 'moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1'",
-                  "wlprof predict --profile profiles/h200 --trace step.pt.trace.json.gz --scale batch=4")
+                  "wlprof predict --profile benchmarks/profiles/h200 --test RUN_ID",
+                  "wlprof predict --profile benchmarks/profiles/h200 --spec 'moe tokens=4096 experts=32 top_k=2 routing=zipf:1.1'",
+                  "wlprof predict --profile benchmarks/profiles/h200 --trace step.pt.trace.json.gz --scale batch=4")
 
 
 @handle_errors
@@ -116,7 +116,8 @@ def predict(
             "time_within_10pct": 6, "steps": 5, "step_median_ape": 7}
     con = console(wide=wide)
     coverage = len(f_te) / max(len(ops_te), 1)
-    con.print(f"trained on {len(f_tr)} op calls from {len(tr)} runs; scored on {len(f_te)} op calls "
+    con.print(f"trained on {len(f_tr):,} op calls from {len(tr)} run{'' if len(tr) == 1 else 's'}; "
+              f"scored on {len(f_te):,} op calls "
               f"({coverage:.0%} of the test runs' op calls have known FLOPs and bytes)")
     sources = ladder.sources(f_te)
     con.print("L3 answered from: " + ", ".join(f"{k} {v:.0%}" for k, v in sources.items())

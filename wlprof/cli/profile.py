@@ -12,7 +12,7 @@ from wlprof.cli.options import Device, Quiet, epilog
 
 EXAMPLES = epilog("wlprof profile --device cuda -o profiles/h200",
                   "wlprof profile --device cuda -o profiles/h200 --extend --budget-minutes 4",
-                  "wlprof profile --device cpu -o profiles/cpu --section gemm --section moe",
+                  "wlprof profile --device cpu -o profiles/cpu --section 'gemm nn' --section moe",
                   "wlprof profile -o profiles/h200 --drop 'profile:gnn raw * pass 2' --reason 'replaced'")
 
 

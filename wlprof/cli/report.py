@@ -30,7 +30,7 @@ def report(
     if out is not None:  # a folder that cannot be written is refused before any work
         from wlprof.store.runs import check_writable
 
-        check_writable(out, "--out")
+        check_writable(out, "--out", "the report")
     try:
         _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide)
     except BaseException:

@@ -172,7 +172,7 @@ def write_report(rep: Report, out: Path, traces: Path) -> Path:
     from wlprof.store.atomic import atomic_write_bytes
     from wlprof.store.runs import check_writable, read_manifest, run_dir
 
-    out = check_writable(out, "--out")
+    out = check_writable(out, "--out", "the report")
     if out.resolve() == Path(traces).resolve():
         raise InputError("--out", "must not be the traces folder (the report would be read as traces)", str(out))
     runs = sorted(rep.steps.run_id.unique())

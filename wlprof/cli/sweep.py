@@ -45,9 +45,9 @@ def sweep(
         metavar="KEY=VALUE")] = None,
     wide: Wide = False,
 ) -> None:
-    """Run the sweep of each study file into the traces folder.
+    r"""Run the sweep of each study file into the traces folder.
 
-    On a CPU a study runs at the scale its [cpu] section gives (the GPU sizes stay in [params]).
+    On a CPU a study runs at the scale its \[cpu] section gives (the GPU sizes stay in \[params]).
     """
     from dataclasses import replace
 

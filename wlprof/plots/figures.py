@@ -99,6 +99,8 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     hierarchical roofline: the main memory's copy roof (its read and write roofs where they differ), each
     cache level's, and one compute roof per dtype present. A point above its roof is marked by its reason
     (roof_note); a point placed against a cache level is ringed."""
+    from wlprof.store.selection import _rate  # a CPU's 0.03 TFLOP/s roof is not labelled '0.0'
+
     plt = _plt()
     c = _as_ceilings(ceilings)
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
@@ -114,7 +116,7 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
         ridge = top * 1e3 / bw
         x = np.logspace(np.log10(xmin), np.log10(ridge), 200)
         ax.plot(x, bw * x / 1e3, _MEMORY_STYLE.get(kind, "-."), color="black" if kind else "teal", lw=1.2,
-                label=f"{roof}: {bw:,.0f} GB/s (measured)")
+                label=f"{roof}: {_rate(bw, 0)} GB/s (measured)")
     slowest = min(memory.values(), default=None)
     same: dict[float, list[str]] = {}
     for roof, peak in compute.items():  # roofs of one value (fp32 matrix and vector) share a line
@@ -122,7 +124,7 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     for (peak, roofs), ls in zip(sorted(same.items(), reverse=True), ["-", "--", ":", "-."] * 4, strict=False):
         x0 = peak * 1e3 / slowest if slowest else xmin
         ax.plot([x0, xmax], [peak, peak], ls, color="dimgrey", lw=1.2,
-                label=f"{', '.join(roofs)}: {peak:,.1f} TFLOP/s (measured)")
+                label=f"{', '.join(roofs)}: {_rate(peak, 1)} TFLOP/s (measured)")
     if not d.empty:
         colors, markers = _colors(d.family), _markers(d.family)
         t = d.dur_us.to_numpy()

@@ -35,6 +35,15 @@ THROTTLED = 0.9
 FORMAT = 2  # of predictor.json: a file of another format is refitted from the traces
 
 
+def _section_hint(name: str, known: list[str]) -> str | None:
+    """'did you mean ...?' for a section name: every section it begins ('gemm'), else the closest."""
+    from wlprof.errors import did_you_mean
+
+    known = list(dict.fromkeys(known))
+    more = [k for k in known if k.startswith(f"{name} ")]
+    return f"did you mean {' or '.join(repr(k) for k in more)}?" if more else did_you_mean(name, known)
+
+
 def run_profile(out: str | Path, device: str | None = None, scale: str | None = None, budget_s: float = 360.0,
                 sections: list[str] | None = None, progress: Callable[[str], None] | None = None,
                 command: str | None = None, extend: bool = False) -> dict:
@@ -71,9 +80,9 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     if sections:
         unknown = sorted(set(sections) - {s.name for s in grid.sections(scale, str(dev))})
         if unknown:
-            raise InputError(Key("sections", "store"), f"must be sections of the grid "
+            raise InputError(Key("section", "store"), f"must be sections of the grid "
                              f"({', '.join(dict.fromkeys(s.name for s in grid.sections(scale, str(dev))))})",
-                             unknown)
+                             ", ".join(unknown), hint=_section_hint(unknown[0], [s.name for s in grid.sections(scale, str(dev))]))
         secs = [s for s in secs if s.name in sections]
     old_ops, old_steps = profile_tables(out) if previous is not None else (None, None)
     traces = out / "traces"

@@ -24,11 +24,12 @@ MANIFEST = "_manifest.json"
 TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps", "overlap": "_overlap", "collectives": "_collectives"}
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
-def check_writable(root: str | Path, arg: str | Key = Key("traces", "store")) -> Path:
-    """The traces folder, created if needed; an InputError when it cannot be written."""
+def check_writable(root: str | Path, arg: str | Key = Key("traces", "store"), what: str = "traces") -> Path:
+    """The folder `what` goes into (the traces folder), created if needed; an InputError when it cannot be
+    written."""
     root = Path(root)
     if root.exists() and not root.is_dir():
-        raise InputError(arg, "must be a folder wlprof can write traces into, not a file", str(root))
+        raise InputError(arg, f"must be a folder wlprof can write {what} into, not a file", str(root))
     try:
         root.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".wlprof-write-probe-", dir=root)
