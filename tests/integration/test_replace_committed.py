@@ -69,11 +69,14 @@ def test_two_committed_studies_re_placed_offline(tmp_path, ceilings_file):
 
 
 @pytest.mark.slow
-def test_every_committed_study_re_placed_offline(tmp_path, ceilings_file):
-    code = _script().main(["--ceilings", str(ceilings_file), "--out", str(tmp_path)])
+def test_every_study_of_the_offline_folder_re_placed(tmp_path, ceilings_file):
+    # the ten runs of every study measured at the offline profile's sizes (the other folder's 11 runs:
+    # `python benchmarks/h200/ceilings.py --ceilings FILE` places both; two of them are the test above)
+    code = _script().main(["--ceilings", str(ceilings_file), "--traces", str(RESULTS / "offline"),
+                           "--out", str(tmp_path)])
     assert code == 0  # no fraction above 1 without a reason
     rows = pd.read_csv(tmp_path / "placement" / "kernels.csv.gz")
-    assert set(rows.source) == {"traces", "offline"} and rows.run_id.nunique() == 21
+    assert set(rows.source) == {"offline"} and rows.run_id.nunique() == 10
     assert set(rows.roof.dropna()) <= ROOFS
     # the mul/add grid (offline): 2M bf16 elements, 12.6 MB per call, once a step: its working set fits the
     # 60 MB L2 and it is placed there; 256M elements (1.6 GB) against HBM
