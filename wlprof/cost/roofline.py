@@ -292,13 +292,17 @@ def _link_copies(df: pd.DataFrame, nbytes: np.ndarray, written: np.ndarray) -> d
     n = len(df)
     if "kind" not in df or "name" not in df or not n:
         return {}
-    kinds = df["kind"].to_numpy(dtype=object)
-    names = pd.Series(df["name"].to_numpy(dtype=object), dtype=object).astype(str)
-    copy = kinds == "memcpy"
-    return {"host_to_device": (copy & names.str.contains("HtoD", regex=False).to_numpy() & ~np.isnan(written),
-                               written),
-            "device_to_host": (copy & names.str.contains("DtoH", regex=False).to_numpy() & ~np.isnan(written),
-                               nbytes - written)}
+    copy = np.flatnonzero(df["kind"].to_numpy(dtype=object) == "memcpy")
+    if not len(copy):
+        return {}
+    names = pd.Series(df["name"].to_numpy(dtype=object)[copy], dtype=object).astype(str)
+    known = ~np.isnan(written)
+    out = {}
+    for roof, tag, crossing in (("host_to_device", "HtoD", written), ("device_to_host", "DtoH", nbytes - written)):
+        on = np.zeros(n, dtype=bool)
+        on[copy[names.str.contains(tag, regex=False).to_numpy()]] = True
+        out[roof] = (on & known, crossing)
+    return out
 
 
 def _cache_could_serve(nbytes: np.ndarray, main_bw: np.ndarray, dur: np.ndarray, ceilings: Ceilings) -> np.ndarray:
