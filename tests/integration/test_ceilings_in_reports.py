@@ -50,6 +50,7 @@ def _invoke(*args):
     return res.output
 
 
+@pytest.mark.slow
 def test_report_says_the_runs_used_different_ceilings_and_names_every_reason(traces, tmp_path):
     out = _invoke("report", GEMM, ELEM, "--traces", traces, "--out", tmp_path / "rep")
     md = (tmp_path / "rep" / "report.md").read_text()

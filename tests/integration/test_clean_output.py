@@ -13,6 +13,8 @@ import pytest
 
 import wlprof
 
+pytestmark = pytest.mark.slow  # the module's fixture runs the CLI's captures in subprocesses
+
 FAST = ["--steps", "1", "--warmup", "1", "--reps", "2", "--device", "cpu"]
 
 

@@ -117,6 +117,7 @@ def test_ingest_cpu_trace_of_another_torch(tmp_path, cli):
     assert k.groupby("step").flops.sum().tolist() == [282_624] * 2
 
 
+@pytest.mark.slow
 def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path, cli, cpu_ceilings):
     # HTA's 2024 NCCL trace was captured without record_shapes: its ops carry no Input Dims
     out = tmp_path / "traces"

@@ -6,6 +6,7 @@ import pickle
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import wlprof
 from wlprof.errors import InputError, Key, TraceFormatError
@@ -14,6 +15,7 @@ from wlprof.ingest import ingest
 RANKS = Path(__file__).resolve().parents[1] / "fixtures" / "public" / "hta_2023_two_ranks"
 
 
+@pytest.mark.slow
 def test_parallel_and_serial_ingest_of_a_rank_folder_agree(tmp_path):
     one = ingest(RANKS, tmp_path / "one", jobs=1)
     two = ingest(RANKS, tmp_path / "two", jobs=2)

@@ -110,6 +110,7 @@ def test_predict_fits_on_an_offline_profile_in_its_own_folder(traces, tmp_path, 
     assert res.exit_code == 2 and "--test must not overlap --train" in res.output
 
 
+@pytest.mark.slow
 def test_report_and_roofline_of_an_ingested_trace_without_ceilings(tmp_path, cli):
     # an ingested H200 trace on a machine that never calibrated an H200: the roofline is drawn without roofs
     from conftest import FIXTURES

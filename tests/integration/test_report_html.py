@@ -18,6 +18,8 @@ from typer.testing import CliRunner
 
 from wlprof.cli.main import app
 
+pytestmark = pytest.mark.slow  # the module's fixture writes a whole report
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
 

@@ -33,6 +33,7 @@ def traces(tmp_path_factory):
     return copy_h200_runs(tmp_path_factory.mktemp("traces"))
 
 
+@pytest.mark.slow
 def test_report_show_compare_predict_ls_fit_100_columns(traces):
     moe, gnn = h200_run("moe").name, h200_run("gnn").name
     for args in (["report"], ["show", moe], ["show", gnn, "--top", "0"], ["ls"],

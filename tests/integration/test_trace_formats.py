@@ -34,9 +34,12 @@ def raw_device(events) -> tuple[int, float]:
 
 
 PUBLIC_FILES = sorted(PUBLIC.glob("*.json.gz")) + sorted(PUBLIC.glob("*/*.json.gz"))
+# the fixtures of over 1 MB take more than a second each: the fast tier reads the smaller ones
+PUBLIC_PARAMS = [pytest.param(p, marks=pytest.mark.slow) if p.stat().st_size > 1_000_000 else p
+                 for p in PUBLIC_FILES]
 
 
-@pytest.mark.parametrize("path", PUBLIC_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", PUBLIC_PARAMS, ids=lambda p: p.name)
 def test_every_device_event_of_a_public_trace_is_one_row(path):
     _, events = raw(path)
     n, dur = raw_device(events)
@@ -85,6 +88,7 @@ def test_time_join_finds_the_op_that_launched_the_kernel():
         assert len(sel) == sum(pattern in n for n in names) > 0 and (sel.op_name == op).all(), pattern
 
 
+@pytest.mark.slow
 def test_pytorch_1_8_profiler_steps_recorded_as_ops_are_steps():
     _, events = raw(PUBLIC / "kineto_2020_resnet50_array.json.gz")
     steps = sorted(int(e["name"].split("#")[1]) for e in events
@@ -136,6 +140,7 @@ def _layouts(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_every_layout_gives_the_same_tables(tmp_path):
     ref = pipeline.costed(pipeline.read(OURS)).kernels
     cols = ["name", "dur_us", "op_name", "op_input_dims", "flops", "bytes", "join_method", "step", "region"]
