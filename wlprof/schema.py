@@ -55,7 +55,7 @@ IDENTITY = [
 
 # Columns of every run whatever generated it.
 TRACE_FACTS = [
-    _c("rank", I64, "", "distributed rank of the trace (its distributedInfo.rank, else file order)"),
+    _c("rank", I64, "", "distributed rank of the trace (its distributedInfo.rank, else file order; 0 in a single process)"),
     _c("source_file", S, "", "ingest: the trace file the rows came from"),
 ]
 

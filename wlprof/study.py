@@ -412,7 +412,7 @@ def _run_points_noting(writer, wl, device, dtype, points, study, ceilings, origi
     from wlprof.device import dtype_name
 
     identity = {"run_id": writer.run_id, "workload": wl.name, "device_type": device.type,
-                "device_name": info["name"], "dtype": dtype_name(dtype)}
+                "device_name": info["name"], "dtype": dtype_name(dtype), "rank": 0}
     rows = []
     failures = 0
     try:

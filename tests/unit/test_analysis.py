@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from wlprof.analysis import models
-from wlprof.analysis.compare import compare_kernels
+from wlprof.analysis.compare import compare_kernels, negative_overhead_note
 from wlprof.analysis.families import add_family, op_category
 from wlprof.analysis.spectrum import equal_flops_spread, r2_flops_only, r2_linear, spearman, spectrum
 
@@ -100,6 +100,18 @@ def _ops(n, seed, scale=1.0):
 
 
 @pytest.mark.slow
+def test_a_negative_host_overhead_is_named_with_its_reason():
+    # A: latency 100 us, kernels 140 us -> -40 us; B: 100 - 60 = +40 us; C: not measured (an ingested trace)
+    a = pd.Series({"host_overhead_us": 100.0 - 140.0})
+    b = pd.Series({"host_overhead_us": 100.0 - 60.0})
+    c = pd.Series({"host_overhead_us": np.nan})
+    note = negative_overhead_note({"A": a, "B": b})
+    assert note.startswith("note: host_overhead_us is negative in A:") and "profiler" in note
+    assert "negative in A and B" in negative_overhead_note({"A": a, "B": a})
+    assert negative_overhead_note({"A": b, "B": c}) is None
+    assert negative_overhead_note({"A": pd.Series({"latency_us": 5.0})}) is None
+
+
 def test_ladder_scores_are_the_errors_they_claim():
     train, test = models.features(_ops(300, 0)), models.features(_ops(100, 1))
     first_m = json.loads(train.op_input_dims.iloc[0])[0][0]

@@ -49,3 +49,15 @@ def compare_steps(a: pd.Series, b: pd.Series) -> pd.DataFrame:
         vb = float(vb) if vb is not None and pd.notna(vb) else np.nan
         rows.append({"metric": c, "a": va, "b": vb, "ratio": vb / va if va else np.nan})
     return pd.DataFrame(rows)
+
+
+def negative_overhead_note(points: dict[str, pd.Series]) -> str | None:
+    """A note naming the points whose `host_overhead_us` is negative, and why that happens; None if none is."""
+    neg = [name for name, row in points.items()
+           if row.get("host_overhead_us") is not None and pd.notna(row.get("host_overhead_us"))
+           and float(row["host_overhead_us"]) < 0]
+    if not neg:
+        return None
+    return (f"note: host_overhead_us is negative in {' and '.join(neg)}: the profiled kernel time exceeds the "
+            "unprofiled latency (on a CPU, op times under the profiler include its own overhead), so the "
+            "difference is no host time")

@@ -50,7 +50,7 @@ def compare(
     wide: Wide = False,
 ) -> None:
     """Timings, then kernel time per step by op category, by phase and by kernel, with B - A and B / A."""
-    from wlprof.analysis.compare import compare_kernels, compare_steps
+    from wlprof.analysis.compare import compare_kernels, compare_steps, negative_overhead_note
     from wlprof.analysis.summary import short_kernel_name
     from wlprof.cli.markdown import rich_table
     from wlprof.errors import InputError
@@ -66,6 +66,9 @@ def compare(
     opts = {"wide": wide, "width": con.width}
     con.print(rich_table(compare_steps(sa, sb), {"metric": "per step", "a": "A", "b": "B", "ratio": "B / A"},
                          title="timings and totals", formats={"ratio": render.ratio}, text={"metric"}, **opts))
+    note = negative_overhead_note({"A": sa, "B": sb})
+    if note:
+        con.print(note, markup=False, highlight=False)
     cols = {"dur_us_a": "A\nµs/step", "dur_us_b": "B\nµs/step", "diff_us": "B - A\nµs", "ratio": "B / A",
             "share_of_diff": "share of\nthe diff.", "kernels_a": "A\nkernels", "kernels_b": "B\nkernels"}
     formats = {"ratio": render.ratio, "share_of_diff": render.percent}
