@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wlprof.trace.join import external_ids_name_ops, join, op_rows
+from wlprof.trace.join import NO_STEP_MARKERS, external_ids_name_ops, join, op_rows
 from wlprof.trace.parse import NO_ID, read_trace
 
 
@@ -301,3 +301,17 @@ def test_epoch_timestamps_nest_to_the_nanosecond(tmp_path):
     assert j.trace.launches.ts_ns[0] - j.ops.ts_ns[0] == 768 and j.ops.dur_ns[0] == 800
     rows = j.device_rows
     assert rows.join_method.tolist() == ["time"] and rows.op_pos.tolist() == [0]
+
+
+def test_a_trace_without_step_markers_is_one_step_and_says_so(tmp_path):
+    # two ops, one kernel, no ProfilerStep#N: every row is step 0 and the trace's warnings say why, once
+    t = _trace(tmp_path, [op("aten::mm", 0, 10, ext=1), launch(2, 5, ext=1), kernel("gemm", 20, 5),
+                          op("aten::relu", 30, 5, ext=2)])
+    j = join(t)
+    assert j.ops.step.tolist() == [0, 0] and j.device_rows.step.tolist() == [0]
+    assert t.warnings.count(NO_STEP_MARKERS) == 1
+    join(t)
+    assert t.warnings.count(NO_STEP_MARKERS) == 1
+    marked = _trace(tmp_path, [ann("ProfilerStep#3", 0, 50), op("aten::mm", 1, 10)], "m.json")
+    join(marked)
+    assert NO_STEP_MARKERS not in marked.warnings

@@ -18,6 +18,7 @@ import pandas as pd
 from wlprof.trace.parse import NO_ID, RawTrace
 
 STEP_RE = re.compile(r"^(?:wlprof/step|ProfilerStep)#(\d+)$")
+NO_STEP_MARKERS = "no ProfilerStep#N markers: the whole trace is taken as one step"
 
 
 @dataclass
@@ -148,12 +149,14 @@ def join(trace: RawTrace) -> Joined:
     """The trace's ops nested and its device activity joined to them.
 
     A trace that marks no profiler step (no `ProfilerStep#N` or `wlprof/step#N`) is taken
-    as one step, step 0.
+    as one step, step 0, and says so in its warnings.
     """
     trust = external_ids_name_ops(trace)
     op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace, trust)
     if not any(STEP_RE.match(n) for n in trace.annotations.name.unique()):
         op_step, lau_step = np.zeros_like(op_step), np.zeros_like(lau_step)
+        if (len(trace.ops) or len(trace.device)) and NO_STEP_MARKERS not in trace.warnings:
+            trace.warnings.append(NO_STEP_MARKERS)
     ops = _nest(trace.ops, op_parent)
     ops["region"] = op_region
     ops["step"] = op_step
