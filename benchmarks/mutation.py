@@ -52,7 +52,7 @@ GROUPS = {
               "tests/unit/test_costs_pooling.py", "tests/unit/test_costs_resampling.py",
               "tests/unit/test_cost_factories.py", "tests/unit/test_cost_formula_gaps.py",
               "tests/unit/test_cost_rnn.py", "tests/unit/test_costs_model_ops.py",
-              "tests/unit/test_comm_costs.py", "tests/unit/test_written_bytes.py",
+              "tests/unit/test_comm_costs.py", "tests/unit/test_written_bytes.py", "tests/unit/test_cost_split.py",
               "tests/unit/test_roofline.py", "tests/unit/test_roofline_edges.py",
               "tests/unit/test_parse_cpu.py", "tests/integration/test_pipeline_h200.py"]),
 }
@@ -64,8 +64,14 @@ def scratch_copy(group: str) -> Path:
     dest = Path(os.environ.get("WLPROF_MUTATION_DIR", "/tmp/wlprof-mutation")) / group
     if dest.exists():
         shutil.rmtree(dest)
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, check=True).stdout.decode().split("\0")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True)
+    if listed.returncode == 0:
+        files = listed.stdout.decode().split("\0")
+    else:  # a copy of the tree without its git folder: every file but the scratch and build folders
+        skip = {".git", ".venv", ".whl", "mutants", "__pycache__", ".pytest_cache"}
+        files = [str(q.relative_to(REPO)) for q in REPO.rglob("*")
+                 if q.is_file() and not skip.intersection(q.relative_to(REPO).parts)]
     for f in filter(None, files):
         src = REPO / f
         if src.is_file():
