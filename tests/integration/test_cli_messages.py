@@ -67,7 +67,7 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["run", "gemm", "--bogus"], "error: --bogus is not an option of `wlprof run gemm` (options: --shapes"),
     (["run", "gemm", "--step", "3"], "did you mean --steps?"),
     (["run", "moe", "--top_k", "2"], "did you mean --top-k?"),
-    (["run", "gemm", "--batch", "4"], "--batch is an option of wlprof run mlp"),
+    (["run", "gemm", "--batch", "4"], "--batch is an option of wlprof run layers, wlprof run mlp"),
     (["report", "--outt", "x"], "did you mean --out?"),
     (["show", "x", "--top", "abc"], "error: --top must be an integer (got 'abc')"),
     (["show"], "error: RUN_ID is required (see `wlprof show --help`)"),

@@ -20,7 +20,10 @@ context as in a study):
   several routings, in the three dispatches;
 - MLP blocks (workload `mlp`): two nn.Linear layers and their activation at four widths
   and batches 1..4096, where each layer's weights leave the L2 to the other's (the `gemm
-  linear` section repeats one layer, whose weights stay in the L2 when they fit).
+  linear` section repeats one layer, whose weights stay in the L2 when they fit);
+- training layers (workload `layers`), forward and backward: convolutions, batch and group
+  norm, pooling over images; layer norm, causal attention, cross entropy and embeddings over
+  sequences.
 
 Sections run coarse first: `pass 1` holds every section's coarse points, `pass 2` the
 rest; a budget that runs out in pass 2 leaves every section covered. `scale="cpu"` is a
@@ -116,6 +119,11 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
             params = {"batch": batches, "d_model": d_model, "d_ff": d_ff, "activation": act}
             out.append(Section("mlp", passno, _study(f"mlp d{d_model} pass {passno}", "mlp", params, "bfloat16",
                                                      device), len(batches), 0.3))
+    # a training step's other layers, forward and backward: convolutions, norms, pooling (images), layer
+    # norm, attention, cross entropy and embeddings (sequences); convolutions in float32 too (TF32 in cuDNN)
+    for name, dtype, params in LAYER_STUDIES:
+        n = len(params["layers"]) * len(params["batch"]) * len(params["channels"]) * len(params["size"])
+        out.append(Section("layers", 2, _study(f"layers {name}", "layers", params, dtype, device), n, 0.4))
     for i, (tokens, experts, top_k, d_model, d_ff, routings) in enumerate(moe_configs()):
         for routing in routings:
             dispatches = moe_dispatches(tokens, experts, top_k, d_model, d_ff, routing)
@@ -128,6 +136,15 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
                                       "bfloat16", device), len(dispatches), 0.45))
     return out
 
+
+LAYER_STUDIES = (
+    ("images", "bfloat16", {"layers": ["conv2d", "batch_norm", "group_norm", "max_pool", "avg_pool"],
+                            "batch": [8, 32], "channels": [64, 256], "size": [28]}),
+    ("conv fp32", "float32", {"layers": ["conv2d"], "batch": [8, 32], "channels": [128], "size": [32]}),
+    ("sequences", "bfloat16", {"layers": ["layer_norm", "attention", "cross_entropy", "embedding"],
+                               "batch": [4, 16], "channels": [1024], "size": [256, 1024]}),
+    ("vocabulary", "bfloat16", {"layers": ["cross_entropy"], "batch": [4], "channels": [32000], "size": [256, 1024]}),
+)
 
 MOE_MAX_FLOP = 25e12  # a grid point's step at most this much expert work (about 40 ms on an H200)
 MOE_MAX_BYTES = 60 * 2**30  # and this much device memory
@@ -226,7 +243,8 @@ def cpu_sections(device: str | None = "cpu") -> list[Section]:
 
 
 # the fill-in's order: where a budget that runs out costs least last
-PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm odd", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "elementwise")
+PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm odd", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "layers",
+               "elementwise")
 
 
 def sections(scale: str = "gpu", device: str | None = None) -> list[Section]:

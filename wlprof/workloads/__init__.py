@@ -16,6 +16,7 @@ MODULES = (
     "wlprof.workloads.moe",
     "wlprof.workloads.gnn",
     "wlprof.workloads.halo",
+    "wlprof.workloads.layers",
 )
 
 

@@ -38,7 +38,7 @@ class Mlp(Workload):
         Param("activation", "str", "Activation between the two layers", choices=ACTIVATIONS, default="gelu"),
     )
     columns = (
-        Column("batch", I64, "rows", "MLP: batch size (tokens)"),
+        Column("batch", I64, "rows", "MLP: batch size (tokens); training layers: batch N"),
         Column("d_model", I64, "", "MLP/MoE: model width"),
         Column("d_ff", I64, "", "MLP/MoE: hidden width of the feed-forward layer"),
         Column("activation", S, "", "MLP/MoE: activation (gelu, relu, silu, swiglu)"),

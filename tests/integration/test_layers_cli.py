@@ -1,0 +1,87 @@
+"""`wlprof run layers` on the CPU: each layer's forward and backward are captured in their regions, with
+FLOPs by hand (convolution) and as FlopCounterMode counts the same step (attention)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import wlprof
+from wlprof import workloads
+
+FAST = ["--steps", "2", "--warmup", "1", "--reps", "2", "-q", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, cpu_ceilings, cli):
+    traces = tmp_path_factory.mktemp("layers")
+    res = cli("run", "layers", "--layers", "conv2d,attention,layer_norm,cross_entropy,max_pool", "--batch", "2",
+              "--channels", "32", "--size", "8", "--head-dim", "16", "--traces", traces, *FAST)
+    assert res.exit_code == 0, res.output
+    return wlprof.load(traces), wlprof.load(traces, table="steps")
+
+
+@pytest.mark.slow
+def test_convolution_forward_and_backward_flops_by_hand(run):
+    kernels, steps = run
+    # conv2d of x [2, 32, 8, 8] by w [32, 32, 3, 3], padding 1: 2 * N * K * C * k^2 * S^2 =
+    # 2 * 2 * 32 * 32 * 9 * 64 = 2,359,296 FLOPs forward; the input's and the weight's gradients twice that
+    row = steps.set_index("variant").loc["conv2d N2 C32 S8"]
+    assert row.flops == 3 * 2_359_296
+    k = kernels[(kernels.variant == "conv2d N2 C32 S8") & (kernels.step >= 0)]
+    per_region = k.groupby("region").flops.sum() / k.step.nunique()
+    assert per_region["layers/forward"] == 2_359_296 and per_region["layers/backward"] == 2 * 2_359_296
+    assert set(k[k.region == "layers/backward"].op_name) >= {"aten::convolution_backward"}
+    assert (steps.layer == steps.variant.str.split().str[0]).all()
+    assert set(steps.spatial) == {8} and set(steps.channels) == {32} and set(steps.batch) == {2}
+
+
+@pytest.mark.slow
+def test_attention_flops_by_the_documented_convention(run):
+    kernels, steps = run
+    # q, k, v [2, 2, 8, 16] (C 32 / head_dim 16 = 2 heads), counted in full whatever is_causal says:
+    # forward 2*B*H*S*S*(D + Dv) = 2*2*2*8*8*32 = 16,384; backward 2*B*H*S*S*(3D + 2Dv) = 2*2*2*8*8*80 = 40,960
+    # (FlopCounterMode counts 0 for SDPA on the CPU; the CUDA backends are checked on the H200 fixtures)
+    assert steps.set_index("variant").loc["attention N2 C32 S8"].flops == 16_384 + 40_960
+    k = kernels[(kernels.variant == "attention N2 C32 S8") & (kernels.step >= 0)]
+    per_region = k.groupby("region").flops.sum() / k.step.nunique()
+    assert per_region["layers/forward"] == 16_384 and per_region["layers/backward"] == 40_960
+
+
+@pytest.mark.slow
+def test_every_layer_has_its_forward_and_backward_costed(run):
+    kernels, steps = run
+    k = kernels[kernels.step >= 0]
+    regions = k.groupby("variant").region.agg(lambda r: set(r.dropna()))
+    assert all({"layers/forward", "layers/backward"} <= r for r in regions), regions
+    # the ops that do the work have bytes from a formula: pooling, norm and loss, forward and backward
+    ops = set(k[k["bytes"].notna() & (k.flops_source == "formula")].op_name)
+    assert {"aten::max_pool2d_with_indices", "aten::max_pool2d_with_indices_backward",
+            "aten::native_layer_norm", "aten::native_layer_norm_backward", "aten::_log_softmax",
+            "aten::_log_softmax_backward_data", "aten::nll_loss_forward", "aten::nll_loss_backward"} <= ops, ops
+    assert len(steps) == 5 and (steps.status == "ok").all()
+
+
+def test_attention_widths_are_checked_against_the_head_width(cli, tmp_path):
+    res = cli("run", "layers", "--layers", "attention", "--channels", "48", "--head-dim", "32", "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert "error: --channels must be multiples of --head-dim (32) for attention (got 48)" in res.output
+    res = cli("run", "layers", "--layers", "attention,conv2d", "--channels", "16", "--head-dim", "32",
+              "--traces", tmp_path)
+    assert "error: --head-dim must be at most --channels (16) for attention (got 32)" in res.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_points_and_memory_estimate():
+    wl = workloads.get("layers")
+    spec = wl.parse({"layers": ["conv2d", "embedding"], "batch": [2, 4], "channels": [8], "size": [4], "vocab": 100},
+                    torch.device("cpu"), torch.float32).spec
+    pts = wl.points(spec)
+    assert [x.variant for x in pts] == ["conv2d N2 C8 S4", "conv2d N4 C8 S4", "embedding N2 C8 S4",
+                                        "embedding N4 C8 S4"]
+    assert pts[0].params == {"layer": "conv2d", "batch": 2, "channels": 8, "spatial": 4, "kernel_size": 3}
+    assert pts[2].params["vocab"] == 100
+    # conv2d N2 C8 S4 in float32: 4 * (2*8*4*4 elements + 8*8*3*3 weights) * 4 bytes = 4 * (256 + 576) * 4
+    assert wl.estimate_bytes(pts[0], torch.float32) == 13_312
+    # embedding N4 C8 S4: 4 * (4*8*4 + 100*8) * 4 = 4 * 928 * 4
+    assert wl.estimate_bytes(pts[3], torch.float32) == 14_848

@@ -1,0 +1,183 @@
+"""Training layers: the forward and backward of one layer per point (convolution, attention, norms,
+pooling, a loss, an embedding), the ops a training step runs beside its GEMMs.
+
+The step runs with autograd on (the capture's inference mode is left for it) and takes the
+gradients of the layer's inputs and weights with `torch.autograd.grad`, so nothing accumulates
+between steps; regions layers/forward and layers/backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wlprof.params import Param, PerDevice, Values
+from wlprof.schema import I64, Column, S
+from wlprof.workloads.base import Built, Parsed, Point, Workload
+
+# layer -> what batch (N), channels (C) and size (S) mean for it
+LAYERS = {
+    "conv2d": "x [N, C, S, S], a C -> C convolution of kernel_size (padding kernel_size // 2)",
+    "batch_norm": "x [N, C, S, S], batch norm in training mode",
+    "group_norm": "x [N, C, S, S], group norm of min(32, C) groups",
+    "layer_norm": "x [N, S, C], layer norm over C",
+    "max_pool": "x [N, C, S, S], 3x3 max pooling of stride 2, padding 1",
+    "avg_pool": "x [N, C, S, S], 2x2 average pooling",
+    "attention": "q, k, v [N, C / head_dim, S, head_dim], causal scaled dot-product attention",
+    "cross_entropy": "logits [N * S, C] against N * S class indices",
+    "embedding": "N x S indices into a vocab x C table",
+}
+IMAGE = {"conv2d", "batch_norm", "group_norm", "max_pool", "avg_pool"}
+
+
+@dataclass(frozen=True)
+class LayersSpec:
+    layers: tuple[str, ...]
+    batch: tuple[int, ...]
+    channels: tuple[int, ...]
+    size: tuple[int, ...]
+    kernel_size: int
+    head_dim: int
+    vocab: int
+
+
+class Layers(Workload):
+    name = "layers"
+    summary = "training layers, forward and backward: conv2d, attention, norms, pooling, cross entropy, embedding"
+    label = "training layers (fwd + bwd)"
+    params = (
+        Param("layers", "str", "Layers to run (" + "; ".join(f"{k}: {v}" for k, v in LAYERS.items()) + ")",
+              many=True, choices=tuple(LAYERS), default=list(LAYERS)),
+        Param("batch", "int", "Batch sizes N", many=True, unit="samples", default=PerDevice([8, 32], [2])),
+        Param("channels", "int", "Channels or widths C (classes for cross_entropy)", many=True,
+              default=PerDevice([64, 256], [32])),
+        Param("size", "int", "Spatial side or sequence length S", many=True, default=PerDevice([32], [8])),
+        Param("kernel_size", "int", "conv2d: kernel side", default=3),
+        Param("head_dim", "int", "attention: width of one head (C must be a multiple of it)",
+              default=PerDevice(64, 16)),
+        Param("vocab", "int", "embedding: rows of the table", default=PerDevice(32000, 1000)),
+    )
+    columns = (
+        Column("layer", S, "", "training layer: " + ", ".join(LAYERS)),
+        Column("batch", I64, "rows", "MLP: batch size (tokens); training layers: batch N"),
+        Column("channels", I64, "", "training layer: channels or width C (classes of cross_entropy)"),
+        Column("spatial", I64, "", "training layer: spatial side or sequence length S"),
+        Column("kernel_size", I64, "", "training layer: conv2d kernel side"),
+        Column("head_dim", I64, "", "training layer: attention head width"),
+        Column("vocab", I64, "", "training layer: embedding table rows"),
+    )
+    examples = (
+        "wlprof run layers --layers conv2d,batch_norm --batch 2 --channels 16,32 --size 8",
+        "wlprof run layers --layers attention --batch 1 --channels 128 --size 64,128 --head-dim 32",
+    )
+
+    def spec(self, values: Values, device, dtype) -> Parsed:
+        from wlprof.errors import InputError, Key
+
+        notes = []
+        if "attention" in values["layers"]:
+            hd, widest = values["head_dim"], max(values["channels"])
+            if hd > widest:
+                raise InputError(Key("head_dim"), ("must be at most ", Key("channels"), f" ({widest}) for attention"),
+                                 hd)
+            bad = [c for c in values["channels"] if c % hd]
+            if bad:
+                raise InputError(Key("channels"), ("must be multiples of ", Key("head_dim"), f" ({hd}) for attention"),
+                                 bad[0])
+        if device.type != "cuda" and not {"batch", "channels", "size"} & values.given:
+            notes.append("CPU: batch 2, channels 32, size 8 (GPU default 8,32 / 64,256 / 32)")
+        return Parsed(LayersSpec(tuple(values["layers"]), tuple(values["batch"]), tuple(values["channels"]),
+                                 tuple(values["size"]), values["kernel_size"], values["head_dim"], values["vocab"]),
+                      tuple(notes))
+
+    def points(self, spec: LayersSpec) -> list[Point]:
+        out = []
+        for layer in spec.layers:
+            for n in spec.batch:
+                for c in spec.channels:
+                    for s in spec.size:
+                        p = {"layer": layer, "batch": n, "channels": c, "spatial": s}
+                        if layer == "conv2d":
+                            p["kernel_size"] = spec.kernel_size
+                        elif layer == "attention":
+                            p["head_dim"] = spec.head_dim
+                        elif layer == "embedding":
+                            p["vocab"] = spec.vocab
+                        out.append(Point(f"{layer} N{n} C{c} S{s}", p))
+        return out
+
+    def size_params(self) -> tuple[str, ...]:
+        return ("batch", "channels", "size", "kernel_size", "head_dim", "vocab")
+
+    def estimate_bytes(self, point: Point, dtype) -> int:
+        p = point.params
+        n, c, s = p["batch"], p["channels"], p["spatial"]
+        elems = n * c * s * s if p["layer"] in IMAGE else n * c * s
+        if p["layer"] == "attention":
+            elems = 3 * n * c * s + n * (c // p["head_dim"]) * s * s  # q, k, v and the math backend's scores
+        weights = {"conv2d": c * c * p.get("kernel_size", 1) ** 2, "embedding": p.get("vocab", 0) * c,
+                   "batch_norm": 2 * c, "group_norm": 2 * c, "layer_norm": 2 * c}
+        extra = weights.get(p["layer"], 0)
+        return 4 * (elems + extra) * dtype.itemsize  # input, output and their gradients
+
+    def build(self, point: Point, device, dtype) -> Built:
+        import torch
+        import torch.nn.functional as F
+        from torch.profiler import record_function
+
+        p = point.params
+        n, c, s = p["batch"], p["channels"], p["spatial"]
+        gen = torch.Generator(device=device).manual_seed(0)
+
+        def randn(*shape, grad=True):
+            return torch.randn(*shape, device=device, dtype=dtype, generator=gen).requires_grad_(grad)
+
+        layer = p["layer"]
+        if layer in IMAGE:
+            x = randn(n, c, s, s)
+        if layer == "conv2d":
+            k = p["kernel_size"]
+            w = randn(c, c, k, k)
+            inputs, fwd = (x, w), lambda: F.conv2d(x, w, padding=k // 2)
+        elif layer == "batch_norm":
+            w, b = randn(c), randn(c)
+            mean = torch.zeros(c, device=device, dtype=dtype)
+            var = torch.ones(c, device=device, dtype=dtype)
+            inputs, fwd = (x, w, b), lambda: F.batch_norm(x, mean, var, w, b, training=True)
+        elif layer == "group_norm":
+            w, b = randn(c), randn(c)
+            inputs, fwd = (x, w, b), lambda: F.group_norm(x, min(32, c), w, b)
+        elif layer == "max_pool":
+            inputs, fwd = (x,), lambda: F.max_pool2d(x, 3, 2, 1)
+        elif layer == "avg_pool":
+            inputs, fwd = (x,), lambda: F.avg_pool2d(x, 2)
+        elif layer == "layer_norm":
+            x, w, b = randn(n, s, c), randn(c), randn(c)
+            inputs, fwd = (x, w, b), lambda: F.layer_norm(x, (c,), w, b)
+        elif layer == "attention":
+            heads, d = c // p["head_dim"], p["head_dim"]
+            q, kk, v = randn(n, heads, s, d), randn(n, heads, s, d), randn(n, heads, s, d)
+            inputs, fwd = (q, kk, v), lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=True)
+        elif layer == "cross_entropy":
+            logits = randn(n * s, c)
+            target = torch.randint(0, c, (n * s,), device=device, generator=gen)
+            inputs, fwd = (logits,), lambda: F.cross_entropy(logits, target)
+        else:  # embedding
+            table = randn(p["vocab"], c)
+            idx = torch.randint(0, p["vocab"], (n, s), device=device, generator=gen)
+            inputs, fwd = (table,), lambda: F.embedding(idx, table)
+        with torch.no_grad():
+            probe = fwd()
+        grad_out = None if probe.dim() == 0 else torch.randn(probe.shape, device=device, dtype=dtype, generator=gen)
+        del probe
+
+        def step():
+            with torch.inference_mode(False), torch.enable_grad():
+                with record_function("layers/forward"):
+                    out = fwd()
+                with record_function("layers/backward"):
+                    return torch.autograd.grad(out, inputs, grad_out)
+
+        return Built(step=step, graph_safe=False)
+
+
+WORKLOAD = Layers()
