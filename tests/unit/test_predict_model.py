@@ -98,6 +98,27 @@ def test_gemm_base_counts_tiles_and_waves_over_the_sms():
                                            (256 * 16384 + 16384 * 1024 + 256 * 1024) * 2 / 4e6))
 
 
+def test_a_memory_class_op_that_computes_is_based_on_its_flops_where_they_take_longer():
+    # cudnn_convolution of x [32, 256, 56, 56] by w [256, 256, 3, 3], bf16, padding 1 (the formula's
+    # 2 * 32 * 256 * 256 * 9 * 3136 = 118,380,036,096 FLOPs on the matrix unit): 148 ms at 800 TFLOP/s,
+    # far longer than its (25,690,112 * 2 + 589,824 + 25,690,112) * 2 bytes at 4 TB/s (39 us)
+    conv = _row("aten::cudnn_convolution", [[32, 256, 56, 56], [256, 256, 3, 3], [], [], [], [], [], [], []],
+                [BF, BF, "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"],
+                [[802816, 3136, 56, 1], [2304, 9, 3, 1], [], [], [], [], [], [], []], 1.0)
+    conv["op_concrete_inputs"] = json.dumps(["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])
+    d = describe(pd.DataFrame([conv, copy_row(1 << 20, 1.0)]))
+    assert d.cls.tolist() == ["memory", "memory"] and d.matrix_unit.tolist() == [True, False]
+    flops = 2 * 32 * 256 * 256 * 9 * 56 * 56
+    assert d.flops[0] == flops
+    b = model.base_us(d, K)
+    assert b[0] == pytest.approx(2.0 + flops / 800e6)
+    # a copy has no FLOPs: its bytes, read and written, at the bandwidth
+    assert b[1] == pytest.approx(2.0 + 2 * (1 << 20) * 2 / 4e6)
+    # the same convolution without a bf16 matrix peak falls back to the vector unit's
+    k2 = model.Constants(sms=132, matrix={}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128)
+    assert model.base_us(d, k2)[0] == pytest.approx(2.0 + flops / 50e6)
+
+
 def test_gemm_generalises_to_unprofiled_shapes_of_its_layout():
     # a device 20% under the base's peak, 10% under its bandwidth, and a 3 us floor
     def true(shapes):

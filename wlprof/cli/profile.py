@@ -26,7 +26,8 @@ def profile(
         "of every section first).", metavar="MIN", show_default=True)] = 6.0,
     section: Annotated[list[str] | None, typer.Option(
         "--section", help="Profile only these sections of the grid (repeatable): gemm nn, gemm nt, gemm linear, "
-        "gemm odd, elementwise, gnn raw, gnn pyg, moe, mlp (a CPU's grid: gnn). Default: every section.", metavar="NAME")] = None,
+        "gemm odd, elementwise, gnn raw, gnn pyg, moe, mlp, layers (a CPU's grid: gnn, no layers). Default: every "
+        "section.", metavar="NAME")] = None,
     extend: Annotated[bool, typer.Option(
         "--extend", help="-o names an existing profile: run the studies its budget left out (within this "
         "budget), add them to it and fit it again.")] = False,
@@ -38,7 +39,7 @@ def profile(
         "--reason", help="With --drop: why, as profile.json records it.", show_default=True)] = "left out with --drop",
     quiet: Quiet = False,
 ) -> None:
-    """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps) into DIR, check it
+    """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps, training layers) into DIR, check it
     (clocks, noisy points) and fit the Level-3 predictor `wlprof predict --profile DIR` uses."""
     from wlprof.predict.profile import run_profile
 

@@ -90,6 +90,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     """
     from wlprof.cost import OpCall, cost_of
     from wlprof.cost.dtypes import canonical, element_size
+    from wlprof.cost.registry import MATRIX
 
     def load(s):
         try:
@@ -129,7 +130,8 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         nbytes = float((sum(stored) + numel0) * itemsize) if stored else 0.0
     q = {"M": math.nan, "N": math.nan, "K": math.nan, "B": math.nan, "itemsize": itemsize, "dtype": dtype,
          "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
-         "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False}
+         "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False,
+         "matrix_unit": bool(cost is not None and cost.unit == MATRIX)}
     layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
     # a sparse tensor is recorded without strides beside dense ones with theirs; a trace that records no
     # strides at all (before torch 2.0) holds no sparse tensor this can tell
@@ -265,7 +267,7 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
     for c in QUANTITIES:  # an empty table has them too
         if c not in out:
             out[c] = np.full(len(out), np.nan)
-    for c, empty in (("dtype", "?"), ("sync", False), ("rows_unknown", False)):
+    for c, empty in (("dtype", "?"), ("sync", False), ("rows_unknown", False), ("matrix_unit", False)):
         if c not in out:
             out[c] = np.full(len(out), empty, dtype=object if c == "dtype" else bool)
     coords = coords.copy()

@@ -94,6 +94,14 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     nbytes = d["bytes"].to_numpy(dtype=float)
     out = k.floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
     peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
+    # an op of the memory class that computes (a convolution, attention): its FLOPs at the peak of the unit
+    # it runs on, where they take longer than its bytes
+    mem = d.cls.to_numpy() == "memory"
+    if mem.any():
+        fl = d.flops.to_numpy(dtype=float)[mem]
+        unit = d.matrix_unit.to_numpy(dtype=bool)[mem] if "matrix_unit" in d else np.zeros(mem.sum(), bool)
+        t_c = np.nan_to_num(fl, nan=0.0) / np.where(unit, peak[mem], k.vector)
+        out[mem] = np.maximum(out[mem], k.floor + t_c)
     m, n, kk, b = (d[c].to_numpy(dtype=float) for c in ("M", "N", "K", "B"))
     g = cls == "gemm"
     tile = float(k.tile)
