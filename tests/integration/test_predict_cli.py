@@ -109,6 +109,30 @@ def test_drop_leaves_studies_out_and_refits(profiled, tmp_path):
     assert json.loads((prof / "profile.json").read_text()) == info
 
 
+def test_refit_fits_the_same_predictor_from_the_tables_and_records_when(profiled, tmp_path):
+    import shutil
+
+    root, runner = profiled
+    prof = tmp_path / "profile"
+    shutil.copytree(root / "profile", prof)
+    before = json.loads((prof / "predictor.json").read_text())
+    (prof / "predictor.json").write_text("{}")  # a predictor the refit must replace, not read
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--refit"])
+    assert res.exit_code == 0, res.output
+    after = json.loads((prof / "predictor.json").read_text())
+    # fitted at first on the full runs, refitted (as after --drop) on the tables the profile keeps: the same
+    # groups, and the same predictor every time
+    assert set(after["predictor"]["groups"]) == set(before["predictor"]["groups"])
+    assert after["predictor"]["constants"] == before["predictor"]["constants"]
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--refit"])
+    assert res.exit_code == 0 and json.loads((prof / "predictor.json").read_text()) == after
+    info = json.loads((prof / "profile.json").read_text())
+    assert info["refitted"].endswith("Z") and info["fit_seconds"] >= 0
+    assert f"from {info['op_calls']:,} op calls" in " ".join(res.output.split())
+    res = runner.invoke(app, ["profile", "-o", str(tmp_path / "none"), "--refit"])
+    assert res.exit_code == 2 and "must be a profile folder made by `wlprof profile`" in res.output
+
+
 def test_predict_scores_held_out_runs(profiled, tmp_path):
     from wlprof.store.runs import list_runs
 

@@ -98,7 +98,7 @@ def test_gemm_base_counts_tiles_and_waves_over_the_sms():
                                            (256 * 16384 + 16384 * 1024 + 256 * 1024) * 2 / 4e6))
 
 
-def test_a_memory_class_op_that_computes_is_based_on_its_flops_where_they_take_longer():
+def test_an_op_that_computes_outside_the_gemms_is_based_on_its_flops_where_they_take_longer():
     # cudnn_convolution of x [32, 256, 56, 56] by w [256, 256, 3, 3], bf16, padding 1 (the formula's
     # 2 * 32 * 256 * 256 * 9 * 3136 = 118,380,036,096 FLOPs on the matrix unit): 148 ms at 800 TFLOP/s,
     # far longer than its (25,690,112 * 2 + 589,824 + 25,690,112) * 2 bytes at 4 TB/s (39 us)
@@ -107,7 +107,7 @@ def test_a_memory_class_op_that_computes_is_based_on_its_flops_where_they_take_l
                 [[802816, 3136, 56, 1], [2304, 9, 3, 1], [], [], [], [], [], [], []], 1.0)
     conv["op_concrete_inputs"] = json.dumps(["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])
     d = describe(pd.DataFrame([conv, copy_row(1 << 20, 1.0)]))
-    assert d.cls.tolist() == ["memory", "memory"] and d.matrix_unit.tolist() == [True, False]
+    assert d.cls.tolist() == ["compute", "memory"] and d.matrix_unit.tolist() == [True, False]
     flops = 2 * 32 * 256 * 256 * 9 * 56 * 56
     assert d.flops[0] == flops
     b = model.base_us(d, K)

@@ -13,7 +13,8 @@ from wlprof.cli.options import Device, Quiet, epilog
 EXAMPLES = epilog("wlprof profile --device cuda -o profiles/h200",
                   "wlprof profile --device cuda -o profiles/h200 --extend --budget-minutes 4",
                   "wlprof profile --device cpu -o profiles/cpu --section 'gemm nn' --section moe",
-                  "wlprof profile -o profiles/h200 --drop 'profile:gnn raw * pass 2' --reason 'replaced'")
+                  "wlprof profile -o profiles/h200 --drop 'profile:gnn raw * pass 2' --reason 'replaced'",
+                  "wlprof profile -o profiles/h200 --refit")
 
 
 @handle_errors
@@ -37,6 +38,9 @@ def profile(
         metavar="STUDY")] = None,
     reason: Annotated[str, typer.Option(
         "--reason", help="With --drop: why, as profile.json records it.", show_default=True)] = "left out with --drop",
+    refit: Annotated[bool, typer.Option(
+        "--refit", help="-o names an existing profile: fit its predictor again from its tables (after an "
+        "update of wlprof's model). Measures nothing.")] = False,
     quiet: Quiet = False,
 ) -> None:
     """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps, training layers) into DIR, check it
@@ -44,6 +48,13 @@ def profile(
     from wlprof.predict.profile import run_profile
 
     con = console()
+    if refit:
+        from wlprof.predict.profile import refit as refit_profile
+
+        info = refit_profile(out)
+        con.print(f"refitted {out}/predictor.json from {info['op_calls']:,} op calls of {info['points']:,} points "
+                  f"in {info['fit_seconds']:.1f} s")
+        return
     if drop:
         from wlprof.predict.profile import drop_studies
 

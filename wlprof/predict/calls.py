@@ -23,7 +23,7 @@ try:  # orjson parses the recorded JSON 5-10x faster; the standard module where 
 except ImportError:  # pragma: no cover
     from json import loads as _loads
 
-CLASSES = ("gemm", "grouped", "spmm", "index", "memory", "other")
+CLASSES = ("gemm", "grouped", "spmm", "index", "compute", "memory", "other")
 NCOORDS = 5  # coordinates per call (log2 sizes), zero-padded per class
 
 GEMM_OPS = frozenset("aten::" + n for n in "mm addmm bmm baddbmm mv addmv addmv_ _scaled_mm".split())
@@ -222,9 +222,12 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # 'r': an operand smaller than the first (broadcast by its shape: a row or column vector)
     layouts = "".join("r" if j and _stored(d, st) < numel0 else _layout(d, st)
                       for j, (_, d, _, st) in enumerate(tensors))
-    group = f"memory|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
+    # an op on the matrix unit that is no GEMM (a convolution, attention, an RNN) is a class of its own:
+    # its time follows its FLOPs, and it must not stand in for the memory-bound ops
+    cls = "compute" if q["matrix_unit"] else "memory"
+    group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
     coords = (_log2(numel0), _log2(inner), _log2(n1), extra, 0.0)
-    return "memory", group, f"memory|{name}|{type_sig}", coords, q
+    return cls, group, f"{cls}|{name}|{type_sig}", coords, q
 
 
 def _scalars(name: str, concrete: list) -> str:

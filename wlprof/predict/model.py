@@ -94,9 +94,9 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     nbytes = d["bytes"].to_numpy(dtype=float)
     out = k.floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
     peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
-    # an op of the memory class that computes (a convolution, attention): its FLOPs at the peak of the unit
-    # it runs on, where they take longer than its bytes
-    mem = d.cls.to_numpy() == "memory"
+    # an op of the compute or memory class: its FLOPs at the peak of the unit it runs on (the matrix unit for a
+    # convolution, attention), where they take longer than its bytes
+    mem = np.isin(d.cls.to_numpy(), ("compute", "memory"))
     if mem.any():
         fl = d.flops.to_numpy(dtype=float)[mem]
         unit = d.matrix_unit.to_numpy(dtype=bool)[mem] if "matrix_unit" in d else np.zeros(mem.sum(), bool)

@@ -164,6 +164,27 @@ def drop_studies(out: str | Path, patterns: list[str], reason: str) -> tuple[dic
     return info, [str(x.get("study")) for x in gone]
 
 
+def refit(out: str | Path) -> dict:
+    """Fit the predictor of the profile `out` again from its tables (after a change to the model's code);
+    measures nothing. Returns profile.json's new content (its fit time and when it was refitted)."""
+    from wlprof.errors import InputError, Key
+    from wlprof.store.atomic import atomic_write_bytes
+
+    out = Path(out)
+    if not (out / PROFILE_FILE).is_file() or not (out / OPS_FILE).is_file():
+        raise InputError(Key("out", "store"), f"must be a profile folder made by `wlprof profile` (with "
+                         f"{PROFILE_FILE} and {OPS_FILE})", str(out))
+    info = json.loads((out / PROFILE_FILE).read_text())
+    ops, steps = profile_tables(out)
+    t1 = time.monotonic()
+    predictor, host = fit_profile(ops, steps, None, info.get("ceilings"))
+    write_predictor(out, predictor, host)
+    info = {**info, "fit_seconds": round(time.monotonic() - t1, 1),
+            "refitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    atomic_write_bytes(out / PROFILE_FILE, (json.dumps(info, indent=1, default=str) + "\n").encode())
+    return info
+
+
 def _study_key(entry: dict) -> tuple:
     """A grid study as profile.json lists it: its name and points (two studies of a section may share a name)."""
     return entry.get("study"), entry.get("points")
