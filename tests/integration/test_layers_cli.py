@@ -85,3 +85,13 @@ def test_points_and_memory_estimate():
     assert wl.estimate_bytes(pts[0], torch.float32) == 13_312
     # embedding N4 C8 S4: 4 * (4*8*4 + 100*8) * 4 = 4 * 928 * 4
     assert wl.estimate_bytes(pts[3], torch.float32) == 14_848
+
+
+def test_group_norm_takes_the_groups_that_divide_its_channels():
+    # 48 channels: gcd(32, 48) = 16 groups of 3 channels (32 groups would not divide them)
+    wl = workloads.get("layers")
+    pts = wl.points(wl.parse({"layers": ["group_norm"], "batch": [2], "channels": [48], "size": [4]},
+                             torch.device("cpu"), torch.float32).spec)
+    built = wl.build(pts[0], torch.device("cpu"), torch.float32)
+    gx, gw, gb = built.step()
+    assert gx.shape == (2, 48, 4, 4) and gw.shape == gb.shape == (48,)

@@ -8,6 +8,7 @@ between steps; regions layers/forward and layers/backward.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from wlprof.params import Param, PerDevice, Values
@@ -18,7 +19,7 @@ from wlprof.workloads.base import Built, Parsed, Point, Workload
 LAYERS = {
     "conv2d": "x [N, C, S, S], a C -> C convolution of kernel_size (padding kernel_size // 2)",
     "batch_norm": "x [N, C, S, S], batch norm in training mode",
-    "group_norm": "x [N, C, S, S], group norm of min(32, C) groups",
+    "group_norm": "x [N, C, S, S], group norm of gcd(32, C) groups",
     "layer_norm": "x [N, S, C], layer norm over C",
     "max_pool": "x [N, C, S, S], 3x3 max pooling of stride 2, padding 1",
     "avg_pool": "x [N, C, S, S], 2x2 average pooling",
@@ -145,7 +146,7 @@ class Layers(Workload):
             inputs, fwd = (x, w, b), lambda: F.batch_norm(x, mean, var, w, b, training=True)
         elif layer == "group_norm":
             w, b = randn(c), randn(c)
-            inputs, fwd = (x, w, b), lambda: F.group_norm(x, min(32, c), w, b)
+            inputs, fwd = (x, w, b), lambda: F.group_norm(x, math.gcd(32, c), w, b)
         elif layer == "max_pool":
             inputs, fwd = (x,), lambda: F.max_pool2d(x, 3, 2, 1)
         elif layer == "avg_pool":
