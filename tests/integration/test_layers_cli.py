@@ -95,3 +95,13 @@ def test_group_norm_takes_the_groups_that_divide_its_channels():
     built = wl.build(pts[0], torch.device("cpu"), torch.float32)
     gx, gw, gb = built.step()
     assert gx.shape == (2, 48, 4, 4) and gw.shape == gb.shape == (48,)
+
+
+def test_predict_spec_refuses_the_layers_it_cannot_list_as_cuda_runs_them(cli):
+    from pathlib import Path
+
+    profile = Path(__file__).resolve().parents[2] / "benchmarks" / "profiles" / "h200"
+    res = cli("predict", "--profile", profile, "--spec", "layers layers=conv2d batch=32")
+    assert res.exit_code == 2
+    assert "--spec must name a workload whose step the meta device lists as CUDA launches it (layers:" in \
+        " ".join(res.output.split())

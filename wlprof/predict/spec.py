@@ -225,6 +225,9 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
     from wlprof.workloads.base import listing_for_another_device
 
     wl = workloads.get(spec.workload)
+    if wl.unlistable:
+        raise InputError(Key("spec", "store"), f"must name a workload whose step the meta device lists as CUDA "
+                         f"launches it ({wl.name}: {wl.unlistable}; predict a trace of it with --trace)", spec.text)
     cpu = torch.device("cpu")
     params = dict(spec.params)
     name = str(params.pop("dtype", None) or dtype or "bfloat16")

@@ -87,6 +87,8 @@ class Workload(ABC):
     # (time by region, as shares and on a log axis, with padding waste), "backends" (time and bandwidth
     # per backend, graph and size); None: "rate" where there is a rate_axis, else "phases" where phases
     figure: ClassVar[str | None] = None
+    # why `predict --spec` cannot list the step on the meta device as CUDA launches it (None: it can)
+    unlistable: ClassVar[str | None] = None
 
     def parse(self, raw: Mapping[str, Any], device, dtype) -> Parsed:
         """Check `raw` (CLI flags or a study's [params]) and expand it into a spec."""

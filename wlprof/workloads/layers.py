@@ -45,6 +45,8 @@ class Layers(Workload):
     name = "layers"
     summary = "training layers, forward and backward: conv2d, attention, norms, pooling, cross entropy, embedding"
     label = "training layers (fwd + bwd)"
+    unlistable = ("its convolutions and attention run CPU kernels on the meta device, with other names and "
+                  "arguments than CUDA's")
     params = (
         Param("layers", "str", "Layers to run (" + "; ".join(f"{k}: {v}" for k, v in LAYERS.items()) + ")",
               many=True, choices=tuple(LAYERS), default=list(LAYERS)),
