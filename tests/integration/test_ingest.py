@@ -145,6 +145,9 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
      "not a torch.profiler trace"),
     (b"\x1f\x8b\x08\x00garbage-not-deflate", "not a readable gzip file"),
     (b"\xff\xfe{}", "invalid JSON"),
+    (b"\xfe\xff\xd8\x00", "not valid UTF-16-BE text at byte 2"),  # a lone surrogate
+    (b"version https://git-lfs.github.com/spec/v1\noid sha256:d7e7\nsize 564133236\n",
+     "is a Git LFS pointer, not the trace: its content was never downloaded"),
 ])
 def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, content, needle):
     out = tmp_path / "traces"

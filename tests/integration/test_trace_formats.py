@@ -145,6 +145,24 @@ def test_every_layout_gives_the_same_tables(tmp_path):
             assert got[cols].equals(ref[cols]), (name, keep)
 
 
+@pytest.mark.parametrize(("encoding", "mark"), [
+    ("utf-8", b"\xef\xbb\xbf"),  # Windows PowerShell 5's `Out-File -Encoding utf8`
+    ("utf-16-le", b"\xff\xfe"),  # its `>` and default `Out-File`
+    ("utf-16-be", b""),  # no byte-order mark: told by where the zero bytes fall
+    ("utf-32-le", b"\xff\xfe\x00\x00"),
+])
+def test_a_trace_saved_in_utf16_or_with_a_byte_order_mark_gives_the_same_tables(tmp_path, encoding, mark):
+    ref = pipeline.costed(pipeline.read(OURS)).kernels
+    cols = ["name", "dur_us", "op_name", "op_input_dims", "flops", "bytes", "join_method", "step", "region"]
+    data = mark + json.dumps(json.loads(gzip.decompress(OURS.read_bytes())), indent=2).encode(encoding)
+    for name, content in {"t.json": data, "t.json.gz": gzip.compress(data)}.items():
+        p = tmp_path / name
+        p.write_bytes(content)
+        for keep in (False, True):
+            got = pipeline.costed(pipeline.read(p, keep_events=keep)).kernels
+            assert got[cols].equals(ref[cols]), (name, keep)
+
+
 def test_a_truncated_trace_is_refused_with_its_byte_offset(tmp_path):
     text = (_layouts(tmp_path)["indent2"]).read_bytes()
     for cut in (len(text) // 3, len(text) - 40):
