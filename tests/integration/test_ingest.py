@@ -148,6 +148,13 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
     (b"\xfe\xff\xd8\x00", "not valid UTF-16-BE text at byte 2"),  # a lone surrogate
     (b"version https://git-lfs.github.com/spec/v1\noid sha256:d7e7\nsize 564133236\n",
      "is a Git LFS pointer, not the trace: its content was never downloaded"),
+    (b'{"traceEvents": []}', "has no events (its event list is empty)"),
+    # what tensorboard_trace_handler writes when nothing ran between the profiler's start and stop
+    (b'{"schemaVersion": 1, "traceEvents": [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 9, "tid": 9, '
+     b'"args": {"name": "thread 9 ()"}}, {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", '
+     b'"ts": 1736417948403182}], "traceName": "./log/resnet18/host_93917.1736417948403527000.pt.trace.json"}',
+     "is a torch.profiler trace that recorded no op, kernel or runtime event (2 events, all of the profiler's "
+     "own bookkeeping): nothing ran while it was recording"),
 ])
 def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, content, needle):
     out = tmp_path / "traces"
