@@ -221,8 +221,16 @@ def convolution(call: OpCall) -> Cost | None:
     """
     x, w = call.tensor(0), call.tensor(1)
     si, pi, di, gi, transposed, opi = _CONV_ARGS[call.name]
+    # stride, padding and dilation set the output size: a trace that did not record their values
+    # (no `Concrete Inputs` before PyTorch 1.13) leaves it, so the FLOPs, unknown
+    if any(i is not None and call.scalar(i) is None for i in (si, pi, di)):
+        return None
     if transposed is None:  # convolution_overrideable and _convolution carry `transposed`
+        if call.scalar(6) is None:
+            return None
         transposed = bool(call.scalar(6))
+    if transposed and any(i is not None and call.scalar(i) is None for i in (gi, opi)):
+        return None  # C_out is the weight's dim 1 x groups; the output padding adds to the output size
     nsp = len(x.dims) - 2
     if nsp < 1 or len(w.dims) != nsp + 2:
         return None
