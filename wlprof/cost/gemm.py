@@ -53,10 +53,11 @@ def mm(call: OpCall) -> Cost | None:
     return _mm(call.tensor(0), call.tensor(1))
 
 
-@formula("aten::addmm", aux_children=True)
+@formula("aten::addmm", "aten::addmm_", aux_children=True)
 def addmm(call: OpCall) -> Cost | None:
     # addmm(bias, mat1, mat2, beta, alpha); on the CPU the bias is first copied into the
-    # output by a nested aten::copy_, which is its own (auxiliary) traffic.
+    # output by a nested aten::copy_, which is its own (auxiliary) traffic. addmm_ accumulates
+    # into its first input, read and written (PyTorch <= 1.10's CPU convolution: one per image).
     if _under_sparse(call):
         return None
     bias = call.tensor(0)
@@ -80,7 +81,7 @@ def bmm(call: OpCall) -> Cost | None:
     return _bmm(call.tensor(0), call.tensor(1))
 
 
-@formula("aten::baddbmm", aux_children=True)
+@formula("aten::baddbmm", "aten::baddbmm_", aux_children=True)
 def baddbmm(call: OpCall) -> Cost | None:
     if _under_sparse(call):
         return None
