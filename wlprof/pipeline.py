@@ -53,7 +53,7 @@ def _why_empty(trace: RawTrace) -> str:
     """Why a trace with no op, device or runtime event has nothing to read."""
     if trace.event_count == 0:
         return "has no events (its event list is empty)"
-    if any(k in trace.meta for k in KINETO_KEYS):
+    if trace.foreign_events == 0 and any(k in trace.meta for k in KINETO_KEYS):
         return (f"is a torch.profiler trace that recorded no op, kernel or runtime event ({trace.event_count} "
                 "events, all of the profiler's own bookkeeping): nothing ran while it was recording")
     return "has no torch.profiler events (cpu_op, kernel, cuda_runtime): not a torch.profiler trace"

@@ -155,6 +155,10 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
      b'"ts": 1736417948403182}], "traceName": "./log/resnet18/host_93917.1736417948403527000.pt.trace.json"}',
      "is a torch.profiler trace that recorded no op, kernel or runtime event (2 events, all of the profiler's "
      "own bookkeeping): nothing ran while it was recording"),
+    # another tool's trace with Kineto's top-level keys (a Triton line profiler's): not torch.profiler's
+    (b'{"schemaVersion": 1, "displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "cat": "Line 55", '
+     b'"name": "tl.load", "ts": 1, "dur": 2, "pid": 0, "tid": 0}, {"ph": "X", "cat": ["odd"], "name": "x", '
+     b'"ts": 3, "dur": 1}]}', "has no torch.profiler events (cpu_op, kernel, cuda_runtime): not a torch.profiler"),
 ])
 def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, content, needle):
     out = tmp_path / "traces"

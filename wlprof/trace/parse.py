@@ -49,6 +49,7 @@ class RawTrace:
     warnings: list[str] = field(default_factory=list)
     event_count: int = 0
     legacy_device_events: int = 0  # the legacy autograd profiler's "CUDA functions" intervals (not read)
+    foreign_events: int = 0  # complete events of a category torch.profiler does not write
 
     @property
     def has_device_activity(self) -> bool:
@@ -355,6 +356,7 @@ class _Tables:
         self.skipped = 0
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
+        self.foreign = 0  # complete events of a category Kineto does not write
 
     def add(self, events: list, base: int) -> None:
         self.count += len(events)
@@ -375,9 +377,11 @@ class _Tables:
             get = ev.get
             if get("ph") != "X":
                 continue
-            cat = _CATEGORY.get(get("cat"))
+            raw_cat = get("cat")
+            cat = _CATEGORY.get(raw_cat) if type(raw_cat) is str else None
             if cat is None:
                 if "cat" in ev:
+                    self.foreign += type(raw_cat) is not str or raw_cat not in KINETO_CATEGORIES
                     continue
                 pid = get("pid")  # the legacy autograd profiler writes no category (LEGACY_CPU_PID)
                 if pid == LEGACY_CPU_PID:
@@ -561,6 +565,14 @@ GPU_WORK_API = r"Launch|Memcpy|Memset"
 GPU_ONLY_OPS = r"^aten::_?(?:cudnn|miopen)_"
 
 # Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
+# The categories Kineto writes that are not read (Python frames, the profiler's own spans, GPU-side
+# annotations, other devices' runtimes): an event of any other category is no torch.profiler event.
+KINETO_CATEGORIES = frozenset({
+    "python_function", "Trace", "overhead", "gpu_user_annotation", "cpu_instant_event", "cuda_sync",
+    "external_correlation", "cuda_profiler_range", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
+    "glow_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver", "hpu_op",
+    "collective_comm", "gpu_pm_counter", "Python", "User annotation", "cuda_runtime_api", "ac2g", "fwdbwd",
+    "async_cpu_to_gpu"})
 _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
              "kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
@@ -610,7 +622,7 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                         "they time each op with CUDA events (nested ops overlap), they are not kernels")
     raw = RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
                    args_table=tables.args_table, warnings=warnings, event_count=tables.count,
-                   legacy_device_events=tables.legacy_cuda, **frames)
+                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign, **frames)
     lost = raw.gpu_work_without_device
     if lost:
         warnings.append(f"GPU work ({lost}) but no kernel, memcpy or memset events: the trace's device activity "
