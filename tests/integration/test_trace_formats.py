@@ -265,3 +265,16 @@ def test_a_cpu_trace_written_on_a_gpu_machine_stays_a_cpu_trace(tmp_path):
     assert trace.gpu_work_without_device is None
     assert device_of(trace.meta, trace.device, False) == ("cpu", "unknown CPU")
     assert pipeline.costed(trace).kernels.kind.tolist() == ["cpu_op"]
+
+
+def test_an_event_whose_category_is_not_a_string_is_skipped_not_fatal(tmp_path):
+    # a hand-edited or foreign event ("cat": ["odd"]) beside a torch.profiler op: the op is read, the event
+    # counted as foreign (it used to raise TypeError: unhashable type 'list')
+    p = tmp_path / "odd.json"
+    p.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": ["odd"], "name": "x", "ts": 3, "dur": 1},
+        {"ph": "X", "cat": {"a": 1}, "name": "y", "ts": 4, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
+    for keep in (False, True):
+        trace = pipeline.read(p, keep_events=keep)
+        assert trace.ops.name.tolist() == ["aten::add"] and trace.foreign_events == 2
