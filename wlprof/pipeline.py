@@ -42,9 +42,21 @@ def read(path: str | Path, keep_events: bool = True) -> RawTrace:
     trace = read_trace(path, keep_events=keep_events)
     release()
     if len(trace.ops) + len(trace.device) + len(trace.launches) == 0:
-        raise TraceFormatError(str(path), "has no torch.profiler events (cpu_op, kernel, cuda_runtime): "
-                                          "not a torch.profiler trace")
+        raise TraceFormatError(str(path), _why_empty(trace))
     return trace
+
+
+KINETO_KEYS = ("schemaVersion", "deviceProperties", "traceName", "baseTimeNanoseconds")
+
+
+def _why_empty(trace: RawTrace) -> str:
+    """Why a trace with no op, device or runtime event has nothing to read."""
+    if trace.event_count == 0:
+        return "has no events (its event list is empty)"
+    if trace.foreign_events == 0 and any(k in trace.meta for k in KINETO_KEYS):
+        return (f"is a torch.profiler trace that recorded no op, kernel or runtime event ({trace.event_count} "
+                "events, all of the profiler's own bookkeeping): nothing ran while it was recording")
+    return "has no torch.profiler events (cpu_op, kernel, cuda_runtime): not a torch.profiler trace"
 
 
 def process(path: str | Path, **kwargs) -> PointTables:

@@ -146,6 +146,20 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
      "not a torch.profiler trace"),
     (b"\x1f\x8b\x08\x00garbage-not-deflate", "not a readable gzip file"),
     (b"\xff\xfe{}", "invalid JSON"),
+    (b"\xfe\xff\xd8\x00", "not valid UTF-16-BE text at byte 2"),  # a lone surrogate
+    (b"version https://git-lfs.github.com/spec/v1\noid sha256:d7e7\nsize 564133236\n",
+     "is a Git LFS pointer, not the trace: its content was never downloaded"),
+    (b'{"traceEvents": []}', "has no events (its event list is empty)"),
+    # what tensorboard_trace_handler writes when nothing ran between the profiler's start and stop
+    (b'{"schemaVersion": 1, "traceEvents": [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 9, "tid": 9, '
+     b'"args": {"name": "thread 9 ()"}}, {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", '
+     b'"ts": 1736417948403182}], "traceName": "./log/resnet18/host_93917.1736417948403527000.pt.trace.json"}',
+     "is a torch.profiler trace that recorded no op, kernel or runtime event (2 events, all of the profiler's "
+     "own bookkeeping): nothing ran while it was recording"),
+    # another tool's trace with Kineto's top-level keys (a Triton line profiler's): not torch.profiler's
+    (b'{"schemaVersion": 1, "displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "cat": "Line 55", '
+     b'"name": "tl.load", "ts": 1, "dur": 2, "pid": 0, "tid": 0}, {"ph": "X", "cat": ["odd"], "name": "x", '
+     b'"ts": 3, "dur": 1}]}', "has no torch.profiler events (cpu_op, kernel, cuda_runtime): not a torch.profiler"),
 ])
 def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, content, needle):
     out = tmp_path / "traces"

@@ -55,6 +55,9 @@ def test_every_device_event_of_a_public_trace_is_one_row(path):
     # without one have no runtime event in the file (794) or ran outside every op (102)
     ("kineto_2020_resnet50_array.json.gz", "unknown GPU", {"external_id": 8952, "none": 896}, 0.909),
     ("kineto_2021_gpu_metrics_col0.json.gz", "Tesla V100-DGXS-32GB", {"external_id": 32}, 1.0),
+    # no runtime event at all: each kernel names its op by its own External id
+    ("pytorch_2025_h100_kernels_without_runtime.json.gz", "NVIDIA H100", {"kernel_external_id": 2}, 1.0),
+    ("tokenomics_2024_rtx4090_fsdp2_coalesced.json.gz", "NVIDIA GeForce RTX 4090", {"external_id": 2}, 1.0),
     # External id == correlation: every launch placed in its op by time, none through the id
     ("hta_2023_simple_add_ext_eq_corr.json.gz", "NVIDIA A100-PG509-200", {"time": 98}, 1.0),
     ("hta_2024_nccl.json.gz", "NVIDIA A100-PG509-200", {"external_id": 3774}, 1.0),
@@ -147,6 +150,24 @@ def test_every_layout_gives_the_same_tables(tmp_path):
     for name, path in _layouts(tmp_path).items():
         for keep in (False, True):
             got = pipeline.costed(pipeline.read(path, keep_events=keep)).kernels
+            assert got[cols].equals(ref[cols]), (name, keep)
+
+
+@pytest.mark.parametrize(("encoding", "mark"), [
+    ("utf-8", b"\xef\xbb\xbf"),  # Windows PowerShell 5's `Out-File -Encoding utf8`
+    ("utf-16-le", b"\xff\xfe"),  # its `>` and default `Out-File`
+    ("utf-16-be", b""),  # no byte-order mark: told by where the zero bytes fall
+    ("utf-32-le", b"\xff\xfe\x00\x00"),
+])
+def test_a_trace_saved_in_utf16_or_with_a_byte_order_mark_gives_the_same_tables(tmp_path, encoding, mark):
+    ref = pipeline.costed(pipeline.read(OURS)).kernels
+    cols = ["name", "dur_us", "op_name", "op_input_dims", "flops", "bytes", "join_method", "step", "region"]
+    data = mark + json.dumps(json.loads(gzip.decompress(OURS.read_bytes())), indent=2).encode(encoding)
+    for name, content in {"t.json": data, "t.json.gz": gzip.compress(data)}.items():
+        p = tmp_path / name
+        p.write_bytes(content)
+        for keep in (False, True):
+            got = pipeline.costed(pipeline.read(p, keep_events=keep)).kernels
             assert got[cols].equals(ref[cols]), (name, keep)
 
 
@@ -252,3 +273,40 @@ def test_a_cpu_trace_written_on_a_gpu_machine_stays_a_cpu_trace(tmp_path):
     assert trace.gpu_work_without_device is None
     assert device_of(trace.meta, trace.device, False) == ("cpu", "unknown CPU")
     assert pipeline.costed(trace).kernels.kind.tolist() == ["cpu_op"]
+
+
+def test_an_event_whose_category_is_not_a_string_is_skipped_not_fatal(tmp_path):
+    # a hand-edited or foreign event ("cat": ["odd"]) beside a torch.profiler op: the op is read, the event
+    # counted as foreign (it used to raise TypeError: unhashable type 'list')
+    p = tmp_path / "odd.json"
+    p.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": ["odd"], "name": "x", "ts": 3, "dur": 1},
+        {"ph": "X", "cat": {"a": 1}, "name": "y", "ts": 4, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
+    for keep in (False, True):
+        trace = pipeline.read(p, keep_events=keep)
+        assert trace.ops.name.tolist() == ["aten::add"] and trace.foreign_events == 2
+
+
+def test_fsdp2_collectives_without_record_param_comms_are_sized_by_their_ops():
+    # torch 2.3's FSDP2 on 2 ranks: _c10d_functional::reduce_scatter_tensor(float [4096, 8, 1024]) around
+    # c10d::reduce_scatter_tensor_coalesced_(out [[2048, 8, 1024]], in [[4096, 8, 1024]]), and the all_gather
+    # back. S: the reduce_scatter's input, the all_gather's output, 33,554,432 floats = 134,217,728 bytes
+    k = pipeline.costed(pipeline.read(PUBLIC / "tokenomics_2024_rtx4090_fsdp2_coalesced.json.gz")).kernels
+    k = k.set_index("collective")
+    rs, ag = k.loc["reduce_scatter"], k.loc["all_gather"]
+    assert (rs.group_size, rs.comm_dtype, rs.comm_bytes) == (2, "float32", 134217728)
+    assert (ag.group_size, ag.comm_dtype, ag.comm_bytes) == (2, "float32", 134217728)
+    # the reduce_scatter's kernel is costed from its op: the input read, half of it written, 1/2 x S adds
+    assert (rs.bytes, rs.flops, rs.flops_source) == (134217728 + 67108864, 16777216, "formula")
+    assert rs.algbw_gbps == pytest.approx(134217728 / rs.dur_us / 1e3)
+    # the all_gather's op names no dtype (tensor lists) and NCCL's AllGather kernel none: bytes unknown
+    assert np.isnan(ag.bytes) and ag.flops == 0
+
+
+def test_kernels_of_a_trace_without_runtime_events_carry_their_ops_costs():
+    # pytorch's inductor test example: aten::addmm(bias [1000], [1, 2048], [2048, 1000]) launched cutlass_addmm
+    # directly: 2 x 1 x 2048 x 1000 = 4,096,000 FLOPs; bytes (fp32) 4 x (1000 + 2048 + 2,048,000 + 1000)
+    k = pipeline.costed(pipeline.read(PUBLIC / "pytorch_2025_h100_kernels_without_runtime.json.gz")).kernels
+    gemm = k.set_index("name").loc["void cutlass_addmm"]
+    assert (gemm.op_name, gemm.flops, gemm.bytes) == ("aten::addmm", 4096000, 4 * (1000 + 2048 + 2048000 + 1000))

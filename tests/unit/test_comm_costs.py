@@ -175,3 +175,145 @@ def test_communication_without_arithmetic_is_zero_flops_not_unknown():
     zero_comm_flops(k)
     assert k.flops.tolist()[:2] == [0.0, 0.0] and np.isnan(k.flops.tolist()[2:5]).all() and k.flops[5] == 5.0
     assert k.flops_source.tolist() == ["comm", "comm", "unknown", "unknown", "unknown", "formula"]
+
+
+# ---------------------------------------------------------------- messages without record_param_comms
+
+
+def test_a_c10d_ops_tensors_by_its_signature():
+    from wlprof.cost.comm import host_message
+
+    # _allgather_base_(Tensor output, Tensor input, ...): the output is the first recorded tensor
+    m = host_message("c10d::_allgather_base_", [[1024], [16], []], ["signed char", "signed char", ""])
+    assert (m["collective"], m["in_nelems"], m["out_nelems"], m["dtype"]) == ("all_gather", 16, 1024, "signed char")
+    # coalesced ops record tensor lists (nested sizes, dtype TensorList): every tensor counts, no dtype
+    m = host_message("c10d::reduce_scatter_tensor_coalesced_", [[[2, 8], [2, 4]], [[4, 8], [4, 4]], [], []],
+                     ["TensorList", "TensorList", "", ""])
+    assert (m["collective"], m["in_nelems"], m["out_nelems"], m["dtype"]) == ("reduce_scatter", 48, 24, None)
+    # allreduce_ reduces its tensors in place; a tensor list recorded without sizes counts nothing
+    assert host_message("c10d::allreduce_", [[[256]], [], []], ["TensorList", "", ""])["out_nelems"] == 256
+    assert host_message("c10d::allreduce_", [[], [], [], []], ["TensorList", "", "", "Scalar"])["in_nelems"] is None
+    assert host_message("c10d::send", [[[8]], [], []], ["TensorList"])["in_nelems"] == 8
+    assert host_message("c10d::recv_", [[[8]], [], []], ["TensorList"])["out_nelems"] == 8
+    # functional collectives: the input first, the output from the group size they record
+    m = host_message("_c10d_functional::all_gather_into_tensor", [[2048, 8], [], []], ["float", "Scalar", ""],
+                     ["", "4", ""])
+    assert (m["in_nelems"], m["out_nelems"], m["dtype"], m["group_size"]) == (16384, 65536, "float", 4)
+    m = host_message("_c10d_functional::reduce_scatter_tensor", [[4096], [], [], []],
+                     ["c10::BFloat16", "", "Scalar", ""], ["", "", "2", ""])
+    assert (m["in_nelems"], m["out_nelems"], m["group_size"]) == (4096, 2048, 2)
+    assert host_message("_c10d_functional::wait_tensor", [[4]], ["float"]) is None
+    assert host_message("aten::mm", [[2, 2], [2, 2]], ["float", "float"]) is None
+
+
+@pytest.mark.parametrize(("kernel", "dtype"), [
+    ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "Float"),
+    ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "BFloat16"),
+    ("ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, unsigned long, ncclWork*)", "Half"),
+    ("ncclKernel_ReduceScatter_RING_SIMPLE_Sum_int64_t(ncclDevComm*)", "Long"),
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", None),  # moves bytes
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", None),  # bytes too
+    ("void at::native::vectorized_elementwise_kernel<4, float>", None),
+])
+def test_a_reducing_nccl_kernel_names_its_element_type(kernel, dtype):
+    from wlprof.cost.comm import kernel_dtype
+
+    assert kernel_dtype(kernel) == dtype
+
+
+def test_a_kernel_of_a_c10d_op_is_sized_by_the_ops_output_not_the_world():
+    # HTA's 2023 two-rank trace: an NCCL kernel launched by c10d::_allgather_base_(out [1073741824],
+    # in [16777216]) of int8 in a world of 128. S is the output, 1 GiB; the group, out / in = 64,
+    # is a sub-group (it used to be 128 x the first tensor: 1.37e11 bytes, 2,159 GB/s)
+    k = pd.DataFrame({"kind": ["kernel"], "name": ["ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)"],
+                      "op_name": ["c10d::_allgather_base_"], "dur_us": [63644.0]})
+    rows = pd.DataFrame({"args_id": [0], "op_pos": [0]})
+    ops = pd.DataFrame({"name": pd.Series(["c10d::_allgather_base_"], dtype=object), "args_id": np.array([1]),
+                        "parent": np.array([-1])})
+    table = [{"External id": 9, "correlation": 9},
+             {"Input Dims": [[1073741824], [16777216], []], "Input type": ["signed char", "signed char", ""]}]
+    annotate_comm(k, rows, ops, table, {"distributedInfo": {"rank": 0, "world_size": 128}})
+    r = k.iloc[0]
+    assert (r.collective, r.group_size, r.comm_dtype, r.comm_bytes) == ("all_gather", 64, "int8", 1073741824)
+    assert r.algbw_gbps == pytest.approx(1073741824 / 63644.0 / 1e3)
+    assert r.busbw_gbps == pytest.approx(r.algbw_gbps * 63 / 64)
+
+
+def test_a_coalesced_op_takes_its_dtype_from_the_functional_op_around_it():
+    # torch 2.3's FSDP2: _c10d_functional::reduce_scatter_tensor (float) -> c10d::reduce_scatter_tensor_coalesced_
+    # (tensor lists, no dtype) -> the NCCL kernel: input 4096 x 8 floats, output half of it over 2 ranks
+    k = pd.DataFrame({"kind": ["kernel"], "name": ["ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevComm*)"],
+                      "op_name": ["c10d::reduce_scatter_tensor_coalesced_"], "dur_us": [100.0]})
+    rows = pd.DataFrame({"args_id": [0], "op_pos": [1]})
+    ops = pd.DataFrame({"name": pd.Series(["_c10d_functional::reduce_scatter_tensor",
+                                           "c10d::reduce_scatter_tensor_coalesced_"], dtype=object),
+                        "args_id": np.array([1, 2]), "parent": np.array([-1, 0])})
+    table = [{},
+             {"Input Dims": [[4096, 8], [], [], []], "Input type": ["float", "", "Scalar", ""],
+              "Concrete Inputs": ["", "", "2", ""]},
+             {"Input Dims": [[[2048, 8]], [[4096, 8]], [], [], []],
+              "Input type": ["TensorList", "TensorList", "", "", "Scalar"]}]
+    annotate_comm(k, rows, ops, table, {})
+    r = k.iloc[0]
+    # S = the input, 32,768 floats = 131,072 bytes; the group from the counts, 2
+    assert (r.collective, r.group_size, r.comm_dtype, r.comm_bytes) == ("reduce_scatter", 2, "float32", 131072)
+
+
+def test_a_c10d_op_that_launched_an_nccl_kernel_is_costed_by_its_tensors():
+    nccl = ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevComm*)",)
+    rs = OpCall.from_args("c10d::reduce_scatter_tensor_coalesced_",
+                          {"Input Dims": [[[1024]], [[4096]], [], []], "Input type": ["TensorList", "TensorList"]},
+                          kernels=nccl)
+    # bf16 from the kernel: 4,096 x 2 read + 1,024 x 2 written; the group 4096 / 1024 = 4: 3/4 x 4,096 adds
+    c = cost_of(rs)
+    assert (c.bytes, c.written, c.flops, c.dtype) == (10240.0, 2048.0, 3072.0, "bfloat16")
+    ag = OpCall.from_args("c10d::_allgather_base_", {"Input Dims": [[1048576], [16384], []],
+                                                      "Input type": ["signed char", "signed char", ""]},
+                          kernels=("ncclDevKernel_AllGather_RING_LL(ncclDevComm*)",))
+    c = cost_of(ag)
+    assert (c.bytes, c.written, c.flops, c.dtype) == (1064960.0, 1048576.0, 0.0, "int8")
+    # an all_reduce records no group size: its bytes, 2 x 256 floats, and no FLOPs
+    ar = OpCall.from_args("c10d::allreduce_", {"Input Dims": [[[256]], [], []], "Input type": ["TensorList"]},
+                          kernels=("ncclDevKernel_AllReduce_Sum_f32_RING_LL",))
+    assert (cost_of(ar).bytes, cost_of(ar).flops) == (2048.0, None)
+    # the same op with a record_param_comms inside (it costs the message), without a kernel (gloo, on
+    # the CPU: gloo's work rows carry it), or a tensor list without a dtype anywhere: not costed here
+    child = OpCall("record_param_comms")
+    assert cost_of(OpCall.from_args(rs.name, {"Input Dims": [[[1024]], [[4096]]]}, kernels=nccl,
+                                    children=(child,))) is None
+    assert cost_of(OpCall.from_args(ag.name, {"Input Dims": [[1048576], [16384]],
+                                              "Input type": ["signed char", "signed char"]})) is None
+    assert cost_of(OpCall.from_args("c10d::allgather_into_tensor_coalesced_", {
+        "Input Dims": [[[4096]], [[2048]], []], "Input type": ["TensorList", "TensorList", ""]},
+        kernels=("ncclDevKernel_AllGather_RING_LL",))) is None
+
+
+def test_an_fsdp2_reduce_scatter_without_record_param_comms_through_the_pipeline(tmp_path):
+    import json
+
+    from wlprof import pipeline
+
+    def ev(cat, name, ts, dur, pid=1, tid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+
+    events = [
+        ev("cpu_op", "_c10d_functional::reduce_scatter_tensor", 0, 50, **{
+            "External id": 1, "Input Dims": [[4096, 8], [], [], []], "Input type": ["float", "", "Scalar", ""],
+            "Concrete Inputs": ["", "", "2", ""]}),
+        ev("cpu_op", "c10d::reduce_scatter_tensor_coalesced_", 5, 40, **{
+            "External id": 2, "Input Dims": [[[2048, 8]], [[4096, 8]], [], [], []],
+            "Input type": ["TensorList", "TensorList", "", "", "Scalar"]}),
+        ev("cuda_runtime", "cudaLaunchKernelExC", 10, 5, **{"External id": 2, "correlation": 30}),
+        ev("kernel", "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+           20, 100, pid=0, tid=7, **{"External id": 2, "correlation": 30, "stream": 7, "device": 0,
+                                     "grid": [4, 1, 1], "block": [544, 1, 1]}),
+    ]
+    path = tmp_path / "fsdp2.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    k = pipeline.costed(pipeline.read(path)).kernels
+    r = k.iloc[0]
+    # 32,768 floats read, 16,384 written: 196,608 bytes in 100 µs; the reduction's adds, (2-1)/2 x 32,768
+    assert (r.op_name, r.flops_source, r.bytes, r.flops) == ("c10d::reduce_scatter_tensor_coalesced_", "formula",
+                                                            196608.0, 16384.0)
+    assert r.achieved_gbps == pytest.approx(1.96608)
+    assert (r.collective, r.group_size, r.comm_bytes) == ("reduce_scatter", 2, 131072)

@@ -77,9 +77,13 @@ def test_convolution_arguments_not_recorded_and_transposed_groups():
     c = cost_of(op("aten::_convolution", T([2, 4, 9, 9]), T([6, 4, 3, 3]), NONE, S([2, 2]), S([1, 1]), S([1, 1]),
                    S(False), S([0, 0]), S(1), S(False), S(False), S(True), S(True)))
     assert (c.flops, c.bytes) == (21600, 3456 + 1200)
-    # _slow_conv2d_forward with stride and padding not recorded: 1 and 0, as the recorded [1, 1], [0, 0]
-    c = cost_of(op("aten::_slow_conv2d_forward", T([1, 4, 9, 9]), T([6, 4, 3, 3]), S([3, 3]), NONE, NONE, NONE))
+    # _slow_conv2d_forward with stride and padding recorded as [1, 1], [0, 0]: out 7x7; not recorded (a trace
+    # without Concrete Inputs): the output size, so the cost, unknown
+    c = cost_of(op("aten::_slow_conv2d_forward", T([1, 4, 9, 9]), T([6, 4, 3, 3]), S([3, 3]), NONE, S([1, 1]),
+                   S([0, 0])))
     assert c.flops == 2 * 1 * 6 * 7 * 7 * 4 * 3 * 3
+    assert cost_of(op("aten::_slow_conv2d_forward", T([1, 4, 9, 9]), T([6, 4, 3, 3]), S([3, 3]), NONE, NONE,
+                      NONE)) is None
     # cudnn_convolution_transpose(x, w, padding, output_padding, stride, dilation, groups, ...): x [2,4,5,5],
     # w [C_in 4, C_out/g 3, 2, 2], groups 2: C_out 6; out (5-1)*2 - 2 + (2-1) + 1 + 1 = 9;
     # flops 2*N*Hin*Win*C_in*(C_out/g)*kh*kw = 2*2*25*4*3*4 = 4800; reads 800 + 192, writes 4*2*6*81 = 3888
@@ -91,9 +95,10 @@ def test_convolution_arguments_not_recorded_and_transposed_groups():
 
     c = tconv([1, 1], S([1, 1]), S(2))
     assert (c.flops, c.bytes, c.written) == (4800, 992 + 3888, 3888)
-    # groups not recorded: 1, C_out 3 (4*2*3*81 = 1944 written); output_padding not recorded: 0, out 8x8
-    assert tconv([1, 1], S([1, 1]), NONE).written == 1944
-    assert tconv([1, 1], NONE, S(2)).written == 4 * 2 * 6 * 64
+    # groups 1: C_out 3 (4*2*3*81 = 1944 written); output_padding 0: out 8x8; either not recorded: unknown
+    assert tconv([1, 1], S([1, 1]), S(1)).written == 1944
+    assert tconv([1, 1], S([0, 0]), S(2)).written == 4 * 2 * 6 * 64
+    assert tconv([1, 1], S([1, 1]), NONE) is None and tconv([1, 1], NONE, S(2)) is None
     assert tconv([1, 1, 1], S([1, 1]), S(2)) is None  # three paddings for two spatial dims
     # no spatial dim at all: unknown
     assert cost_of(op("aten::mkldnn_convolution", T([2, 4]), T([6, 4]), NONE, S([]), S([]), S([]), S(1))) is None

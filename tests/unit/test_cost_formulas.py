@@ -447,3 +447,15 @@ def test_tensor_with_mismatched_strides_counts_all_elements():
     assert TensorArg((4, 5), F32, (1,)).stored == 20
     assert TensorArg((4, 5), F32, None).stored == 20
     assert TensorArg((), F32, ()).stored == 1
+
+
+def test_in_place_addmm_and_baddbmm_are_costed_like_their_out_of_place_forms():
+    # PyTorch 1.10's CPU convolution: one addmm_ per image, [64, 12544] += [64, 147] @ [147, 12544]
+    # 2 x 64 x 147 x 12544 = 236,027,904 FLOPs; bytes (fp32): the accumulator read 3,211,264 and written
+    # 3,211,264, the operands 37,632 + 7,375,872
+    call = op("aten::addmm_", T([64, 12544]), T([64, 147]), T([147, 12544]), S(1), S(1))
+    c = cost_of(call)
+    assert (c.flops, c.bytes, c.written) == (236027904, 3211264 * 2 + 37632 + 7375872, 3211264)
+    # baddbmm_: [2, 3, 5] += [2, 3, 4] @ [2, 4, 5]: 2 x 2 x 3 x 5 x 4 = 240 FLOPs
+    b = cost_of(op("aten::baddbmm_", T([2, 3, 5]), T([2, 3, 4]), T([2, 4, 5]), S(1), S(1)))
+    assert (b.flops, b.bytes, b.written) == (240, 4 * (30 + 24 + 40 + 30), 4 * 30)

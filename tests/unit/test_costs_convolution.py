@@ -100,3 +100,23 @@ def test_output_masks_of_the_wrong_length_are_unknown_and_a_two_entry_mask_has_n
     c = mps([True, True])
     assert (c.flops, c.bytes, c.written) == (10800 + 10800, 1588 + 616, 616)
     assert mps([True, True, True]) is None
+
+
+def test_a_forward_convolution_whose_stride_and_padding_were_not_recorded_is_unknown():
+    # PyTorch 1.10 records no Concrete Inputs: _convolution(x [5,3,224,224], w [64,3,7,7]) with stride 2 and
+    # padding 3 computes a 112 x 112 output (2 x 5 x 64 x 3 x 49 x 112^2 = 1,180,139,520 FLOPs); read as
+    # stride 1 and padding 0 it gave 218 x 218 (4.47e9 FLOPs), costed on 6 µs of self time: 332 TFLOP/s on a CPU
+    x, w = T([5, 3, 224, 224]), T([64, 3, 7, 7])
+    args = (S([2, 2]), S([3, 3]), S([1, 1]), S(False), S([0, 0]), S(1))
+    known = cost_of(op("aten::_convolution", x, w, NONE, *args))
+    assert known.flops == 2 * 5 * 64 * 3 * 49 * 112 * 112
+    unrecorded = [NONE] * len(args)  # the values absent, as 1.10 writes them (no Concrete Inputs)
+    assert cost_of(op("aten::_convolution", x, w, NONE, *unrecorded)) is None
+    assert cost_of(op("aten::mkldnn_convolution", x, w, NONE, *unrecorded[:4])) is None
+    assert cost_of(op("aten::_slow_conv2d_forward", x, w, S([7, 7]), NONE, NONE, NONE)) is None
+    # groups only matter to a transposed convolution (C_out = the weight's dim 1 x groups)
+    assert cost_of(op("aten::mkldnn_convolution", x, w, NONE, S([3, 3]), S([2, 2]), S([1, 1]), NONE)).flops \
+        == known.flops
+    xt, wt = T([2, 4, 5, 5]), T([4, 3, 3, 3])
+    assert cost_of(op("aten::_convolution", xt, wt, NONE, S([1, 1]), S([0, 0]), S([1, 1]), S(True), S([0, 0]),
+                      NONE)) is None

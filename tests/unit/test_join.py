@@ -249,12 +249,29 @@ def test_a_trace_of_device_activity_only(tmp_path):
     trace = _trace(tmp_path, [kernel("k0", 10, 1), kernel("k1", 20, 2, ext=5),
                               {**kernel("m", 30, 3), "cat": "gpu_memcpy", "name": "Memcpy DtoD"}])
     j = join(trace)
-    assert len(j.ops) == 0 and not external_ids_name_ops(trace)
+    assert len(j.ops) == 0
     rows = j.device_rows
     assert rows.kind.tolist() == ["kernel", "kernel", "memcpy"]
     assert rows.join_method.tolist() == ["none"] * 3 and rows.op_pos.tolist() == [-1] * 3
     assert _txt(rows.launch_api) == [None] * 3 and _txt(rows.region) == [None] * 3
     assert rows.step.tolist() == [-1] * 3 and rows.ext_id.tolist() == [NO_ID] * 3 and not rows.has_op.any()
+
+
+@pytest.mark.parametrize(("kernel_ext", "method"), [
+    (1, "kernel_external_id"),  # the kernel names its op: trusted, though no launch gives an id
+    (10, "none"),  # the kernel's External id is its own correlation (2022-2023 style): names no op
+])
+def test_without_runtime_events_kernels_are_joined_by_their_own_external_id(tmp_path, kernel_ext, method):
+    # a trace with ops and kernels but no cuda_runtime events (trimmed, or its CUPTI callbacks lost):
+    # the kernels' own External ids decide whether ids are op ids
+    events = [op("aten::addmm", 10, 20, ext=1), op("aten::relu", 40, 5, ext=10),
+              kernel("gemm", 12, 10, ext=kernel_ext), kernel("gemm2", 42, 11, ext=kernel_ext + 1)]
+    trace = _trace(tmp_path, events)
+    assert external_ids_name_ops(trace) is (kernel_ext == 1)
+    rows = join(trace).device_rows
+    assert rows.join_method.tolist() == [method, "none"]
+    assert rows.op_pos.tolist() == ([0, -1] if method != "none" else [-1, -1])
+    assert rows.step.tolist() == ([0, -1] if method != "none" else [-1, -1])
 
 
 @pytest.mark.parametrize("how", ["external_id", "kernel_external_id", "time", "graph_with_an_id"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -63,8 +64,109 @@ def _numel(dims) -> float | None:
     return float(math.prod(dims)) if dims else None
 
 
-def message(args: dict, ancestors=(), op_name: str | None = None, kernel: str | None = None) -> dict:
-    """The collective of one row from what the trace recorded about it (missing values are None)."""
+# Where a c10d op records its tensors: the positions of its outputs and of its inputs among its
+# recorded inputs (`c10d::_allgather_base_(Tensor output, Tensor input, ...)`; `allreduce_` reduces
+# its tensors in place); None where the op has none. Names without the namespace and trailing '_'.
+C10D_TENSORS = {
+    "allreduce": (0, 0), "allreduce_coalesced": (0, 0), "broadcast": (0, 0), "reduce": (0, 0),
+    "allgather": (0, 1), "_allgather_base": (0, 1), "allgather_coalesced": (0, 1),
+    "allgather_into_tensor_coalesced": (0, 1), "reduce_scatter": (0, 1), "_reduce_scatter_base": (0, 1),
+    "reduce_scatter_tensor_coalesced": (0, 1), "alltoall": (0, 1), "alltoall_base": (0, 1), "gather": (0, 1),
+    "scatter": (0, 1), "send": (None, 0), "recv": (0, None), "recv_any_source": (0, None),
+}
+# Functional collectives take their input first (`all_gather_into_tensor(Tensor input, int group_size,
+# str group_name)`) and return a new output; the position of the group size where they record one.
+FUNCTIONAL_PREFIXES = ("_c10d_functional::", "c10d_functional::", "_c10d_functional_autograd::")
+FUNCTIONAL_GROUP_SIZE = {"all_gather_into_tensor": 1, "all_gather_into_tensor_out": 1,
+                         "all_gather_into_tensor_coalesced": 1, "reduce_scatter_tensor": 2,
+                         "reduce_scatter_tensor_coalesced": 2, "all_reduce": None, "all_reduce_": None,
+                         "all_reduce_coalesced": None, "all_reduce_coalesced_": None, "broadcast": None,
+                         "broadcast_": None, "all_to_all_single": None}
+C10D_OPS = tuple(f"c10d::{n}_" for n in C10D_TENSORS if n != "send") + ("c10d::send",)
+FUNCTIONAL_OPS = tuple(p + n for p in FUNCTIONAL_PREFIXES for n in FUNCTIONAL_GROUP_SIZE)
+
+
+def _count(dims) -> float | None:
+    """Elements of a recorded tensor (a list of sizes) or of every tensor of a tensor list (nested
+    lists); None where a size is missing or a list is empty (an unrecorded TensorList is `[]`)."""
+    if not isinstance(dims, (list, tuple)) or not dims:
+        return None
+    if all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        return float(math.prod(dims))
+    parts = [_count(d) for d in dims]
+    return None if any(p is None for p in parts) else float(sum(parts))
+
+
+def host_message(name: str | None, dims, types, concrete=()) -> dict | None:
+    """A c10d or functional collective op's message from its recorded inputs: the collective, the
+    element counts of its input and output, their dtype and, where recorded, the group size; None
+    for any other op. A tensor list records no dtype (`TensorList`): dtype None."""
+    if not name:
+        return None
+    dims, types, concrete = list(dims or ()), list(types or ()), list(concrete or ())
+
+    def at(seq, i):
+        return seq[i] if i is not None and 0 <= i < len(seq) else None
+
+    def dtype_at(i):
+        t = at(types, i)
+        return t if isinstance(t, str) and dtypes.is_tensor_type(t) else None
+
+    if name.startswith("c10d::"):
+        base = name[len("c10d::"):].rstrip("_")
+        if base not in C10D_TENSORS:
+            return None
+        out_at, in_at = C10D_TENSORS[base]
+        in_n, out_n = _count(at(dims, in_at)), _count(at(dims, out_at))
+        return {"collective": C.normalize(name), "in_nelems": in_n, "out_nelems": out_n,
+                "dtype": dtype_at(in_at) or dtype_at(out_at), "group_size": None}
+    prefix = next((p for p in FUNCTIONAL_PREFIXES if name.startswith(p)), None)
+    if prefix is None or name[len(prefix):] not in FUNCTIONAL_GROUP_SIZE:
+        return None
+    base = name[len(prefix):]
+    coll = C.normalize(base)
+    group = _number(at(concrete, FUNCTIONAL_GROUP_SIZE[base]))
+    in_n = _count(at(dims, 0))
+    out_n = None
+    if in_n is not None and coll in (C.ALL_REDUCE, C.BROADCAST):
+        out_n = in_n
+    elif in_n is not None and group and coll == C.ALL_GATHER:
+        out_n = in_n * group
+    elif in_n is not None and group and coll == C.REDUCE_SCATTER:
+        out_n = in_n / group
+    return {"collective": coll, "in_nelems": in_n, "out_nelems": out_n, "dtype": dtype_at(0),
+            "group_size": group}
+
+
+# NCCL's reducing kernels name their element type (`ncclDevKernel_ReduceScatter_Sum_f32_RING_LL`,
+# `ncclKernel_AllReduce_RING_LL_Sum_half`); those that only move data run on bytes (`_int8_t`).
+_KERNEL_DTYPES = {"f16": "Half", "half": "Half", "bf16": "BFloat16", "bfloat16": "BFloat16", "f32": "Float",
+                  "float": "Float", "f64": "Double", "double": "Double", "i8": "Char", "int8": "Char",
+                  "u8": "Byte", "uint8": "Byte", "i32": "Int", "int32": "Int", "u32": "UInt32",
+                  "uint32": "UInt32", "i64": "Long", "int64": "Long", "u64": "UInt64", "uint64": "UInt64",
+                  "f8e4m3": "Float8_e4m3fn", "f8e5m2": "Float8_e5m2"}
+
+
+def kernel_dtype(kernel: str | None) -> str | None:
+    """The element type a reducing NCCL/RCCL kernel names (a c10 ScalarType name), else None."""
+    if not kernel or not C.is_comm_kernel(kernel) or C.normalize(kernel) not in C.REDUCING:
+        return None
+    for token in re.split(r"[_(\s]", kernel.split("(")[0].lower()):
+        token = token.removesuffix("_t")
+        if token in _KERNEL_DTYPES:
+            return _KERNEL_DTYPES[token]
+    return None
+
+
+def message(args: dict, ancestors=(), op_name: str | None = None, kernel: str | None = None,
+            hosts=()) -> dict:
+    """The collective of one row from what the trace recorded about it (missing values are None).
+
+    `hosts`: (name, args) of the row's op and its enclosing ops, innermost first. Without counts
+    recorded for the message (`In msg nelems`: no record_param_comms), they come from the
+    innermost c10d or functional collective op's tensors, the dtype from the first of those ops
+    that records one, else from a reducing NCCL kernel's name.
+    """
     coll = C.normalize(args.get("Collective name"))
     for name in (op_name, *ancestors):
         if coll is None and name and C.is_comm_op(name):
@@ -73,14 +175,37 @@ def message(args: dict, ancestors=(), op_name: str | None = None, kernel: str | 
         coll = C.normalize(kernel)
     in_n, out_n = _number(args.get("In msg nelems")), _number(args.get("Out msg nelems"))
     dtype = args.get("dtype")
+    group = _number(args.get("Group size"))
+    recorded = in_n is not None or out_n is not None
+    if not recorded:
+        found = [h for name, a in hosts if isinstance(a, dict)
+                 and (h := host_message(name, a.get("Input Dims"), a.get("Input type"), a.get("Concrete Inputs")))]
+        counted = next((h for h in found if h["in_nelems"] is not None or h["out_nelems"] is not None), None)
+        if counted is not None:
+            in_n, out_n = counted["in_nelems"], counted["out_nelems"]
+            coll = coll or counted["collective"]
+            group = group or counted["group_size"]
+            dtype = dtype or next((h["dtype"] for h in found if h["dtype"]), None)
+            if dtype is None and C.normalize(kernel) == coll:
+                dtype = kernel_dtype(kernel)
+    types = args.get("Input type") or []
+    first_type = types[0] if types and isinstance(types[0], str) and dtypes.is_tensor_type(types[0]) else None
     if in_n is None and out_n is None and "Input Dims" in args:  # gloo's work: the input tensor it moves
         dims = args.get("Input Dims") or []
         in_n = _numel(dims[0]) if dims else None
-        types = args.get("Input type") or []
-        dtype = dtype or (types[0] if types and isinstance(types[0], str) and dtypes.is_tensor_type(types[0])
-                          else None)
+    if not recorded:  # a message's counts without its dtype: the tensor's type is not read for it
+        dtype = dtype or first_type
     return {"collective": coll, "in_nelems": in_n, "out_nelems": out_n, "dtype": dtype,
-            "group_size": _number(args.get("Group size")), "process_group": args.get("Process Group Name")}
+            "group_size": group, "process_group": args.get("Process Group Name")}
+
+
+def group_from_counts(msg: dict) -> int | None:
+    """The group size an all_gather's or reduce_scatter's two buffers imply (output / input)."""
+    i, o = msg["in_nelems"], msg["out_nelems"]
+    if not i or not o:
+        return None
+    ratio = o / i if msg["collective"] == C.ALL_GATHER else i / o if msg["collective"] == C.REDUCE_SCATTER else None
+    return int(ratio) if ratio is not None and ratio >= 1 and ratio == int(ratio) else None
 
 
 def size_bytes(msg: dict, n: int | None) -> float | None:
@@ -111,6 +236,37 @@ def record_param_comms(call: OpCall) -> Cost | None:
     out_b = (msg["out_nelems"] or 0.0) * size
     s_elems = C.size_elements(coll, msg["in_nelems"], msg["out_nelems"], n) or 0.0
     return Cost(C.reduction_flops(coll, s_elems, n), in_b + out_b, VECTOR, canonical_dtype(msg["dtype"]), out_b)
+
+
+@formula(*C10D_OPS, *FUNCTIONAL_OPS, uses_kernels=True, uses_children=True)
+def c10d_collective(call: OpCall) -> Cost | None:
+    """A c10d or functional collective op that launched an NCCL/RCCL kernel itself (no
+    record_param_comms inside it records the message): the bytes of its tensors, read and
+    written once, as `record_param_comms` counts them; FLOPs 0 for a collective that only moves
+    data, (n-1)/n x S for a reduction whose group size n the op records (else unknown).
+
+    E.g. `c10d::_allgather_base_(out [1048576], in [16384])` of int8: 1,064,960 bytes, 1,048,576
+    of them written, 0 FLOPs. A call on the CPU (gloo: no kernel) is costed by gloo's work rows.
+    """
+    comm = [k for k in call.kernels if C.is_comm_kernel(k)]
+    if not comm or any(c.name == "record_param_comms" for c in call.children):
+        return None
+    msg = host_message(call.name, call.dims, call.types, call.concrete)
+    if msg is None or msg["in_nelems"] is None or msg["out_nelems"] is None:
+        return None
+    dtype = msg["dtype"] or next((d for k in comm if (d := kernel_dtype(k))), None)
+    size = element_size(dtype)
+    if size is None:
+        return None
+    coll = msg["collective"]
+    n = int(msg["group_size"]) if msg["group_size"] else group_from_counts(msg)
+    in_b, out_b = msg["in_nelems"] * size, msg["out_nelems"] * size
+    if coll in C.REDUCING:
+        flops = C.reduction_flops(coll, C.size_elements(coll, msg["in_nelems"], msg["out_nelems"], n), n) if n \
+            else None
+    else:
+        flops = 0.0
+    return Cost(flops, in_b + out_b, VECTOR, canonical_dtype(dtype), out_b)
 
 
 def _group_from_meta(meta: dict, pg: str | None) -> tuple[int | None, str | None]:
@@ -160,17 +316,20 @@ def annotate_comm(k: pd.DataFrame, rows: pd.DataFrame, ops: pd.DataFrame, args_t
     for i in np.flatnonzero(work):
         args: dict = dict(args_table[own[i]]) if own[i] >= 0 else {}
         ancestors: list[str] = []
+        hosts: list[tuple[str, dict]] = []
         p = int(op_pos[i])
         if p >= 0:
             op_args = args_table[op_args_id[p]]
             for key, v in op_args.items():
                 args.setdefault(key, v)
+            hosts.append((op_name_arr[p], op_args))
             q = parent[p]
             while q >= 0 and len(ancestors) < 8:
                 ancestors.append(op_name_arr[q])
+                hosts.append((op_name_arr[q], args_table[op_args_id[q]]))
                 q = parent[q]
-        msg = message(args, ancestors, op_name_arr[p] if p >= 0 else None, names[i])
-        group = int(msg["group_size"]) if msg["group_size"] else None
+        msg = message(args, ancestors, op_name_arr[p] if p >= 0 else None, names[i], hosts)
+        group = int(msg["group_size"]) if msg["group_size"] else group_from_counts(msg)
         pg = msg["process_group"]
         if group is None or pg is None:
             g2, pg2 = _group_from_meta(meta, pg)

@@ -53,10 +53,11 @@ def mm(call: OpCall) -> Cost | None:
     return _mm(call.tensor(0), call.tensor(1))
 
 
-@formula("aten::addmm", aux_children=True)
+@formula("aten::addmm", "aten::addmm_", aux_children=True)
 def addmm(call: OpCall) -> Cost | None:
     # addmm(bias, mat1, mat2, beta, alpha); on the CPU the bias is first copied into the
-    # output by a nested aten::copy_, which is its own (auxiliary) traffic.
+    # output by a nested aten::copy_, which is its own (auxiliary) traffic. addmm_ accumulates
+    # into its first input, read and written (PyTorch <= 1.10's CPU convolution: one per image).
     if _under_sparse(call):
         return None
     bias = call.tensor(0)
@@ -80,7 +81,7 @@ def bmm(call: OpCall) -> Cost | None:
     return _bmm(call.tensor(0), call.tensor(1))
 
 
-@formula("aten::baddbmm", aux_children=True)
+@formula("aten::baddbmm", "aten::baddbmm_", aux_children=True)
 def baddbmm(call: OpCall) -> Cost | None:
     if _under_sparse(call):
         return None
@@ -221,8 +222,16 @@ def convolution(call: OpCall) -> Cost | None:
     """
     x, w = call.tensor(0), call.tensor(1)
     si, pi, di, gi, transposed, opi = _CONV_ARGS[call.name]
+    # stride, padding and dilation set the output size: a trace that did not record their values
+    # (no `Concrete Inputs` before PyTorch 1.13) leaves it, so the FLOPs, unknown
+    if any(i is not None and call.scalar(i) is None for i in (si, pi, di)):
+        return None
     if transposed is None:  # convolution_overrideable and _convolution carry `transposed`
+        if call.scalar(6) is None:
+            return None
         transposed = bool(call.scalar(6))
+    if transposed and any(i is not None and call.scalar(i) is None for i in (gi, opi)):
+        return None  # C_out is the weight's dim 1 x groups; the output padding adds to the output size
     nsp = len(x.dims) - 2
     if nsp < 1 or len(w.dims) != nsp + 2:
         return None

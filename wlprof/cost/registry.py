@@ -270,7 +270,7 @@ UNNAMESPACED = frozenset({"record_param_comms"})
 
 
 def _check_new(name: str) -> None:
-    if not name.startswith("aten::") and name not in UNNAMESPACED:
+    if "::" not in name.strip(":") and name not in UNNAMESPACED:
         raise ValueError(f"op names are registered with their namespace, e.g. 'aten::mm' (got {name!r})")
     if name in _FORMULAS or name in _WRAPPERS or name in VIEW_OPS:
         raise ValueError(f"{name} is already registered in the cost registry")

@@ -40,13 +40,18 @@ GRAPH_LAUNCHES = ("cudaGraphLaunch", "hipGraphLaunch")
 def external_ids_name_ops(trace: RawTrace) -> bool:
     """Whether the launches' External ids are op ids. Some 2022-2023 traces give a runtime event an
     External id equal to its own correlation: it names no op, and where it equals an op's id by
-    chance, a link through it would be wrong."""
-    lau = trace.launches
-    given = lau.ext_id.to_numpy() != NO_ID
-    if not given.any():
-        return False
-    same = (lau.ext_id.to_numpy() == lau.correlation.to_numpy()) & given
-    return bool(same.sum() <= 0.5 * given.sum())
+    chance, a link through it would be wrong.
+
+    Where no launch gives an External id (a trace without runtime events: trimmed, or its CUPTI
+    callbacks lost), the device rows' own External ids are judged the same way.
+    """
+    for table in (trace.launches, trace.device):
+        ext = table.ext_id.to_numpy()
+        given = ext != NO_ID
+        if given.any():
+            same = (ext == table.correlation.to_numpy()) & given
+            return bool(same.sum() <= 0.5 * given.sum())
+    return False
 
 
 def _sweep(trace: RawTrace, trust_ext: bool):

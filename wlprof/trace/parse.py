@@ -49,6 +49,7 @@ class RawTrace:
     warnings: list[str] = field(default_factory=list)
     event_count: int = 0
     legacy_device_events: int = 0  # the legacy autograd profiler's "CUDA functions" intervals (not read)
+    foreign_events: int = 0  # complete events of a category torch.profiler does not write
 
     @property
     def has_device_activity(self) -> bool:
@@ -97,9 +98,52 @@ def _read(path: Path) -> bytes:
         raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
     except OSError as exc:
         raise TraceFormatError(str(path), f"cannot be read ({exc.strerror or exc})") from None
+    data = _as_utf8(path, data)
     if not data[:4096].strip() and not data.strip():  # the whole-file strip only for a blank start
         raise TraceFormatError(str(path), "is empty")
+    if data.startswith(LFS_POINTER):
+        raise TraceFormatError(str(path), "is a Git LFS pointer, not the trace: its content was never downloaded "
+                                          "(`git lfs pull` in its repository fetches it)")
     return data
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+# byte-order marks, longest first (UTF-32 LE begins with UTF-16 LE's)
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _text_encoding(head: bytes) -> str | None:
+    """The UTF-16 or UTF-32 encoding of a JSON text from its first four bytes, None for UTF-8.
+
+    By its byte-order mark, else by where the zero bytes of its first (ASCII) characters fall
+    (RFC 4627's rule): `{` in UTF-16 LE is 7B 00.
+    """
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return encoding
+    if len(head) < 4 or 0 not in head:
+        return None
+    zeros = tuple(b == 0 for b in head[:4])
+    return {(True, True, True, False): "utf-32-be", (False, True, True, True): "utf-32-le",
+            (True, False, True, False): "utf-16-be", (False, True, False, True): "utf-16-le"}.get(zeros)
+
+
+def _as_utf8(path: Path, data: bytearray) -> bytearray:
+    """The document as UTF-8 bytes: a UTF-8 byte-order mark dropped, UTF-16 or UTF-32 text
+    re-encoded (Windows PowerShell's `>` and `Out-File` write UTF-16 with a mark)."""
+    if data.startswith(UTF8_BOM):
+        del data[:len(UTF8_BOM)]
+        return data
+    encoding = _text_encoding(bytes(data[:4]))
+    if encoding is None:
+        return data
+    try:
+        text = bytes(data).decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(str(path), f"not valid {encoding.upper()} text at byte {exc.start}") from None
+    return bytearray(text.lstrip("\ufeff").encode("utf-8"))
 
 
 def _loads(path: Path, data: bytes, offset: int = 0) -> Any:
@@ -137,12 +181,23 @@ HEAD_LIMIT = 64 << 20  # the metadata before "traceEvents" is small; past this, 
 
 
 def _open_stream(path: Path):
+    """The file as a byte stream (gunzipped), past a UTF-8 byte-order mark; UTF-16 and UTF-32
+    text is not streamed (the whole parse re-encodes it)."""
     fh = open(path, "rb")
     head = fh.read(2)
     fh.seek(0)
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh)
-    return fh
+    stream = gzip.GzipFile(fileobj=fh) if head == b"\x1f\x8b" else fh
+    try:
+        start = stream.peek(4)[:4]
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        stream.close()
+        raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
+    if start.startswith(UTF8_BOM):
+        stream.read(len(UTF8_BOM))
+    elif _text_encoding(start):
+        stream.close()
+        raise _NotStreamable()
+    return stream
 
 
 def _stream_events(path: Path, on_meta):
@@ -301,6 +356,7 @@ class _Tables:
         self.skipped = 0
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
+        self.foreign = 0  # complete events of a category Kineto does not write
 
     def add(self, events: list, base: int) -> None:
         self.count += len(events)
@@ -321,9 +377,11 @@ class _Tables:
             get = ev.get
             if get("ph") != "X":
                 continue
-            cat = _CATEGORY.get(get("cat"))
+            raw_cat = get("cat")
+            cat = _CATEGORY.get(raw_cat) if type(raw_cat) is str else None
             if cat is None:
                 if "cat" in ev:
+                    self.foreign += type(raw_cat) is not str or raw_cat not in KINETO_CATEGORIES
                     continue
                 pid = get("pid")  # the legacy autograd profiler writes no category (LEGACY_CPU_PID)
                 if pid == LEGACY_CPU_PID:
@@ -507,6 +565,14 @@ GPU_WORK_API = r"Launch|Memcpy|Memset"
 GPU_ONLY_OPS = r"^aten::_?(?:cudnn|miopen)_"
 
 # Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
+# The categories Kineto writes that are not read (Python frames, the profiler's own spans, GPU-side
+# annotations, other devices' runtimes): an event of any other category is no torch.profiler event.
+KINETO_CATEGORIES = frozenset({
+    "python_function", "Trace", "overhead", "gpu_user_annotation", "cpu_instant_event", "cuda_sync",
+    "external_correlation", "cuda_profiler_range", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
+    "glow_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver", "hpu_op",
+    "collective_comm", "gpu_pm_counter", "Python", "User annotation", "cuda_runtime_api", "ac2g", "fwdbwd",
+    "async_cpu_to_gpu"})
 _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
              "kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
@@ -556,7 +622,7 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                         "they time each op with CUDA events (nested ops overlap), they are not kernels")
     raw = RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
                    args_table=tables.args_table, warnings=warnings, event_count=tables.count,
-                   legacy_device_events=tables.legacy_cuda, **frames)
+                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign, **frames)
     lost = raw.gpu_work_without_device
     if lost:
         warnings.append(f"GPU work ({lost}) but no kernel, memcpy or memset events: the trace's device activity "
