@@ -220,3 +220,49 @@ def test_nccl_collectives_from_their_ops_and_kernels(tmp_path):
     assert cp.comm_class == "memcpy" and cp.collective is None and np.isnan(cp.comm_bytes)
     for col in ("comm_class", "collective", "process_group", "comm_dtype"):
         assert k[col].dtype == object, col
+
+
+def test_a_kernel_launched_by_a_dispatcher_is_unknown_and_the_ops_after_it_costed(tmp_path):
+    # aten::sum holding an aten::sum (an overload dispatching to another) launches a kernel of its own
+    # before the inner one: only the inner sum does the work, so the outer's kernel has no cost
+    sum_args = {"Input Dims": [[4, 4]], "Input type": ["float"]}
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 500),
+        op("aten::sum", 10, 20, 1, **sum_args), launch(11, 1, 1), kernel("outer", 100, 1, 1),
+        op("aten::sum", 15, 5, 2, **sum_args), launch(16, 2, 2), kernel("inner", 110, 1, 2),
+        mm(40, 10, 3, 4, 8, 16), launch(41, 3, 3), kernel("gemm", 120, 1, 3),
+    ]
+    k = _costed(tmp_path, events).kernels.set_index("name")
+    assert k.loc["outer", "flops_source"] == "unknown" and np.isnan(k.loc["outer", "flops"])
+    assert k.loc["inner", "flops_source"] == "formula"
+    # mm [4, 8] @ [8, 16]: 1024 FLOPs, 896 bytes, 256 written
+    assert k.loc["gemm", ["flops", "bytes", "bytes_written", "flops_source"]].tolist() == [1024.0, 896.0, 256.0,
+                                                                                          "formula"]
+
+
+def test_a_cpu_trace_with_gloo_work_beside_its_c10d_op(tmp_path):
+    # the c10d op is a working op of the CPU trace (kind cpu_op) and enqueues gloo's all_reduce of
+    # [4, 8] floats, its own row (kind comm) 10 us long; the process group of 2 ranks is the trace's only one
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 500),
+        op("c10d::allreduce_", 10, 20, 1, **{"Input Dims": [[[4, 8]]], "Input type": ["TensorList"]}),
+        _x("user_annotation", "gloo:all_reduce", 12, 10, tid=2, **{"Input Dims": [[4, 8]], "Input type": ["float"]}),
+        mm(40, 10, 2, 4, 8, 16),
+    ]
+    meta = {"distributedInfo": {"world_size": 8, "pg_config": [{"pg_name": "0", "pg_size": 2}]}}
+    k = _costed(tmp_path, events, meta).kernels.set_index("name")
+    host, work = k.loc["c10d::allreduce_"], k.loc["gloo:all_reduce"]
+    assert (host.kind, work.kind, work.op_name) == ("cpu_op", "comm", "c10d::allreduce_")
+    # the op's own row is its work: the gloo row beside it gets no share of its (unknown) cost
+    assert (host.cost_share, work.cost_share, host.op_kernel_count) == (1.0, 0.0, 2)
+    # the host op is classed, not costed as communication
+    assert (host.comm_class, host.collective, host.process_group) == ("collective", "all_reduce", None)
+    assert np.isnan(host.comm_bytes) and np.isnan(host.group_size)
+    # the gloo work: S = 32 floats = 128 bytes in 10 us = 0.0128 GB/s; busbw x 2 * 1/2 = 1
+    cols = ["comm_class", "collective", "process_group", "comm_dtype", "group_size", "comm_bytes", "algbw_gbps",
+            "busbw_factor", "busbw_gbps"]
+    assert work[cols].tolist() == ["collective", "all_reduce", "0", "float32", 2.0, 128.0, 0.0128, 1.0, 0.0128]
+    # an all_reduce adds: its FLOPs stay unknown without a formula
+    assert np.isnan(work.flops) and work.flops_source == "unknown"
+    assert k.loc["aten::mm", ["kind", "flops", "cost_share"]].tolist() == ["cpu_op", 1024.0, 1.0]
+    assert k.loc["aten::mm", "comm_class"] is None

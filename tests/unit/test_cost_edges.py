@@ -1,0 +1,134 @@
+"""Edges of the cost registry, the matrix product and the op attribution: malformed recorded args,
+inputs past the recorded ones, empty products, Cost's checks, empty op tables, same-name nesting at
+the first op, the ancestors' depth limit, and an op whose formula reads its kernels' names."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import wlprof.cost  # noqa: F401  (registers every formula)
+from wlprof import pipeline
+from wlprof.cost import MATRIX, VECTOR, cost_of
+from wlprof.cost.attribution import ancestors, flag_ops
+from wlprof.cost.gemm import _mm
+from wlprof.cost.registry import Cost, OpCall, TensorArg, parse_scalar, uses_kernels
+from wlprof.trace.parse import read_trace
+
+
+def test_recorded_args_of_the_wrong_shape_are_ignored():
+    call = OpCall.from_args("aten::x", {"Input Dims": "2x3", "Input type": ["float", 7], "Input Strides": 5,
+                                        "Concrete Inputs": [1, "2"], "k": 1, "l": [1], "d": {"a": 1}})
+    # dims and strides that are not lists are none; a type or concrete value that is not a string is ''
+    assert (call.dims, call.types, call.strides, call.concrete) == ((), ("float", ""), (), ("", "2"))
+    # extra: the args beside the inputs that are not lists or dicts
+    assert call.extra == (("k", 1),)
+    assert call.tensor(0) == TensorArg((), "float", None)  # no dims recorded for input 0: a 0-d tensor
+    assert call.tensor(1) is None  # '' is no tensor type
+    assert call.scalar(1) == 2 and call.scalar(2) is None  # past the recorded values: None
+
+
+def test_a_tensor_past_its_dims_or_with_unreadable_strides():
+    call = OpCall.from_args("aten::x", {"Input Dims": [[2, 3]], "Input type": ["float", "float", "float"],
+                                        "Input Strides": [[3, 1], ["x", 1], 4]})
+    assert call.tensor(0) == TensorArg((2, 3), "float", (3, 1))
+    assert call.tensor(1) == TensorArg((), "float", None)  # no dims past the first; strides not all ints
+    assert call.tensor(2) == TensorArg((), "float", None)  # strides not a list
+    assert len(call.tensors) == 3
+
+
+def test_parse_scalar_of_values_that_are_not_json():
+    assert parse_scalar(5) == 5.0  # not a string: read as a number
+    assert parse_scalar(" [1, True]") == " [1, True]"  # a list only when the text starts with '['
+    assert parse_scalar("[1, True]") == [1, True]
+
+
+def test_the_formulas_that_read_kernel_names():
+    assert uses_kernels("aten::cat") and not uses_kernels("aten::mm") and not uses_kernels("no::such_op")
+
+
+def test_cost_checks_name_what_is_wrong():
+    with pytest.raises(ValueError, match=r"^Cost.unit must be 'matrix' or 'vector' \(got 'tensor'\)$"):
+        Cost(1, 2, "tensor")
+    with pytest.raises(ValueError, match=r"^Cost.written must be at most bytes \(got 10 > 5\)$"):
+        Cost(0, 5, VECTOR, None, written=10)
+    assert Cost(0, None, VECTOR, None, written=5).written == 5  # written bytes without a total are allowed
+
+
+def test_empty_and_one_element_matrix_products():
+    def mm(m, k, n):
+        return cost_of(OpCall.from_args("aten::mm", {"Input Dims": [[m, k], [k, n]], "Input type": ["float"] * 2}))
+
+    # no rows or no columns: nothing to read or write (a group with no rows of a grouped mm)
+    assert mm(0, 8, 16) == Cost(0, 0, MATRIX, "float32", written=0)
+    assert mm(4, 8, 0) == Cost(0, 0, MATRIX, "float32", written=0)
+    # [1, 8] @ [8, 1]: 2 * 8 = 16 FLOPs, (8 + 8 + 1) * 4 = 68 bytes, 4 written
+    assert mm(1, 8, 1) == Cost(16, 68, MATRIX, "float32", written=4)
+    with pytest.raises(ValueError, match="^inner dimensions differ$"):
+        _mm(TensorArg((2, 3), "float"), TensorArg((4, 5), "float"))
+
+
+def _ops(names, parents, args_ids=None):
+    d = {"name": pd.Series(names, dtype=object), "parent": np.array(parents, dtype=np.int64)}
+    if args_ids is not None:
+        d["args_id"] = np.array(args_ids, dtype=np.int64)
+    return pd.DataFrame(d)
+
+
+def test_flag_ops_of_no_ops():
+    out = flag_ops(_ops([], []), [])
+    assert len(out) == 0
+    for col in ("is_view", "is_wrapper", "has_formula", "dispatcher"):
+        assert out[col].dtype == bool, col
+
+
+def test_flag_ops_at_the_first_op_and_args_ids_outside_the_table():
+    # op 0 holds an op of its own name (an overload dispatching to another): op 0 is the dispatcher
+    out = flag_ops(_ops(["aten::sum", "aten::sum"], [-1, 0]))
+    assert out.dispatcher.tolist() == [True, False]
+    # args id 0 chooses a formula (a Triton launch); args id 2 is past the table of 2: none
+    out = flag_ops(_ops(["triton_poi_0", "triton_poi_1"], [-1, -1], [0, 2]),
+                   [{"kernel_backend": "triton"}, {}])
+    assert out.has_formula.tolist() == [True, False]
+
+
+def test_an_op_with_auxiliary_copies_and_an_unknown_op_nested_stays_costed():
+    # addmm's nested copy_ is its own work; an op without a formula inside it is no costed descendant
+    out = flag_ops(_ops(["aten::addmm", "aten::copy_", "myext::noop"], [-1, 0, 0]))
+    assert out.dispatcher.tolist() == [False, False, False]
+
+
+def test_ancestors_innermost_first_up_to_the_limit():
+    names = np.array([f"op{i}" for i in range(20)], dtype=object)
+    parent = np.arange(-1, 19)  # op i nested in op i - 1
+    assert ancestors(names, parent, 0) == ()
+    assert ancestors(names, parent, 2) == ("op1", "op0")
+    assert ancestors(names, parent, 19) == tuple(f"op{i}" for i in range(18, 2, -1))  # 16 of them
+    assert len(ancestors(names, parent, 19, limit=3)) == 3
+
+
+def _x(cat, name, ts, dur, tid=1, pid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+
+
+def test_a_cat_reads_its_element_size_from_its_kernels_name(tmp_path):
+    # cat of [2, 3] and [4, 3]: 18 elements; CUDA's batched copy kernel names 4-byte elements in the
+    # first cat (2 * 18 * 4 = 144 bytes, 72 written) and 2-byte ones in the second, recorded with the
+    # same inputs (72 bytes, 36 written)
+    dims = {"Input Dims": [[[2, 3], [4, 3]], []], "Input type": ["TensorList", "Scalar"],
+            "Concrete Inputs": ["", "0"]}
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 500)]
+    for i, size in enumerate((4, 2)):
+        t = 10 + 20 * i
+        events += [_x("cpu_op", "aten::cat", t, 10, **{"External id": i + 1, **dims}),
+                   _x("cuda_runtime", "cudaLaunchKernel", t + 1, 1, correlation=i + 1, **{"External id": i + 1}),
+                   _x("kernel", f"void at::native::CatArrayBatchedCopy<at::native::OpaqueType<{size}u>, unsigned "
+                      "int, 2, 128, 1>(...)", 100 + 10 * i, 2, tid=7, pid=0, correlation=i + 1, stream=7, device=0,
+                      grid=[1, 1, 1], block=[128, 1, 1])]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    o = pipeline.costed(read_trace(path)).ops
+    assert o[["flops", "bytes", "bytes_written"]].values.tolist() == [[0.0, 144.0, 72.0], [0.0, 72.0, 36.0]]
