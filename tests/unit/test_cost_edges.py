@@ -13,7 +13,10 @@ import pytest
 import wlprof.cost  # noqa: F401  (registers every formula)
 from wlprof import pipeline
 from wlprof.cost import MATRIX, VECTOR, cost_of
+from wlprof.cost import dtypes
 from wlprof.cost.attribution import ancestors, flag_ops
+from wlprof.cost.comm import zero_comm_flops
+from wlprof.cost.elementwise import _broadcast
 from wlprof.cost.gemm import _mm
 from wlprof.cost.registry import Cost, OpCall, TensorArg, parse_scalar, uses_kernels
 from wlprof.trace.parse import read_trace
@@ -132,3 +135,29 @@ def test_a_cat_reads_its_element_size_from_its_kernels_name(tmp_path):
     path.write_text(json.dumps({"traceEvents": events}))
     o = pipeline.costed(read_trace(path)).ops
     assert o[["flops", "bytes", "bytes_written"]].values.tolist() == [[0.0, 144.0, 72.0], [0.0, 72.0, 36.0]]
+
+
+def test_dtype_names_and_broadcasts_at_their_edges():
+    assert dtypes.element_size("NotAType") is None
+    with pytest.raises(KeyError, match="unknown dtype name 'nope'"):
+        dtypes.size_of_dtype("nope")
+    assert _broadcast([]) == ()  # no tensors: a 0-d result
+    assert _broadcast([(1, 3), (1, 1)]) == (1, 3)  # a dimension of 1 everywhere stays 1
+    with pytest.raises(ValueError, match=r"^shapes do not broadcast: \[\(2,\), \(3,\)\]$"):
+        _broadcast([(2,), (3,)])
+
+
+def test_elementwise_inputs_read_by_arity():
+    def cost(name, n):
+        return cost_of(OpCall.from_args(name, {"Input Dims": [[4]] * n, "Input type": ["float"] * n}))
+
+    # clamp_min(x, min) with a tensor min: both [4] floats read, 16 + 16, and 16 written
+    assert cost("aten::clamp_min", 2) == Cost(4, 48, VECTOR, "float32", written=16)
+    # mul(a, b, out=c): the out tensor is not read: 16 + 16 read, 16 written
+    assert cost("aten::mul", 3) == Cost(4, 48, VECTOR, "float32", written=16)
+
+
+def test_zero_comm_flops_leaves_a_table_without_communication_columns():
+    k = pd.DataFrame({"flops": [np.nan], "flops_source": ["unknown"]})
+    zero_comm_flops(k)
+    assert np.isnan(k.flops[0]) and k.flops_source[0] == "unknown"

@@ -186,12 +186,15 @@ def test_nccl_collectives_from_their_ops_and_kernels(tmp_path):
                                                        "BFloat16", None),
         launch(42, 2, 4), kernel("ncclDevKernel_AllGather_RING_LL", 120, 4, 2),
         # a send of 100 int64 that takes no time: p2p, 800 bytes, no rate; and a kernel of no op, its
-        # message on the kernel itself: a broadcast of 10 floats over 2 ranks (40 bytes in 2 us)
+        # message on the kernel itself: a broadcast of 10 floats over 2 ranks (40 bytes in 1 us), and a recv
         op("c10d::send", 70, 10, 5), _nccl(71, 6, 6, "send", 100, None, 2, "Long", "1"), launch(72, 3, 6),
         kernel("ncclDevKernel_SendRecv", 130, 0, 3),
-        launch(80, 4, None), kernel("ncclDevKernel_Broadcast_RING_LL", 140, 2, 4, **{
+        launch(80, 4, None), kernel("ncclDevKernel_Broadcast_RING_LL", 140, 1, 4, **{
             "Collective name": "broadcast", "In msg nelems": 10, "Out msg nelems": 10, "Group size": 2,
             "dtype": "Float", "Process Group Name": "2"}),
+        launch(85, 6, None), kernel("ncclDevKernel_Recv_1", 145, 1, 6, **{
+            "Collective name": "recv", "Out msg nelems": 5, "Group size": 2, "dtype": "Float",
+            "Process Group Name": "2"}),
         # a memcpy is classed, not costed here
         launch(90, 5, None, "cudaMemcpyAsync"),
         _x("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 150, 1, tid=7, pid=0, correlation=5, stream=7, device=0,
@@ -213,9 +216,12 @@ def test_nccl_collectives_from_their_ops_and_kernels(tmp_path):
     assert np.isnan(sr.algbw_gbps) and np.isnan(sr.busbw_gbps)
     bc = k.loc["ncclDevKernel_Broadcast_RING_LL"]
     assert bc[cols[:6]].tolist() == ["collective", "broadcast", "2", "float32", 2.0, 40.0]
-    assert bc.algbw_gbps == 0.02  # 40 B / 2 us
+    assert bc.algbw_gbps == 0.04  # 40 B / 1 us
     # no formula (no op) and no arithmetic: 0 FLOPs from the communication itself
     assert (bc.flops, bc.flops_source) == (0.0, "comm")
+    rv = k.loc["ncclDevKernel_Recv_1"]  # p2p: 5 floats received, 20 bytes
+    assert (rv.comm_class, rv.collective, rv.comm_bytes, rv.flops, rv.flops_source) == ("p2p", "recv", 20.0, 0.0,
+                                                                                       "comm")
     cp = k.loc["Memcpy DtoD (Device -> Device)"]
     assert cp.comm_class == "memcpy" and cp.collective is None and np.isnan(cp.comm_bytes)
     for col in ("comm_class", "collective", "process_group", "comm_dtype"):
@@ -266,3 +272,14 @@ def test_a_cpu_trace_with_gloo_work_beside_its_c10d_op(tmp_path):
     assert np.isnan(work.flops) and work.flops_source == "unknown"
     assert k.loc["aten::mm", ["kind", "flops", "cost_share"]].tolist() == ["cpu_op", 1024.0, 1.0]
     assert k.loc["aten::mm", "comm_class"] is None
+
+
+def test_a_collective_named_only_by_the_op_that_launched_its_kernel(tmp_path):
+    # c10d's op (the trace's first op) launches an NCCL kernel whose name names no collective, with no
+    # message recorded and no process group anywhere: the collective is the op's, the rest unknown
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 500), op("c10d::allreduce_", 10, 20, 1),
+              launch(11, 1, 1), kernel("ncclDevKernel_Generic_1", 100, 2, 1)]
+    r = _costed(tmp_path, events).kernels.iloc[0]
+    assert (r.op_name, r.comm_class, r.collective, r.process_group, r.comm_dtype) == (
+        "c10d::allreduce_", "collective", "all_reduce", None, None)
+    assert np.isnan(r.group_size) and np.isnan(r.comm_bytes) and np.isnan(r.busbw_factor)
