@@ -63,12 +63,13 @@ def test_every_column_of_a_kernels_row_and_its_op(tmp_path):
         mm(10, 20, 1, 4, 8, 16, **{"Concrete Inputs": ["", ""]}), launch(11, 1, 1),
         kernel("gemm", 100, 4, 1, grid=[2, 3, 4], block=[32, 2, 1], **{
             "registers per thread": 40, "shared memory": 1024, "blocks per SM": 0.5, "warps per SM": 2.0}),
+        launch(200, 2, None), kernel("orphan", 300, 1, 2),  # a launch outside every op
     ]
     c = _costed(tmp_path, events, ceilings=CEILINGS, tf32=True)
     k, o = c.kernels, c.ops
-    assert len(k) == 1 and len(o) == 1
-    r = k.iloc[0]
-    assert (r.step, r.kind, r["name"], r.stream, r.device_index, r.ts_us, r.dur_us) == (1, "kernel", "gemm", 7, 0,
+    assert len(k) == 2 and len(o) == 1
+    r = k.set_index("name").loc["gemm"]
+    assert (r.step, r.kind, r.name, r.stream, r.device_index, r.ts_us, r.dur_us) == (1, "kernel", "gemm", 7, 0,
                                                                                        100.0, 4.0)
     assert [r.grid_x, r.grid_y, r.grid_z, r.block_x, r.block_y, r.block_z] == [2, 3, 4, 32, 2, 1]
     assert (r.registers_per_thread, r.shared_memory_bytes, r.blocks_per_sm, r.warps_per_sm) == (40, 1024, 0.5, 2.0)
@@ -85,8 +86,15 @@ def test_every_column_of_a_kernels_row_and_its_op(tmp_path):
     for col in ("step", "device_index", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
                 "registers_per_thread", "op_kernel_count"):
         assert k[col].dtype == np.int32, col
-    for col in ("stream", "shared_memory_bytes", "correlation", "external_id"):
+    for col in ("stream", "shared_memory_bytes", "correlation", "external_id", "_op_pos"):
         assert k[col].dtype == np.int64, col
+    for col in ("cost_share", "flops", "bytes", "bytes_written"):
+        assert k[col].dtype == np.float64, col
+    # the launch outside every op: no op columns, no cost, a share of 1 of nothing
+    x = k.set_index("name").loc["orphan"]
+    assert (x.has_op, x._op_pos, x.op_kernel_count, x.cost_share, x.flops_source) == (False, -1, 1, 1.0, "unknown")
+    assert [x.op_name, x.op_input_dims, x.op_input_types, x.op_input_strides, x.op_concrete_inputs] == [None] * 5
+    assert np.isnan(x.flops) and np.isnan(x["bytes"]) and x.cost_dtype is None
     # TF32 on: a float32 matrix op is under the 400 TFLOP/s roof; 1024 FLOPs / 896 bytes = 8/7 FLOP/byte,
     # ridge 400e12 / 1000e9 = 400 FLOP/byte: memory bound, 896 B / 1000 GB/s = 0.000896 us
     assert r.ceiling_tflops == 400.0 and r.compute_roof == "compute:tf32" and r.bound == "memory"
@@ -109,12 +117,13 @@ OPS_COLUMNS = ["step", "external_id", "op_name", "op_input_dims", "op_input_type
 
 
 def test_a_trace_without_ops_gets_an_empty_ops_table_and_its_stated_cost(tmp_path):
-    # two launches outside every op in region wl/r: a 3 us kernel and a 1 us copy to the device of 64 bytes
+    # launches outside every op in region wl/r: a 3 us kernel and a 1 us copy to the device of 64 bytes
     events = [
         _x("user_annotation", "ProfilerStep#1", 0, 500), _x("user_annotation", "wl/r", 5, 100),
         launch(10, 1, None), launch(20, 2, None, "cudaMemcpyAsync"), kernel("k1", 100, 3, 1),
         _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 110, 1, tid=7, pid=0, correlation=2, stream=7,
            device=0, bytes=64),
+        launch(30, 3, None, "cudaMemsetAsync"), memset(120, 1, 3, 100),  # and a 1 us memset of 100 bytes
     ]
     c = _costed(tmp_path, events)
     k = c.kernels.set_index("name")
@@ -124,14 +133,17 @@ def test_a_trace_without_ops_gets_an_empty_ops_table_and_its_stated_cost(tmp_pat
     cp = k.loc["Memcpy HtoD (Pageable -> Device)"]
     assert [cp.flops, cp["bytes"], cp.bytes_written, cp.flops_source, cp.cost_unit] == [0.0, 64.0, 64.0, "formula",
                                                                                        VECTOR]
+    ms = k.loc["Memset (Device)"]
+    assert [ms.flops, ms["bytes"], ms.bytes_written, ms.flops_source, ms.cost_unit] == [0.0, 100.0, 100.0, "formula",
+                                                                                       VECTOR]
     assert k.flops.dtype == np.float64 and k["bytes"].dtype == np.float64 and k.bytes_written.dtype == np.float64
     assert list(c.ops.columns[:len(OPS_COLUMNS)]) == OPS_COLUMNS and len(c.ops) == 0
-    # a statement over the whole region (no ops named): 10 FLOPs, 20 bytes, 5 written, split 3 : 1 by duration
+    # a statement over the whole region (no ops named): 10 FLOPs, 20 bytes, 5 written, split 3 : 1 : 1 by duration
     st = Stated("wl/r", Cost(flops=10.0, bytes=20.0, unit=VECTOR, dtype="float32", written=5.0))
     k = _costed(tmp_path, events, stated=[st]).kernels.set_index("name")
-    assert k.loc["k1", ["cost_share", "flops", "bytes", "bytes_written"]].tolist() == [0.75, 7.5, 15.0, 3.75]
+    assert k.loc["k1", ["cost_share", "flops", "bytes", "bytes_written"]].tolist() == [0.6, 6.0, 12.0, 3.0]
     assert k.loc["k1", ["flops_source", "cost_unit", "cost_dtype"]].tolist() == ["workload", VECTOR, "float32"]
-    assert cp.name in k.index and k.loc[cp.name, ["flops", "bytes", "bytes_written"]].tolist() == [2.5, 5.0, 1.25]
+    assert cp.name in k.index and k.loc[cp.name, ["flops", "bytes", "bytes_written"]].tolist() == [2.0, 4.0, 1.0]
 
 
 def test_stated_costs_name_ops_in_their_region_only_and_split_kernels_of_no_time_evenly(tmp_path):
@@ -140,13 +152,15 @@ def test_stated_costs_name_ops_in_their_region_only_and_split_kernels_of_no_time
         # a bmm outside the region keeps its formula: [1, 1, 4] @ [1, 4, 4] -> 32 FLOPs, (4 + 16 + 4) * 4 = 96 bytes
         op("aten::bmm", 1, 3, 9, **{"Input Dims": [[1, 1, 4], [1, 4, 4]], "Input type": ["float", "float"]}), launch(2, 9, 9), kernel("bmm_out", 50, 2, 9),
         _x("user_annotation", "wl/x", 5, 100),
-        # two bmm in the region whose kernels take no time: half the statement each
-        mm(10, 5, 1, 1, 4, 4, "aten::bmm"), launch(11, 1, 1), kernel("bmm_a", 100, 0, 1),
-        mm(20, 5, 2, 1, 4, 4, "aten::bmm"), launch(21, 2, 2), kernel("bmm_b", 100, 0, 2),
         # an mm whose two kernels take no time and whose memset takes 2 us: the kernels share the op's cost
         # (2 * 2 * 2 * 2 = 16 FLOPs, 48 bytes, 16 written), the memset gets none
-        mm(30, 5, 3, 2, 2, 2), launch(31, 3, 3), launch(32, 4, 3), launch(33, 5, 3, "cudaMemsetAsync"),
+        mm(10, 5, 3, 2, 2, 2), launch(11, 3, 3), launch(12, 4, 3), launch(13, 5, 3, "cudaMemsetAsync"),
         kernel("gemm_a", 120, 0, 3), kernel("gemm_b", 120, 0, 4), memset(121, 2, 5, 100),
+        # two bmm in the region whose kernels take no time: half the statement each
+        mm(20, 5, 1, 1, 4, 4, "aten::bmm"), launch(21, 1, 1), kernel("bmm_a", 100, 0, 1),
+        mm(30, 5, 2, 1, 4, 4, "aten::bmm"), launch(31, 2, 2), kernel("bmm_b", 100, 0, 2),
+        # a launch of no op in the region: no op the statement names, so it stays unknown
+        launch(40, 6, None), kernel("orphan", 140, 2, 6),
     ]
     stated = [Stated("wl/none", Cost(flops=1.0, bytes=1.0, unit=MATRIX, dtype="float32", written=1.0)),
               Stated("wl/x", Cost(flops=100.0, bytes=None, unit=MATRIX, dtype="float32", written=None),
@@ -161,6 +175,7 @@ def test_stated_costs_name_ops_in_their_region_only_and_split_kernels_of_no_time
         assert np.isnan(r["bytes"]) and np.isnan(r.bytes_written)  # the statement gives no bytes
     assert k.loc["gemm_a", ["cost_share", "flops", "bytes", "bytes_written"]].tolist() == [0.5, 8.0, 24.0, 8.0]
     assert k.loc["Memset (Device)", ["cost_share", "flops", "bytes"]].tolist() == [0.0, 0.0, 0.0]
+    assert k.loc["orphan", "flops_source"] == "unknown" and np.isnan(k.loc["orphan", "flops"])
 
 
 def _nccl(ts, corr, ext, coll, n_in, n_out, group, dtype="Float", pg="0"):
@@ -283,3 +298,14 @@ def test_a_collective_named_only_by_the_op_that_launched_its_kernel(tmp_path):
     assert (r.op_name, r.comm_class, r.collective, r.process_group, r.comm_dtype) == (
         "c10d::allreduce_", "collective", "all_reduce", None, None)
     assert np.isnan(r.group_size) and np.isnan(r.comm_bytes) and np.isnan(r.busbw_factor)
+
+
+def test_an_inductor_launch_keeps_its_source(tmp_path):
+    # a Triton launch with Inductor's byte estimate: 1e-7 GB = 100 bytes, no FLOPs recorded, source inductor
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 500),
+              op("triton_poi_fused_add_0", 10, 5, 1, **{"Input Dims": [[4]], "Input type": ["float"],
+                                                        "kernel_backend": "triton", "kernel_num_gb": 1e-7}),
+              launch(11, 1, 1), kernel("triton_poi_fused_add_0", 100, 1, 1)]
+    r = _costed(tmp_path, events).kernels.iloc[0]
+    assert (r["bytes"], r.flops_source, r.cost_unit, r.cost_dtype) == (100.0, "inductor", VECTOR, "float32")
+    assert np.isnan(r.flops)
