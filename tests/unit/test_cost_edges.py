@@ -161,3 +161,16 @@ def test_zero_comm_flops_leaves_a_table_without_communication_columns():
     k = pd.DataFrame({"flops": [np.nan], "flops_source": ["unknown"]})
     zero_comm_flops(k)
     assert np.isnan(k.flops[0]) and k.flops_source[0] == "unknown"
+
+
+def test_reduction_result_sizes_at_their_edges():
+    from wlprof.cost.reductions import _out_itemsize, _reduced_out
+
+    f32 = TensorArg((4,), "float")
+    # a dtype argument only counts as an int ScalarType code it knows: 5 is float16 (2 bytes); 99, True
+    # and 5.0 leave the input's 4 bytes
+    assert [_out_itemsize(f32, c, False) for c in (5, 99, True, 5.0)] == [2, 4, 4, 4]
+    # a complex input is not integral: no widening to int64 (16 bytes stay 16)
+    assert _out_itemsize(TensorArg((4,), "c10::complex<double>"), None, True) == 16
+    assert _out_itemsize(TensorArg((4,), "int"), None, True) == 8  # an int32 input accumulates in int64
+    assert _reduced_out(TensorArg((), "float"), [0]) == 1  # a 0-d tensor reduced over dim 0: one element
