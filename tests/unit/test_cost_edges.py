@@ -174,3 +174,14 @@ def test_reduction_result_sizes_at_their_edges():
     assert _out_itemsize(TensorArg((4,), "c10::complex<double>"), None, True) == 16
     assert _out_itemsize(TensorArg((4,), "int"), None, True) == 8  # an int32 input accumulates in int64
     assert _reduced_out(TensorArg((), "float"), [0]) == 1  # a 0-d tensor reduced over dim 0: one element
+
+
+def test_written_from_shapes_goes_on_past_a_row_without_a_formula():
+    from wlprof.cost.annotate import written_from_shapes
+
+    df = pd.DataFrame({"op_name": ["myext::nothing", "aten::mm"], "bytes": [10.0, 896.0],
+                       "flops_source": ["formula", "formula"], "kind": ["kernel", "kernel"],
+                       "op_input_dims": ["[[4,4]]", "[[4,8],[8,16]]"], "op_input_types": ['["float"]', '["float","float"]']})
+    # the second row: mm [4, 8] @ [8, 16] in float32 gives its 896 bytes, of which 4 * 16 * 4 = 256 written
+    out = written_from_shapes(df)
+    assert np.isnan(out[0]) and out[1] == 256.0
