@@ -309,3 +309,15 @@ def test_an_inductor_launch_keeps_its_source(tmp_path):
     r = _costed(tmp_path, events).kernels.iloc[0]
     assert (r["bytes"], r.flops_source, r.cost_unit, r.cost_dtype) == (100.0, "inductor", VECTOR, "float32")
     assert np.isnan(r.flops)
+
+
+def test_the_ops_table_in_op_order_when_kernels_run_out_of_order(tmp_path):
+    # an op without a formula launches first but its kernel runs last (on another stream), after the
+    # kernel of the mm launched after it: the ops table keeps op order, each op with its own numbers
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 500),
+              op("myext::late", 10, 5, 1), launch(11, 1, 1), mm(20, 5, 2, 4, 8, 16), launch(21, 2, 2),
+              kernel("gemm", 100, 1, 2), kernel("late", 200, 3, 1, stream=9)]
+    o = _costed(tmp_path, events).ops
+    assert o.op_name.tolist() == ["myext::late", "aten::mm"] and o.ts_us.tolist() == [10.0, 20.0]
+    assert o.flops_source.tolist() == ["unknown", "formula"] and o.dur_us.tolist() == [3.0, 1.0]
+    assert np.isnan(o.flops[0]) and o.flops[1] == 1024.0  # mm [4, 8] @ [8, 16]: 2 * 4 * 8 * 16
