@@ -89,8 +89,9 @@ def test_flag_ops_of_no_ops():
 
 
 def test_flag_ops_at_the_first_op_and_args_ids_outside_the_table():
-    # op 0 holds an op of its own name (an overload dispatching to another): op 0 is the dispatcher
-    out = flag_ops(_ops(["aten::sum", "aten::sum"], [-1, 0]))
+    # op 0 holds an op of its own name (an overload dispatching to another): op 0 is the dispatcher,
+    # formula or not
+    out = flag_ops(_ops(["myext::op", "myext::op"], [-1, 0]))
     assert out.dispatcher.tolist() == [True, False]
     # args id 0 chooses a formula (a Triton launch); args id 2 is past the table of 2: none
     out = flag_ops(_ops(["triton_poi_0", "triton_poi_1"], [-1, -1], [0, 2]),
@@ -98,9 +99,13 @@ def test_flag_ops_at_the_first_op_and_args_ids_outside_the_table():
     assert out.has_formula.tolist() == [True, False]
 
 
-def test_an_op_with_auxiliary_copies_and_an_unknown_op_nested_stays_costed():
+def test_an_op_with_auxiliary_ops_and_an_unknown_op_nested_stays_costed():
     # addmm's nested copy_ is its own work; an op without a formula inside it is no costed descendant
     out = flag_ops(_ops(["aten::addmm", "aten::copy_", "myext::noop"], [-1, 0, 0]))
+    assert out.dispatcher.tolist() == [False, False, False]
+    # the softmax backward names its nested mul auxiliary: beside it, an op without a formula (and not
+    # a support op such as copy_) does not make it a dispatcher either
+    out = flag_ops(_ops(["aten::_softmax_backward_data", "aten::mul", "myext::noop"], [-1, 0, 0]))
     assert out.dispatcher.tolist() == [False, False, False]
 
 
@@ -185,3 +190,26 @@ def test_written_from_shapes_goes_on_past_a_row_without_a_formula():
     # the second row: mm [4, 8] @ [8, 16] in float32 gives its 896 bytes, of which 4 * 16 * 4 = 256 written
     out = written_from_shapes(df)
     assert np.isnan(out[0]) and out[1] == 256.0
+
+
+def test_annotate_comm_on_tables_of_its_own():
+    from wlprof.cost.comm import annotate_comm
+
+    empty_ops = pd.DataFrame({"name": pd.Series([], dtype=object), "args_id": np.zeros(0, np.int64),
+                              "parent": np.zeros(0, np.int64)})
+    # rows without an args_id column and a table indexed from 5: an NCCL kernel (collective from its name),
+    # host ops on the CPU (classed only, a send as p2p, an nccl: op not costed as a kernel)
+    k = pd.DataFrame({"kind": ["kernel", "cpu_op", "cpu_op"],
+                      "name": ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", "c10d::send", "nccl:all_reduce"],
+                      "op_name": [None, "c10d::send", "nccl:all_reduce"], "dur_us": [2.0, 1.0, 1.0]},
+                     index=[5, 6, 7])
+    rows = pd.DataFrame({"op_pos": [-1, -1, -1]})
+    annotate_comm(k, rows, empty_ops, [{"Collective name": "broadcast"}], {"distributedInfo": {"world_size": 2}})
+    assert k.comm_class.tolist() == ["collective", "p2p", "collective"]
+    assert k.collective.tolist() == ["all_reduce", "send", "all_reduce"]
+    assert k.group_size[5] == 2.0 and np.isnan(k.group_size[6]) and np.isnan(k.group_size[7])  # the world: 2
+    # no rows at all: the columns, empty
+    k = pd.DataFrame({"kind": pd.Series([], dtype=object), "name": pd.Series([], dtype=object),
+                      "op_name": pd.Series([], dtype=object), "dur_us": pd.Series([], dtype=float)})
+    annotate_comm(k, pd.DataFrame({"op_pos": np.zeros(0, np.int64)}), empty_ops, [], {})
+    assert len(k) == 0 and {"comm_class", "comm_bytes", "busbw_gbps"} <= set(k.columns)

@@ -321,3 +321,62 @@ def test_the_ops_table_in_op_order_when_kernels_run_out_of_order(tmp_path):
     assert o.op_name.tolist() == ["myext::late", "aten::mm"] and o.ts_us.tolist() == [10.0, 20.0]
     assert o.flops_source.tolist() == ["unknown", "formula"] and o.dur_us.tolist() == [3.0, 1.0]
     assert np.isnan(o.flops[0]) and o.flops[1] == 1024.0  # mm [4, 8] @ [8, 16]: 2 * 4 * 8 * 16
+
+
+def _chain(names, t0, ext0):
+    """Ops nested one in the next from names[0] outwards in, starting at t0 (each 1 us inside the last)."""
+    return [op(nm, t0 + i, 100 - 2 * i, ext0 + i) for i, nm in enumerate(names)]
+
+
+def test_a_collective_named_by_an_enclosing_op_within_eight_levels(tmp_path):
+    # NCCL kernels whose names name no collective, launched by record_param_comms ops that record a
+    # message but no collective name: the collective is the nearest enclosing c10d op's, looked up at
+    # most 8 levels up
+    msg = {"In msg nelems": 8, "Out msg nelems": 8, "dtype": "Float", "Group size": 2, "Process Group Name": "0"}
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 2000),
+        # the first op of the trace encloses record_param_comms directly: all_gather
+        *_chain(["c10d::allgather_", "record_param_comms"], 10, 1), launch(12, 1, 2),
+        kernel("ncclDevKernel_Generic_1", 1000, 1, 1),
+        # c10d's op 9 levels up: beyond the lookup, no collective
+        *_chain(["c10d::allreduce_", *[f"myext::w{i}" for i in range(8)], "record_param_comms"], 200, 10),
+        launch(211, 2, 19), kernel("ncclDevKernel_Generic_2", 1010, 1, 2),
+        # record_param_comms at the top, no op around it; a c10d op without a kernel comes last
+        _x("cpu_op", "record_param_comms", 400, 10, **{"External id": 30, **msg}), launch(401, 3, 30),
+        kernel("ncclDevKernel_Generic_3", 1020, 1, 3), op("c10d::broadcast_", 500, 10, 31),
+    ]
+    events[2]["args"].update(msg)
+    events[14]["args"].update(msg)
+    k = _costed(tmp_path, events).kernels.set_index("name")
+    assert k.loc["ncclDevKernel_Generic_1", ["collective", "comm_dtype", "group_size", "comm_bytes"]].tolist() == [
+        "all_gather", "float32", 2.0, 32.0]  # all_gather's S: its output, 8 floats = 32 bytes
+    assert k.loc["ncclDevKernel_Generic_2", ["op_name", "comm_dtype"]].tolist() == ["record_param_comms", "float32"]
+    assert k.loc["ncclDevKernel_Generic_2", "collective"] is None
+    assert k.loc["ncclDevKernel_Generic_3", "collective"] is None
+    assert k.loc["ncclDevKernel_Generic_3", ["comm_class", "comm_dtype", "group_size"]].tolist() == [
+        "collective", "float32", 2.0]
+
+
+def test_process_groups_by_name_from_the_traces_distributed_info(tmp_path):
+    # kernels with their messages on the kernel: a group named but not sized takes that group's size;
+    # a group sized but not named stays unnamed when the trace has several groups, as does the world
+    def coll(name, ts, corr, **extra):
+        return [launch(ts, corr, None), kernel(name, 100 + ts, 1, corr, **{
+            "Collective name": "allreduce", "In msg nelems": 4, "Out msg nelems": 4, "dtype": "Float", **extra})]
+
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 500),
+              *coll("ncclDevKernel_AllReduce_a", 10, 1, **{"Process Group Name": "pgA"}),
+              *coll("ncclDevKernel_AllReduce_b", 20, 2, **{"Group size": 3}),
+              *coll("ncclDevKernel_AllReduce_c", 30, 3)]
+    meta = {"distributedInfo": {"world_size": 8, "pg_config": [{"pg_name": "pg7", "pg_size": 4},
+                                                               {"pg_name": "pgA", "pg_size": 2}]}}
+    k = _costed(tmp_path, events, meta).kernels.set_index("name")
+    assert k.loc["ncclDevKernel_AllReduce_a", ["process_group", "group_size"]].tolist() == ["pgA", 2.0]
+    assert k.loc["ncclDevKernel_AllReduce_b", "process_group"] is None
+    assert k.loc["ncclDevKernel_AllReduce_b", "group_size"] == 3.0
+    assert k.loc["ncclDevKernel_AllReduce_c", "process_group"] is None
+    assert k.loc["ncclDevKernel_AllReduce_c", "group_size"] == 8.0  # the world
+    # one group only: a sized, unnamed message is taken to be that group
+    meta = {"distributedInfo": {"world_size": 8, "pg_config": [{"pg_name": "pg7", "pg_size": 4}]}}
+    k = _costed(tmp_path, events, meta).kernels.set_index("name")
+    assert k.loc["ncclDevKernel_AllReduce_b", ["process_group", "group_size"]].tolist() == ["pg7", 3.0]
