@@ -32,6 +32,8 @@ def test_recorded_args_of_the_wrong_shape_are_ignored():
     assert call.tensor(0) == TensorArg((), "float", None)  # no dims recorded for input 0: a 0-d tensor
     assert call.tensor(1) is None  # '' is no tensor type
     assert call.scalar(1) == 2 and call.scalar(2) is None  # past the recorded values: None
+    call = OpCall.from_args("aten::x", {"Input type": "float", "Concrete Inputs": "12"})
+    assert (call.types, call.concrete) == ((), ())  # strings where lists belong: nothing
 
 
 def test_a_tensor_past_its_dims_or_with_unreadable_strides():
@@ -153,13 +155,18 @@ def test_dtype_names_and_broadcasts_at_their_edges():
 
 
 def test_elementwise_inputs_read_by_arity():
-    def cost(name, n):
-        return cost_of(OpCall.from_args(name, {"Input Dims": [[4]] * n, "Input type": ["float"] * n}))
+    from wlprof.cost.elementwise import _make_binary, _make_unary
 
-    # clamp_min(x, min) with a tensor min: both [4] floats read, 16 + 16, and 16 written
-    assert cost("aten::clamp_min", 2) == Cost(4, 48, VECTOR, "float32", written=16)
-    # mul(a, b, out=c): the out tensor is not read: 16 + 16 read, 16 written
-    assert cost("aten::mul", 3) == Cost(4, 48, VECTOR, "float32", written=16)
+    def call(name, n):
+        return OpCall.from_args(name, {"Input Dims": [[4]] * n, "Input type": ["float"] * n})
+
+    # clamp_min(x, min) with a tensor min: both [4] floats read, 16 + 16, and 16 written; 1 FLOP each
+    assert cost_of(call("aten::clamp_min", 2)) == Cost(4, 48, VECTOR, "float32", written=16)
+    assert _make_unary("clamp_min", 1)(call("aten::clamp_min", 2)) == Cost(4, 48, VECTOR, "float32", written=16)
+    # mul(a, b, out=c): the out tensor is not read: 16 + 16 read, 16 written (the factories built here, so
+    # that a mutation of them is reached)
+    assert cost_of(call("aten::mul", 3)) == Cost(4, 48, VECTOR, "float32", written=16)
+    assert _make_binary("mul", 1)(call("aten::mul", 3)) == Cost(4, 48, VECTOR, "float32", written=16)
 
 
 def test_zero_comm_flops_leaves_a_table_without_communication_columns():

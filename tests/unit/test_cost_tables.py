@@ -355,6 +355,18 @@ def test_a_collective_named_by_an_enclosing_op_within_eight_levels(tmp_path):
     assert k.loc["ncclDevKernel_Generic_3", "collective"] is None
     assert k.loc["ncclDevKernel_Generic_3", ["comm_class", "comm_dtype", "group_size"]].tolist() == [
         "collective", "float32", 2.0]
+    # the message read from the trace's first op: record_param_comms alone
+    k = _costed(tmp_path, [events[0], *events[17:20]]).kernels.iloc[0]
+    assert (k.op_name, k.comm_dtype, k.group_size, k.process_group) == ("record_param_comms", "float32", 2.0, "0")
+
+
+def test_an_ops_whole_cost_on_its_one_nanosecond_kernel(tmp_path):
+    # mm [4, 8] @ [8, 16] with kernels of 1 ns and of none: the share is by duration, 1 and 0
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 500), mm(10, 5, 1, 4, 8, 16), launch(11, 1, 1),
+              launch(12, 2, 1), kernel("one_ns", 100, 0.001, 1), kernel("none", 101, 0, 2)]
+    k = _costed(tmp_path, events).kernels.set_index("name")
+    assert k.loc[["one_ns", "none"], "cost_share"].tolist() == [1.0, 0.0]
+    assert k.loc[["one_ns", "none"], "flops"].tolist() == [1024.0, 0.0]
 
 
 def test_process_groups_by_name_from_the_traces_distributed_info(tmp_path):
