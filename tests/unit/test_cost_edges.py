@@ -12,8 +12,7 @@ import pytest
 
 import wlprof.cost  # noqa: F401  (registers every formula)
 from wlprof import pipeline
-from wlprof.cost import MATRIX, VECTOR, cost_of
-from wlprof.cost import dtypes
+from wlprof.cost import MATRIX, VECTOR, cost_of, dtypes
 from wlprof.cost.attribution import ancestors, flag_ops
 from wlprof.cost.comm import zero_comm_flops
 from wlprof.cost.elementwise import _broadcast
