@@ -367,6 +367,14 @@ def test_an_ops_whole_cost_on_its_one_nanosecond_kernel(tmp_path):
     k = _costed(tmp_path, events).kernels.set_index("name")
     assert k.loc[["one_ns", "none"], "cost_share"].tolist() == [1.0, 0.0]
     assert k.loc[["one_ns", "none"], "flops"].tolist() == [1024.0, 0.0]
+    # the same under a region whose statement gives bytes but no FLOPs: split 1 : 0 the same way
+    events.insert(1, _x("user_annotation", "wl/ns", 5, 50))
+    st = Stated("wl/ns", Cost(flops=None, bytes=8.0, unit=VECTOR, dtype="float32", written=4.0))
+    k = _costed(tmp_path, events, stated=[st]).kernels.set_index("name")
+    assert k.loc[["one_ns", "none"], "cost_share"].tolist() == [1.0, 0.0]
+    assert k.loc[["one_ns", "none"], "bytes"].tolist() == [8.0, 0.0]
+    assert k.loc[["one_ns", "none"], "bytes_written"].tolist() == [4.0, 0.0]
+    assert k.flops.isna().all() and (k.flops_source == "workload").all()
 
 
 def test_process_groups_by_name_from_the_traces_distributed_info(tmp_path):
