@@ -400,3 +400,27 @@ def test_process_groups_by_name_from_the_traces_distributed_info(tmp_path):
     meta = {"distributedInfo": {"world_size": 8, "pg_config": [{"pg_name": "pg7", "pg_size": 4}]}}
     k = _costed(tmp_path, events, meta).kernels.set_index("name")
     assert k.loc["ncclDevKernel_AllReduce_b", ["process_group", "group_size"]].tolist() == ["pg7", 3.0]
+
+
+ROOFLINE_COLUMNS = ["intensity_flop_per_byte", "achieved_tflops", "achieved_gbps", "ceiling_tflops", "ceiling_gbps",
+                    "ridge_flop_per_byte", "roofline_us", "roofline_fraction", "working_set_bytes", "bound", "roof",
+                    "compute_roof", "memory_roof", "roof_note"]
+
+
+def test_an_op_whose_copy_has_trace_bytes_but_whose_kernel_has_no_formula_is_unknown(tmp_path):
+    # an op without a formula copies 64 bytes device to device (the trace's bytes, 2 * 64 = 128 touched),
+    # then runs a kernel: the op is only as known as its least known row
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 500), op("myext::mix", 10, 10, 1),
+              launch(11, 1, 1, "cudaMemcpyAsync"), launch(12, 2, 1),
+              _x("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 100, 1, tid=7, pid=0, correlation=1, stream=7,
+                 device=0, bytes=64),
+              kernel("mix", 110, 1, 2)]
+    c = _costed(tmp_path, events)
+    k, o = c.kernels.set_index("name"), c.ops
+    assert k.loc["Memcpy DtoD (Device -> Device)", ["bytes", "flops_source"]].tolist() == [128.0, "formula"]
+    assert k.loc["mix", "flops_source"] == "unknown"
+    assert list(o.columns) == OPS_COLUMNS + ROOFLINE_COLUMNS
+    r = o.iloc[0]
+    assert (r.op_name, r.kernel_count, r.dur_us, r.flops_source) == ("myext::mix", 2, 2.0, "unknown")
+    assert np.isnan(r.flops) and np.isnan(r["bytes"]) and np.isnan(r.bytes_written)
+
