@@ -53,6 +53,7 @@ GROUPS = {
               "tests/unit/test_cost_factories.py", "tests/unit/test_cost_formula_gaps.py",
               "tests/unit/test_cost_rnn.py", "tests/unit/test_costs_model_ops.py",
               "tests/unit/test_comm_costs.py", "tests/unit/test_written_bytes.py", "tests/unit/test_cost_split.py",
+              "tests/unit/test_cost_tables.py", "tests/unit/test_cost_edges.py",
               "tests/unit/test_roofline.py", "tests/unit/test_roofline_edges.py",
               "tests/unit/test_parse_cpu.py", "tests/integration/test_pipeline_h200.py"]),
 }

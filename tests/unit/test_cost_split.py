@@ -79,9 +79,10 @@ STATED = [Stated("wl/experts", Cost(flops=1000.0, bytes=2000.0, unit=MATRIX, dty
                  ops=("aten::bmm",))]
 
 
-@pytest.fixture(scope="module")
-def tables(tmp_path_factory):
-    path = tmp_path_factory.mktemp("split") / "t.json"
+@pytest.fixture
+def tables(tmp_path):
+    """Built for each test, not once per module: mutation testing runs only the tests that call the split."""
+    path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": EVENTS}))
     c = pipeline.costed(read_trace(path), stated=STATED)
     return c.kernels.set_index("name"), c.ops
