@@ -35,7 +35,7 @@ if [ "${PART:-1}" = 1 ]; then
   timeout 120 python3 -m wlprof run gemm --device cuda --steps 2 --warmup 2 --reps 5 -q --traces /tmp/t > $OUT/gemm.txt 2>&1
   echo "gemm rc $?"
   python3 -c "import wlprof; k = wlprof.load('/tmp/t'); print('rank values', k['rank'].unique().tolist(), len(k))"
-  while [ $SECONDS -lt 560 ] && ! grep -q "^total:" $M/mutation.txt 2>/dev/null; do sleep 10; done
+  while [ $SECONDS -lt 580 ] && ! grep -q "^total:" $M/mutation.txt 2>/dev/null; do sleep 10; done
   bring_back
 else
   while [ $SECONDS -lt 570 ] && ! grep -q "^total:" $M/mutation.txt 2>/dev/null; do sleep 10; done
