@@ -271,7 +271,9 @@ def stale_against(run: Ceilings, current: Ceilings) -> list[str]:
     def lower(name: str, old: float, new: float, meas: Measurement | None, unit: str):
         ratio = meas.lower_ratio if meas is not None and meas.lower_ratio is not None else 0.97
         if old < new * min(ratio, 0.99):
-            why.append(f"{name} {old:,.1f} < {new:,.1f} {unit} now")
+            from wlprof.store.selection import _rate
+
+            why.append(f"{name} {_rate(old, 1)} < {_rate(new, 1)} {unit} now")
 
     for k, v in current.matrix_tflops.items():
         if k in run.matrix_tflops:
