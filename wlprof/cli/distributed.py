@@ -80,6 +80,10 @@ def show_result(result, traces) -> None:
     for _, r in shown.iterrows():
         if isinstance(r.get("note"), str) and r["note"]:
             con.print(f"[dim]{r['variant']}: {r['note']}[/dim]")
+    from wlprof.cli.execute import unplaced_lines
+
+    for line in unplaced_lines(steps):
+        con.print(line, markup=False)
     con.print(f"ceilings: {result.ceilings_origin}")
     con.print(f"traces:   {result.path}  (kernels: pandas.read_parquet({str(traces)!r}); overlap per rank: "
               f"wlprof overlap {result.run_id})")

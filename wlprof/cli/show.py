@@ -75,6 +75,10 @@ def show(
         shown = shown.sort_values(["point", "rank"], kind="stable")
         shown = shown.assign(variant=[f"{v} (rank {int(r)})" for v, r in zip(shown.variant, shown["rank"], strict=True)])
     con.print(render.steps_table(shown, title="per variant (one step)", **opts))
+    from wlprof.cli.execute import unplaced_lines
+
+    for line in unplaced_lines(steps):
+        con.print(escape(line))
     if kernels.empty:
         con.print(f"no kernel rows in {escape(run_id)}: the trace recorded no device activity in its profiled "
                   "steps (nothing to break down)")
