@@ -73,7 +73,7 @@ def show(
     shown = steps.sort_values("point", kind="stable")
     if "rank" in shown and shown["rank"].nunique() > 1:  # one row per rank, named as `wlprof run` names them
         shown = shown.sort_values(["point", "rank"], kind="stable")
-        shown = shown.assign(variant=[f"{v} (rank {int(r)})" for v, r in zip(shown.variant, shown["rank"], strict=True)])
+        shown = shown.assign(variant=render.with_rank(shown.variant, shown["rank"]))
     con.print(render.steps_table(shown, title="per variant (one step)", **opts))
     from wlprof.cli.execute import unplaced_lines
 
