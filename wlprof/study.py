@@ -284,8 +284,8 @@ def prepare(study: Study):
                 sizes = [Key(n) for n in wl.size_params() if n in study.params] or [Key(n) for n in wl.size_params()]
                 sizes = sizes or [Key("params", "study")]
                 rule = (f"must fit in {'device' if device.type == 'cuda' else 'host'} memory: point '{p.variant}' "
-                        f"needs about {need / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of the "
-                        f"{free / 2**30:.1f} GiB free; lower ",)
+                        f"needs about {need / 2**30:,.1f} GiB, more than {MEMORY_SHARE:.0%} of the "
+                        f"{free / 2**30:,.1f} GiB free; lower ",)
                 for i, k in enumerate(sizes):
                     rule += (", " if i else "", k)
                 raise InputError(sizes[0] if sizes else Key("params", "study"), rule, p.variant)
