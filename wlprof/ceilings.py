@@ -29,6 +29,7 @@ NOTES = (
     "l1_resident", "l2_resident", "l3_resident",  # placed against that cache level
     "written_unknown",  # bytes_written null: placed against the copy roof
     "roof_unmeasured",  # the roof its traffic calls for was not measured: the copy roof stands in
+    "compute_unmeasured",  # a matrix op of a dtype whose matrix rate was not measured: no compute roof, not placed
     "within_spread",  # above 1, within the measured spread of its ceiling
     "mixed_traffic",  # copy-like, above the copy roof but not above the read/write roofs
     "indexed_reuse",  # an indexed read (gather, scatter, a stated aggregation) above its roof: repeated
@@ -271,7 +272,9 @@ def stale_against(run: Ceilings, current: Ceilings) -> list[str]:
     def lower(name: str, old: float, new: float, meas: Measurement | None, unit: str):
         ratio = meas.lower_ratio if meas is not None and meas.lower_ratio is not None else 0.97
         if old < new * min(ratio, 0.99):
-            why.append(f"{name} {old:,.1f} < {new:,.1f} {unit} now")
+            from wlprof.store.selection import _rate
+
+            why.append(f"{name} {_rate(old, 1)} < {_rate(new, 1)} {unit} now")
 
     for k, v in current.matrix_tflops.items():
         if k in run.matrix_tflops:
@@ -539,7 +542,9 @@ def _cpu_plan(quick: bool, threads: int, root: Path = SYSFS_CACHE) -> _Plan:
         avail = 8 << 30
     want = max(4 * last, 256 << 20)
     main = min(want, (256 << 20) if quick else (2 << 30), max(avail // 6, 64 << 20))
-    return _Plan(n_mm={"float32": [512 if quick else 1024], "bfloat16": [256 if quick else 512]},
+    # every dtype `wlprof run --dtype` offers, so each has its compute roof on a CPU
+    return _Plan(n_mm={"float32": [512 if quick else 1024], "bfloat16": [256 if quick else 512],
+                       "float16": [256 if quick else 512], "float64": [512 if quick else 1024]},
                  reps=5 if quick else 9, warmup=1 if quick else 2, warm_s=0.02 if quick else 0.1,
                  main_bytes=int(main), cache_sizes=sizes, cache_bytes=cache_bytes,
                  pass_bytes=(16 << 20) if quick else (128 << 20), graph_calls=0,

@@ -51,7 +51,7 @@ class Study:
     description: str | None = None
     source: str | None = None  # the study file it came from
     cpu: CpuScale | None = None  # the [cpu] section, until the study is scaled to a device
-    overrides: tuple[str, ...] = ()  # params given with --set: a scale never replaces them
+    overrides: tuple[str, ...] = ()  # params (and dtype) given with --set: a scale never replaces them
     scale: str | None = None  # "cpu" once the [cpu] section was applied
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,10 +80,10 @@ def at_scale(study: Study, device_type: str) -> tuple[Study, str | None]:
     changed = {k: v for k, v in cpu.params.items() if k not in study.overrides and params.get(k) != v}
     params.update(changed)
     capture = replace(study.capture, **dict(cpu.capture))
-    dtype = cpu.dtype or study.dtype
+    dtype = study.dtype if "dtype" in study.overrides else (cpu.dtype or study.dtype)
     parts = [f"{k} {show(v)}" for k, v in changed.items()]
-    if cpu.dtype and cpu.dtype != study.dtype:
-        parts.append(f"dtype {cpu.dtype}")
+    if dtype != study.dtype:
+        parts.append(f"dtype {dtype}")
     parts += [f"capture.{k} {show(v)}" for k, v in cpu.capture.items()]
     note = ("CPU: the study's [cpu] scale" + (f" ({'; '.join(parts)})" if parts else "")
             + "; [params] holds the GPU sizes")
@@ -165,19 +165,29 @@ def _capture_settings(raw: Mapping[str, Any], section: str) -> dict[str, Any]:
 
 
 def override_params(study: Study, assignments: list[str], arg: str = "--set") -> Study:
-    """The study with [params] overridden by KEY=VALUE strings (VALUE as TOML, else a string)."""
+    """The study with [params] overridden by KEY=VALUE strings (VALUE as TOML, else a string); KEY `dtype`
+    overrides the study's dtype (its [cpu] section's too)."""
     from dataclasses import replace
 
     from wlprof.params import toml_value
 
     params = dict(study.params)
+    dtype = study.dtype
     for a in assignments:
         key, sep, raw = a.partition("=")
         key = key.strip()
         if not sep or not key or not key.replace("_", "").isalnum():
-            raise InputError(arg, "must be KEY=VALUE with KEY a parameter name (e.g. seed=1)", a)
-        params[key] = toml_value(raw)
-    return replace(study, params=params, overrides=tuple(dict.fromkeys((*study.overrides, *(
+            raise InputError(arg, "must be KEY=VALUE with KEY a parameter name or dtype (e.g. seed=1)", a)
+        if key == "dtype":
+            from wlprof.device import DTYPE_ALIASES, DTYPES
+
+            dtype = str(toml_value(raw)).strip()
+            if dtype.lower() not in DTYPE_ALIASES:
+                raise InputError(arg, f"dtype must be one of {', '.join(DTYPES)}", a,
+                                 hint=did_you_mean(dtype.lower(), list(DTYPE_ALIASES)))
+        else:
+            params[key] = toml_value(raw)
+    return replace(study, params=params, dtype=dtype, overrides=tuple(dict.fromkeys((*study.overrides, *(
         a.partition("=")[0].strip() for a in assignments)))))
 
 
@@ -274,8 +284,8 @@ def prepare(study: Study):
                 sizes = [Key(n) for n in wl.size_params() if n in study.params] or [Key(n) for n in wl.size_params()]
                 sizes = sizes or [Key("params", "study")]
                 rule = (f"must fit in {'device' if device.type == 'cuda' else 'host'} memory: point '{p.variant}' "
-                        f"needs about {need / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of the "
-                        f"{free / 2**30:.1f} GiB free; lower ",)
+                        f"needs about {need / 2**30:,.1f} GiB, more than {MEMORY_SHARE:.0%} of the "
+                        f"{free / 2**30:,.1f} GiB free; lower ",)
                 for i, k in enumerate(sizes):
                     rule += (", " if i else "", k)
                 raise InputError(sizes[0] if sizes else Key("params", "study"), rule, p.variant)

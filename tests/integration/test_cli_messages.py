@@ -177,3 +177,10 @@ def test_place_refuses_zero_gpus_before_noting_the_machines_load(monkeypatch):
     assert res.exit_code == 2
     # was: the load note first, then the error
     assert res.output == "error: --gpus must be a positive integer (the GPUs to place the models on) (got 0)\n"
+    # every other option too: each was refused after the note
+    for args, error in ((["--planner", "bogus"], "error: --planner must be one of flops, roofline, profile, "
+                         "oracle or all (got 'bogus')"), (["--reps", "0"], "error: --reps must be a positive "
+                         "integer (got 0)"), (["--search", "greedy"], "error: --search must be auto, exhaustive or "
+                         "heuristic (got 'greedy')")):
+        res = invoke("place", mix, "--gpus", "2", *args)
+        assert res.exit_code == 2 and res.output.startswith(error) and "load average" not in res.output, res.output

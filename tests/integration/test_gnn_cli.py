@@ -87,7 +87,7 @@ def test_cli_transform_region(tmp_path, cli, cpu_ceilings):
     (["--backend", "cusparse"], "--backend must be one of"),
     (["--features", "0"], "--features must be a positive integer (got '0')"),
     (["--backend", "csr", "--reduction", "max"], "--reduction must be a reduction backend csr supports"),
-    (["--scale", "40"], "--scale must fit in host memory: point 'rmat s40 F32 / scatter / sum'"),
+    (["--scale", "40"], "--scale must fit in host memory: point 'rmat s40 F32 / scatter / sum' needs about 3,149,824.0 GiB"),
 ])
 def test_cli_bad_input_writes_nothing(args, needle, tmp_path, cli):
     res = cli("run", "gnn", *args, "--traces", tmp_path / "traces", *FAST)

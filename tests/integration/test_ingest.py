@@ -102,6 +102,9 @@ def test_ingest_a_folder_of_ranks(tmp_path, cli):
     assert steps.kernel_us.tolist() == pytest.approx([sum(per_step) / 2] * 2)
     # the gemm fixture's point 0 is 256x512x1024: 2*256*512*1024 = 268,435,456 FLOPs a step
     assert steps.flops.tolist() == [268_435_456] * 2
+    shown = cli("show", k.run_id.iloc[0], "--traces", out)
+    assert shown.exit_code == 0, shown.output
+    assert "│ rank 0 " in shown.output and "rank 0 (rank 0)" not in shown.output  # the rank said once
 
 
 def test_ingest_cpu_trace_of_another_torch(tmp_path, cli):

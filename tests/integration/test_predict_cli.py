@@ -168,6 +168,10 @@ def test_predict_spec_and_scaled_trace(profiled, tmp_path):
                               "--dtype", "float32", "-o", str(tmp_path / "spec.md")])
     assert res.exit_code == 0, res.output
     assert "aten::_grouped_mm" in (tmp_path / "spec.md").read_text()
+    res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--spec", "gemm shapes=8x8x8",
+                              "--dtype", "float32"])
+    assert res.exit_code == 0, res.output
+    assert "balanced 8x8x8: 1 call, kernel time" in res.output  # it read '1 calls'
     raw = next((root / "held").glob("mlp-*/_chrome/*.raw.json.gz"))
     res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--trace", str(raw), "--scale",
                               "batch=4", "-o", str(tmp_path / "trace.md")])

@@ -41,6 +41,20 @@ def test_set_wins_over_the_cpu_scale():
     assert "tokens" not in note
 
 
+def test_set_dtype_overrides_the_study_and_its_cpu_section():
+    study = load_study(REPO / "workloads" / "moe_zipf.toml")  # [study] bfloat16, [cpu] float32
+    scaled, note = at_scale(override_params(study, ["dtype=float64"]), "cpu")
+    assert scaled.dtype == "float64" and "dtype" not in note  # the [cpu] section's float32 not applied
+    assert at_scale(override_params(study, ["dtype=float64"]), "cuda")[0].dtype == "float64"
+    assert "dtype" not in scaled.params  # the study's dtype, not a workload parameter
+    wl, device, dtype, *_ = prepare(override_params(study, ["dtype='bf16'"]))
+    assert dtype == torch.bfloat16
+    with pytest.raises(InputError) as exc:
+        override_params(study, ["dtype=float17"])
+    assert str(exc.value).startswith("--set dtype must be one of bfloat16, float16, float32, float64 "
+                                     "(got 'dtype=float17')")
+
+
 def test_a_cuda_study_without_cuda_says_how_to_run_it(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text('[study]\nworkload = "mlp"\ndevice = "cuda"\n[params]\nbatch = [1]\n'

@@ -36,7 +36,19 @@ def test_a_cpus_tflops_are_not_printed_as_zero():
     # one decimal printed these '0.0', '0.0-0.0', '0.0-0.0': as if the CPU had no compute roof
     assert rows["matrix float32 TFLOP/s"] == ["0.03", "0.03-0.03", "0.03-0.03"]
     assert rows["vector TFLOP/s (fp32 GEMM, TF32 off)"] == ["0.03", "0.03-0.03", "0.03-0.03"]
-    assert rows["matrix bfloat16 TFLOP/s"][0] == "0.4"
+    # 711.6 x 0.03 / 50.55 = 0.422: two significant digits, where one decimal read '0.4'
+    assert rows["matrix bfloat16 TFLOP/s"][0] == "0.42"
+
+
+def test_a_rate_under_one_keeps_two_significant_digits():
+    from wlprof.store.selection import _rate
+
+    # one decimal rounded a CPU's 0.0548 TFLOP/s to '0.1', 82% above what was measured
+    assert [_rate(v, 1) for v in (0.0548, 0.45, 0.97, 1.0, 12.34, 711.57)] == ["0.055", "0.45", "0.97", "1.0", "12.3",
+                                                                             "711.6"]
+    # GB/s with no decimals: 7.3 read '7', 0.6 read '1'
+    assert [_rate(v, 0) for v in (0.6, 7.3, 9.96, 16.8, 4323.4)] == ["0.6", "7.3", "10", "17", "4,323"]
+    assert _rate(0.0, 1) == "0.0"
 
 
 def test_a_gpus_rates_keep_their_decimals():
@@ -52,3 +64,12 @@ def test_the_other_methods_name_their_rate_with_its_unit():
     # was '...; also torch.sum over one fp32 buffer 4,309 (buffer_bytes ...': a bare number
     assert "; also torch.sum over one fp32 buffer 4,309 GB/s (" in text
     assert " 699.5 TFLOP/s (" in how[labels.index("matrix bfloat16 TFLOP/s")]
+
+
+def test_the_value_column_names_the_statistic_the_ceiling_is():
+    gpu = Ceilings.from_dict(json.loads(FIXTURE.read_text()))
+    assert ceilings_table(gpu).columns[1].header == "median"
+    # a CPU's ceiling is the 90th percentile of its repeats (calibrate's method says so): not a median
+    cpu = _cpu_like()
+    cpu.method["statistic"] = "p90"
+    assert ceilings_table(cpu).columns[1].header == "p90"

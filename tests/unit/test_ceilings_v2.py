@@ -170,6 +170,9 @@ def test_cpu_plan_sizes_each_level_between_the_one_below_and_its_own(tmp_path):
     assert plan.main_bytes >= 4 * (32 << 20) and plan.notes["main_past_last_cache"] is True
     quick = ceilings._cpu_plan(quick=True, threads=2, root=root)
     assert all(len(v) == 1 for v in quick.cache_sizes.values())
+    # a matrix rate for each dtype `wlprof run --dtype` takes (float16 and float64 GEMMs had no compute roof)
+    assert plan.n_mm == {"float32": [1024], "bfloat16": [512], "float16": [512], "float64": [1024]}
+    assert quick.n_mm == {"float32": [512], "bfloat16": [256], "float16": [256], "float64": [512]}
 
 
 def _meas(v, p10, p90):

@@ -43,3 +43,23 @@ def test_a_single_rank_is_not_matched():
     t = match(_rows([(0, 0, 10, "all_reduce")]))
     assert t.clock_method.iloc[0] == "single rank" and t.ranks_matched.iloc[0] == 1
     assert t.skew_wait_us.isna().all()
+
+
+def test_the_collectives_table_of_p2p_sends_and_a_matched_all_reduce():
+    from wlprof.cli.overlap import collectives_table
+
+    # rank 0: an all_reduce matched with rank 1's (rank 1 arrives 4 µs later) and a P2P send of 8,192 bytes in
+    # 2,000 µs (busbw 8192 / 2000 µs = 0.0041 GB/s), never matched; rank 1: its all_reduce only
+    rows = _rows([(0, 0, 10, "all_reduce"), (1, 4, 6, "all_reduce"), (0, 30, 2000, "send")])
+    p2p = rows.collective == "send"
+    rows.loc[p2p, ["comm_class", "comm_bytes", "busbw_gbps"]] = ["p2p", 8192.0, 8192 / 2000e3]
+    pr = per_rank(match(rows, hosts={0: "a", 1: "a"}))
+    assert pr.set_index("rank").matched.to_dict() == {0: 1, 1: 1}
+    cells = [list(c.cells) for c in collectives_table(pr, "t").columns]
+    # rank 0's median busbw over its two: (1.0 + 0.0041) / 2 = 0.502; rank 1's 1.0
+    assert cells[4] == ["0.5", "1.0"]
+    assert cells[5] == ["4.0", "0.0"] and cells[6] == ["0 times", "1 times"]
+    # P2P only: the median busbw keeps two significant digits, and nothing was matched to be waited for
+    alone = per_rank(match(rows[p2p], hosts={0: "a"}))
+    cells = [list(c.cells) for c in collectives_table(alone, "t").columns]
+    assert cells[2] == ["8,192"] and cells[4] == ["0.0041"] and cells[5] == ["-"] and cells[6] == ["-"]

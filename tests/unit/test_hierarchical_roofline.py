@@ -71,3 +71,27 @@ def test_a_cpus_small_roofs_are_labelled_with_their_value_not_zero():
     # one decimal labelled the compute roof '0.0 TFLOP/s (measured)'
     assert "compute:float32, compute:vector: 0.03 TFLOP/s (measured)" in labels
     assert "dram_copy: 7 GB/s (measured)" in labels
+
+
+def test_a_long_title_is_wrapped_to_the_figure():
+    import matplotlib.pyplot as plt
+
+    ids = ", ".join(f"moe-20261201-2256{i}2-c5{i}0" for i in range(3))
+    fig = figures.roofline(OPS, C, f"Roofline: {ids}")
+    title = fig.axes[0].get_title()
+    # three run ids and the ceilings' date: 164 characters on one line, cut at both edges of the figure
+    assert "\n" in title and max(len(line) for line in title.split("\n")) <= 120
+    assert title.replace("\n", " ").startswith(f"Roofline: {ids} (marker area")
+    plt.close(fig)
+
+
+def test_the_command_counts_the_calls_above_their_roof_by_reason():
+    from wlprof.cli.roofline import above_roof_counts
+
+    ops = _ops([(1.0, 4.49, 4800.0, "GEMM", "matrix", "bfloat16", "compute:bfloat16", 1.04, "l3_resident,ceiling_stale"),
+                (1.0, 4.49, 4800.0, "GEMM", "matrix", "bfloat16", "compute:bfloat16", 1.2, "ceiling_stale"),
+                (0.1, 0.43, 60.0, "elementwise", "vector", "bfloat16", "compute:vector", 1.3, "cache_fit"),
+                (0.1, 0.43, 60.0, "elementwise", "vector", "bfloat16", "compute:vector", 0.6, "l2_resident")])
+    # it printed the notes as a Python dict, placement notes included: {'l3_resident,ceiling_stale': 1, ...}
+    assert above_roof_counts(ops) == "2 ceiling_stale, 1 cache_fit"
+    assert above_roof_counts(ops[ops.roofline_fraction < 1]) == ""

@@ -332,3 +332,17 @@ def test_a_trace_without_step_markers_is_one_step_and_says_so(tmp_path):
     marked = _trace(tmp_path, [ann("ProfilerStep#3", 0, 50), op("aten::mm", 1, 10)], "m.json")
     join(marked)
     assert NO_STEP_MARKERS not in marked.warnings
+
+
+def test_gloo_work_annotations_are_not_regions(tmp_path):
+    # A gloo P2P exchange on the calling thread, as torch 2.13 records it: the region 'halo/exchange' [0, 3900)
+    # holds c10d::recv_ [130, 3360) and c10d::send [3430, 3830); gloo:recv's work annotation opens at 3290 and
+    # runs to 32000, past the region; gloo:send's from 3825. An aten::mm at [5000, 5100) is outside the region.
+    t = _trace(tmp_path, [ann("ProfilerStep#0", 0, 40000), ann("halo/exchange", 0, 3900),
+                          op("c10d::recv_", 130, 3230), ann("gloo:recv", 3290, 28710), op("c10d::send", 3430, 400),
+                          ann("gloo:send", 3825, 28175), op("aten::mm", 5000, 100)])
+    j = join(t)
+    # the send was in region 'gloo:recv' (the annotation enclosing it), the mm in 'halo/exchange'
+    assert dict(zip(j.ops.name, _txt(j.ops.region), strict=True)) == {
+        "c10d::recv_": "halo/exchange", "c10d::send": "halo/exchange", "aten::mm": None}
+    assert j.ops.step.tolist() == [0, 0, 0]

@@ -93,3 +93,31 @@ def test_the_noisy_warning_names_the_most_spread_points_and_counts_the_rest():
     # the eight of the ten noisy points that spread most, most first: p18 (180%) ... p4 (40%)
     assert "p18 (latency samples spread 180%); p16" in line and "p4 (latency samples spread 40%)" in line
     assert "p2 (" not in line and f"and {10 - NOISY_LISTED} more" in line
+
+
+def test_text_columns_of_pandas_string_dtype_are_left_justified():
+    from wlprof.cli.markdown import rich_table
+
+    # pandas 3 reads strings as its `str` dtype, not object: the op names were right-justified like numbers
+    df = pd.DataFrame({"op": ["aten::mm", "aten::index_add_"], "calls": [1, 2], "label": pd.array(["a", "b"],
+                                                                                                  dtype=object)})
+    assert df.op.dtype != object
+    t = rich_table(df, {"op": "op", "calls": "calls", "label": "label"})
+    assert [c.justify for c in t.columns] == ["left", "right", "left"]
+
+
+def test_a_predicted_steps_breakdown_reads_its_shares_as_percentages():
+    import numpy as np
+
+    from wlprof.cli.markdown import table
+    from wlprof.cli.predict_profile import BREAKDOWN_COLS, BREAKDOWN_FORMATS
+    from wlprof.predict.report import breakdown
+
+    ops = pd.DataFrame({"op_name": ["aten::mm", "aten::mm", "aten::gelu"],
+                        "op_input_dims": ["[[2,3],[3,4]]", "[[2,3],[3,4]]", "[[2,4]]"]})
+    bd = breakdown(ops, np.array([30.0, 30.0, 0.06]), np.array([0, 0, 1]))
+    text = table(bd, BREAKDOWN_COLS, formats=BREAKDOWN_FORMATS)
+    # the mm pair: 60 of 60.06 µs = 99.9% (two significant digits: 100%); the gelu: 0.06 / 60.06 = 0.0999%
+    # (it read 0.999 and 0.000999)
+    assert "| aten::mm | [[2,3],[3,4]] | 2 | 60.0 | 30.0 | 100% | same call |" in text
+    assert "| aten::gelu | [[2,4]] | 1 | 0.0600 | 0.0600 | 0.10% | near |" in text

@@ -91,6 +91,19 @@ def test_a_roof_the_ceilings_lack_falls_back_to_copy_and_says_so():
     assert df.roofline_us.tolist() == pytest.approx([1.001e6 / 3000, 1e6 / 3000])
 
 
+def test_a_matrix_op_of_a_dtype_with_no_measured_rate_is_not_placed_and_says_so():
+    # GPU measured bf16, fp32 and tf32 matrix rates, no float64 or float16: a float64 GEMM of 1e9 FLOPs and
+    # 1e6 bytes has no compute roof (not the vector rate, not another dtype's) and is not placed; the float64
+    # elementwise op beside it is (vector compute roof; 1e6 B / 3000e3 B/us = 0.333 us on the copy roof)
+    df = _rows([(1e9, 1e6, NAN, 100.0, "matrix", "float64"), (1e9, 1e6, 1e5, 100.0, "matrix", "float16"),
+                (1e3, 1e6, 5e5, 1.0, "vector", "float64")])
+    add_roofline(df, GPU)
+    assert list(df.compute_roof) == ["compute:float64", "compute:float16", "compute:vector"]
+    assert df.roofline_us.isna().tolist() == [True, True, False] and df.bound.tolist()[:2] == [None, None]
+    assert df.roofline_us[2] == pytest.approx(1e6 / 3000e3)
+    assert list(df.roof_note) == ["written_unknown,compute_unmeasured", "compute_unmeasured", None]
+
+
 def test_fmax_picks_the_larger_time_and_bound_names_it():
     rows = [
         # gemm: t_compute = 2e9 / 800e6 = 2.5 us; t_memory = 4e6 (1e6 written -> copy) / 3000e3 = 1.333 us

@@ -80,14 +80,16 @@ def match(rows: pd.DataFrame, hosts: dict | None = None) -> pd.DataFrame:
 
 
 def per_rank(table: pd.DataFrame) -> pd.DataFrame:
-    """Per rank: collectives, bytes, time, the wait skew caused and how often it was the straggler."""
+    """Per rank: collectives (and how many were matched across ranks), bytes, time, the wait skew caused
+    and how often it was the straggler."""
     if table.empty:
-        return pd.DataFrame(columns=["rank", "collectives", "comm_bytes", "dur_us", "skew_wait_us",
+        return pd.DataFrame(columns=["rank", "collectives", "matched", "comm_bytes", "dur_us", "skew_wait_us",
                                      "straggler_of", "busbw_gbps_median"])
     matched = table[table.ranks_matched > 1]
     g = table.groupby("rank")
     out = pd.DataFrame({
         "collectives": g.size(),
+        "matched": matched.groupby("rank").size().reindex(g.size().index, fill_value=0),
         "comm_bytes": g.comm_bytes.sum(min_count=1),
         "dur_us": g.dur_us.sum(),
         "skew_wait_us": g.skew_wait_us.sum(min_count=1),

@@ -73,13 +73,17 @@ def show_result(result, traces) -> None:
     for note in result.notes:
         con.print(f"[dim]note: {note}[/dim]")
     steps = result.steps.sort_values(["point", "rank"], kind="stable") if "rank" in result.steps else result.steps
-    shown = steps.assign(variant=[f"{v} (rank {int(r)})" for v, r in zip(steps.variant, steps["rank"], strict=True)])
+    shown = steps.assign(variant=render.with_rank(steps.variant, steps["rank"]))
     device = steps.device_name.iloc[0] if len(steps) else "?"
     con.print(render.steps_table(shown, title=f"{result.run_id}  ({device}, {steps.dtype.iloc[0]}, {result.status}, "
                                               f"{steps['rank'].nunique()} ranks)"))
     for _, r in shown.iterrows():
         if isinstance(r.get("note"), str) and r["note"]:
             con.print(f"[dim]{r['variant']}: {r['note']}[/dim]")
+    from wlprof.cli.execute import unplaced_lines
+
+    for line in unplaced_lines(steps):
+        con.print(line, markup=False)
     con.print(f"ceilings: {result.ceilings_origin}")
     con.print(f"traces:   {result.path}  (kernels: pandas.read_parquet({str(traces)!r}); overlap per rank: "
               f"wlprof overlap {result.run_id})")

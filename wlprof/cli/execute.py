@@ -114,6 +114,23 @@ def noisy_lines(steps) -> list[str]:
             "(more --reps or --steps), or on a quieter machine."]
 
 
+def unplaced_lines(steps) -> list[str]:
+    """What to say about points with matrix ops of a dtype the ceilings hold no matrix rate for (roof note
+    compute_unmeasured): those ops are not placed, and the point's roofline column is over its other kernels."""
+    if "roof_note" not in steps or steps.empty:
+        return []
+    hit = steps[steps.roof_note.fillna("").astype(str).str.split(",").map(lambda n: "compute_unmeasured" in n)]
+    if hit.empty:
+        return []
+    dtypes = sorted({str(d) for d in hit.get("dtype", []) if isinstance(d, str)}) or ["their"]
+    names = list(dict.fromkeys(str(v) for v in hit.variant))
+    listed = "; ".join(names[:NOISY_LISTED]) + (f"; and {len(names) - NOISY_LISTED} more" if len(names) > NOISY_LISTED
+                                                  else "")
+    return [f"not placed: the {', '.join(dtypes)} matrix ops of {len(names)} of {len(steps)} points ({listed}): "
+            f"the ceilings hold no {', '.join(dtypes)} matrix rate (`wlprof calibrate --show` lists the measured "
+            "ones), so their roofline column is over their other kernels only."]
+
+
 def execute(study, traces: Path, quiet: bool = False, resume: str | None = None, wide: bool = False,
             exit_on_failure: bool = True, label: str | None = None) -> str:
     """Run `study`, showing progress on stderr, then its steps table; returns the run's status."""
@@ -138,7 +155,7 @@ def execute(study, traces: Path, quiet: bool = False, resume: str | None = None,
     for _, r in steps.iterrows():  # what a workload measured about each point (halo: step against max and sum)
         if isinstance(r.get("note"), str) and r["note"]:
             con.print(f"[dim]{escape(str(r['variant']))}: {escape(r['note'])}[/dim]")
-    for line in noisy_lines(steps):
+    for line in noisy_lines(steps) + unplaced_lines(steps):
         con.print(escape(line))
     con.print(f"ceilings: {escape(str(result.ceilings_origin))}")
     con.print(f"traces:   {escape(str(result.path))}  (kernels: pandas.read_parquet({str(traces)!r}); "

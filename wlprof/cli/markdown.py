@@ -59,9 +59,16 @@ def rich_table(df: pd.DataFrame, columns: dict[str, str], title: str | None = No
     names = list(columns)
     spec = {c: (columns[c], formats.get(c, lambda v: fmt(v, digits)),
                 priorities.get(c, 10 if i == 0 else max(1, 9 - i // 2))) for i, c in enumerate(names)}
-    text = text if text is not None else {c for c in names if c in df and df[c].dtype == object
-                                          and not df[c].map(lambda v: isinstance(v, (int, float))).all()}
+    text = text if text is not None else {c for c in names if c in df and _is_text(df[c])}
     return render.frame_table(df, spec, title, wide=wide, width=width, text=text, wrap=wrap)
+
+
+def _is_text(col: pd.Series) -> bool:
+    """Whether a column holds text (left-justified): object or string dtype (pandas 3 reads strings as
+    `str`), not all numbers."""
+    if col.dtype != object and not pd.api.types.is_string_dtype(col.dtype):
+        return False
+    return not col.map(lambda v: isinstance(v, (int, float))).all()
 
 
 SPECTRUM_COLUMNS = {

@@ -94,15 +94,7 @@ def overlap(
                              priorities=RANK_PRIORITY, text={"rank", "stream"}, wide=wide, width=con.width))
         c = coll[coll.point == point] if len(coll) else coll
         if len(c):
-            s = Table(title=f"{name}: collectives per rank (whole trace)", title_justify="left")
-            for col in ("rank", "collectives", "bytes", "time µs", "busbw GB/s (median)", "waited for others µs",
-                        "last to arrive"):
-                s.add_column(col, justify="right")
-            for _, r in per_rank(c).iterrows():
-                s.add_row(_rank(r["rank"]), str(int(r["collectives"])),
-                          "-" if r["comm_bytes"] != r["comm_bytes"] else f"{r['comm_bytes']:,.0f}", _us(r["dur_us"]),
-                          _us(r["busbw_gbps_median"]), _us(r["skew_wait_us"]), f"{int(r['straggler_of'])} times")
-            con.print(s)
+            con.print(collectives_table(per_rank(c), f"{name}: collectives per rank (whole trace)"))
             con.print(f"[dim]clocks: {c.clock_method.iloc[0]}[/dim]")
     if "halo_step_us" in steps and steps.halo_step_us.notna().any():
         h = Table(title="halo: the step between max(compute, exchange) and their sum (µs, back to back)",
@@ -115,6 +107,32 @@ def overlap(
                       _us(r["halo_max_us"]), _us(r["halo_sum_us"]),
                       "-" if r["halo_position"] != r["halo_position"] else f"{r['halo_position']:.2f}")
         con.print(h)
+
+
+def _gbps(v) -> str:
+    """GB/s with one decimal, two significant digits below 1 (gloo's 0.003 GB/s is not 0.0); - for none."""
+    from wlprof.store.selection import _rate
+
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else _rate(float(v), 1)
+
+
+def collectives_table(ranks, title: str):
+    """Per rank: collectives, bytes, time, median busbw, the wait it caused others and how often it was
+    the last to arrive; the last two are '-' for a rank none of whose collectives were matched across ranks
+    (P2P sends and receives are not)."""
+    from rich.table import Table
+
+    s = Table(title=title, title_justify="left")
+    for col in ("rank", "collectives", "bytes", "time µs", "busbw GB/s (median)", "waited for others µs",
+                "last to arrive"):
+        s.add_column(col, justify="right")
+    for _, r in ranks.iterrows():
+        matched = int(r.get("matched", 1) or 0) > 0
+        s.add_row(_rank(r["rank"]), str(int(r["collectives"])),
+                  "-" if r["comm_bytes"] != r["comm_bytes"] else f"{r['comm_bytes']:,.0f}", _us(r["dur_us"]),
+                  _gbps(r["busbw_gbps_median"]), _us(r["skew_wait_us"]),
+                  f"{int(r['straggler_of'])} times" if matched else "-")
+    return s
 
 
 def _rank(value) -> str:

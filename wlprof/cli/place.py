@@ -71,18 +71,16 @@ def place(
                         device=device, reps=reps, trace=not no_trace, method=search)
     if out is not None:
         _check_out(out)
-    if gpus < 1:  # refused before the note on the machine's load, which is of no use then
-        from wlprof.errors import InputError
-
-        raise InputError("--gpus", "must be a positive integer (the GPUs to place the models on)", gpus)
     from wlprof.cli.execute import busy_machine_note
     from wlprof.stderr_filter import profiler_noise_filtered
 
-    note = busy_machine_note()
-    if note and not quiet:
-        err.print(f"[yellow]note: {note}[/yellow]")
+    def load_note():  # once the options are checked: a refused one is said alone
+        note = busy_machine_note()
+        if note and not quiet:
+            err.print(f"[yellow]note: {note}[/yellow]")
+
     with profiler_noise_filtered():  # the validation's traces: Kineto's status lines stay off stderr
-        result = run_place(mix, opts, progress=say)
+        result = run_place(mix, opts, progress=say, on_checked=load_note)
     text = render(result)
     con = console()
     con.print(text, markup=False)

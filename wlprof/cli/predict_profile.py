@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from wlprof.cli import render
+
 OP_COLS = {"model": "model", "family": "family", "ops": "op calls", "within_10pct": "within ±10%",
            "time_within_10pct": "their time share", "median_ape": "median |error|", "steps": "steps",
            "step_within_5pct": "steps within ±5%", "step_median_ape": "step median |error|"}
@@ -26,6 +28,7 @@ SHARE_COLS = ("within_10pct", "time_within_10pct", "median_ape", "step_within_5p
               "latency_within_10pct", "latency_median_ape")
 BREAKDOWN_COLS = {"op": "op", "shapes": "input shapes", "calls": "calls", "pred_us": "predicted µs",
                   "each_us": "µs each", "share": "share", "source": "source"}
+BREAKDOWN_FORMATS = {"share": render.percent}  # a call group's share of the step's predicted time
 BREAKDOWN_PRIORITY = {"op": 10, "pred_us": 9, "share": 9, "source": 7, "each_us": 6, "calls": 6, "shapes": 5,
                       "measured_us": 8}
 
@@ -120,12 +123,12 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         cols = dict(BREAKDOWN_COLS)
         if "measured_us" in bd:
             cols["measured_us"] = "measured µs (unscaled)"
-        msg = (f"{label}: {len(g)} calls, kernel time {pred.sum():,.1f} µs, back to back {b2b:,.1f} µs/step, "
-               f"one call {lat:,.1f} µs{note}")
+        msg = (f"{label}: {len(g):,} call{'' if len(g) == 1 else 's'}, kernel time {pred.sum():,.1f} µs, back to "
+               f"back {b2b:,.1f} µs/step, one call {lat:,.1f} µs{note}")
         con.print(msg)
         con.print(rich_table(bd, cols, wide=wide, width=con.width, priorities=BREAKDOWN_PRIORITY,
-                             wrap={"shapes": 24}))
-        lines += [f"## {label}", "", msg, "", table(bd, cols)]
+                             wrap={"shapes": 24}, formats=BREAKDOWN_FORMATS))
+        lines += [f"## {label}", "", msg, "", table(bd, cols, formats=BREAKDOWN_FORMATS)]
     summary = pd.DataFrame(rows)
     _write(out, "\n".join(lines), con)
     return summary

@@ -237,6 +237,16 @@ def above_roof_text(frac, note) -> str:
 # --------------------------------------------------------------------------- the tables
 
 
+def with_rank(variants, ranks) -> list[str]:
+    """Each variant named with its rank, `dispersed / alltoall (rank 1)`; an ingested rank's variant that
+    already is `rank 1` stays as it is."""
+    out = []
+    for v, r in zip(variants, ranks, strict=True):
+        v = str(v)
+        out.append(v if v == f"rank {int(r)}" else f"{v} (rank {int(r)})")
+    return out
+
+
 def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int | None = None):
     """Per variant: the three timings, the kernel time, costs, rates and roofline placement."""
     steps = steps.reset_index(drop=True)

@@ -48,8 +48,7 @@ def roofline(
         typer.echo(f"ceilings: {line}")
     fig = figures.roofline(add_family(placed.ops), placed.lines_ceilings or {}, f"Roofline: {', '.join(ids)}")
     _save(fig, output)
-    above = placed.ops[placed.ops.roofline_fraction > 1] if "roofline_fraction" in placed.ops else placed.ops[:0]
-    why = above.roof_note.fillna("(none)").value_counts().to_dict() if len(above) else {}
+    why = above_roof_counts(placed.ops)
     import numpy as np
     import pandas as pd
 
@@ -62,3 +61,19 @@ def roofline(
             "; the others have no FLOPs, bytes or kernel time") if shown < len(o) else ""
     typer.echo(f"wrote {output} ({shown} of {len(o)} op calls placed{lack}"
                + (f"; above their roof: {why}" if why else "") + ")")
+
+
+def above_roof_counts(ops) -> str:
+    """'12 ceiling_stale, 2 cache_fit': the op calls above their roof, counted by the reasons they carry
+    (placement notes such as l3_resident left out); empty when none is above."""
+    from wlprof.cli.render import above_roof_text
+
+    if "roofline_fraction" not in ops or not len(ops):
+        return ""
+    above = ops[ops.roofline_fraction > 1]
+    notes = above.roof_note if "roof_note" in above else [None] * len(above)
+    counts = {}
+    for frac, note in zip(above.roofline_fraction, notes, strict=True):
+        key = above_roof_text(frac, note)
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n:,} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -73,8 +73,12 @@ def show(
     shown = steps.sort_values("point", kind="stable")
     if "rank" in shown and shown["rank"].nunique() > 1:  # one row per rank, named as `wlprof run` names them
         shown = shown.sort_values(["point", "rank"], kind="stable")
-        shown = shown.assign(variant=[f"{v} (rank {int(r)})" for v, r in zip(shown.variant, shown["rank"], strict=True)])
+        shown = shown.assign(variant=render.with_rank(shown.variant, shown["rank"]))
     con.print(render.steps_table(shown, title="per variant (one step)", **opts))
+    from wlprof.cli.execute import unplaced_lines
+
+    for line in unplaced_lines(steps):
+        con.print(escape(line))
     if kernels.empty:
         con.print(f"no kernel rows in {escape(run_id)}: the trace recorded no device activity in its profiled "
                   "steps (nothing to break down)")

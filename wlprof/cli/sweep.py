@@ -1,7 +1,8 @@
 """`wlprof sweep STUDY.toml`: re-run exactly the sweep a study file describes.
 
 `--set KEY=VALUE` overrides one of the study's [params] (VALUE read as a TOML value,
-else as a string), e.g. `--set seed=1` to profile the same sweep on another data draw;
+else as a string), or with KEY `dtype` its dtype, e.g. `--set seed=1` to profile the same sweep on
+another data draw;
 the run's manifest records the parameters it ran with.
 """
 
@@ -41,7 +42,8 @@ def sweep(
     quiet: Quiet = False,
     resume: Resume = None,
     set_: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a study parameter, KEY=VALUE (repeatable), e.g. --set seed=1. Default: none.",
+        "--set", help="Override a study parameter (or the dtype), KEY=VALUE (repeatable), e.g. --set seed=1 or "
+        "--set dtype=bfloat16. Default: none.",
         metavar="KEY=VALUE")] = None,
     wide: Wide = False,
 ) -> None:

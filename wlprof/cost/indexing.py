@@ -82,10 +82,12 @@ def scatter(call: OpCall) -> Cost | None:
     return _scatter(call, combine=isinstance(reduce, str) and reduce != "")
 
 
-@formula("aten::index_add_", "aten::index_add", aux_children=True)
+@formula("aten::index_add_", "aten::index_add")
 def index_add(call: OpCall) -> Cost | None:
     # index_add_(self, dim, index, source, alpha): one add per source element (and a
     # multiply when alpha != 1); each destination row touched is read and written.
+    # No nested op is its own work: on the CPU it runs a nested scatter_add_ (costed there,
+    # this op a dispatcher), and out of place it copies self in (a support op) and adds.
     dst, dim, idx, src = call.tensor(0), call.scalar(1), call.tensor(2), call.tensor(3)
     alpha = call.scalar(4)
     n = src.numel

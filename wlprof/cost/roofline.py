@@ -278,7 +278,9 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
         on_main |= roof == r
     fit = beyond & on_main & _cache_could_serve(nbytes, bw, dur, ceilings) & ~mixed & ~explained_unknown & ~indexed
     data = beyond & is_compute & _within_zero_data_rate(frac, roof, peak, ceilings)
+    compute_unmeasured = pd.notna(compute_roof) & np.isnan(peak)  # e.g. compute:float64 on a GPU
     masks = {**resident, "written_unknown": written_unknown, "roof_unmeasured": roof_unmeasured,
+             "compute_unmeasured": compute_unmeasured,
              "within_spread": within, "mixed_traffic": mixed, "indexed_reuse": indexed, "cache_fit": fit,
              "data_dependent": data,
              "ceiling_stale": beyond & ~mixed & ~explained_unknown & ~indexed & ~fit & ~data,

@@ -135,8 +135,10 @@ def choose_planners(requested: Sequence[str] | None, n: int, profile, validate: 
     return names, notes
 
 
-def place(mix, opts: PlaceOptions, progress: Progress | None = None) -> PlaceResult:
-    """Plan `mix` on `opts.gpus` GPUs with each planner; with `opts.validate`, measure every plan."""
+def place(mix, opts: PlaceOptions, progress: Progress | None = None,
+          on_checked: Callable[[], None] | None = None) -> PlaceResult:
+    """Plan `mix` on `opts.gpus` GPUs with each planner; with `opts.validate`, measure every plan.
+    `on_checked` is called once every option has been checked, before anything is built or measured."""
     import torch
 
     from wlprof.ceilings import get_ceilings
@@ -175,6 +177,8 @@ def place(mix, opts: PlaceOptions, progress: Progress | None = None) -> PlaceRes
     if opts.gpus > n:
         notes.append(f"{opts.gpus} GPUs for {n} models: at least {opts.gpus - n} stay idle")
     reps = opts.reps or DEFAULT_REPS[device.type]
+    if on_checked is not None:
+        on_checked()
 
     runner = CoRunner(models, device)
     runner.check_memory()

@@ -161,7 +161,10 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
         when = "no ceilings measured for this device: no roofs drawn"
     else:
         when = f"ceilings measured {c.measured_at}" if c.measured_at else "ceilings"
-    ax.set_title(f"{title} (marker area ~ time per call; {when})", fontsize=10)
+    import textwrap
+
+    # several run ids make a title wider than the figure: wrapped, not cut at both edges
+    ax.set_title(textwrap.fill(f"{title} (marker area ~ time per call; {when})", 120), fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=6.5, loc="lower right", ncol=2)
     fig.tight_layout()

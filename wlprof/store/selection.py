@@ -95,10 +95,11 @@ def describe(c: Ceilings) -> str:
 
 
 def _rate(v: float, decimals: int) -> str:
-    """A ceiling with `decimals` decimals, or 2 significant digits where that would print 0 (a CPU's bfloat16
-    matrix rate of 0.004 TFLOP/s read '0.0', as if it had none)."""
-    text = f"{v:,.{decimals}f}"
-    return f"{v:.2g}" if v and float(text.replace(",", "")) == 0 else text
+    """A ceiling with `decimals` decimals, or 2 significant digits where those would show fewer (a CPU's
+    0.055 TFLOP/s reads '0.055', not '0.1'; 0.004 reads '0.004', not '0.0')."""
+    if v and abs(v) < 10 ** (1 - decimals):
+        return f"{v:.2g}"
+    return f"{v:,.{decimals}f}"
 
 
 def run_ceilings(root: str | Path, run_ids: list[str]) -> dict[str, RunCeilings]:

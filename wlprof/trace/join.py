@@ -88,6 +88,9 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     op_step = np.full(n_ops, -1, np.int64)
     ann_names = ann.name.tolist()
     ann_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in ann_names]
+    # gloo's work annotations (`gloo:recv`, `gloo:all_to_all`) are spans of asynchronous work, not regions:
+    # on the calling thread a P2P one opens when its op returns and outlasts the ops and regions after it
+    ann_skip = [n.startswith("gloo:") for n in ann_names]
     n_all = len(lau_all)
     lau_parent = np.full(n_all, -1, np.int64)
     lau_region: list = [None] * n_all
@@ -112,6 +115,8 @@ def _sweep(trace: RawTrace, trust_ext: bool):
             op_step[p] = step
             stack.append((end, p, region, step))
         elif k == 0:
+            if ann_skip[p]:
+                continue
             s = ann_step[p]
             if s >= 0:
                 stack.append((end, parent_op, region, s))
