@@ -82,7 +82,7 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["run", "gnn", "--graph", "rmta"], "did you mean 'rmat'?"),
     (["run", "gemm", "--device", "cdua"], "did you mean 'cuda'?"),
     (["sweep", "workloads/gem_same_flops.toml"], "did you mean 'workloads/gemm_same_flops.toml'?"),
-    (["report", "--workload", "mo"], "--workload must be one of elementwise, gemm, gnn, halo, ingest, mlp, moe (got 'mo')"),
+    (["report", "--workload", "mo"], "--workload must be one of elementwise, gemm, gnn, halo, ingest, layers, mlp, moe (got 'mo')"),
 ])
 def test_usage_errors_are_one_line_with_a_close_match(args, needle, tmp_path):
     res = invoke(*args, *(["--traces", tmp_path] if args[0] in ("report", "show") else []))
