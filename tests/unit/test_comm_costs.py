@@ -214,6 +214,8 @@ def test_a_c10d_ops_tensors_by_its_signature():
     ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", None),  # moves bytes
     ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", None),  # bytes too
     ("void at::native::vectorized_elementwise_kernel<4, float>", None),
+    ("void at::native::reduce_f32_kernel", None),  # names a reduction but is no NCCL kernel
+    ("ncclKernel_AllReduce_RING_LL(int8_t* buf, unsigned long n)", None),  # its parameters name no element type
 ])
 def test_a_reducing_nccl_kernel_names_its_element_type(kernel, dtype):
     from wlprof.cost.comm import kernel_dtype
@@ -317,3 +319,91 @@ def test_an_fsdp2_reduce_scatter_without_record_param_comms_through_the_pipeline
                                                             196608.0, 16384.0)
     assert r.achieved_gbps == pytest.approx(1.96608)
     assert (r.collective, r.group_size, r.comm_bytes) == ("reduce_scatter", 2, 131072)
+
+
+def test_element_counts_of_an_unrecorded_tensor_and_functional_ops_without_a_group():
+    from wlprof.cost.comm import _count, host_message
+
+    assert _count([[4], [2, 3]]) == 10.0  # a tensor list: 4 + 6
+    assert _count([4, None]) is None and _count([[4], [2, "x"]]) is None  # a size missing
+    assert host_message("c10d::allgatherX", [[8], [2]], ["float", "float"]) is None  # no c10d op of that name
+    # send records only its input, recv only its output: the dtype of the one tensor it has
+    assert host_message("c10d::send", [[8]], ["float"])["dtype"] == "float"
+    assert host_message("c10d::recv_", [[8]], ["float"])["dtype"] == "float"
+    # functional all_reduce: out = in (256); the collective by name
+    m = host_message("_c10d_functional::all_reduce", [[256], [], []], ["float", "", ""], ["", "sum", "0"])
+    assert (m["collective"], m["in_nelems"], m["out_nelems"]) == ("all_reduce", 256, 256)
+    # no group size recorded: all_gather's and reduce_scatter's outputs are unknown; all_to_all's too
+    for name in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"):
+        m = host_message("_c10d_functional::" + name, [[64]], ["float"])
+        assert (m["in_nelems"], m["out_nelems"], m["group_size"]) == (64, None, None), name
+    assert host_message("_c10d_functional::reduce_scatter_tensor", [[]], ["float"])["out_nelems"] is None
+
+
+def test_message_from_the_host_ops_alone():
+    from wlprof.cost.comm import message
+
+    send = ("c10d::send", {"Input Dims": [[8], [], []], "Input type": ["float", "", ""]})
+    recv = ("c10d::recv_", {"Input Dims": [[8], [], []], "Input type": ["float", "", ""]})
+    # no record_param_comms, no op name or kernel: all from the host op (send: input only, recv: output only)
+    m = message({}, hosts=[send])
+    assert (m["collective"], m["in_nelems"], m["out_nelems"], m["dtype"]) == ("send", 8, None, "float")
+    m = message({}, hosts=[recv])
+    assert (m["collective"], m["in_nelems"], m["out_nelems"], m["dtype"]) == ("recv", None, 8, "float")
+    # a functional all_gather of 1,024 floats over 2 ranks (Concrete Inputs): out 2,048, group 2; the
+    # kernel moves bytes, so it names no dtype and the op's stays
+    ag = ("_c10d_functional::all_gather_into_tensor", {"Input Dims": [[1024], [], []],
+                                                       "Input type": ["float", "Scalar", ""],
+                                                       "Concrete Inputs": ["", "2", "0"]})
+    m = message({}, kernel="ncclDevKernel_AllGather_RING_LL", hosts=[ag])
+    assert (m["in_nelems"], m["out_nelems"], m["group_size"], m["dtype"]) == (1024, 2048, 2, "float")
+    # no dtype on any op (tensor lists): the reducing kernel's f32; a kernel of another collective names none
+    rs = ("c10d::reduce_scatter_tensor_coalesced_", {"Input Dims": [[[1024]], [[4096]], []],
+                                                      "Input type": ["TensorList", "TensorList", ""]})
+    m = message({}, kernel="ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", hosts=[rs])
+    assert (m["collective"], m["in_nelems"], m["out_nelems"], m["dtype"]) == ("reduce_scatter", 4096, 1024, "Float")
+    m = message({}, op_name=rs[0], kernel="ncclDevKernel_AllReduce_Sum_f32_RING_LL", hosts=[rs])
+    assert (m["collective"], m["dtype"]) == ("reduce_scatter", None)
+
+
+def test_a_group_of_one_from_equal_buffers():
+    from wlprof.cost.comm import group_from_counts
+
+    # an all_gather whose output is its input: a group of 1 rank; 3 / 2 is no group
+    assert group_from_counts({"collective": "all_gather", "in_nelems": 16, "out_nelems": 16}) == 1
+    assert group_from_counts({"collective": "reduce_scatter", "in_nelems": 32, "out_nelems": 16}) == 2
+    assert group_from_counts({"collective": "all_gather", "in_nelems": 2, "out_nelems": 3}) is None
+
+
+def test_an_fsdp2_all_gather_takes_its_dtype_from_the_functional_op_around_it():
+    # _c10d_functional::all_gather_into_tensor (bf16, group 2) -> c10d::allgather_into_tensor_coalesced_
+    # (tensor lists) -> an all_gather kernel, which names no dtype; world 8 in the trace's metadata
+    k = pd.DataFrame({"kind": ["kernel"], "name": ["ncclDevKernel_AllGather_RING_LL(ncclDevComm*)"],
+                      "op_name": ["c10d::allgather_into_tensor_coalesced_"], "dur_us": [10.0]})
+    rows = pd.DataFrame({"args_id": [0], "op_pos": [1]})
+    ops = pd.DataFrame({"name": pd.Series(["_c10d_functional::all_gather_into_tensor",
+                                           "c10d::allgather_into_tensor_coalesced_"], dtype=object),
+                        "args_id": np.array([1, 2]), "parent": np.array([-1, 0])})
+    table = [{},
+             {"Input Dims": [[512], [], []], "Input type": ["c10::BFloat16", "Scalar", ""],
+              "Concrete Inputs": ["", "2", "0"]},
+             {"Input Dims": [[[1024]], [[512]], []], "Input type": ["TensorList", "TensorList", ""]}]
+    annotate_comm(k, rows, ops, table, {"distributedInfo": {"world_size": 8}})
+    r = k.iloc[0]
+    # S = the output, 1,024 bf16 = 2,048 bytes; the group from the counts, 1024 / 512 = 2
+    assert (r.collective, r.group_size, r.comm_dtype, r.comm_bytes) == ("all_gather", 2, "bfloat16", 2048)
+
+
+def test_a_functional_collective_that_launched_the_kernel_is_sized_by_its_group():
+    # _c10d_functional::all_gather_into_tensor(in [1024] float, group 2) right above its kernel, world 8:
+    # out 2,048 floats = 8,192 bytes over 2 ranks (not 1,024 x 8 ranks)
+    k = pd.DataFrame({"kind": ["kernel"], "name": ["ncclDevKernel_AllGather_RING_LL(ncclDevComm*)"],
+                      "op_name": ["_c10d_functional::all_gather_into_tensor"], "dur_us": [10.0]})
+    rows = pd.DataFrame({"args_id": [0], "op_pos": [0]})
+    ops = pd.DataFrame({"name": pd.Series(["_c10d_functional::all_gather_into_tensor"], dtype=object),
+                        "args_id": np.array([1]), "parent": np.array([-1])})
+    table = [{}, {"Input Dims": [[1024], [], []], "Input type": ["float", "Scalar", ""],
+                  "Concrete Inputs": ["", "2", "0"]}]
+    annotate_comm(k, rows, ops, table, {"distributedInfo": {"world_size": 8}})
+    r = k.iloc[0]
+    assert (r.collective, r.group_size, r.comm_dtype, r.comm_bytes) == ("all_gather", 2, "float32", 8192)

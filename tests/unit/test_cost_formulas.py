@@ -374,6 +374,11 @@ def test_registering_without_namespace_raises():
     with pytest.raises(ValueError, match="namespace"):
         formula("mm")(lambda call: Cost(0, 0))
     assert not cost.has_formula("mm")
+    from wlprof.cost.registry import _check_new
+
+    with pytest.raises(ValueError, match="namespace"):
+        _check_new("::mm")  # colons but no namespace before them
+    _check_new("myext::X")  # a namespace and a one-letter name: accepted (nothing registered)
 
 
 def test_addmm_under_sparse_ancestor_is_unknown():

@@ -424,3 +424,23 @@ def test_an_op_whose_copy_has_trace_bytes_but_whose_kernel_has_no_formula_is_unk
     assert (r.op_name, r.kernel_count, r.dur_us, r.flops_source) == ("myext::mix", 2, 2.0, "unknown")
     assert np.isnan(r.flops) and np.isnan(r["bytes"]) and np.isnan(r.bytes_written)
 
+
+
+def test_an_op_with_one_row_of_unknown_flops_has_unknown_flops():
+    """An op's FLOPs are NaN when any of its rows has none, even if no row is marked unknown."""
+    from wlprof.cost.annotate import _ops_table
+
+    # op 0: a formula row of 768 FLOPs and one whose formula gave bytes but no FLOPs (an all_reduce
+    # of unknown group): FLOPs NaN, bytes 100 + 50 = 150; op 1: its one row, 10 FLOPs
+    k = pd.DataFrame({"_op_pos": [0, 0, 1], "step": [1, 1, 1], "external_id": [5, 5, 6],
+                      "op_name": ["c10d::allreduce_", "c10d::allreduce_", "aten::add"],
+                      "op_input_dims": [None] * 3, "op_input_types": [None] * 3, "op_input_strides": [None] * 3,
+                      "op_concrete_inputs": [None] * 3, "region": [None] * 3, "dur_us": [1.0, 2.0, 3.0],
+                      "flops": [768.0, np.nan, 10.0], "bytes": [100.0, 50.0, 12.0],
+                      "bytes_written": [40.0, 20.0, 4.0], "flops_source": ["formula"] * 3,
+                      "cost_unit": ["vector"] * 3, "cost_dtype": ["float32"] * 3})
+    ops = pd.DataFrame({"ts_ns": [1000, 2000], "dur_ns": [500, 500]})
+    o = _ops_table(k, ops)
+    assert np.isnan(o.flops[0]) and o.flops[1] == 10.0
+    assert o["bytes"].tolist() == [150.0, 12.0] and o.bytes_written.tolist() == [60.0, 4.0]
+    assert o.flops_source.tolist() == ["formula", "formula"] and o.kernel_count.tolist() == [2, 1]

@@ -120,3 +120,6 @@ def test_a_forward_convolution_whose_stride_and_padding_were_not_recorded_is_unk
     xt, wt = T([2, 4, 5, 5]), T([4, 3, 3, 3])
     assert cost_of(op("aten::_convolution", xt, wt, NONE, S([1, 1]), S([0, 0]), S([1, 1]), S(True), S([0, 0]),
                       NONE)) is None
+    # _convolution's transposed (arg 6) decides; its output padding (arg 7) matters only when transposed
+    assert cost_of(op("aten::_convolution", x, w, NONE, *args[:3], NONE, *args[4:])) is None
+    assert cost_of(op("aten::_convolution", x, w, NONE, *args[:4], NONE, args[5])).flops == known.flops
