@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# call X: mutation testing (benchmarks/mutation.py cost store, or the groups named in $GROUPS) on the device's CPU cores in the background,
+# call X: mutation testing (benchmarks/mutation.py cost store, or the groups named in $MUT_GROUPS; not $GROUPS, a bash variable) on the device's CPU cores in the background,
 # and the GPU tests beside it. `PART=1` starts the run; `PART=2`, the call right after, waits for it and
 # brings back its output. Wheels for mutmut and its needs travel in .whl (carry).
 #
@@ -28,7 +28,7 @@ if [ "${PART:-1}" = 1 ]; then
   mkdir -p "$M"; nproc; date -u
   git rev-parse HEAD 2>/dev/null || echo "no git folder here"
   setsid nohup env PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH WLPROF_MUTATION_DIR=$M OMP_NUM_THREADS=1 \
-    python3 benchmarks/mutation.py ${GROUPS:-cost store} --max-children 15 --json $M/mutation.json \
+    python3 benchmarks/mutation.py ${MUT_GROUPS:-cost store} --max-children 15 --json $M/mutation.json \
     > $M/mutation.txt 2>&1 < /dev/null &
   export PYTHONPATH=. WLPROF_CACHE_DIR=$OUT/cache
   timeout 240 python3 -m pytest -q -m gpu -o addopts= -p no:cacheprovider > $OUT/pytest_gpu.txt 2>&1; tail -3 $OUT/pytest_gpu.txt
