@@ -113,6 +113,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             done.append(summary)
         from wlprof.store.collectives import write_collectives
 
+        _distinct_variants(writer.path, writer.manifest["points"], files)
         writer.manifest["dtype"] = dominant_dtype(p.get("dtype_us") for p in writer.manifest["points"])
         hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
         write_collectives(writer.path, list(range(len(files))), hosts, "collectives")
@@ -122,6 +123,30 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
     return IngestResult(writer.run_id, writer.path, done, origin)
+
+
+def _distinct_variants(run_path: Path, points: list[dict], files: list[Path]) -> None:
+    """Give points that share a variant (two captures of one rank) their file's name, in tables and manifest.
+
+    Each file is read by a worker that cannot see the other files' ranks, so the names are made
+    distinct here, in the staged run before it is published.
+    """
+    import pandas as pd
+
+    from wlprof.store.atomic import atomic_write_parquet
+
+    counts = pd.Series([p["variant"] for p in points]).value_counts()
+    for i, p in enumerate(points):
+        if counts[p["variant"]] < 2:
+            continue
+        p["variant"] = f"{p['variant']} ({files[i].name})"
+        for table, rel in p.get("files", {}).items():
+            if not rel.endswith(".parquet"):
+                continue
+            df = pd.read_parquet(run_path / rel)
+            if "variant" in df:
+                df["variant"] = p["variant"]
+            atomic_write_parquet(run_path / rel, df, table)
 
 
 def _time_by_dtype(kernels) -> dict[str, float]:

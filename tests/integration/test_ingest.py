@@ -107,6 +107,32 @@ def test_ingest_a_folder_of_ranks(tmp_path, cli):
     assert "│ rank 0 " in shown.output and "rank 0 (rank 0)" not in shown.output  # the rank said once
 
 
+def test_two_captures_of_the_same_ranks_get_distinct_variants(tmp_path, cli):
+    # a folder of 2 captures x 2 ranks: every point is "rank 0" or "rank 1", so each duplicate is named
+    # after its file, in the kernels, ops and steps tables and in the manifest
+    src = tmp_path / "run"
+    src.mkdir()
+    doc = json.loads(gzip.decompress(_raw("gemm").read_bytes()))
+    for capture in ("a", "b"):
+        for rank in (0, 1):
+            doc["distributedInfo"] = {"rank": rank, "world_size": 2}
+            (src / f"{capture}_{rank}.pt.trace.json").write_text(json.dumps(doc))
+    doc["distributedInfo"] = {"rank": 2, "world_size": 3}  # a rank captured once keeps its plain name
+    (src / "c_2.pt.trace.json").write_text(json.dumps(doc))
+    out = tmp_path / "traces"
+    assert cli("ingest", src, "--traces", out, "-q").exit_code == 0
+    want = {"rank 0 (a_0.pt.trace.json)", "rank 1 (a_1.pt.trace.json)", "rank 0 (b_0.pt.trace.json)",
+            "rank 1 (b_1.pt.trace.json)", "rank 2"}
+    for table in ("kernels", "ops", "steps"):
+        assert set(wlprof.load(out, table=table).variant) == want, table
+    run = next(p for p in out.iterdir() if p.is_dir())
+    manifest = json.loads((run / "_manifest.json").read_text())
+    assert {p["variant"] for p in manifest["points"]} == want
+    shown = cli("show", run.name, "--traces", out, "--variant", "rank 1 (b_1.pt.trace.json)")
+    assert shown.exit_code == 0, shown.output
+    assert "b_1.pt.trace.json" in shown.output and "a_1.pt.trace.json" not in shown.output
+
+
 def test_ingest_cpu_trace_of_another_torch(tmp_path, cli):
     # torch 2.13 on the CPU (tests/fixtures/cpu) beside the H200's 2.11: the same parser
     run = next((FIXTURES / "cpu").iterdir())
