@@ -76,6 +76,10 @@ def test_moe_alltoall_two_ranks_under_torchrun(tmp_path):
     by_rank = steps.ep_rows_by_rank.iloc[0]
     assert by_rank[0] > by_rank[1] and steps.ep_rank_imbalance.iloc[0] == pytest.approx(max(by_rank) / 32)
     assert "balanced" not in res.stdout and "(rank 1)" in res.stdout
+    # the note lists the numbers, not Python lists
+    note = " ".join(steps.note.dropna().iloc[0].split())
+    sends = ", ".join(map(str, steps.ep_send_rows.iloc[0]))
+    assert f"(per rank: {by_rank[0]}, {by_rank[1]};" in note and f"sends {sends} rows to ranks 0..1" in note
 
 
 def test_bad_input_refused_before_launch(tmp_path, cli):

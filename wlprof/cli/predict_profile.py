@@ -70,8 +70,8 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
     merged = res["ops"].merge(res["steps"], on=["model", "family"])
     src = ", ".join(f"{k} {v:.1%}" for k, v in res["sources"].items())
     head = (f"Profile {profile} ({info.get('gpu_minutes') or info.get('grid_seconds', '?')} "
-            f"{'GPU-minutes' if info.get('gpu_minutes') else 's'}); scored {res['scored_calls']} op calls with "
-            f"known FLOPs and bytes of {res['calls']} in {len(test)} run{'s' if len(test) != 1 else ''}. "
+            f"{'GPU-minutes' if info.get('gpu_minutes') else 's'}); scored {res['scored_calls']:,} op calls with "
+            f"known FLOPs and bytes of {res['calls']:,} in {len(test)} run{'s' if len(test) != 1 else ''}. "
             f"L3 answered from: {src}.")
     from wlprof.cli import render
 

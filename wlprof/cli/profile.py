@@ -60,7 +60,7 @@ def profile(
 
         info, left = drop_studies(out, drop, reason)
         con.print(f"left out {len(left)} studies ({', '.join(left)}); the profile now holds "
-                  f"{info['points']} points, {info['op_calls']} op calls, {info['grid_seconds'] / 60:.2f} minutes "
+                  f"{info['points']:,} points, {info['op_calls']:,} op calls, {info['grid_seconds'] / 60:.2f} minutes "
                   f"of grid; refitted {out}/predictor.json")
         return
     say = None if quiet else (lambda msg: con.print(msg))
@@ -68,7 +68,7 @@ def profile(
                        command=command_line(), extend=extend)
     minutes = info["grid_seconds"] / 60
     skipped = info["skipped"]
-    con.print(f"profiled {info['points']} points, {info['op_calls']} op calls in {minutes:.2f} minutes "
+    con.print(f"profiled {info['points']:,} points, {info['op_calls']:,} op calls in {minutes:.2f} minutes "
               f"({'GPU' if info['device']['type'] == 'cuda' else 'CPU'}: {info['device']['name']}); "
               f"{info['noisy_points']} noisy, {info['throttled_points']} throttled; "
               + (f"{len(skipped)} sections left out by the budget" if skipped else "every section run"))

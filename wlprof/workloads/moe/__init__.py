@@ -332,8 +332,9 @@ class Moe(Workload):
                      ep_local_experts=pl.hi - pl.lo, ep_send_rows=pl.send_rows(), ep_recv_rows=rows,
                      ep_rows_by_rank=by_rank, ep_rank_imbalance=max(by_rank) / mean if mean else float("nan"))
         per_row = flops_per_row(p["d_model"], p["d_ff"], p["activation"])
-        note = (f"rank {world.rank}/{world.size}: experts {pl.lo}..{pl.hi - 1}, computes {rows} rows (ranks: "
-                f"{by_rank}, imbalance {facts['ep_rank_imbalance']:.2f}); sends {pl.send_rows()} rows per rank; "
+        note = (f"rank {world.rank}/{world.size}: experts {pl.lo}..{pl.hi - 1}, computes {rows} rows (per rank: "
+                f"{', '.join(map(str, by_rank))}; imbalance {facts['ep_rank_imbalance']:.2f}); sends "
+                f"{', '.join(map(str, pl.send_rows()))} rows to ranks 0..{world.size - 1}; "
                 f"grouped path: {path}" + (f" ({why})" if why else ""))
         stated = [Stated("moe/expert", grouped_expert_cost(
             rows, sum(1 for g in groups if g > 0), pl.hi - pl.lo, p["d_model"], p["d_ff"], p["activation"],
