@@ -430,3 +430,40 @@ def test_numbers_in_object_columns_are_placed_as_floats():
     assert list(b.roof_note) == list(a.roof_note) and list(b.memory_roof) == list(a.memory_roof)
     # k: 1 MB + the unknown kernel's 1 us x 3000 GB/s = 4 MB
     assert a.working_set_bytes.tolist() == [4e6] * 4
+
+
+def _link_gpu(h2d=55.0, d2h=50.0):
+    """GPU's ceilings with the host links measured (None: that link not measured)."""
+    bw = {**GPU.bandwidth_gbps, **({"host_to_device": h2d} if h2d else {}), **({"device_to_host": d2h} if d2h else {})}
+    meas = {**GPU.measurements, **({"host_to_device": _m(h2d, 1.25 * h2d)} if h2d else {}),
+            **({"device_to_host": _m(d2h, 1.25 * d2h)} if d2h else {})}
+    return Ceilings(**{**GPU.to_dict(), "bandwidth_gbps": bw, "measurements": meas})
+
+
+@pytest.mark.parametrize("ceilings", [_link_gpu(h2d=None), _link_gpu()], ids=["no HtoD link", "no HtoD copy"])
+def test_a_copy_to_the_host_meets_its_link_whether_or_not_the_other_link_has_rows(ceilings):
+    # one copy to the host of 1 MB in 100 us: 1e6 B / 50e3 B/us = 20 us at the device-to-host roof
+    df = _rows([(0.0, 1e6, 0.0, 100.0, "vector", "float32")], kind=["memcpy"],
+               name=["Memcpy DtoH (Device -> Pinned)"])
+    add_roofline(df, ceilings)
+    assert df.roof.tolist() == ["device_to_host"] and df.ceiling_gbps.tolist() == [50.0]
+    assert df.roofline_us.tolist() == pytest.approx([20.0])
+
+
+def test_a_link_copy_crossing_one_byte_or_none():
+    # to the device: 2 B counted, 1 B written (crossing the link): the ceiling in the row's bytes is
+    # 55 x 2 / 1 = 110 GB/s, so its time at the roof is the crossing byte's, 1 / 55e3 us;
+    # 1 MB counted and nothing written: nothing crosses, the ceiling stays the link's 55 GB/s
+    df = _rows([(0.0, 2.0, 1.0, 1.0, "vector", "float32"), (0.0, 1e6, 0.0, 100.0, "vector", "float32")],
+               kind=["memcpy"] * 2, name=["Memcpy HtoD (Pinned -> Device)"] * 2)
+    add_roofline(df, _link_gpu())
+    assert df.roof.tolist() == ["host_to_device"] * 2
+    assert df.ceiling_gbps.tolist() == pytest.approx([110.0, 55.0])
+    assert df.roofline_us.tolist() == pytest.approx([1 / 55e3, 1e6 / 55e3])
+
+
+def test_memcpy_rows_without_names_keep_the_device_roofs():
+    # a table with kinds but no kernel names (an ops-like table): no link can be told, HBM copy it is
+    df = _rows([(0.0, 3e6, 1.5e6, 100.0, "vector", "float32")], kind=["memcpy"])
+    add_roofline(df, _link_gpu())
+    assert df.roof.tolist() == ["hbm_copy"] and df.ceiling_gbps.tolist() == [3000.0]
