@@ -53,6 +53,9 @@ def _why_empty(trace: RawTrace) -> str:
     """Why a trace with no op, device or runtime event has nothing to read."""
     if trace.event_count == 0:
         return "has no events (its event list is empty)"
+    if trace.untimed_example is not None:  # e.g. Ascend's torch_npu writes "ts" as a string
+        return (f"has torch.profiler events, but none with a number for its ts and dur ({trace.untimed_example}): "
+                "Kineto writes microseconds as JSON numbers; these events were not read")
     if trace.foreign_events == 0 and any(k in trace.meta for k in KINETO_KEYS):
         return (f"is a torch.profiler trace that recorded no op, kernel or runtime event ({trace.event_count} "
                 "events, all of the profiler's own bookkeeping): nothing ran while it was recording")

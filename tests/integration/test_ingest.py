@@ -189,6 +189,12 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
     (b'{"schemaVersion": 1, "displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "cat": "Line 55", '
      b'"name": "tl.load", "ts": 1, "dur": 2, "pid": 0, "tid": 0}, {"ph": "X", "cat": ["odd"], "name": "x", '
      b'"ts": 3, "dur": 1}]}', "has no torch.profiler events (cpu_op, kernel, cuda_runtime): not a torch.profiler"),
+    # Ascend's torch_npu writes ts as a string (its trace_view.json): cpu_op events there, none read;
+    # the first one is named, not called "no torch.profiler events"
+    (b'[{"ph": "X", "name": "aten::empty", "pid": 7, "tid": 7, "ts": "1704161511420306.491", "dur": 13.08, '
+     b'"cat": "cpu_op", "args": {}}, {"name": "AscendCL@aclrtMemcpy", "pid": 8, "tid": 7, '
+     b'"ts": "1704161511420605.703", "dur": 52.4, "ph": "X"}]',
+     "none with a number for its ts and dur (a cpu_op event's ts is str '1704161511420306.491')"),
 ])
 def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, content, needle):
     out = tmp_path / "traces"

@@ -122,8 +122,9 @@ def test_untrusted_external_ids_are_ignored_and_launches_placed_by_time(tmp_path
     rows = j.device_rows
     assert rows.join_method.tolist() == ["time", "time", "none"]  # k2: no launch, its id not trusted either
     assert rows.op_pos.tolist() == [1, 2, -1] and rows.ext_id.tolist() == [2, 100, NO_ID]
-    # no step annotation: the whole trace is step 0, its ops and launches (k2 has neither: no step)
-    assert j.ops.step.tolist() == [0, 0, 0] and rows.step.tolist() == [0, 0, -1]
+    # no step annotation: the whole trace is step 0, its ops, launches and device rows (k2 too, though
+    # neither a launch nor an op places it)
+    assert j.ops.step.tolist() == [0, 0, 0] and rows.step.tolist() == [0, 0, 0]
     assert _txt(j.ops.region) == [None, None, None]
 
 
@@ -254,7 +255,8 @@ def test_a_trace_of_device_activity_only(tmp_path):
     assert rows.kind.tolist() == ["kernel", "kernel", "memcpy"]
     assert rows.join_method.tolist() == ["none"] * 3 and rows.op_pos.tolist() == [-1] * 3
     assert _txt(rows.launch_api) == [None] * 3 and _txt(rows.region) == [None] * 3
-    assert rows.step.tolist() == [-1] * 3 and rows.ext_id.tolist() == [NO_ID] * 3 and not rows.has_op.any()
+    # no step marker: the whole trace is one step, so every row is in step 0
+    assert rows.step.tolist() == [0] * 3 and rows.ext_id.tolist() == [NO_ID] * 3 and not rows.has_op.any()
 
 
 @pytest.mark.parametrize(("kernel_ext", "method"), [
@@ -271,7 +273,7 @@ def test_without_runtime_events_kernels_are_joined_by_their_own_external_id(tmp_
     rows = join(trace).device_rows
     assert rows.join_method.tolist() == [method, "none"]
     assert rows.op_pos.tolist() == ([0, -1] if method != "none" else [-1, -1])
-    assert rows.step.tolist() == ([0, -1] if method != "none" else [-1, -1])
+    assert rows.step.tolist() == [0, 0]  # no step marker: one step, joined or not
 
 
 @pytest.mark.parametrize("how", ["external_id", "kernel_external_id", "time", "graph_with_an_id"])
@@ -332,6 +334,21 @@ def test_a_trace_without_step_markers_is_one_step_and_says_so(tmp_path):
     marked = _trace(tmp_path, [ann("ProfilerStep#3", 0, 50), op("aten::mm", 1, 10)], "m.json")
     join(marked)
     assert NO_STEP_MARKERS not in marked.warnings
+
+
+def test_without_step_markers_a_kernel_with_no_launch_or_op_is_in_the_one_step(tmp_path):
+    # yuguo-Jack/HCU-TrainFlow's examples/trace.json: two kernel events and nothing else (no op, no
+    # launch, no pid or tid). The whole trace is one step, so both rows are step 0, not -1 ("outside
+    # every step"), which made `show` say there were no kernel rows in a profiled step
+    bare = {"ph": "X", "cat": "kernel", "name": "synthetic_gemm", "ts": 0, "dur": 95}
+    t = _trace(tmp_path, [{**bare, "args": {"rank": 0}}, {**bare, "args": {"rank": 1}}])
+    rows = join(t).device_rows
+    assert rows.step.tolist() == [0, 0] and rows.has_op.tolist() == [False, False]
+    assert rows.join_method.tolist() == ["none", "none"]
+    # with a marker, a kernel nothing places stays outside the steps
+    marked = _trace(tmp_path, [ann("ProfilerStep#3", 0, 50), op("aten::mm", 1, 10),
+                               kernel("k", 100, 5)], "m.json")
+    assert join(marked).device_rows.step.tolist() == [-1]
 
 
 def test_gloo_work_annotations_are_not_regions(tmp_path):

@@ -163,7 +163,8 @@ def join(trace: RawTrace) -> Joined:
     """
     trust = external_ids_name_ops(trace)
     op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace, trust)
-    if not any(STEP_RE.match(n) for n in trace.annotations.name.unique()):
+    one_step = not any(STEP_RE.match(n) for n in trace.annotations.name.unique())
+    if one_step:
         op_step, lau_step = np.zeros_like(op_step), np.zeros_like(lau_step)
         if (len(trace.ops) or len(trace.device)) and NO_STEP_MARKERS not in trace.warnings:
             trace.warnings.append(NO_STEP_MARKERS)
@@ -173,6 +174,8 @@ def join(trace: RawTrace) -> Joined:
     # a trace that ran GPU work but lost its device events has no rows, not its ops' host times
     device = trace.has_device_activity or trace.gpu_work_without_device is not None
     rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent, trust) if device else None
+    if one_step and rows is not None:  # a device row without launch or op is in the one step too
+        rows["step"] = np.zeros(len(rows), np.int64)
     return Joined(trace=trace, ops=ops, device_rows=rows)
 
 

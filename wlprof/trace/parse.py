@@ -50,6 +50,7 @@ class RawTrace:
     event_count: int = 0
     legacy_device_events: int = 0  # the legacy autograd profiler's "CUDA functions" intervals (not read)
     foreign_events: int = 0  # complete events of a category torch.profiler does not write
+    untimed_example: str | None = None  # the first skipped event with a non-numeric ts/dur, described
 
     @property
     def has_device_activity(self) -> bool:
@@ -354,6 +355,7 @@ class _Tables:
         self.names: dict[str, int] = {}
         self.threads: dict[str, int] = {}  # non-numeric pid/tid strings -> negative codes
         self.skipped = 0
+        self.untimed_example: str | None = None  # the first skipped event, described
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
         self.foreign = 0  # complete events of a category Kineto does not write
@@ -393,6 +395,9 @@ class _Tables:
             dur = get("dur", 0)
             if type(ts) not in number or type(dur) not in number:
                 self.skipped += 1
+                if self.untimed_example is None:
+                    bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
+                    self.untimed_example = f"a {raw_cat or cat} event's {bad} is {type(value).__name__} {value!r:.40}"
                 continue
             args = get("args")
             if type(args) is not dict:
@@ -622,7 +627,8 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                         "they time each op with CUDA events (nested ops overlap), they are not kernels")
     raw = RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
                    args_table=tables.args_table, warnings=warnings, event_count=tables.count,
-                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign, **frames)
+                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign,
+                   untimed_example=tables.untimed_example, **frames)
     lost = raw.gpu_work_without_device
     if lost:
         warnings.append(f"GPU work ({lost}) but no kernel, memcpy or memset events: the trace's device activity "
