@@ -75,6 +75,24 @@ def test_steps_table_of_an_ingested_run_has_no_nan_and_no_unmeasured_columns():
     assert "272" in text and "TFLOP/s" in text
 
 
+def test_a_step_whose_costs_are_all_unknown_shows_no_zero_totals():
+    # trace a: no kernel has FLOPs or bytes (unknown shares 1.0), so its 0 FLOPs, 0 B and rates are not shown;
+    # trace b: a quarter of its kernel time has unknown FLOPs, all bytes known: 1.0 G FLOPs, 25% unknown
+    steps = pd.DataFrame([
+        {"variant": "a", "status": "ok", "kernel_us": 190.0, "flops": 0.0, "bytes": 0.0, "achieved_tflops": 0.0,
+         "achieved_gbps": 0.0, "intensity_flop_per_byte": float("nan"), "unknown_time_share": 1.0,
+         "bytes_unknown_time_share": 1.0},
+        {"variant": "b", "status": "ok", "kernel_us": 100.0, "flops": 1e9, "bytes": 2e8, "achieved_tflops": 10.0,
+         "achieved_gbps": 2000.0, "intensity_flop_per_byte": 5.0, "unknown_time_share": 0.25,
+         "bytes_unknown_time_share": 0.0}])
+    lines = [" ".join(line.replace("│", " ").split()) for line in _text(render.steps_table(steps, "x"), 140)
+             .splitlines()]
+    row_a = next(line for line in lines if line.startswith("a "))
+    row_b = next(line for line in lines if line.startswith("b "))
+    assert row_a == "a 190 - - - 100% - -"
+    assert row_b == "b 100 1.00 G 200 MB 10.0 25% 2,000 5.00"
+
+
 def test_ceilings_text_without_measured_ceilings():
     assert render.ceilings_text({"origin": "no measured ceilings for X"}) == "no measured ceilings for X"
     text = render.ceilings_text({"copy_gbps": 14.8, "matrix_tflops": {"float32": 0.132}, "vector_tflops": 0.13})

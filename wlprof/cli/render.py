@@ -247,6 +247,11 @@ def with_rank(variants, ranks) -> list[str]:
     return out
 
 
+def _share_all(share) -> bool:
+    """Whether an unknown-time share says that nothing of the step is known (all of its kernel time)."""
+    return not _missing(share) and float(share) >= 1.0
+
+
 def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int | None = None):
     """Per variant: the three timings, the kernel time, costs, rates and roofline placement."""
     steps = steps.reset_index(drop=True)
@@ -279,16 +284,26 @@ def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int 
     optional("latency_us", Col(f"latency\n1 call {t_unit}", masked(_col(steps, "latency_us"), tm), 9))
     optional("back_to_back_us", Col(f"back-to-back\n{t_unit}/step", masked(_col(steps, "back_to_back_us"), tm), 7))
     optional("graph_us", Col(f"graph\n{t_unit}/step", masked(_col(steps, "graph_us"), tm), 5))
+    # a step whose every kernel has unknown FLOPs (bytes) shows no total and no rate, not a zero
+    no_flops = [_share_all(u) for u in _col(steps, "unknown_time_share")]
+    no_bytes = [_share_all(u) for u in _col(steps, "bytes_unknown_time_share")]
+
+    def known(values, none):
+        return [None if n else v for v, n in zip(values, none, strict=True)]
+
     cols += [Col(f"kernels\n{t_unit}/step", masked(_col(steps, "kernel_us"), tm), 9),
-             Col("FLOPs", masked(_col(steps, "flops"), si), 8),
-             Col("bytes", masked(_col(steps, "bytes"), lambda v: si(v, "B")), 6),
-             Col(r_unit, masked(_col(steps, "achieved_tflops"), rt), 8)]
+             Col("FLOPs", masked(known(_col(steps, "flops"), no_flops), si), 8),
+             Col("bytes", masked(known(_col(steps, "bytes"), no_bytes), lambda v: si(v, "B")), 6),
+             Col(r_unit, masked(known(_col(steps, "achieved_tflops"), no_flops), rt), 8)]
+    if any(not _missing(u) and float(u) > 0 for u in _col(ok, "unknown_time_share")):
+        cols.append(Col("FLOPs\nunknown", masked(_col(steps, "unknown_time_share"), percent), 7))
     if useful:
         cols += [Col("useful\nFLOPs", masked(_col(steps, "useful_flops"), si), 4),
                  Col(f"{r_unit}\nuseful", masked(_col(steps, "achieved_tflops_useful"), rt), 4),
                  Col(f"{r_unit}\nexecuted", masked(_col(steps, "achieved_tflops_executed"), rt), 3)]
-    cols += [Col("GB/s", masked(_col(steps, "achieved_gbps"), sig), 6),
-             Col("FLOP/B", masked(_col(steps, "intensity_flop_per_byte"), sig), 4)]
+    either = [a or b for a, b in zip(no_flops, no_bytes, strict=True)]
+    cols += [Col("GB/s", masked(known(_col(steps, "achieved_gbps"), no_bytes), sig), 6),
+             Col("FLOP/B", masked(known(_col(steps, "intensity_flop_per_byte"), either), sig), 4)]
     optional("bound", Col("bound", masked(_col(steps, "bound"), lambda v: "-" if _missing(v) else str(v)), 5, "left"))
     optional("roofline_fraction", Col("roof-\nline", masked(_col(steps, "roofline_fraction"), percent), 7))
     why = [above_roof_text(f, n) for f, n in zip(_col(steps, "roofline_fraction"), _col(steps, "roof_note"),
