@@ -334,6 +334,13 @@ def test_a_trace_without_step_markers_is_one_step_and_says_so(tmp_path):
     marked = _trace(tmp_path, [ann("ProfilerStep#3", 0, 50), op("aten::mm", 1, 10)], "m.json")
     join(marked)
     assert NO_STEP_MARKERS not in marked.warnings
+    # ops only (a CPU trace) or kernels only: each is one step too, and says so
+    cpu = _trace(tmp_path, [op("aten::mm", 0, 10), op("aten::relu", 30, 5)], "cpu.json")
+    join(cpu)
+    assert cpu.warnings.count(NO_STEP_MARKERS) == 1
+    bare = _trace(tmp_path, [kernel("gemm", 20, 5)], "bare.json")
+    join(bare)
+    assert bare.warnings.count(NO_STEP_MARKERS) == 1
 
 
 def test_without_step_markers_a_kernel_with_no_launch_or_op_is_in_the_one_step(tmp_path):
