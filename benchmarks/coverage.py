@@ -55,6 +55,7 @@ def traces(paths: list[str]) -> list[Path]:
 
 def coverage(path: Path, top: int = 5) -> Row:
     from wlprof.errors import TraceFormatError
+    from wlprof.ingest import unknown_labels
     from wlprof.pipeline import costed, read
 
     row = Row(trace=path.name)
@@ -78,7 +79,7 @@ def coverage(path: Path, top: int = 5) -> Row:
         row.flops_known = float(kk.dur_us[kk.flops.notna()].sum()) / row.kernel_us
         row.inductor = float(kk.dur_us[kk.flops_source == "inductor"].sum()) / row.kernel_us
         unknown = kk[kk["bytes"].isna()]
-        by_op = unknown.dur_us.groupby(unknown.op_name.fillna("(no op)")).sum().sort_values(ascending=False)
+        by_op = unknown.dur_us.groupby(unknown_labels(unknown)).sum().sort_values(ascending=False)
         row.top = [(str(name), float(us) / row.kernel_us) for name, us in by_op.head(top).items()]
         no_flops = kk[kk["bytes"].notna() & kk.flops.isna()]
         kind = no_flops.op_name.fillna("(no op)").map(lambda n: "Triton kernels" if n.startswith("triton_") else n)

@@ -211,7 +211,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     tables.steps["note"] = "; ".join(trace.warnings) or None
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
     unknown = kernels[kernels.flops_source == "unknown"]
-    top_unknown = unknown.groupby(unknown.op_name.fillna("(no op)")).dur_us.sum().sort_values(ascending=False).head(5)
+    top_unknown = unknown.groupby(unknown_labels(unknown)).dur_us.sum().sort_values(ascending=False).head(5)
     files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps,
                                                "overlap": tables.overlap}, chrome)
     import pandas as pd
@@ -221,13 +221,40 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
 
     dims = tables.ops.op_input_dims if "op_input_dims" in tables.ops else pd.Series([], dtype=object)
     shapes = bool(dims.fillna("").astype(str).str.strip("[] ").ne("").any()) or tables.ops.empty
+    notes = list(trace.warnings)
+    replayed = float(unknown.dur_us[_replayed(unknown)].sum())
+    if replayed > 0 and kernels.dur_us.sum() > 0:
+        notes.append(f"{replayed / kernels.dur_us.sum():.1%} of kernel time was replayed from CUDA/HIP graphs: a "
+                     "replay records no op, so its kernels carry no shapes to cost (profile a step with graphs "
+                     "off, or the capture itself, to cost them)")
     summary = IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
-                           list(trace.warnings))
+                           notes)
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     del trace, tables, kernels
     release()
     return i, entry, summary, {"type": device_type, "name": device_name}, ceil
+
+
+def _replayed(kernels):
+    """The rows replayed from a CUDA/HIP graph that no op launched."""
+    import numpy as np
+
+    from wlprof.trace.join import GRAPH
+
+    if "join_method" not in kernels:
+        return np.zeros(len(kernels), bool)
+    return (kernels.join_method == GRAPH).fillna(False).to_numpy(dtype=bool)
+
+
+def unknown_labels(kernels):
+    """What to call each uncosted row: its op, else '(graph replay)' or '(no op)'."""
+    import numpy as np
+    import pandas as pd
+
+    fill = np.where(_replayed(kernels), "(graph replay)", "(no op)")
+    return pd.Series(kernels.op_name.astype(object).to_numpy(), index=kernels.index).where(
+        kernels.op_name.notna(), pd.Series(fill, index=kernels.index))
 
 
 def _communicates(trace) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import wlprof
 from wlprof import pipeline
 from wlprof.errors import TraceFormatError
 from wlprof.trace.identity import device_of, rank_of
@@ -76,6 +77,24 @@ def test_join_methods_and_device_of_public_traces(name, device, methods, has_op_
     assert dev.join_method.value_counts().to_dict() == methods
     assert dev.has_op.mean() >= has_op_at_least
     assert (dev.has_op == dev.join_method.isin(["external_id", "kernel_external_id", "time"])).all()
+
+
+def test_graph_replayed_kernels_are_named_and_their_share_is_told(tmp_path, cli):
+    # TraceLens' MI300 HIP-graph trace: 421 kernels replayed by one hipGraphLaunch, 10,388.482 us of the
+    # 10,717.708 us of kernel and memcpy time the ingest summary counts (96.9%); no op launched them, so
+    # nothing records their shapes
+    out = tmp_path / "traces"
+    res = cli("ingest", PUBLIC / "tracelens_mi300_hip_graph.json.gz", "--traces", out, "--wide")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "(graph replay) 10.4 ms" in flat and "(no op)" not in flat
+    assert "96.9% of kernel time was replayed from CUDA/HIP graphs" in flat
+    k = wlprof.load(out)
+    replayed = k[k.join_method == "graph"]
+    assert len(replayed) == 421 and replayed.dur_us.sum() == pytest.approx(10388.482)
+    # a trace without graphs says nothing of them
+    res = cli("ingest", PUBLIC / "hta_2024_nccl.json.gz", "--traces", tmp_path / "t2")
+    assert res.exit_code == 0 and "replayed from CUDA/HIP graphs" not in " ".join(res.output.split())
 
 
 def test_time_join_finds_the_op_that_launched_the_kernel():
