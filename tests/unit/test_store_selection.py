@@ -82,3 +82,6 @@ def test_describe_never_prints_a_measured_ceiling_as_zero():
     assert _rate(0.1, 1) == "0.1" and _rate(708.6, 1) == "708.6" and _rate(4326.2, 0) == "4,326"
     assert _rate(0.4, 0) == "0.4"  # a GB/s roof below 0.5 would read '0'
     assert _rate(0.0, 1) == "0.0"  # a true zero stays
+    # the boundary 10 ** (1 - decimals): 1.0 at one decimal has its decimal, 5.0 keeps one too; at two
+    # decimals 0.095 would read '0.10', so it takes two significant digits
+    assert _rate(1.0, 1) == "1.0" and _rate(5.0, 1) == "5.0" and _rate(0.095, 2) == "0.095"
