@@ -5,8 +5,14 @@ a project dependency) over one group of modules at a time, each with only the fa
 that exercise it, in a scratch copy of the work tree (the repository is never touched).
 Every surviving mutant must be killed by a test or explained in
 benchmarks/mutation_survivors.toml (mutant name -> why it is equivalent or not worth a test);
-the script prints killed / explained / unexplained per group and exits 1 when any
+the script prints killed / explained / unexplained per group, each survivor with the line it
+changes (so that an explanation can be checked against its mutant), and exits 1 when any
 survivor is unexplained.
+
+A key of that file is a mutant's name (`wlprof.steps.x_spread__mutmut_12`), a glob over names
+(a CUDA-only function), or the function and its change, which stays right when the mutants are
+numbered anew after an edit: `"wlprof.steps.spread: np.nanmedian(v) -> np.nanmedian(None)"`
+(as the script prints it; it applies only while no other mutant of the function makes that change).
 
     python benchmarks/mutation.py                 # every group (tens of minutes on 2 cores)
     python benchmarks/mutation.py steps roofline  # some groups
@@ -16,6 +22,8 @@ survivor is unexplained.
 from __future__ import annotations
 
 import argparse
+import ast
+import difflib
 import fnmatch
 import json
 import os
@@ -93,7 +101,7 @@ def write_config(dest: Path, modules: list[str], tests: list[str]) -> None:
     assert "[tool.mutmut]" not in (dest / "pyproject.toml").read_text()
 
 
-def run_group(group: str, max_children: int) -> dict[str, str]:
+def run_group(group: str, max_children: int) -> tuple[dict[str, str], Path]:
     modules, tests = GROUPS[group]
     dest = scratch_copy(group)
     write_config(dest, modules, tests)
@@ -110,12 +118,64 @@ def run_group(group: str, max_children: int) -> dict[str, str]:
         name, sep, status = line.strip().rpartition(": ")
         if sep and name:
             out[name] = status.strip()
+    return out, dest
+
+
+def mutant_changes(dest: Path, names: list[str]) -> dict[str, str]:
+    """Each mutant's change, 'old lines -> new lines', from the mutated modules mutmut wrote in `dest`."""
+    out: dict[str, str] = {}
+    by_module: dict[str, list[str]] = {}
+    for n in names:
+        by_module.setdefault(n.rsplit(".", 1)[0], []).append(n)
+    for module, members in by_module.items():
+        path = dest / "mutants" / Path(*module.split(".")).with_suffix(".py")
+        if not path.is_file():
+            continue
+        src = path.read_text()
+        lines = src.splitlines()
+        funcs = {f.name: "\n".join(lines[f.lineno - 1:f.end_lineno]) for f in ast.walk(ast.parse(src))
+                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and "__mutmut_" in f.name}
+        for n in members:
+            func = n.rsplit(".", 1)[1]
+            base = func.rsplit("__mutmut_", 1)[0]
+            orig, mutant = funcs.get(f"{base}__mutmut_orig"), funcs.get(func)
+            if orig is None or mutant is None:
+                continue
+            a = orig.splitlines()
+            b = mutant.replace(func, f"{base}__mutmut_orig", 1).splitlines()
+            diff = [d for d in difflib.unified_diff(a, b, lineterm="", n=0) if d[:1] in "+-" and d[:3] not in ("+++", "---")]
+            old = " / ".join(d[1:].strip() for d in diff if d.startswith("-"))
+            new = " / ".join(d[1:].strip() for d in diff if d.startswith("+"))
+            out[n] = f"{old} -> {new}".replace(f"{base}__mutmut_orig", _plain(base))
     return out
 
 
-def reason(why: dict[str, str], name: str) -> str | None:
-    """Why a survivor is kept: its exact name, or a glob over names (a CUDA-only function)."""
-    return why.get(name) or next((r for pat, r in why.items() if fnmatch.fnmatchcase(name, pat)), None)
+def _plain(func: str) -> str:
+    """mutmut's name of a function as its source spells it: 'x_spread' -> 'spread', 'xǁCǁm' -> 'C.m'."""
+    return func[2:] if func.startswith("x_") else func.lstrip("x").strip("ǁ").replace("ǁ", ".")
+
+
+def content_key(name: str, change: str | None) -> str | None:
+    """The key that names a mutant by its function and change: 'module.function: old -> new'."""
+    if not change:
+        return None
+    module, func = name.rsplit("__mutmut_", 1)[0].rsplit(".", 1)
+    return f"{module}.{_plain(func)}: {change}"
+
+
+def unique_keys(names: list[str], changes: dict[str, str]) -> dict[str, str | None]:
+    """Each mutant's content key, None where another mutant of its function makes the same change."""
+    keys = {n: content_key(n, changes.get(n)) for n in names}
+    counts: dict[str, int] = {}
+    for k in keys.values():
+        counts[k] = counts.get(k, 0) + 1
+    return {n: k if k and counts[k] == 1 else None for n, k in keys.items()}
+
+
+def reason(why: dict[str, str], name: str, key: str | None = None) -> str | None:
+    """Why a survivor is kept: its exact name, its function and change (`key`), or a glob over names."""
+    return (why.get(name) or (why.get(key) if key else None)
+            or next((r for pat, r in why.items() if fnmatch.fnmatchcase(name, pat)), None))
 
 
 def main() -> int:
@@ -137,22 +197,24 @@ def main() -> int:
     every = {}
     unexplained_all = []
     for group in args.groups or list(GROUPS):
-        results = run_group(group, args.max_children)
+        results, dest = run_group(group, args.max_children)
         every.update(results)
         killed = [n for n, s in results.items() if s in STATUS_KILLED]
         survived = [n for n, s in results.items() if s not in STATUS_KILLED]
+        changes = mutant_changes(dest, list(results))
+        keys = unique_keys(list(results), changes)
         why = explained.get(group, {})
-        ok = [n for n in survived if reason(why, n)]
-        bad = [n for n in survived if not reason(why, n)]
+        ok = [n for n in survived if reason(why, n, keys[n])]
+        bad = [n for n in survived if not reason(why, n, keys[n])]
         unexplained_all += [(n, results[n]) for n in bad]
         total["killed"] += len(killed)
         total["explained"] += len(ok)
         total["unexplained"] += len(bad)
         print(f"{group}: {len(results)} mutants: {len(killed)} killed, {len(ok)} explained, {len(bad)} unexplained")
         for n in ok:
-            print(f"    explained {n} ({results[n]}): {reason(why, n)}")
+            print(f"    explained {n} ({results[n]}) [{changes.get(n, '?')}]: {reason(why, n, keys[n])}")
         for n in bad:
-            print(f"    UNEXPLAINED {n} ({results[n]})")
+            print(f"    UNEXPLAINED {n} ({results[n]}) [{changes.get(n, '?')}]")
     print(f"total: {total['killed']} killed, {total['explained']} explained, {total['unexplained']} unexplained")
     if args.json:
         args.json.write_text(json.dumps(every, indent=1, sort_keys=True) + "\n")
