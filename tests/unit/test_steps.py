@@ -50,6 +50,8 @@ def test_summarize_by_hand():
     assert row["flops_source"] == "formula,unknown,workload"
     # the unknown row's 10 us of the 10 + 10 + 30 + 4 + 10 = 64 us in steps
     assert row["unknown_time_share"] == pytest.approx(10 / 64)
+    # bytes unknown: step 0's unknown row and step 2's second row, 10 + 10 = 20 of the 64 us
+    assert row["bytes_unknown_time_share"] == pytest.approx(20 / 64)
     # roofline: rows with a roof 5 + 12 + 2 = 19 us over 3 steps; 19 us of their 10 + 30 + 4 = 44 us
     assert row["roofline_us"] == pytest.approx(19 / 3) and row["roofline_fraction"] == pytest.approx(19 / 44)
     # bound: the bound holding the most time among roofed rows: memory 30 us against compute 10 + 4 = 14
@@ -104,6 +106,7 @@ def test_a_step_of_unknown_costs_only():
     assert row["kernel_us"] == 10.0 and math.isnan(row["flops"]) and math.isnan(row["bytes"])
     assert row["unknown_time_share"] == 1.0 and math.isnan(row["roofline_us"]) and row["bound"] is None
     assert math.isnan(row["intensity_flop_per_byte"])
+    assert row["kernels_per_step"] == 1.0  # one kernel in one step
 
 
 @pytest.mark.parametrize(("starts", "ends", "busy"), [
@@ -136,6 +139,8 @@ def test_sub_microsecond_steps_keep_their_rates():
     assert row["achieved_tflops_latency"] == pytest.approx(100 / 0.8 / 1e6, rel=EXACT)
     assert row["achieved_tflops_useful"] == row["achieved_tflops_executed"] == row["achieved_tflops"]
     assert row["roofline_fraction"] == 0.5 and row["unknown_time_share"] == 0.0
+    # every row has bytes: 0 of the 0.5 + 0.5 = 1 us in steps (a share, defined for any time above 0)
+    assert row["bytes_unknown_time_share"] == 0.0
 
 
 def test_zero_time_steps_have_no_rates():
@@ -148,3 +153,36 @@ def test_zero_time_steps_have_no_rates():
                 "achieved_tflops_useful", "achieved_tflops_executed", "unknown_time_share", "roofline_fraction"):
         assert math.isnan(row[key]), key
     assert row["kernel_us"] == 0.0 and row["bound"] == "memory"
+
+
+@pytest.mark.filterwarnings("error")
+def test_no_time_in_steps_divides_nothing():
+    # no kernel in a step, then one kernel of 0 us: every share and median is NaN, taken without
+    # dividing 0 by 0 or taking the median of nothing (either would warn, an error here)
+    k = _kernels()
+    row = summarize(k[k.step < 0], TIMINGS, profiled_steps=2, useful_flops=None)
+    for key in ("unknown_time_share", "bytes_unknown_time_share", "kernel_busy_us", "roofline_fraction"):
+        assert math.isnan(row[key]), key
+    zero = k[k.step == 1].assign(dur_us=0.0, roofline_us=0.0)
+    row = summarize(zero, TIMINGS, profiled_steps=1, useful_flops=None)
+    for key in ("unknown_time_share", "bytes_unknown_time_share", "roofline_fraction"):
+        assert math.isnan(row[key]), key
+    assert row["kernel_busy_us"] == 0.0 and row["kernels_per_step"] == 1.0
+
+
+def test_latency_percentiles_of_eleven_samples():
+    # n = 11, sorted 0..10: p10 at index round(0.1 * 10) = 1, p90 at round(0.9 * 10) = 9 (not the max, 10)
+    t = Timings(latency_us=[5.0, 10.0, 0.0, 9.0, 1.0, 2.0, 8.0, 3.0, 7.0, 4.0, 6.0], back_to_back_us=[5.0],
+                calls_per_batch=3)
+    row = summarize(_kernels(), t, profiled_steps=3, useful_flops=None)
+    assert (row["latency_p10_us"], row["latency_us"], row["latency_p90_us"]) == (1.0, 5.0, 9.0)
+
+
+def test_roof_notes_of_the_steps_kernels():
+    k = _kernels().assign(roof_note=pd.Series(["ceiling_stale", "within_spread,l2_resident", None, "l2_resident",
+                                               None, None], dtype=object))
+    row = summarize(k, TIMINGS, profiled_steps=3, useful_flops=None)
+    # the step kernels' notes once each, in the roofline's order (l2_resident before within_spread);
+    # ceiling_stale is the note of the row outside the steps
+    assert row["roof_note"] == "l2_resident,within_spread"
+    assert summarize(_kernels(), TIMINGS, profiled_steps=3, useful_flops=None)["roof_note"] is None  # no column

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from wlprof import timing
-from wlprof.timing import Timings, time_step
+from wlprof.timing import Timings, calls_for, time_step
 
 
 def test_medians_and_percentiles_of_known_samples():
@@ -64,7 +64,7 @@ def test_time_step_on_the_cpu_with_a_fake_clock(monkeypatch):
     assert t.latency_median_us == pytest.approx(3.5)
     # calls per batch: ceil(0.068 ms * 1e3 / 3.5 us) = ceil(19.43) = 20; two batches of 20 calls of 2 us
     assert t.calls_per_batch == 20
-    assert t.back_to_back_us == pytest.approx([2.0, 2.0])
+    assert t.back_to_back_us == pytest.approx([2.0, 2.0], rel=1e-9)  # 40 us over 20 calls
     assert clock.calls == 4 + 2 * 20
     assert t.graph_us is None and t.graph_error == "CUDA graphs need a CUDA device"
 
@@ -106,3 +106,85 @@ def test_single_call_us_on_the_cpu(monkeypatch):
     clock = FakeClock([7.0, 9.0], rest_us=1.0)
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
     assert timing.single_call_us(clock.step, torch.device("cpu"), 3) == pytest.approx([7.0, 9.0, 1.0], rel=1e-9)
+
+
+def test_each_sample_is_heard_by_on_phase(monkeypatch):
+    clock = FakeClock([], rest_us=1000.0)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    heard = []
+    t = time_step(clock.step, torch.device("cpu"), latency_reps=2, batches=2, min_batch_ms=0.5,
+                  on_phase=lambda *a: heard.append(a))
+    # (phase, samples done, samples planned) before each sample: two single calls, two batches
+    assert heard == [("one call", 0, 2), ("one call", 1, 2), ("back to back", 0, 2), ("back to back", 1, 2)]
+    assert t.calls_per_batch == 3  # ceil(0.5 ms / 1 ms) = 1, raised to 3
+
+
+def test_default_sample_counts(monkeypatch):
+    clock = FakeClock([], rest_us=8.0)
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=clock.perf_counter))
+    t = time_step(clock.step, torch.device("cpu"))
+    # 30 single calls, then 5 batches of 2000 calls (ceil(20,000 us / 8 us) = 2500, capped)
+    assert len(t.latency_us) == 30 and len(t.back_to_back_us) == 5 and t.calls_per_batch == 2000
+    assert clock.calls == 30 + 5 * 2000
+
+
+def test_calls_for_defaults():
+    assert calls_for(8.0) == 2000  # ceil(20 ms * 1e3 / 8 us) = 2500, capped at 2000
+    assert calls_for(12.0) == 1667  # ceil(20,000 / 12) = ceil(1666.7)
+    assert calls_for(12.0, 10.0, 500) == 500 and calls_for(1e6) == 3  # ceil(0.02) = 1, raised to 3
+
+
+class FakeCuda:
+    """Stand-ins for gpu_samples and _graph, so that time_step's CUDA path runs on the CPU: they record
+    what they are asked, call what they are given as the real ones do (the fake graph runs the step
+    once, as if capturing it), and return known samples (gpu_samples: 10 x per_sample + i for sample i;
+    _graph: 5 us per replayed step)."""
+
+    def __init__(self):
+        self.asked = []
+
+    def gpu_samples(self, run, samples, per_sample, on_sample=lambda i: None):
+        self.asked.append(("gpu_samples", samples, per_sample))
+        out = []
+        for i in range(samples):
+            on_sample(i)
+            run()
+            out.append(10.0 * per_sample + i)
+        return out
+
+    def graph(self, step, batches, min_batch_us, latency_us, on_phase=timing.no_phase):
+        self.asked.append(("graph", batches, min_batch_us, latency_us))
+        step()
+        for i in range(batches):
+            on_phase("graph replay", i, batches)
+        return [5.0] * batches, None
+
+
+def _cuda(monkeypatch):
+    fake = FakeCuda()
+    monkeypatch.setattr(timing, "gpu_samples", fake.gpu_samples)
+    monkeypatch.setattr(timing, "_graph", fake.graph)
+    return fake, types.SimpleNamespace(type="cuda")  # time_step reads only device.type
+
+
+def test_time_step_on_a_cuda_device_times_with_device_events(monkeypatch):
+    fake, cuda = _cuda(monkeypatch)
+    calls, heard = [], []
+    t = time_step(lambda: calls.append(1), cuda, latency_reps=3, batches=2, min_batch_ms=0.1,
+                  on_phase=lambda *a: heard.append(a))
+    # single calls: 3 samples of 1 call, 10, 11, 12 us (median 11); batches: ceil(0.1 ms * 1e3 / 11 us) =
+    # ceil(9.09) = 10 calls; graph replay asked for 2 batches of at least 100 us at a latency of 11 us
+    assert fake.asked == [("gpu_samples", 3, 1), ("graph", 2, 100.0, 11.0), ("gpu_samples", 2, 10)]
+    assert t.latency_us == [10.0, 11.0, 12.0] and t.calls_per_batch == 10
+    assert t.back_to_back_us == [100.0, 101.0] and t.graph_us == [5.0, 5.0] and t.graph_error is None
+    assert len(calls) == 3 + 1 + 2 * 10  # single calls, the (fake) graph's capture, the batches
+    assert heard == [("one call", 0, 3), ("one call", 1, 3), ("one call", 2, 3), ("graph replay", 0, 2),
+                     ("graph replay", 1, 2), ("back to back", 0, 2), ("back to back", 1, 2)]
+
+
+def test_time_step_on_a_cuda_device_without_graphs(monkeypatch):
+    fake, cuda = _cuda(monkeypatch)
+    t = time_step(lambda: None, cuda, latency_reps=1, batches=1, graph=False, calls_per_batch=4)
+    assert fake.asked == [("gpu_samples", 1, 1), ("gpu_samples", 1, 4)]  # no graph tried
+    assert t.graph_us is None and t.calls_per_batch == 4 and t.back_to_back_us == [40.0]
+    assert t.graph_error == "the workload does host syncs or host work per step: not capturable"

@@ -20,10 +20,27 @@ def test_spread_uses_percentiles_from_ten_samples_and_the_range_below():
     assert math.isnan(spread([5.0])) and math.isnan(spread([])) and math.isnan(spread(None))
 
 
+def test_spread_by_hand():
+    # 2 samples (NaN dropped): the range over the median, (110 - 90) / 100
+    assert spread([90.0, math.nan, 110.0]) == pytest.approx(0.2, rel=1e-12)
+    assert spread([0.5, 1.0, 1.5]) == 1.0  # (1.5 - 0.5) / 1: a median of 1 is a median like another
+    # a median of 0 or below has nothing to scale by
+    assert math.isnan(spread([0.0, 0.0, 5.0])) and math.isnan(spread([-1.0, -2.0, -3.0]))
+    # 10 samples 1..10: linear percentiles at positions 0.1 * 9 = 0.9 and 0.9 * 9 = 8.1 of the sorted
+    # samples, p10 = 1.9 and p90 = 9.1; median 5.5: (9.1 - 1.9) / 5.5 = 7.2 / 5.5 (the range would give 9 / 5.5)
+    assert spread([float(x) for x in range(10, 0, -1)]) == pytest.approx(7.2 / 5.5, rel=1e-12)
+
+
 def test_the_largest_spread_names_its_samples():
     s, which = timing_spread([100] * 30, [10, 30, 20], None, [1.0, 1.0])
     assert which == "back_to_back" and s == pytest.approx(1.0)
     assert timing_spread(None, None, None, None)[1] is None
+    # each set in turn the widest: (110 - 90) / 100, (120 - 80) / 100, (50 - 30) / 40
+    assert timing_spread([90, 110, 100], [100] * 3, [100] * 3, [1.0, 1.0]) == (pytest.approx(0.2), "latency")
+    assert timing_spread([100] * 3, [100] * 3, [80, 120, 100], [1.0, 1.0]) == (pytest.approx(0.4), "graph")
+    assert timing_spread([100] * 3, [100] * 3, None, [30.0, 50.0, 40.0]) == (0.5, "kernel")
+    # a tie keeps the first set: latency and back-to-back both (110 - 90) / 100
+    assert timing_spread([90.0, 110.0], [90.0, 100.0, 110.0], None, None) == (pytest.approx(0.2), "latency")
 
 
 def _kernels(durs):
@@ -44,6 +61,19 @@ def test_summarize_flags_a_point_whose_samples_spread_past_the_threshold():
     assert row["noisy"] is True and row["timing_spread_of"] == "back_to_back" and row["timing_spread"] > 10
     ingested = summarize(_kernels([40.0]), None, 1, None)
     assert ingested["noisy"] is None and math.isnan(ingested["timing_spread"])
+
+
+@pytest.mark.parametrize(("lat", "b2b", "graph", "durs", "which", "value"), [
+    ([90.0, 110.0, 100.0], [100.0] * 3, [100.0] * 3, [40.0] * 3, "latency", 0.2),  # (110 - 90) / 100
+    ([100.0] * 3, [100.0] * 3, [80.0, 120.0, 100.0], [40.0] * 3, "graph", 0.4),  # (120 - 80) / 100
+    ([100.0] * 3, [100.0] * 3, None, [30.0, 50.0, 40.0], "kernel", 0.5),  # per-step kernel time (50 - 30) / 40
+    ([100.0] * 3, [100.0, 125.0, 100.0], None, [40.0] * 3, "back_to_back", 0.25),  # exactly the threshold
+])
+def test_summarize_names_the_widest_of_its_four_sample_sets(lat, b2b, graph, durs, which, value):
+    t = Timings(latency_us=lat, back_to_back_us=b2b, calls_per_batch=3, graph_us=graph)
+    row = summarize(_kernels(durs), t, 3, None)
+    assert row["timing_spread_of"] == which and row["timing_spread"] == pytest.approx(value, rel=1e-12)
+    assert row["noisy"] is (value > NOISY_SPREAD)  # 0.25 itself is not noisy: the spread must exceed it
 
 
 def test_phases_move_forward_inside_a_point():
