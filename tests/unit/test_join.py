@@ -351,6 +351,7 @@ def test_without_step_markers_a_kernel_with_no_launch_or_op_is_in_the_one_step(t
     t = _trace(tmp_path, [{**bare, "args": {"rank": 0}}, {**bare, "args": {"rank": 1}}])
     rows = join(t).device_rows
     assert rows.step.tolist() == [0, 0] and rows.has_op.tolist() == [False, False]
+    assert rows.step.dtype == np.int64  # as in a trace with markers: step numbers, not floats
     assert rows.join_method.tolist() == ["none", "none"]
     # with a marker, a kernel nothing places stays outside the steps
     marked = _trace(tmp_path, [ann("ProfilerStep#3", 0, 50), op("aten::mm", 1, 10),
