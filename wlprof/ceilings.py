@@ -288,6 +288,29 @@ def stale_against(run: Ceilings, current: Ceilings) -> list[str]:
     return why
 
 
+def lower_than(new: Ceilings, previous: Ceilings) -> list[str]:
+    """The ceilings `new` measured lower than `previous` (the cache it replaces, same device) by more
+    than `previous`'s spread (its p10, or 3% where it kept none): a busy machine measures low."""
+    if new.device_name != previous.device_name:
+        return []
+    from wlprof.store.selection import _rate
+
+    why = []
+
+    def lower(name: str, now: float, before: float, meas: Measurement | None, unit: str):
+        ratio = meas.lower_ratio if meas is not None and meas.lower_ratio is not None else 0.97
+        if now < before * min(ratio, 0.99):
+            why.append(f"{name} {_rate(now, 1)} < {_rate(before, 1)} {unit} before")
+
+    for k, v in previous.matrix_tflops.items():
+        if k in new.matrix_tflops:
+            lower(f"matrix {k}", new.matrix_tflops[k], v, previous.measurements.get(f"matrix:{k}"), "TFLOP/s")
+    for k, v in previous.bandwidth_gbps.items():
+        if k in new.bandwidth_gbps:
+            lower(k, new.bandwidth_gbps[k], v, previous.measurements.get(k), "GB/s")
+    return why
+
+
 # --- the cache -------------------------------------------------------------------------------
 
 

@@ -76,7 +76,11 @@ class InputError(WlprofError, ValueError):
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str | None:
     """'did you mean X?' for the closest of `choices`, or None when nothing is close."""
-    close = difflib.get_close_matches(str(value), list(choices), n=1, cutoff=0.6)
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
+    if not close and str(value).strip():  # the start of exactly one choice ('balanced' of 'balanced 8x8x8')
+        close = [c for c in choices if c.lower().startswith(str(value).strip().lower())]
+        close = close if len(close) == 1 else []
     return f"did you mean {close[0]!r}?" if close else None
 
 

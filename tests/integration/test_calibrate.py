@@ -30,3 +30,24 @@ def test_calibrate_cpu_measures_positive_rates_and_caches(tmp_path, monkeypatch)
     assert jsonio.loads(path.read_bytes()) == c.to_dict()
     again, origin = ceilings.get_ceilings(torch.device("cpu"))
     assert origin == f"cache: {path}" and again == c
+
+
+def test_calibrate_says_when_it_replaces_higher_ceilings(tmp_path, monkeypatch, cli):
+    # the cache held bf16 0.39 TFLOP/s (p10 0.36); a calibration under load measures 0.034: it replaces
+    # the cache (every later run is placed against it) and now says what it lost
+    from wlprof.ceilings import Ceilings, Measurement
+
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path))
+    name = device_name(torch.device("cpu"))
+    before = Ceilings("cpu", name, {"bfloat16": 0.39}, 0.11, 34.0, "measured", "2026-12-02T00:36:48+00:00", "",
+                      measurements={"matrix:bfloat16": Measurement(0.39, "", "m", p10=0.36, p90=0.39)})
+    ceilings.save(before)
+    now = Ceilings.from_dict({**before.to_dict(), "matrix_tflops": {"bfloat16": 0.034},
+                              "measured_at": "2026-12-02T02:19:36+00:00", "measurements": {}})
+    monkeypatch.setattr(ceilings, "calibrate", lambda dev, quick=False: now)
+    res = cli("calibrate", "--device", "cpu")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert ("lower than the cache it replaces (measured 2026-12-02T00:36:48+00:00): matrix bfloat16 0.034 < 0.39 "
+            "TFLOP/s before") in flat
+    assert ceilings.load_cached("cpu", name).matrix_tflops == {"bfloat16": 0.034}

@@ -160,6 +160,8 @@ def test_overlap_offers_the_closest_variant_as_show_does(tmp_path):
         assert res.exit_code == 2, res.output
         # overlap gave no close match where show did
         assert "(got 'dispersed / grouepd'); did you mean 'dispersed / grouped'?" in res.output, (cmd, res.output)
+        # the variants quoted, not a Python list
+        assert "'concentrated / loop'" in res.output and "['" not in res.output, (cmd, res.output)
 
 
 def test_overlap_examples_show_the_flag_that_changes_something():

@@ -154,6 +154,9 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
     flat = " ".join(res.output.split())
     assert res.exit_code == 0 and "1 of 1 file recorded no shapes (hta_2024_nccl.json.gz)" in flat
     assert "record_shapes=True" in flat
+    # its aten::mm has a formula: the headline does not blame one (it read "has no FLOP formula")
+    assert "has no FLOPs: its op has no FLOP formula or its shapes were not recorded" in flat
+    assert "has no FLOP formula (kept" not in flat
     run = next(p.name for p in out.iterdir() if p.is_dir())
     res = cli("roofline", run, "--traces", out, "-o", tmp_path / "r.png")
     flat = " ".join(res.output.split())

@@ -196,6 +196,22 @@ def test_stale_against_by_value_spread_and_missing_roofs():
     assert ceilings.stale_against(run, other) == []
 
 
+def test_lower_than_names_what_a_new_calibration_lost_beyond_the_old_spread():
+    # the cache: bf16 0.39 (p10 0.36), fp32 0.11 (p10 0.10), dram_read 30 (p10 28)
+    before = Ceilings("cpu", "cpu X", {"bfloat16": 0.39, "float32": 0.11}, 0.11, 34.0, "measured",
+                      "2026-12-02T00:36:48+00:00", "", bandwidth_gbps={"dram_read": 30.0},
+                      measurements={"matrix:bfloat16": _meas(0.39, 0.36, 0.39), "matrix:float32": _meas(0.11, 0.10, 0.11),
+                                    "dram_read": _meas(30.0, 28.0, 30.0)})
+    # measured under load: bf16 0.034 < 0.39 x 0.36 / 0.39 = 0.36; fp32 0.105 >= 0.11 x 0.10 / 0.11 = 0.10 (within
+    # the spread); dram_read 21 < 28
+    now = Ceilings("cpu", "cpu X", {"bfloat16": 0.034, "float32": 0.105}, 0.105, 17.0, "measured",
+                   "2026-12-02T02:19:36+00:00", "", bandwidth_gbps={"dram_read": 21.0})
+    assert ceilings.lower_than(now, before) == ["matrix bfloat16 0.034 < 0.39 TFLOP/s before",
+                                                "dram_read 21.0 < 30.0 GB/s before"]
+    assert ceilings.lower_than(before, now) == []
+    assert ceilings.lower_than(now, Ceilings.from_dict({**before.to_dict(), "device_name": "cpu Y"})) == []
+
+
 def test_a_cache_that_measured_slower_than_the_next_level_out_is_named():
     from wlprof.cli.calibrate import cache_inversions
 

@@ -82,3 +82,17 @@ def test_a_scale_of_a_dimension_the_trace_does_not_have_is_refused():
     assert value == 64 and json.loads(new.op_input_dims.iat[0]) == [[8, 128], [128, 32]]
     with pytest.raises(InputError, match="no input dimension equals 999"):
         scaled(ops, "999", 2.0)
+
+
+def test_describe_names_the_value_the_calls_and_a_rounding():
+    from wlprof.predict.scale import describe
+
+    # batch 64 x 3 = 192 in all five calls: each holds a dimension of 64 (the cat in its members);
+    # x 0.3 = 19.2, rounded to 19
+    line = describe(MLP, rewrite(MLP, 64, 3.0), "batch", 64, 3.0)
+    assert "every input dimension of 64 becomes 192, in 5 of 5 calls" in line and "rounded" not in line
+    line = describe(MLP, rewrite(MLP, 64, 0.3), "batch", 64, 0.3)
+    assert "becomes 19 (64 x 0.3 = 19.2, rounded), in 5 of 5 calls" in line
+    # 4096 x 2: the first addmm's weight [4096, 16384], the second's bias, output width and the mul
+    line = describe(MLP, rewrite(MLP, 4096, 2.0), "4096", 4096, 2.0)
+    assert "in 3 of 5 calls" in line

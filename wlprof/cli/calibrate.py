@@ -93,7 +93,7 @@ def calibrate(
 ) -> None:
     """Measure and cache the device's ceilings; runs record which ones they used."""
     from wlprof import jsonio
-    from wlprof.ceilings import cache_path, load_cached, save, stale_against
+    from wlprof.ceilings import cache_path, load_cached, lower_than, save, stale_against
     from wlprof.ceilings import calibrate as measure
     from wlprof.device import device_name, resolve_device
     from wlprof.store.atomic import atomic_write_bytes
@@ -130,6 +130,11 @@ def calibrate(
         con.print(f"[yellow]the main-memory buffers ({_bytes(c.method.get('copy_bytes_each_way'))}) are not past "
                   "the last cache: the dram_* ceilings may be cache rates (a quick calibration)[/yellow]")
     if not show and previous is not None:
+        low = lower_than(c, previous)
+        if low:
+            con.print(f"[yellow]lower than the cache it replaces (measured {previous.measured_at}): "
+                      f"{'; '.join(low)}. A busy machine measures low, and every later run is placed against "
+                      "these: calibrate again on a quiet one[/yellow]")
         why = stale_against(previous, c)
         if why:
             con.print(f"replaces the cache of {previous.measured_at}, now stale: {'; '.join(why)}; runs placed "

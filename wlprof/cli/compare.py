@@ -22,13 +22,14 @@ def _select(traces: Path, spec: str, arg: str):
     run, _, variant = spec.partition(":")
     steps = load_runs(traces, "steps", [run], arg)
     variants = list(dict.fromkeys(steps.variant))  # a distributed run has one row per rank
+    listed = ", ".join(repr(v) for v in variants)
     if not variant:
         if len(variants) != 1:
-            raise InputError(arg, f"names a run with {len(variants)} sweep points: add ':VARIANT', one of {variants}",
+            raise InputError(arg, f"names a run with {len(variants)} sweep points: add ':VARIANT', one of {listed}",
                              spec)
         variant = variants[0]
     if variant not in variants:
-        raise InputError(arg, f"must name a sweep point of {run}, one of {variants}", variant,
+        raise InputError(arg, f"must name a sweep point of {run}, one of {listed}", variant,
                          hint=did_you_mean(variant, variants))
     kernels = load_runs(traces, "kernels", [run], arg)
     rows, kernels = steps[steps.variant == variant], kernels[kernels.variant == variant]

@@ -59,14 +59,15 @@ def ingest(
             Col("longest unknown ops", [", ".join(f"{op} {render.sig(us / 1e3)} ms" for op, us in f.top_unknown[:3])
                                         or "-" for f in files], 7, "left", wrap=30)]
     con.print(render.table(cols, f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", con.width, wide))
+    bare = [Path(f.path).name for f in files if not f.shapes]
     if sum(f.kernel_us for f in files) > 0:
-        con.print(f"{res.unknown_share:.1%} of kernel time has no FLOP formula (kept as flops_source = unknown)")
+        why = "no FLOPs: its op has no FLOP formula or its shapes were not recorded" if bare else "no FLOP formula"
+        con.print(f"{res.unknown_share:.1%} of kernel time has {why} (kept as flops_source = unknown)")
     else:
         con.print("no kernel time to cost: the trace holds no kernel or CPU-op rows")
     for f in files:
         for note in f.notes:
             con.print(f"[yellow]{Path(f.path).name}: {note}[/yellow]")
-    bare = [Path(f.path).name for f in files if not f.shapes]
     if bare:
         con.print(f"[yellow]{len(bare)} of {len(files)} file{'s' if len(files) > 1 else ''} recorded no shapes "
                   f"({', '.join(bare[:3])}{', ...' if len(bare) > 3 else ''}): their ops cannot be costed; "

@@ -72,7 +72,8 @@ def overlap(
     if variant is not None:
         known = sorted(set(steps.variant))
         if variant not in known:
-            raise InputError("--variant", f"must be one of {known}", variant, hint=did_you_mean(variant, known))
+            raise InputError("--variant", f"must be one of {', '.join(repr(v) for v in known)}", variant,
+                             hint=did_you_mean(variant, known))
         table, steps, coll = (t[t.variant == variant] for t in (table, steps, coll))
     con = console(wide=wide)
     con.print(f"[bold]{run_id}[/bold]  {manifest.get('workload')} on {manifest.get('device', {}).get('name')}; "

@@ -39,7 +39,8 @@ def predict(
     trace: Annotated[Path | None, typer.Option(
         "--trace", help="With --profile: a torch.profiler trace whose first step to predict. Default: none.", metavar="FILE")] = None,
     scale: Annotated[str | None, typer.Option(
-        "--scale", help="With --trace: rewrite one dimension, DIM=FACTOR (batch=4, or a dimension's value: 4096=2). Default: none.",
+        "--scale", help="With --trace: rewrite one dimension, DIM=FACTOR (batch=4, or a dimension's value: 4096=2): "
+        "every input dimension equal to its value, so one that only equals it changes too. Default: none.",
         metavar="DIM=FACTOR")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="With --spec: the dtype. Default: bfloat16.")] = None,
     top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown.")] = 15,

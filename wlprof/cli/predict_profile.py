@@ -153,7 +153,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     from wlprof.cli.common import console
     from wlprof.errors import InputError
     from wlprof.predict.profile import load_profile
-    from wlprof.predict.scale import ingest_trace, parse_scale, scaled
+    from wlprof.predict.scale import describe, ingest_trace, parse_scale, scaled
 
     con = console(wide=wide)
     if not Path(path).is_file():
@@ -175,6 +175,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         dim, factor = parse_scale(scale_text)
         unscaled = ops
         ops, value = scaled(ops, dim, factor)
+        con.print(describe(unscaled, ops, dim, value, factor))
         names = set(ops.device_name.dropna().astype(str)) if "device_name" in ops else set()
         same_device = names == {str((info.get("device") or {}).get("name"))}
         title = (f"# {path} with {dim} ({value}) x {factor:g}\n\nPredicted from profile {profile}; "

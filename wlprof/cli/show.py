@@ -41,9 +41,10 @@ def show(
     steps = load(path, table="steps")
     kernels = load(path, table="kernels")
     if variant is not None:
-        known = list(steps.variant)
+        known = list(dict.fromkeys(steps.variant))  # a run of several ranks: one row per rank
         if variant not in known:
-            raise InputError("--variant", f"must be one of {known}", variant, hint=did_you_mean(variant, known))
+            raise InputError("--variant", f"must be one of {', '.join(repr(v) for v in known)}", variant,
+                             hint=did_you_mean(variant, known))
         steps, kernels = steps[steps.variant == variant], kernels[kernels.variant == variant]
     if top < 0:
         raise InputError("--top", "must be 0 (all) or a positive number", top)

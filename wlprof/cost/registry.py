@@ -205,6 +205,7 @@ VIEW_OPS: frozenset[str] = frozenset(
     for n in (
         "as_strided as_strided_ view _unsafe_view reshape _reshape_alias view_as expand expand_as t transpose "
         "permute numpy_T unsqueeze squeeze select slice narrow unbind split split_with_sizes chunk "
+        "t_ transpose_ unsqueeze_ squeeze_ swapaxes swapaxes_ swapdims swapdims_ "
         "alias detach detach_ lift_fresh resolve_conj resolve_neg empty empty_strided empty_like "
         "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
         "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim diagonal "

@@ -144,6 +144,16 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> 
     return new, value
 
 
+def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, factor: float) -> str:
+    """The line that says what `--scale` rewrote: the value, the new one (rounded where it is), the calls."""
+    new_value = max(1, int(round(value * factor)))
+    exact = value * factor
+    rounded = "" if exact == new_value else f" ({value} x {factor:g} = {exact:g}, rounded)"
+    changed = int((before.op_input_dims.reset_index(drop=True) != after.op_input_dims.reset_index(drop=True)).sum())
+    return (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
+            f"{len(after)} calls (one that only equals {value}, a feature map's side say, changes too)")
+
+
 ANCHOR_SOURCES = ("op", "class", "base")  # sources too far from the call to beat its own measured time
 
 
