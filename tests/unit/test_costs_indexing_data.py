@@ -117,3 +117,12 @@ def test_item_reads_one_element():
 
     assert cost_of(op("aten::_local_scalar_dense", T([], F32))).bytes == 4
     assert is_wrapper("aten::item") and is_view("aten::as_strided_")
+
+
+def test_in_place_views_and_axis_swaps_are_views():
+    from wlprof.cost import is_view
+
+    # they change a tensor's metadata only: no kernel, no FLOPs, no bytes
+    for name in ("t_", "transpose_", "unsqueeze_", "squeeze_", "swapaxes", "swapaxes_", "swapdims", "swapdims_"):
+        assert is_view(f"aten::{name}"), name
+    assert not is_view("aten::transpose_copy")  # a copy is work
