@@ -267,21 +267,7 @@ def stale_against(run: Ceilings, current: Ceilings) -> list[str]:
         return []
     if current.measured_at <= run.measured_at:
         return []
-    why = []
-
-    def lower(name: str, old: float, new: float, meas: Measurement | None, unit: str):
-        ratio = meas.lower_ratio if meas is not None and meas.lower_ratio is not None else 0.97
-        if old < new * min(ratio, 0.99):
-            from wlprof.store.selection import _rate
-
-            why.append(f"{name} {_rate(old, 1)} < {_rate(new, 1)} {unit} now")
-
-    for k, v in current.matrix_tflops.items():
-        if k in run.matrix_tflops:
-            lower(f"matrix {k}", run.matrix_tflops[k], v, current.measurements.get(f"matrix:{k}"), "TFLOP/s")
-    for k, v in current.bandwidth_gbps.items():
-        if k in run.bandwidth_gbps:
-            lower(k, run.bandwidth_gbps[k], v, current.measurements.get(k), "GB/s")
+    why = _below(run, current, "now")
     missing = sorted(set(current.bandwidth_gbps) - set(run.bandwidth_gbps))
     if missing:
         why.append(f"lacks {', '.join(missing)} (measured now)")
@@ -293,21 +279,27 @@ def lower_than(new: Ceilings, previous: Ceilings) -> list[str]:
     than `previous`'s spread (its p10, or 3% where it kept none): a busy machine measures low."""
     if new.device_name != previous.device_name:
         return []
+    return _below(new, previous, "before")
+
+
+def _below(low: Ceilings, ref: Ceilings, when: str) -> list[str]:
+    """The rates of `low` below those of `ref` by more than `ref`'s spread (its p10, or 3% where it kept
+    none), each as 'name low < ref unit WHEN'."""
     from wlprof.store.selection import _rate
 
     why = []
 
-    def lower(name: str, now: float, before: float, meas: Measurement | None, unit: str):
+    def lower(name: str, a: float, b: float, meas: Measurement | None, unit: str):
         ratio = meas.lower_ratio if meas is not None and meas.lower_ratio is not None else 0.97
-        if now < before * min(ratio, 0.99):
-            why.append(f"{name} {_rate(now, 1)} < {_rate(before, 1)} {unit} before")
+        if a < b * min(ratio, 0.99):
+            why.append(f"{name} {_rate(a, 1)} < {_rate(b, 1)} {unit} {when}")
 
-    for k, v in previous.matrix_tflops.items():
-        if k in new.matrix_tflops:
-            lower(f"matrix {k}", new.matrix_tflops[k], v, previous.measurements.get(f"matrix:{k}"), "TFLOP/s")
-    for k, v in previous.bandwidth_gbps.items():
-        if k in new.bandwidth_gbps:
-            lower(k, new.bandwidth_gbps[k], v, previous.measurements.get(k), "GB/s")
+    for k, v in ref.matrix_tflops.items():
+        if k in low.matrix_tflops:
+            lower(f"matrix {k}", low.matrix_tflops[k], v, ref.measurements.get(f"matrix:{k}"), "TFLOP/s")
+    for k, v in ref.bandwidth_gbps.items():
+        if k in low.bandwidth_gbps:
+            lower(k, low.bandwidth_gbps[k], v, ref.measurements.get(k), "GB/s")
     return why
 
 
