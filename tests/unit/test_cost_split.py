@@ -126,7 +126,8 @@ def test_a_kernel_without_an_op_is_unknown(tables):
 
 def test_a_stated_cost_is_split_per_step_over_the_ops_it_names(tables):
     k, _ = tables
-    # step 1: bmm kernels of 3 and 1 us share the stated 1000 FLOPs, 2000 bytes, 400 written per step
+    # step 1: these bmm's 2-D inputs fit no bmm formula, so their kernels of 3 and 1 us share the
+    # stated 1000 FLOPs, 2000 bytes, 400 written per step by duration
     assert _row(k, "bmm_a") == [0.75, 750.0, 1500.0, 300.0, "workload", MATRIX]
     assert _row(k, "bmm_b") == [0.25, 250.0, 500.0, 100.0, "workload", MATRIX]
     # step 2: its one bmm has all of it
@@ -152,3 +153,37 @@ def test_the_ops_table_sums_each_ops_rows(tables):
     assert set(o.index) == {1, 2, 3, 4, 10, 11, 12, 13}
     assert o.flops.sum() == 1024 + 16 + 1000 + 1000 + 16  # every op's cost once; the orphan kernel has no op
     assert len(k) == 13 and k.flops.sum() == o.flops.sum()
+
+
+def grouped(ts, ext, m, k, g, n):
+    return _x("cpu_op", "aten::_grouped_mm", ts, 10, **{
+        "External id": ext, "Input Dims": [[m, k], [g, k, n], [g]], "Input type": ["float", "float", "int"],
+        "Input Strides": [[k, 1], [k * n, 1, k], [1]]})
+
+
+def test_a_stated_cost_follows_the_named_ops_formulas_and_the_others_keep_theirs(tmp_path):
+    events = [
+        _x("user_annotation", "ProfilerStep#1", 0, 500),
+        _x("user_annotation", "wl/experts", 1, 200),
+        # _grouped_mm [8, 4] @ [2, 4, 4], offs [2]: 2*8*4*4 = 256 FLOPs; 4*(32 + 32 + 32) + 2*4 = 392 bytes,
+        # 128 written; its kernel takes 3 us
+        grouped(10, 1, 8, 4, 2, 4), launch(11, 1, 1), kernel("gmm_small", 100, 3, 1),
+        # [8, 4] @ [2, 4, 12]: 768 FLOPs; 4*(32 + 96 + 96) + 8 = 904 bytes, 384 written; 1 us
+        grouped(30, 2, 8, 4, 2, 12), launch(31, 2, 2), kernel("gmm_large", 110, 1, 2),
+        # a silu over [8, 12] between them is not named: its own formula
+        _x("cpu_op", "aten::silu", 50, 5, **{"External id": 3, "Input Dims": [[8, 12]], "Input type": ["float"],
+                                             "Input Strides": [[12, 1]]}), launch(51, 3, 3),
+        kernel("silu", 120, 1, 3),
+    ]
+    st = Stated("wl/experts", Cost(flops=1000.0, bytes=1296.0, unit=MATRIX, dtype="float32", written=1024.0),
+                ops=("aten::_grouped_mm",))
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    k = pipeline.costed(read_trace(path), stated=[st]).kernels.set_index("name")
+    # the statement is split 1 : 3 as the formulas' FLOPs are (not 3 : 1 as the durations), the bytes
+    # 392 : 904 and the written bytes 128 : 384 as theirs
+    assert _row(k, "gmm_small") == [0.25, 250.0, 392.0, 256.0, "workload", MATRIX]
+    assert _row(k, "gmm_large") == [0.75, 750.0, 904.0, 768.0, "workload", MATRIX]
+    silu = pipeline.costed(read_trace(path)).kernels.set_index("name").loc["silu"]
+    assert k.loc["silu", ["flops", "bytes", "flops_source"]].tolist() == [silu.flops, silu["bytes"], "formula"]
+    assert silu.flops > 0

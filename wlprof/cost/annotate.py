@@ -3,8 +3,9 @@
 Costs are counted once, on the op that launched the kernels (GPU) or did the work
 (CPU), and split over that op's device activities by duration (`cost_share`), so the
 sum over kernels equals the sum over ops equals the run total. A cost the workload
-states (`Stated`: sparse aggregation, where shapes cannot tell) replaces the formulas
-of the ops it names in its region, split the same way per step.
+states (`Stated`: a sparse aggregation, a grouped GEMM's empty groups, where shapes cannot
+tell) replaces the formulas of the ops it names in its region, split per step over their
+rows in proportion to those formulas' values (by duration where there are none).
 """
 
 from __future__ import annotations
@@ -92,6 +93,19 @@ def _children(ops: pd.DataFrame, wanted: np.ndarray) -> dict[int, list[int]]:
     return out
 
 
+def _split(weights: np.ndarray, steps: np.ndarray, fallback: np.ndarray | None) -> np.ndarray:
+    """Each row's share of its step's total of `weights`. A step where a row's weight is missing or
+    the weights sum to 0 takes `fallback` instead (None: the weights are durations, and rows of no
+    time share evenly)."""
+    w = pd.Series(weights)
+    total = w.groupby(steps).transform("sum").to_numpy()
+    usable = w.notna().groupby(steps).transform("all").to_numpy() & (total > 0)
+    if fallback is None:
+        count = w.groupby(steps).transform("size").to_numpy()
+        return np.where(usable, weights / np.where(usable, total, 1), 1.0 / count)
+    return np.where(usable, weights / np.where(usable, total, 1), fallback)
+
+
 def _memcpy_bytes(name: str, transfer_bytes: int) -> float:
     # A device-to-device copy reads and writes the bytes on the device; host<->device
     # copies touch device memory once.
@@ -165,7 +179,9 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
         written[i] = _memcpy_written(names[i], tb[i])
 
     op_names = ops.name.to_numpy(dtype=object)
-    # workload-stated costs override, split per (region, step) by duration
+    # workload-stated costs override the formulas of the ops they name, split per (region, step) over
+    # those ops' rows in proportion to what the formulas give each (the shapes tell the relative
+    # sizes), or by duration where a row has no formula value
     if stated:
         region = rows.region.to_numpy(dtype=object)
         steps = rows.step.to_numpy()
@@ -177,16 +193,16 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
                 mask &= np.isin(row_op, list(st.ops))
             if not mask.any():
                 continue
-            grp = pd.Series(dur[mask]).groupby(steps[mask]).transform("sum").to_numpy()
-            cnt_r = pd.Series(np.ones(mask.sum())).groupby(steps[mask]).transform("sum").to_numpy()
-            sh = np.where(grp > 0, dur[mask] / np.where(grp > 0, grp, 1), 1.0 / cnt_r)
-            flops[mask] = c.flops * sh if c.flops is not None else np.nan
-            nbytes[mask] = c.bytes * sh if c.bytes is not None else np.nan
-            written[mask] = c.written * sh if c.written is not None else np.nan
+            by_time = _split(dur[mask], steps[mask], None)
+            shares = {f: _split(v[mask], steps[mask], by_time) for f, v in
+                      (("flops", flops), ("bytes", nbytes), ("written", written))}
+            flops[mask] = c.flops * shares["flops"] if c.flops is not None else np.nan
+            nbytes[mask] = c.bytes * shares["bytes"] if c.bytes is not None else np.nan
+            written[mask] = c.written * shares["written"] if c.written is not None else np.nan
             source[mask] = WORKLOAD
             unit[mask] = c.unit
             cdtype[mask] = c.dtype
-            share[mask] = sh
+            share[mask] = shares["flops"]
 
     args_ids = ops.args_id.to_numpy()
     table = args_table

@@ -48,7 +48,9 @@ class Point:
 @dataclass(frozen=True)
 class Stated:
     """A cost the workload states per step for the ops named `ops` inside `region` (None: every op
-    there), split over their calls by duration; the other ops of the region keep their formulas."""
+    there); the other ops of the region keep their formulas. It is split over the named ops' rows
+    in proportion to what their formulas give each (equal calls get equal parts), or by duration
+    where a row has no formula value."""
 
     region: str
     cost: Cost
