@@ -132,3 +132,22 @@ def test_annotate_column_helpers():
     # object dtype, the rows holding the very string objects given (not copies into an Arrow buffer)
     assert col.dtype == object and col.tolist() == [name, "mm"] and col[0] is name
     assert _obj(["gemm", None]).tolist() == ["gemm", None]
+
+
+def test_segment_reduce_by_offsets_and_by_lengths():
+    from cost_calls import I64, NONE, S
+
+    from wlprof.cost import VECTOR
+
+    # data [12, 3] fp32 in 4 segments by offsets [5] (int64): 36 combines; reads 144 + 40, writes the
+    # 4 x 3 output 48 -> 232 bytes. The reduce string is not recorded: no mean divides counted.
+    off = op("aten::segment_reduce", T([12, 3]), NONE, NONE, NONE, T([5], I64), S(0), S(True), S(0.0))
+    assert cost_of(off) == Cost(36, 232, VECTOR, "float32", written=48)
+    # by lengths [4] along axis 1 of [2, 12]: 24 combines; reads 96 + 32, writes 2 x 4 = 8 values (32)
+    by_len = op("aten::segment_reduce", T([2, 12]), NONE, T([4], I64), NONE, NONE, S(1), S(False), NONE)
+    assert cost_of(by_len) == Cost(24, 160, VECTOR, "float32", written=32)
+    # a trace that records the reduce string: a mean adds its 4 x 3 = 12 divides
+    mean = op("aten::segment_reduce", T([12, 3]), S("mean"), NONE, NONE, T([5], I64), S(0), S(True), S(0.0))
+    assert cost_of(mean) == Cost(48, 232, VECTOR, "float32", written=48)
+    # neither bounds tensor recorded: unknown
+    assert cost_of(op("aten::segment_reduce", T([12, 3]), NONE, NONE, NONE, NONE, S(0))) is None

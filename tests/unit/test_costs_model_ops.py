@@ -48,7 +48,9 @@ def test_pads_and_random_factories_are_wrappers():
 
 def test_metadata_ops_are_views():
     # mT/mH/adjoint are transposes, broadcast_tensors expands, result_type and _nnpack_available
-    # answer a question; the autograd kernels of detach and detach_ record themselves unnamespaced
+    # answer a question, as do a sparse tensor's dense_dim, sparse_dim and is_coalesced; the autograd
+    # kernels of detach and detach_ record themselves unnamespaced
     for name in ("aten::mT", "aten::mH", "aten::adjoint", "aten::broadcast_tensors", "aten::result_type",
-                 "aten::_nnpack_available", "detach", "detach_"):
+                 "aten::_nnpack_available", "aten::dense_dim", "aten::sparse_dim", "aten::is_coalesced",
+                 "detach", "detach_"):
         assert is_view(name), name

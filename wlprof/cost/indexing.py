@@ -98,6 +98,31 @@ def index_add(call: OpCall) -> Cost | None:
                 written=touched * dst.itemsize)
 
 
+@formula("aten::segment_reduce")
+def segment_reduce(call: OpCall) -> Cost | None:
+    # segment_reduce(data, reduce, lengths?, indices?, offsets?, axis, unsafe, initial): the slices
+    # of `data` along `axis` reduced in segments given by `lengths` (one per segment) or `offsets`
+    # (segments + 1 bounds). One combine per data element; `reduce` is a string the profiler does not
+    # record, so a mean's per-output divide is counted only where it is. Reads data and the segment
+    # bounds, writes one slice per segment.
+    data, lengths, offsets = call.tensor(0), call.tensor(2), call.tensor(4)
+    axis = call.scalar(5) or 0
+    if not data.dims:
+        return None
+    d = int(axis) % len(data.dims)
+    if offsets is not None and offsets.dims:
+        segments, bounds = offsets.dims[-1] - 1, offsets
+    elif lengths is not None and lengths.dims:
+        segments, bounds = lengths.dims[-1], lengths
+    else:
+        return None
+    slice_numel = data.numel // data.dims[d] if data.dims[d] else 0
+    out = max(segments, 0) * slice_numel
+    flops = data.numel + (out if call.scalar(1) == "mean" else 0)
+    return Cost(flops, data.nbytes_read + bounds.nbytes_read + out * data.itemsize, VECTOR, data.dtype,
+                written=out * data.itemsize)
+
+
 @formula("aten::index_copy_", "aten::index_copy", "aten::index_fill_", aux_children=True)
 def index_copy(call: OpCall) -> Cost | None:
     dst, dim, idx = call.tensor(0), call.scalar(1), call.tensor(2)
