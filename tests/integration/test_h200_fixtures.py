@@ -86,3 +86,60 @@ def test_schema_1_0_runs_load_under_a_newer_minor_version():
     k = wlprof.load(old)
     assert len(k) > 0 and k.op_input_strides.isna().all()  # a 1.1 column the 1.0 files lack
     assert set(k.op_name) == {"aten::mm"}
+
+
+def _stated(workload: str, params: dict):
+    """The statements the workload makes today for a fixture point (built on the CPU: the statement
+    depends on the parameters and the data, not the device)."""
+    from wlprof import workloads
+    from wlprof.workloads.base import Point
+
+    built = workloads.get(workload).build(Point("x", params), torch.device("cpu"), torch.float32)
+    return built.stated
+
+
+def test_moe_grouped_statement_lands_on_the_grouped_gemms_of_a_real_trace():
+    from wlprof.workloads.moe.costs import grouped_expert_cost
+
+    m, p, raw = _point("moe", "dispersed / grouped")
+    # the dispersed routing sends the 16 tokens to all 8 experts; bf16 (the fixture's dtype), fused path
+    st = [type(s)(s.region, grouped_expert_cost(16, 8, 8, 512, 1024, "swiglu", 2, "bfloat16"), s.ops)
+          for s in _stated("moe", p["params"])]
+    assert [(s.region, s.ops) for s in st] == [("moe/expert", ("aten::_grouped_mm",))]
+    k = pipeline.costed(read_trace(raw), Ceilings.from_dict(m["ceilings"]), stated=st).kernels
+    e = k[(k.region == "moe/expert") & (k.step >= 0)]
+    gmm = e[e.op_name == "aten::_grouped_mm"]
+    assert (gmm.flops_source == "workload").all()
+    # three equal calls: 2*16*512*1024 = 16,777,216 FLOPs each, as the formula counts them; bytes per
+    # call 2*(16*512 + 8*512*1024 + 16*1024) + 4*8 = 8,437,792
+    per_call = gmm.groupby(["step", "_op_pos"])[["flops", "bytes"]].sum()
+    assert per_call.flops.round(3).unique().tolist() == [16_777_216.0]
+    assert per_call["bytes"].round(3).unique().tolist() == [8_437_792.0]
+    # silu and the gating mul keep their formulas: 5*16*1024 = 81,920 and 16*1024 = 16,384 FLOPs
+    for op, flops in (("aten::silu", 81_920), ("aten::mul", 16_384)):
+        r = e[e.op_name == op]
+        assert (r.flops_source == "formula").all() and r.groupby("step").flops.sum().tolist() == [flops] * 2
+    assert e.groupby("step").flops.sum().round(3).tolist() == [50_429_952.0] * 2  # the useful FLOPs again
+
+
+@pytest.mark.parametrize("variant", ["karate F16 / scatter / sum", "karate F16 / csr / sum",
+                                     "karate F16 / pyg:gcn / sum"])
+def test_gnn_statement_lands_on_the_aggregating_op_of_a_real_trace(variant):
+    from wlprof.workloads.gnn.steps import aggregating_ops
+
+    m, p, raw = _point("gnn", variant)
+    st = _stated("gnn", p["params"])
+    k = pipeline.costed(read_trace(raw), Ceilings.from_dict(m["ceilings"]), stated=st).kernels
+    agg = k[(k.region == "gnn/aggregate") & (k.step >= 0)]
+    named = agg.op_name.isin(aggregating_ops(p["params"]["backend"]))
+    assert (agg[named].flops_source == "workload").all()
+    # 156 edges (+ 34 self-loops for GCN) x 16 features adds; bytes M*16*4 + M*8 + 34*16*4
+    msgs = 156 + (34 if "gcn" in variant else 0)
+    per_step = agg[named].groupby("step")[["flops", "bytes"]].sum().round(6)
+    assert per_step.flops.tolist() == [msgs * 16.0] * 2
+    assert per_step["bytes"].tolist() == [msgs * 16 * 4 + msgs * 8 + 34 * 16 * 4.0] * 2
+    # the output's zero fill is its own: 0 FLOPs, 34*16*4 = 2,176 bytes written (fp32)
+    fill = agg[agg.op_name == "aten::fill_"]
+    assert len(fill) == 2 and (fill.flops_source == "formula").all()
+    assert fill.flops.tolist() == [0.0, 0.0] and fill["bytes"].tolist() == [2_176.0, 2_176.0]
+    assert set(agg[~named].op_name) == {"aten::fill_"}

@@ -13,15 +13,16 @@ def messages_per_layer(backend: str, nodes: int, edges: int) -> int:
 
 
 def aggregate_cost(messages: int, nodes: int, features: int, reduction: str, itemsize: int,
-                   dtype: str | None, weighted: bool = False) -> Cost:
+                   dtype: str | None, weighted: bool = False, divides: bool = True) -> Cost:
     """The useful cost of one aggregation over `messages` edges, whatever the backend (module doc).
 
-    FLOPs: messages*features adds (max: compares) [+ nodes*features divides for mean]
-    [+ messages*features weight multiplies when `weighted`]. Bytes: a source row and an
-    int64 index per message, the output written once [+ one weight per message].
+    FLOPs: messages*features adds (max: compares) [+ nodes*features divides for mean, unless
+    `divides` is False: a separate op divides, costed by its own formula] [+ messages*features
+    weight multiplies when `weighted`]. Bytes: a source row and an int64 index per message, the
+    output written once [+ one weight per message].
     """
     flops = messages * features
-    if reduction == "mean":
+    if reduction == "mean" and divides:
         flops += nodes * features
     nbytes = messages * features * itemsize + messages * INDEX_BYTES + nodes * features * itemsize
     if weighted:

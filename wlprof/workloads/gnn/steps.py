@@ -12,6 +12,14 @@ from wlprof.workloads.gnn.costs import aggregate_cost
 KARATE_NODES, KARATE_EDGES = 34, 156  # PyG's KarateClub
 RAW_BACKENDS = ("scatter", "index_add", "segment", "csr")
 SPLIT_ELEMENTS = 2**31  # CUDA kernels index with 32 bits: larger ops are split into several launches
+# The ops that aggregate, whose cost the workload states (shapes cannot tell a sparse matrix's nnz,
+# and the statement is the one useful cost every backend is compared on); every other op of
+# gnn/aggregate (the output's zero fill, the mean's divide) keeps its own formula.
+SPMM_OPS = ("aten::addmm", "aten::mm", "aten::_sparse_addmm", "aten::_sparse_mm", "aten::_sparse_csr_mm",
+            "aten::_sparse_mm_reduce_impl", "aten::sparse_mm")
+SCATTER_OPS = ("aten::scatter_add_", "aten::scatter_add", "aten::scatter_reduce_", "aten::scatter_reduce",
+               "aten::index_add_", "aten::index_add")  # on the CPU index_add_ runs a nested scatter_add_
+SEGMENT_OPS = ("aten::segment_reduce",)
 SEED = 0  # default seed: graphs and features are fixed per (graph, scale, edge factor, seed), so every
 # backend of a sweep sees the same graph
 
@@ -47,7 +55,10 @@ def build_step(edge_index, num_nodes: int, params: Mapping[str, Any], device, dt
                                                              bool(params.get("feature_transform", False)))
         else:
             step, messages, weighted, graph_safe = _pyg_step(backend, reduction, edge_index, num_nodes, x)
-    cost = aggregate_cost(messages, num_nodes, f, reduction, dtype.itemsize, dtype_name(dtype), weighted)
+    ops = aggregating_ops(backend)
+    # a scatter's mean is a sum and then a divide of its own; segment_reduce and the SpMM divide inside
+    cost = aggregate_cost(messages, num_nodes, f, reduction, dtype.itemsize, dtype_name(dtype), weighted,
+                          divides=ops is not SCATTER_OPS)
     notes = []
     if messages * f > SPLIT_ELEMENTS:
         notes.append(f"E*F = {messages * f:,} > 2^31: CUDA splits an op over more than 2^31 elements "
@@ -55,8 +66,16 @@ def build_step(edge_index, num_nodes: int, params: Mapping[str, Any], device, dt
     if backend == "pyg:gat-csr":
         notes.append("GATConv has no fused message_and_aggregate: PyG converts the CSR adjacency back "
                      "to edge indices on every call")
-    return Built(step=step, graph_safe=graph_safe, stated=[Stated("gnn/aggregate", cost)],
+    return Built(step=step, graph_safe=graph_safe, stated=[Stated("gnn/aggregate", cost, ops=ops)],
                  note="; ".join(notes) or None)
+
+
+def aggregating_ops(backend: str) -> tuple[str, ...]:
+    """The ops of gnn/aggregate that aggregate, for `backend` (GAT with a CSR adjacency converts it
+    back to edge indices and scatters)."""
+    if backend in ("csr", "pyg:gcn-csr", "pyg:sage-csr"):
+        return SPMM_OPS
+    return SEGMENT_OPS if backend == "segment" else SCATTER_OPS
 
 
 def _sizes(p: Mapping[str, Any]) -> tuple[int, int]:

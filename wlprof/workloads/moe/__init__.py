@@ -20,7 +20,7 @@ from wlprof.schema import F64, I64, LIST_I64, Column, S
 from wlprof.workloads.base import Built, Parsed, Point, Stated, Workload, column
 from wlprof.workloads.moe import grouped
 from wlprof.workloads.moe import routing as rt
-from wlprof.workloads.moe.costs import FFNS, capacity, flops_per_row, grouped_expert_cost
+from wlprof.workloads.moe.costs import FFNS, GROUPED_OPS, capacity, flops_per_row, grouped_expert_cost
 from wlprof.workloads.moe.dispatch import grouped_step, loop_step, padded_step
 from wlprof.workloads.moe.grouped import PATH_TORCH_LOOP, grouped_path, probe_grouped_dtype
 from wlprof.workloads.moe.tensors import SEED, make_tensors, routing_for
@@ -293,7 +293,7 @@ class Moe(Workload):
             step = grouped_step(tensors, ids, gates, p, path, counts)
             stated.append(Stated("moe/expert", grouped_expert_cost(
                 kept, st.active_experts, p["experts"], p["d_model"], p["d_ff"], p["activation"],
-                dtype.itemsize, dtype_name(dtype))))
+                dtype.itemsize, dtype_name(dtype)), ops=GROUPED_OPS))
         else:
             raise ValueError(f"dispatch must be one of {DISPATCHES} (got {dispatch!r})")
         return Built(step=step, graph_safe=graph_safe, facts=facts, useful_flops=float(kept * per_row),
@@ -338,7 +338,7 @@ class Moe(Workload):
                 f"grouped path: {path}" + (f" ({why})" if why else ""))
         stated = [Stated("moe/expert", grouped_expert_cost(
             rows, sum(1 for g in groups if g > 0), pl.hi - pl.lo, p["d_model"], p["d_ff"], p["activation"],
-            dtype.itemsize, dtype_name(dtype)))] if rows else []
+            dtype.itemsize, dtype_name(dtype)), ops=GROUPED_OPS)] if rows else []
         return Built(step=step, graph_safe=False, facts=facts, useful_flops=float(rows * per_row),
                      executed_regions=("moe/expert",), stated=stated, note=note)
 

@@ -1,4 +1,4 @@
-"""MoE expert costs: FLOPs per routed row, the grouped dispatch's stated cost, padded capacity."""
+"""MoE expert costs: FLOPs per routed row, the grouped dispatch's stated GEMM cost, padded capacity."""
 
 from __future__ import annotations
 
@@ -10,30 +10,31 @@ FFNS = ["swiglu", "gelu"]
 
 
 
+GROUPED_OPS = ("aten::_grouped_mm",)  # the ops the grouped dispatch's stated cost is for
+
+
 def grouped_expert_cost(rows: int, active: int, experts: int, d_model: int, d_ff: int, ffn: str,
                         itemsize: int, dtype: str | None):
-    """The grouped dispatch's moe/expert cost, stated by the workload.
+    """The grouped dispatch's stated cost of its `_grouped_mm` calls in moe/expert, per step.
 
     torch._grouped_mm's shapes say how many experts there are, not which received
     tokens: an expert with an empty group has its weights skipped, so the formula
     (every expert's weights read) overstates the bytes when routing is concentrated.
-    Per op, as the formulas count them, with only the `active` experts' weights read:
-    SwiGLU: x@W1 and x@W3 (R*d + A*d*f + R*f each), silu (2*R*f), gating mul (3*R*f),
-    h@W2 (R*f + A*f*d + R*d), and the int32 offs of each grouped call (4*E each):
-    s*(3*R*d + 3*A*d*f + 8*R*f) + 12*E bytes. GELU: s*(2*R*d + 2*A*d*f + 4*R*f) + 8*E.
-    Written: each op's output, s*(4*R*f + R*d) (SwiGLU), s*(2*R*f + R*d) (GELU).
-    FLOPs: rows * flops_per_row (no padding in this dispatch).
+    Per call, as the formula counts it but with only the `active` experts' weights:
+    x@W (R*d + A*d*f + R*f, writes R*f) for W1 and W3 (SwiGLU) or W1 (GELU), h@W2
+    (R*f + A*f*d + R*d, writes R*d), and each call's int32 offs (4*E). FLOPs: 2*R*d*f
+    per call (no padding in this dispatch). The activation and gating ops between
+    the calls keep their own formulas.
     """
     from wlprof.cost.registry import MATRIX, Cost
 
+    if ffn not in FFNS:
+        raise ValueError(f"ffn must be one of {FFNS} (got {ffn!r})")
     r, a, d, f = rows, active, d_model, d_ff
-    if ffn == "swiglu":
-        nbytes = itemsize * (3 * r * d + 3 * a * d * f + 8 * r * f) + 12 * experts
-        written = itemsize * (4 * r * f + r * d)
-    else:
-        nbytes = itemsize * (2 * r * d + 2 * a * d * f + 4 * r * f) + 8 * experts
-        written = itemsize * (2 * r * f + r * d)
-    return Cost(float(rows * flops_per_row(d_model, d_ff, ffn)), float(nbytes), MATRIX, dtype, written=float(written))
+    calls = 3 if ffn == "swiglu" else 2
+    nbytes = itemsize * calls * (r * d + a * d * f + r * f) + 4 * experts * calls
+    written = itemsize * ((calls - 1) * r * f + r * d)
+    return Cost(float(calls * 2 * r * d * f), float(nbytes), MATRIX, dtype, written=float(written))
 
 
 def flops_per_row(d_model: int, d_ff: int, ffn: str) -> int:
