@@ -16,8 +16,8 @@ context as in a study):
   distributions (uniform, RMAT, destination hubs zipf:1.5) in source and destination order;
   PyG's layers over them;
 - MoE (workload `moe`): router, dispatch, grouped GEMMs with per-group token counts and
-  combine, for 4..128 experts, top-1/2/4, three widths and token counts 64..16384, under
-  several routings, in the three dispatches;
+  combine, for 8..128 experts, top-1/2/4/8, five widths (d_ff from 0.67x to 3.5x d_model)
+  and token counts 64..16384 with midpoints, under several routings, in the three dispatches;
 - MLP blocks (workload `mlp`): two nn.Linear layers and their activation at four widths
   and batches 1..4096, where each layer's weights leave the L2 to the other's (the `gemm
   linear` section repeats one layer, whose weights stay in the L2 when they fit);
@@ -175,27 +175,31 @@ def moe_dispatches(tokens: int, experts: int, top_k: int, d_model: int, d_ff: in
     return out
 
 
-MOE_EXPERTS = (8, 16, 64, 128)
-MOE_TOP_K = (1, 2, 4)
-MOE_WIDTHS = ((1024, 2816), (2048, 5632), (4096, 14336))
-MOE_TOKENS = (64, 256, 1024, 4096, 16384)
+MOE_EXPERTS = (8, 16, 32, 64, 128)
+MOE_TOP_K = (1, 2, 4, 8)
+# (d_model, d_ff): expert FFNs wider than the model (Mixtral's 3.5x, 2.75x), about as wide, and
+# narrower (fine-grained experts), from 768 to 4096
+MOE_WIDTHS = ((768, 2048), (1024, 2816), (1536, 1024), (2048, 5632), (4096, 14336))
+MOE_TOKENS = (64, 256, 384, 1024, 1536, 4096, 6144, 16384)  # powers of two and midpoints
 MOE_ROUTINGS = ("balanced", "zipf:0.6", "zipf:1.4", "concentrated", "dispersed")
 
 
 def moe_configs() -> list[tuple[int, int, int, int, int, list[str]]]:
-    """(tokens, experts, top_k, d_model, d_ff, routings) of the MoE grid: every experts x top-k x width,
-    the token counts and routings cycled through them so that each appears with each of the others."""
+    """(tokens, experts, top_k, d_model, d_ff, routings) of the MoE grid: every experts x top-k pair at
+    two widths, widths, token counts and routings cycled through the pairs so that each meets each of
+    the others; every other config runs two routings."""
     out = []
     i = 0
     for experts in MOE_EXPERTS:
         for top_k in MOE_TOP_K:
-            for d_model, d_ff in MOE_WIDTHS:
-                tokens = MOE_TOKENS[(i * 2 + experts // 8) % len(MOE_TOKENS)]
+            for j in range(2):
+                d_model, d_ff = MOE_WIDTHS[(2 * i + j * 3 + experts // 8) % len(MOE_WIDTHS)]
+                tokens = MOE_TOKENS[(3 * i + j + experts // 16) % len(MOE_TOKENS)]
                 feasible = [r for r in MOE_ROUTINGS if _feasible(r, tokens, experts, top_k)]
-                a = feasible[i % len(feasible)]
-                b = feasible[(i + 2) % len(feasible)]
-                out.append((tokens, experts, top_k, d_model, d_ff, list(dict.fromkeys([a, b]))))
-                i += 1
+                n = 2 if (i + j) % 2 == 0 else 1
+                picked = [feasible[(i + 2 * j + m * 2) % len(feasible)] for m in range(n)]
+                out.append((tokens, experts, top_k, d_model, d_ff, list(dict.fromkeys(picked))))
+            i += 1
     return out
 
 
