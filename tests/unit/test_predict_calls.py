@@ -77,6 +77,23 @@ def test_memory_ops_group_by_layout_and_reduced_dims():
     assert t2[1] == t4[1] and t2[3][3] == 1.0 and t4[3][3] == 2.0  # k is a coordinate, not a group
 
 
+def test_a_strided_copy_knows_how_far_apart_its_elements_lie():
+    # an MoE loop's mask[e] slice of a one-hot [1800 tokens, 6 top-k, 96 experts] int64 tensor, copied out:
+    # the source view [6, 1800] has strides [96, 576], so it spans 5*96 + 1799*576 + 1 = 1,036,705 elements
+    # for its 10,800: log2(1,036,705 / 10,800) = 6.58
+    sl = call("aten::copy_", "[[6,1800],[6,1800],[]]", '["long int","long int","Scalar"]',
+              "[[1800,1],[96,576],[]]")
+    assert sl[0] == "memory" and sl[3][4] == pytest.approx(math.log2(1_036_705 / 10_800))
+    # the same slice of a 32-expert tensor lies closer: strides [32, 192], 5*32 + 1799*192 + 1 = 345,569
+    near = call("aten::copy_", "[[6,1800],[6,1800],[]]", '["long int","long int","Scalar"]',
+                "[[1800,1],[32,192],[]]")
+    assert near[1] == sl[1] and near[3][4] == pytest.approx(math.log2(345_569 / 10_800))
+    # a transposed copy reads every element of what it spans, a contiguous one too: 0
+    tr = call("aten::copy_", "[[64,32],[64,32],[]]", f"[{BF},{BF},\"Scalar\"]", "[[32,1],[1,64],[]]")
+    c = call("aten::copy_", "[[64,32],[64,32],[]]", f"[{BF},{BF},\"Scalar\"]", "[[32,1],[32,1],[]]")
+    assert tr[3][4] == 0.0 and c[3][4] == 0.0 and tr[1] != c[1]
+
+
 def _ops(rows, **facts):
     df = pd.DataFrame(rows, columns=["op_name", "op_input_dims", "op_input_types", "op_input_strides",
                                      "op_concrete_inputs"])

@@ -226,8 +226,21 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # its time follows its FLOPs, and it must not stand in for the memory-bound ops
     cls = "compute" if q["matrix_unit"] else "memory"
     group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
-    coords = (_log2(numel0), _log2(inner), _log2(n1), extra, 0.0)
+    coords = (_log2(numel0), _log2(inner), _log2(n1), extra, _log2(max((_spread(d, st) for _, d, _, st in tensors),
+                                                                        default=1.0)))
     return cls, group, f"{cls}|{name}|{type_sig}", coords, q
+
+
+def _spread(dims, strides) -> float:
+    """How far apart a strided tensor's elements lie: the memory its view spans over its elements (1 for
+    a contiguous or transposed tensor; a slice that steps over other data reads its sectors sparsely)."""
+    if _layout(dims, strides) != "t":
+        return 1.0
+    n = math.prod(dims)
+    if n <= 1:
+        return 1.0
+    span = 1 + sum((d - 1) * abs(s) for d, s in zip(dims, strides, strict=True) if d > 0)
+    return max(span / n, 1.0)
 
 
 def _scalars(name: str, concrete: list) -> str:
