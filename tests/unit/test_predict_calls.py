@@ -77,6 +77,18 @@ def test_memory_ops_group_by_layout_and_reduced_dims():
     assert t2[1] == t4[1] and t2[3][3] == 1.0 and t4[3][3] == 2.0  # k is a coordinate, not a group
 
 
+def test_a_memory_call_knows_how_its_size_ends():
+    # 65,536 = 2^16 ends on a 2^10 block: 2.0; 50,000 = 2^4 * 3,125: 2 * 4 / 10 = 0.8; 777,777 is odd: 0
+    sizes = {65_536: 2.0, 50_000: 0.8, 777_777: 0.0}
+    for n, want in sizes.items():
+        c = call("aten::mul", f"[[{n}],[{n}]]", f"[{BF},{BF}]", "[[1],[1]]")
+        assert c[0] == "memory" and c[3][3] == pytest.approx(want), n
+    # topk keeps its k there
+    t = call("aten::topk", "[[1000,64],[],[],[],[]]", '["float","Scalar","Scalar","Scalar","Scalar"]',
+             "[[64,1],[],[],[],[]]", '["","8","-1","True","True"]')
+    assert t[3][3] == 3.0
+
+
 def test_a_strided_copy_knows_how_far_apart_its_elements_lie():
     # an MoE loop's mask[e] slice of a one-hot [1800 tokens, 6 top-k, 96 experts] int64 tensor, copied out:
     # the source view [6, 1800] has strides [96, 576], so it spans 5*96 + 1799*576 + 1 = 1,036,705 elements

@@ -226,9 +226,23 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # its time follows its FLOPs, and it must not stand in for the memory-bound ops
     cls = "compute" if q["matrix_unit"] else "memory"
     group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
+    if name != "aten::topk":
+        extra = _alignment(numel0)
     coords = (_log2(numel0), _log2(inner), _log2(n1), extra, _log2(max((_spread(d, st) for _, d, _, st in tensors),
                                                                         default=1.0)))
     return cls, group, f"{cls}|{name}|{type_sig}", coords, q
+
+
+ALIGN_BITS = 10  # a size that is a multiple of 2^10 ends on a kernel's block as a power of two does
+
+
+def _alignment(numel: int) -> float:
+    """A coordinate for how a size ends: the power of two it is a multiple of (up to 2^10), scaled to
+    0..2 so that it tells an odd size from a round one without outweighing the size itself. A kernel's
+    last, partial block costs its own time when the whole is small."""
+    n = int(numel)
+    bits = ALIGN_BITS if n <= 0 else min((n & -n).bit_length() - 1, ALIGN_BITS)
+    return 2.0 * bits / ALIGN_BITS
 
 
 def _spread(dims, strides) -> float:

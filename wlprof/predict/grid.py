@@ -9,8 +9,9 @@ context as in a study):
   skinny M (1..64) is the weight-streaming regime, large M the tile-and-wave one; and
   widths whose rows are not 16-byte multiples (12, 36, 1001, 2050, 50257), which cuBLAS
   runs with other kernels;
-- elementwise and copies (workload `elementwise`): 2^10..2^28 elements with midpoints,
-  L2-resident to far past the 60 MB L2; matvec and matmul sides;
+- elementwise and copies (workload `elementwise`): 2^10..2^28 elements, and sizes between
+  them that are odd or round decimal numbers, L2-resident to far past the 60 MB L2; matvec
+  and matmul sides;
 - index ops (workload `gnn`): gather, scatter_add, index_add, segment reduce and CSR SpMM
   over graphs of 2^14..2^20 nodes, 32..512 features, mean degrees 6, 16 and 32, three index
   distributions (uniform, RMAT, destination hubs zipf:1.5) in source and destination order;
@@ -48,6 +49,9 @@ KN_MAIN = [1024, 4096, 16384]
 KN_MID = [2048, 8192]
 ODD_M = [1, 16, 1024, 8192]
 ODD_KN = [(4096, 12), (2048, 36), (1001, 4096), (4096, 1001), (2050, 2050), (768, 50257)]
+# between 2^k and 2^(k+1), k = 10..24: odd sizes and round decimal ones (multiples of 8 to 32 only)
+IRREGULAR_NUMEL = [1_400, 2_897, 5_800, 11_587, 23_000, 46_341, 93_000, 185_365, 370_000, 741_455, 1_480_000,
+                   2_965_821, 5_930_000, 11_863_283, 23_730_000]
 MLP_WIDTHS = ((1024, 4096, "gelu"), (2048, 8192, "silu"), (5120, 20480, "gelu"), (8192, 28672, "silu"))
 MLP_BATCHES = ([1, 4, 16, 64, 256, 1024, 4096], [2, 8, 32, 128, 512, 2048])  # pass 1, pass 2
 
@@ -87,14 +91,17 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
                                                                          "layout": "nn"}, "bfloat16", device),
                        len(ODD_M) * len(ODD_KN), 0.3))
     sizes = [1 << i for i in range(10, 29)]
-    mids = [3 << i for i in range(9, 27)]
     vector_ops = ["copy", "relu", "gelu", "silu", "mul", "add", "dot"]
-    for passno, numel, mv, mm in ((1, sizes, [1024, 2048, 4096, 8192, 16384], [512, 1024, 2048, 4096, 8192]),
-                                  (2, mids, [1536, 3072, 6144, 12288], [768, 1536, 3072, 6144])):
-        params = {"ops": [*vector_ops, "matvec", "matmul"], "numel": numel, "matvec_n": mv, "matmul_n": mm}
-        out.append(Section("elementwise", passno, _study(f"elementwise pass {passno}", "elementwise", params,
-                                                         "bfloat16", device),
-                           len(vector_ops) * len(numel) + len(mv) + len(mm), 0.12))
+    params = {"ops": [*vector_ops, "matvec", "matmul"], "numel": sizes, "matvec_n": [1024, 2048, 4096, 8192, 16384],
+              "matmul_n": [512, 1024, 2048, 4096, 8192]}
+    out.append(Section("elementwise", 1, _study("elementwise pass 1", "elementwise", params, "bfloat16", device),
+                       len(vector_ops) * len(sizes) + 10, 0.12))
+    # pass 2: sizes between the powers of two that are not multiples of large ones (a model's tensors
+    # seldom are): a kernel's last, partial block costs its own time when the whole is small
+    for half, irregular in (("a", IRREGULAR_NUMEL[0::2]), ("b", IRREGULAR_NUMEL[1::2])):
+        params = {"ops": vector_ops, "numel": irregular}
+        out.append(Section("elementwise", 2, _study(f"elementwise pass 2 irregular {half}", "elementwise", params,
+                                                    "bfloat16", device), len(vector_ops) * len(irregular), 0.12))
     raw = ["scatter", "index_add", "segment", "csr"]
     # pass 2 moves the mean degree off pass 1's 16, so that per-edge and per-node costs separate
     for passno, scales, feats, ef in ((1, [14, 18], [32, 128, 512], 16), (1, [16, 20], [64, 256], 16),
