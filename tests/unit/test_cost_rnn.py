@@ -152,3 +152,34 @@ def test_rnn_helpers_refuse_what_they_cannot_count():
     assert _list_elements(c, 1) == 48 * 8 + 48
     assert _list_elements(c, 0) == 0  # a tensor is no list
     assert _list_elements(c, 2) == 0  # past the last argument
+
+
+def test_mkldnn_rnn_layer_counts_one_layer_and_direction():
+    # nn.LSTM(16, 24, num_layers=2, bidirectional=True) on the CPU, [4, 12, 16] batch first: layer 0's
+    # forward call, input [T=12, B=4, 16], w_ih [96, 16], w_hh [96, 24] (4 gates x 24)
+    c = cost_of(call("aten::mkldnn_rnn_layer",
+                     [[12, 4, 16], [96, 16], [96, 24], [96], [96], [4, 24], [4, 24]] + [[]] * 9,
+                     ["float"] * 7 + ["Scalar", "ScalarList"] + ["Scalar"] * 7,
+                     [""] * 7 + ["False", "[]", "2", "24", "2", "True", "True", "True", "True"]))
+    # 48 steps, 2 * 48 * 4 * 24 * (16 + 24) = 2 * 48 * (1536 + 2304) = 368,640
+    assert c.flops == 368_640 and c.unit == "matrix"
+    # reads: input 768*4 = 3,072, weights (1536 + 2304 + 96 + 96)*4 = 16,128, hx and cx 2*96*4 = 768;
+    # writes: output 48*24*4 = 4,608, hy and cy 768
+    assert c.written == 4_608 + 768
+    assert c.bytes == 3_072 + 16_128 + 768 + c.written == 25_344
+
+
+def test_mkldnn_rnn_layer_backward_counts_data_and_weight_gradients():
+    # layer 1's backward: input [12, 4, 48], w_ih [96, 48], w_hh [96, 24]; workspace 114,688 bytes
+    dims = [[12, 4, 48], [96, 48], [96, 24], [96], [96], [4, 24], [4, 24], [12, 4, 24], [4, 24], [4, 24],
+            [12, 4, 24], [], []] + [[]] * 9 + [[114688]]
+    types = ["float"] * 11 + ["", ""] + ["Scalar"] * 7 + ["ScalarList", "Scalar", "unsigned char"]
+    conc = [""] * 13 + ["True", "2", "24", "2", "True", "True", "True", "[]", "True", ""]
+    c = cost_of(call("aten::mkldnn_rnn_layer_backward", dims, types, conc))
+    # 2 * (2 * 48 * (4608 + 2304)): the data gradients and the weight gradients
+    assert c.flops == 1_327_104
+    # writes the gradients of input (2304), w_ih (4608), w_hh (2304), both biases (192), hx and cx (192):
+    # 9,600 floats = 38,400 bytes
+    assert c.written == 38_400
+    # reads: those seven tensors (38,400), output and grad_output (2 * 4,608), hy and cy (768), workspace
+    assert c.bytes == 38_400 + 9_216 + 768 + 114_688 + c.written

@@ -22,7 +22,16 @@ written once (as the combining scatters count).
 
 from __future__ import annotations
 
-from wlprof.cost.registry import MATRIX, VECTOR, Cost, OpCall, TensorArg, formula
+from wlprof.cost.registry import MATRIX, VECTOR, Cost, OpCall, TensorArg, formula, register_wrapper
+
+# The recurrent layers' entry points: each runs a backend's op (cuDNN's, MIOpen's, oneDNN's
+# `mkldnn_rnn_layer` per layer and direction) or, without one, its cells as linear, add and
+# activation ops nested inside; the packing helpers copy rows with nested copy_, fill_ and cat.
+register_wrapper(
+    "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
+    "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
+    "aten::_pack_padded_sequence", "aten::_pad_packed_sequence",
+)
 
 GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # cuDNN's modes: RNN_RELU, RNN_TANH, LSTM, GRU
 
@@ -118,6 +127,56 @@ def cudnn_rnn_backward(call: OpCall) -> Cost | None:
                                           if (t := call.tensor(i)) is not None)
     written = ((x.numel * s if mask[0] is True else 0) + (hx.numel * s if mask[1] is True else 0)
                + (cx.numel * s if mask[2] is True and cx is not None else 0) + (weights if mask[3] is True else 0))
+    return Cost(flops, reads + written, MATRIX, x.dtype, written=written)
+
+
+def _mkldnn_steps(x: TensorArg) -> int:
+    """Rows of a oneDNN RNN layer's input ([T, B, I], or a packed or unbatched [rows, I]): one
+    gate product each."""
+    return x.numel // x.dims[-1] if x.dims and x.dims[-1] else 0
+
+
+@formula("aten::mkldnn_rnn_layer")
+def mkldnn_rnn_layer(call: OpCall) -> Cost | None:
+    """mkldnn_rnn_layer(input, w_ih [G*H, I], w_hh [G*H, H], b_ih, b_hh, hx, cx, reverse, batch_sizes,
+    mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train) -> (output, hy, cy,
+    workspace): one layer in one direction (the CPU's LSTM in float32 or bfloat16).
+
+    FLOPs: the gate products, 2 * steps * G * H * (I + H) = 2 * steps * (|w_ih| + |w_hh|), as
+    `_cudnn_rnn` counts. Bytes: input, weights and states read; output [steps, H], hy and cy
+    written (the training workspace, whose size the forward call does not record, is not counted;
+    the backward reads it at its recorded size).
+    """
+    x, w_ih, w_hh = call.tensor(0), call.tensor(1), call.tensor(2)
+    hx, cx = call.tensor(5), call.tensor(6)
+    if x is None or w_ih is None or w_hh is None or hx is None or len(w_hh.dims) != 2:
+        return None
+    steps, hidden = _mkldnn_steps(x), w_hh.dims[1]
+    flops = 2 * steps * (w_ih.numel + w_hh.numel)
+    states = hx.numel * hx.itemsize + (cx.numel * cx.itemsize if cx is not None else 0)
+    written = steps * hidden * x.itemsize + states
+    reads = sum(t.nbytes_read for t in call.tensors)
+    return Cost(flops, reads + written, MATRIX, x.dtype, written=written)
+
+
+@formula("aten::mkldnn_rnn_layer_backward")
+def mkldnn_rnn_layer_backward(call: OpCall) -> Cost | None:
+    """mkldnn_rnn_layer_backward(input, w_ih, w_hh, b_ih, b_hh, hx, cx, output, hy, cy, grad_output?,
+    grad_hy?, grad_cy?, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional,
+    batch_sizes, batch_first, workspace) -> (grad_input, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh,
+    grad_hx, grad_cx).
+
+    FLOPs: the data gradients (the forward's gate products again) and the weight gradients (once
+    more), 2 * 2 * steps * (|w_ih| + |w_hh|); every gradient is computed. Bytes: every tensor argument
+    read once (the workspace at its recorded size), every gradient written once at its tensor's size.
+    """
+    x, w_ih, w_hh = call.tensor(0), call.tensor(1), call.tensor(2)
+    if x is None or w_ih is None or w_hh is None:
+        return None
+    flops = 2 * 2 * _mkldnn_steps(x) * (w_ih.numel + w_hh.numel)
+    grads = [t for i in range(7) if (t := call.tensor(i)) is not None]
+    written = sum(t.numel * t.itemsize for t in grads)
+    reads = sum(t.nbytes_read for t in call.tensors)
     return Cost(flops, reads + written, MATRIX, x.dtype, written=written)
 
 
