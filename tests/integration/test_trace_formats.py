@@ -294,6 +294,21 @@ def test_a_cpu_trace_written_on_a_gpu_machine_stays_a_cpu_trace(tmp_path):
     assert pipeline.costed(trace).kernels.kind.tolist() == ["cpu_op"]
 
 
+def test_a_cpu_lstm_asking_cudnn_is_acceptable_stays_a_cpu_trace(tmp_path):
+    # nn.LSTM on the CPU calls aten::cudnn_is_acceptable (a query, no GPU work) before its mkldnn layers:
+    # a CPU trace (it was read as a GPU trace that lost its kernels: no rows at all)
+    events = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::cudnn_is_acceptable", "pid": 1, "tid": 1, "ts": 0, "dur": 1,
+         "args": {"Input Dims": [[4, 3, 8]], "Input type": ["float"]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 2, "dur": 5,
+         "args": {"Input Dims": [[4]], "Input type": ["float"]}}]}
+    path = tmp_path / "cpu_lstm.json"
+    path.write_text(json.dumps(events))
+    trace = pipeline.read(path)
+    assert trace.gpu_work_without_device is None
+    assert pipeline.costed(trace).kernels.name.tolist() == ["aten::relu"]
+
+
 def test_an_event_whose_category_is_not_a_string_is_skipped_not_fatal(tmp_path):
     # a hand-edited or foreign event ("cat": ["odd"]) beside a torch.profiler op: the op is read, the event
     # counted as foreign (it used to raise TypeError: unhashable type 'list')

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pandas as pd
 import pytest
 
 from wlprof.cost import cost_of
+from wlprof.cost.attribution import flag_ops
 from wlprof.cost.registry import OpCall
 
 LSTM_WEIGHTS = [[2048, 256], [2048, 512], [2048], [2048], [2048, 512], [2048, 512], [2048], [2048]]
@@ -82,6 +86,16 @@ def test_embedding_bag_sums_its_rows_and_its_backward_adds_them_back():
     assert bwd.bytes == 524_288 + (40960 + 40960 + 2048) * 8 + bwd.written
 
 
+def test_embedding_bag_stays_costed_with_its_offset_helpers_nested():
+    # nn.EmbeddingBag(mode="mean") on the CPU: offset2bag built by index_add_, sub_ and cumsum nested, the
+    # mean divided by a nested div_; the gather and sum are the op's own (it was a dispatcher: its self
+    # time, the bags' work, was no row)
+    ops = pd.DataFrame({"name": ["aten::embedding_bag", "aten::_embedding_bag", "aten::index_add_", "aten::sub_",
+                                 "aten::cumsum", "aten::div_"], "parent": [-1, 0, 1, 1, 1, 1]})
+    f = flag_ops(ops)
+    assert f.is_wrapper[0] and not f.dispatcher[1] and f.has_formula[1]
+
+
 def test_an_rnn_call_without_its_mode_is_left_unknown():
     c = cost_of(call("aten::_cudnn_rnn", [[64, 128, 256], LSTM_WEIGHTS, [], [], [2, 64, 512]],
                      ["float", "TensorList", "Scalar", "", "float"], ["", "", "4", "", ""]))
@@ -152,3 +166,45 @@ def test_rnn_helpers_refuse_what_they_cannot_count():
     assert _list_elements(c, 1) == 48 * 8 + 48
     assert _list_elements(c, 0) == 0  # a tensor is no list
     assert _list_elements(c, 2) == 0  # past the last argument
+
+
+def test_mkldnn_rnn_layer_counts_one_layer_and_direction():
+    # nn.LSTM(16, 24, num_layers=2, bidirectional=True) on the CPU, [4, 12, 16] batch first: layer 0's
+    # forward call, input [T=12, B=4, 16], w_ih [96, 16], w_hh [96, 24] (4 gates x 24)
+    forward = call("aten::mkldnn_rnn_layer",
+                     [[12, 4, 16], [96, 16], [96, 24], [96], [96], [4, 24], [4, 24]] + [[]] * 9,
+                     ["float"] * 7 + ["Scalar", "ScalarList"] + ["Scalar"] * 7,
+                     [""] * 7 + ["False", "[]", "2", "24", "2", "True", "True", "True", "True"])
+    c = cost_of(forward)
+    # 48 steps, 2 * 48 * 4 * 24 * (16 + 24) = 2 * 48 * (1536 + 2304) = 368,640
+    assert c.flops == 368_640 and c.unit == "matrix"
+    # reads: input 768*4 = 3,072, weights (1536 + 2304 + 96 + 96)*4 = 16,128, hx and cx 2*96*4 = 768;
+    # writes: output 48*24*4 = 4,608, hy and cy 768
+    assert c.written == 4_608 + 768
+    assert c.bytes == 3_072 + 16_128 + 768 + c.written == 25_344
+    # in training it allocates its workspace nested inside (aten::empty([102400], uint8)): written too; the
+    # bias pair summed by a nested aten::add does not make it a dispatcher
+    workspace = call("aten::empty", [[], [], [], [], [], []], ["ScalarList", "Scalar", "Scalar", "", "", ""],
+                     ["[102400]", "0", "0", "", "", ""])
+    bias_add = call("aten::add", [[96], [96], []], ["float", "float", "Scalar"], ["", "", "1"])
+    trained = cost_of(replace(forward, children=(workspace, bias_add)))
+    assert trained.written == c.written + 102_400 and trained.flops == c.flops
+    ops = pd.DataFrame({"name": ["aten::mkldnn_rnn_layer", "aten::add", "aten::mkldnn_rnn_layer_backward",
+                                 "aten::add"], "parent": [-1, 0, -1, 2]})
+    assert not flag_ops(ops).dispatcher.any()
+
+
+def test_mkldnn_rnn_layer_backward_counts_data_and_weight_gradients():
+    # layer 1's backward: input [12, 4, 48], w_ih [96, 48], w_hh [96, 24]; workspace 114,688 bytes
+    dims = [[12, 4, 48], [96, 48], [96, 24], [96], [96], [4, 24], [4, 24], [12, 4, 24], [4, 24], [4, 24],
+            [12, 4, 24], [], []] + [[]] * 9 + [[114688]]
+    types = ["float"] * 11 + ["", ""] + ["Scalar"] * 7 + ["ScalarList", "Scalar", "unsigned char"]
+    conc = [""] * 13 + ["True", "2", "24", "2", "True", "True", "True", "[]", "True", ""]
+    c = cost_of(call("aten::mkldnn_rnn_layer_backward", dims, types, conc))
+    # 2 * (2 * 48 * (4608 + 2304)): the data gradients and the weight gradients
+    assert c.flops == 1_327_104
+    # writes the gradients of input (2304), w_ih (4608), w_hh (2304), both biases (192), hx and cx (192):
+    # 9,600 floats = 38,400 bytes
+    assert c.written == 38_400
+    # reads: those seven tensors (38,400), output and grad_output (2 * 4,608), hy and cy (768), workspace
+    assert c.bytes == 38_400 + 9_216 + 768 + 114_688 + c.written

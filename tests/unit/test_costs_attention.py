@@ -159,3 +159,12 @@ def test_math_backend_and_entry_point_are_wrappers():
     # their bmm / softmax / ... children are costed; they never are
     assert is_wrapper("aten::scaled_dot_product_attention")
     assert is_wrapper("aten::_scaled_dot_product_attention_math")
+
+
+def test_transform_bias_rescale_qkv():
+    # _transform_bias_rescale_qkv(qkv [2, 16, 96], bias [96], num_heads 4): the bias added to 3,072 elements
+    # and q's 1,024 scaled = 4,096; reads 12,288 + 384 bytes, writes q, k, v (3,072 floats)
+    c = cost_of(op("aten::_transform_bias_rescale_qkv", T([2, 16, 96]), T([96]), S(4)))
+    assert (c.flops, c.bytes, c.written) == (4_096, 12_288 + 384 + 12_288, 12_288)
+    # the fast path's entry points run their projections, softmax and norms nested inside
+    assert is_wrapper("aten::_native_multi_head_attention") and is_wrapper("aten::_transformer_encoder_layer_fwd")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -78,6 +80,27 @@ def test_nested_bias_sum_keeps_it_costed_nested_implementation_makes_it_a_dispat
     f = flag_ops(ops)
     assert not f.dispatcher[0] and f.dispatcher[2]
     assert np.array_equal(f.has_formula.to_numpy(), [True, True, True, True, True])
+
+
+def test_slow_conv2d_backward_with_its_bias_sum_nested_stays_costed():
+    # a 1x1 Conv2d(16, 3) on the CPU, [2, 16, 20, 20]: convolution_backward runs _slow_conv2d_backward, which
+    # sums the bias gradient with a nested aten::sum; it made _slow_conv2d_backward a dispatcher and its two
+    # GEMMs were lost (FlopCounterMode's convolution_backward: 153,600 FLOPs)
+    ops = pd.DataFrame({"name": ["aten::convolution_backward", "aten::_slow_conv2d_backward", "aten::sum"],
+                        "parent": [-1, 0, 1]})
+    f = flag_ops(ops)
+    assert f.dispatcher[0] and not f.dispatcher[1]
+    go, x, w = T([2, 3, 20, 20]), T([2, 16, 20, 20]), T([3, 16, 1, 1])
+    args = [go, x, w, S([1, 1]), S([1, 1]), S([0, 0]), S([True, True, True])]
+    bias_sum = op("aten::sum", go, S([0, 2, 3]), S(False), NONE, NONE)
+    c = cost_of(replace(op("aten::_slow_conv2d_backward", *args), children=(bias_sum,)))
+    # grad_input 2 * 2 * 3 * 16 * 400 = 76,800; grad_weight the same products: 76,800
+    assert c.flops == 153_600
+    # reads grad_output 9,600, the weight 192 (grad_input), the input 51,200 (grad_weight); writes grad_input
+    # 51,200 and grad_weight 192; the bias gradient is the nested sum's
+    assert (c.bytes, c.written) == (9_600 + 192 + 51_200 + 51_200 + 192, 51_392)
+    # without the nested sum (called directly) it writes the 3 bias elements too
+    assert cost_of(op("aten::_slow_conv2d_backward", *args)).written == 51_392 + 12
 
 
 def test_unparsed_mask_is_unknown():

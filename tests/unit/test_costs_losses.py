@@ -91,3 +91,33 @@ def test_pointwise_losses_count_selfs_elements_when_the_target_broadcasts():
     # reads 96 + 96 + 24, writes 96
     c = cost_of(op("aten::mse_loss_backward", T([4, 6]), T([4, 6]), T([6]), S(0)))
     assert (c.flops, c.bytes, c.written) == (72, 216 + 96, 96)
+
+
+CTC_LP, CTC_T = T([4, 2, 6]), T([2, 3], I64)  # log_probs [T=4, N=2, C=6], padded targets [N=2, S=3]
+
+
+def test_ctc_loss_counts_each_samples_states():
+    # _ctc_loss(log_probs, targets, input_lengths [4, 4], target_lengths [3, 2], blank, zero_infinity):
+    # states 4 * (2*3 + 1) + 4 * (2*2 + 1) = 48, 13 each = 624; reads 48 floats and 6 int64 (240 bytes);
+    # writes the loss [2] and log_alpha [2, 4, 7]: 58 floats = 232 bytes
+    c = cost_of(op("aten::_ctc_loss", CTC_LP, CTC_T, S([4, 4]), S([3, 2]), S(0), S(False)))
+    assert (c.flops, c.bytes, c.written) == (624, 240 + 232, 232)
+    # the Tensor overload's lengths are data: FLOPs unknown, bytes known
+    c = cost_of(op("aten::_ctc_loss", CTC_LP, CTC_T, T([2], I64), T([2], I64), S(0), S(False)))
+    assert c.flops is None and c.written == 232
+
+
+def test_ctc_loss_backward():
+    # (grad [2], log_probs, targets, input_lengths, target_lengths, nll [2], log_alpha [2, 4, 7], blank, zi):
+    # beta and the combination 18 x 48 states = 864, 4 per log-probability x 48 = 192
+    c = cost_of(op("aten::_ctc_loss_backward", T([2]), CTC_LP, CTC_T, S([4, 4]), S([3, 2]), T([2]),
+                   T([2, 4, 7]), S(0), S(False)))
+    assert c.flops == 1_056
+    # reads grad 8, log_probs 192, targets 48, nll 8, log_alpha 224; writes the gradient 192
+    assert (c.bytes, c.written) == (480 + 192, 192)
+
+
+def test_composite_losses_met_on_the_cpu_are_wrappers():
+    for name in ("kl_div", "cosine_similarity", "cosine_embedding_loss", "pairwise_distance", "triplet_margin_loss",
+                 "margin_ranking_loss", "soft_margin_loss", "soft_margin_loss_backward", "ctc_loss"):
+        assert is_wrapper(f"aten::{name}"), name

@@ -88,3 +88,10 @@ def test_pooling_parameters_defaults_and_lengths():
     c = cost_of(op("aten::max_pool2d_with_indices_backward", T([2, 4, 4, 4], BF16), x, S([3, 3]), S([2, 2]),
                    S([1, 1]), S([1, 1]), S(False), NONE))
     assert (c.flops, c.bytes, c.written) == (128, 256 + 1024, 1024)
+
+
+def test_max_unpool_writes_each_input_where_its_index_points():
+    # max_unpool2d(x [2, 8, 8, 8] fp32, indices int64, output_size [16, 16]): reads 4,096 + 8,192 bytes,
+    # writes the 1,024 values (4,096 bytes); the zeroed rest of the output is a nested zero_
+    c = cost_of(op("aten::max_unpool2d", T([2, 8, 8, 8]), T([2, 8, 8, 8], I64), S([16, 16])))
+    assert (c.flops, c.bytes, c.written) == (0, 4_096 + 8_192 + 4_096, 4_096)

@@ -24,10 +24,13 @@ gradient when asked).
 
 from __future__ import annotations
 
-from wlprof.cost.registry import MATRIX, Cost, OpCall, TensorArg, formula, register_wrapper
+from wlprof.cost.registry import MATRIX, VECTOR, Cost, OpCall, TensorArg, formula, register_wrapper
 
 # The dispatching entry point, and the math backend whose bmm/softmax/... children are costed.
 register_wrapper("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_attention_math")
+# nn.MultiheadAttention's and nn.TransformerEncoderLayer's inference fast path: projections (mm, addmm,
+# _addmm_activation), _transform_bias_rescale_qkv, bmm, _masked_softmax and layer_norm nested inside
+register_wrapper("aten::_native_multi_head_attention", "aten::_transformer_encoder_layer_fwd")
 
 BHSD, BSHD = "bhsd", "bshd"
 
@@ -181,3 +184,18 @@ def efficient_attention_backward(call: OpCall) -> Cost | None:
     #  logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale,
     #  num_splits_key, window_size, shared_storage_dqdk_dqdv): [B, S, H, D]
     return _backward(call, BSHD, q_at=1, varlen_at=6, bias_grad=call.scalar(15) is True, bias_at=4)
+
+
+@formula("aten::_transform_bias_rescale_qkv")
+def transform_bias_rescale_qkv(call: OpCall) -> Cost | None:
+    """_transform_bias_rescale_qkv(qkv [B, T, 3*D], qkv_bias [3*D], num_heads) -> q, k, v [B, H, T, D/H].
+
+    The fast path's packed projection split into heads: the bias added to every element (1) and q
+    scaled by 1/sqrt(D/H) (1 per q element): 4/3 per element. Reads qkv and the bias, writes q, k
+    and v (as many elements as qkv)."""
+    qkv, bias = call.tensor(0), call.tensor(1)
+    if qkv is None or bias is None:
+        return None
+    n = qkv.numel
+    written = n * qkv.itemsize
+    return Cost(n + n // 3, qkv.nbytes_read + bias.nbytes_read + written, VECTOR, qkv.dtype, written=written)

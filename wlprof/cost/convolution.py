@@ -92,13 +92,17 @@ def convolution_backward_overrideable(call: OpCall) -> Cost | None:
     return _backward(go, call.tensor(1), call.tensor(2), bool(call.scalar(6)), mask, go.dims[1])
 
 
-@formula("aten::_slow_conv2d_backward")
+@formula("aten::_slow_conv2d_backward", aux_children=("aten::sum",), uses_children=True)
 def slow_conv2d_backward(call: OpCall) -> Cost | None:
-    # _slow_conv2d_backward.output_mask(grad_output, self, weight, kernel_size, stride, padding, output_mask)
+    # _slow_conv2d_backward.output_mask(grad_output, self, weight, kernel_size, stride, padding, output_mask).
+    # The CPU kernel computes grad_input and grad_weight with its own GEMMs and the bias gradient with a
+    # nested aten::sum (auxiliary: costed on its own, so its bytes are not counted here too).
     mask = _mask(call.scalar(6))
     if mask is None:
         return None
     go = call.tensor(0)
+    if any(ch.name == "aten::sum" for ch in call.children):
+        mask = [mask[0], mask[1], False]
     return _backward(go, call.tensor(1), call.tensor(2), False, mask, go.dims[1])
 
 

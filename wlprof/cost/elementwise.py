@@ -267,3 +267,18 @@ def linspace(call: OpCall) -> Cost | None:
     ends = sum(t.nbytes_read for i in (0, 1) if (t := call.tensor(i)) is not None)
     written = steps * dtypes.size_of_dtype(dtype)
     return Cost(0, ends + written, VECTOR, dtype, written=written)
+
+
+@formula("aten::scalar_tensor")
+def scalar_tensor(call: OpCall) -> Cost | None:
+    # scalar_tensor(s, dtype?, layout?, device?, pin_memory?): one element written, of the `dtype`
+    # argument's type (float32, torch's default, when not given)
+    code = call.scalar(1)
+    if code is None:
+        dtype = "float32"
+    elif isinstance(code, int) and not isinstance(code, bool) and code in dtypes.SCALAR_TYPE_CODES:
+        dtype = dtypes.SCALAR_TYPE_CODES[code]
+    else:
+        return None
+    size = dtypes.size_of_dtype(dtype)
+    return Cost(0, size, VECTOR, dtype, written=size)

@@ -64,6 +64,18 @@ def addmm(call: OpCall) -> Cost | None:
     return _mm(call.tensor(1), call.tensor(2), extra_reads=bias.nbytes_read if bias else 0)
 
 
+@formula("aten::_addmm_activation", aux_children=True)
+def addmm_activation(call: OpCall) -> Cost | None:
+    # _addmm_activation(bias, mat1, mat2, beta, alpha, use_gelu): addmm with a ReLU or GELU epilogue (the
+    # transformer fast path's first FFN layer). The product is counted as addmm's; the activation too
+    # where it runs as a nested relu_/gelu_ (the CPU, costed on its own), not where it is fused into the
+    # GEMM's epilogue (cuBLASLt), as the bias add is not.
+    if _under_sparse(call):
+        return None
+    bias = call.tensor(0)
+    return _mm(call.tensor(1), call.tensor(2), extra_reads=bias.nbytes_read if bias else 0)
+
+
 def _bmm(a: TensorArg, b: TensorArg, extra_reads: int = 0) -> Cost:
     batch, m, k = a.dims
     batch2, k2, n = b.dims

@@ -16,6 +16,11 @@ from wlprof.cost.registry import VECTOR, Cost, OpCall, formula, register_wrapper
 # output with the value (fill_) and copies the input into its middle (copy_), or, where every pad
 # is negative, clones a narrowed view (copy_): the nested ops are costed.
 register_wrapper("aten::pad", "aten::constant_pad_nd")
+# Composites whose work is nested: repeat copies the input into an unfolded view of its result (copy_);
+# select_backward and slice_backward zero a gradient and copy into its slice (zeros, copy_); quantile
+# sorts, gathers and lerps; one_hot checks the range (aminmax) and scatters ones into zeros (scatter_).
+register_wrapper("aten::repeat", "aten::select_backward", "aten::slice_backward", "aten::quantile",
+                 "aten::nanquantile", "aten::one_hot")
 
 
 def _row_numel(t, dim) -> int:

@@ -29,6 +29,11 @@ register_wrapper(
     "aten::nll_loss_nd", "aten::nll_loss", "aten::nll_loss2d",  # -> nll_loss(2d)_forward
     "aten::l1_loss",  # -> abs(sub) and a mean
     "aten::binary_cross_entropy_with_logits",  # runs as log_sigmoid, mul, add, ... ops nested inside
+    # composites: their elementwise ops and reductions are nested inside, costed there
+    "aten::kl_div", "aten::cosine_similarity", "aten::cosine_embedding_loss", "aten::pairwise_distance",
+    "aten::triplet_margin_loss", "aten::margin_ranking_loss", "aten::soft_margin_loss",
+    "aten::soft_margin_loss_backward",
+    "aten::ctc_loss",  # -> _ctc_loss (or cuDNN's), then a mean or sum
 )
 
 NONE, MEAN, SUM = 0, 1, 2  # at::Reduction
@@ -121,3 +126,67 @@ def binary_cross_entropy_backward(call: OpCall) -> Cost | None:
     w = call.tensor(3)
     return _pointwise_loss_backward(6 + (w is not None), 4)(call)
 
+
+
+# CTC: per (sample, time step, extended-label state) a log-sum-exp of up to three predecessors (3 x 4,
+# the reductions' logsumexp convention) plus the emission's add: 13. The backward runs the same
+# recursion backwards (13), combines alpha and beta per state into its class (add, log-sum-exp: 5) and
+# writes each log-probability's gradient (exp, subtract, exp, times grad: 4 per element of log_probs).
+_CTC_STATE, _CTC_COMBINE, _CTC_GRAD = 13, 5, 4
+
+
+def _ctc_lengths(call: OpCall, at: int) -> tuple[list[int], list[int]] | None:
+    """input_lengths and target_lengths as the IntList overload records them; the Tensor overload's
+    lengths are data the trace does not hold (None: FLOPs unknown)."""
+    inp, tgt = call.scalar(at), call.scalar(at + 1)
+    if not (isinstance(inp, list) and isinstance(tgt, list) and len(inp) == len(tgt)):
+        return None
+    if not all(isinstance(v, int) for v in inp + tgt):
+        return None
+    return inp, tgt
+
+
+def _ctc_states(lengths: tuple[list[int], list[int]]) -> int:
+    return sum(t * (2 * s + 1) for t, s in zip(*lengths, strict=True))
+
+
+@formula("aten::_ctc_loss")
+def ctc_loss(call: OpCall) -> Cost | None:
+    """_ctc_loss(log_probs [T, N, C], targets [N, S] or [sum(S)], input_lengths, target_lengths, blank,
+    zero_infinity) -> (neg_log_likelihood [N], log_alpha [N, T, 2*S_max + 1]).
+
+    FLOPs: 13 per (sample, step, state) over each sample's own lengths (the IntList overload records
+    them; the Tensor overload does not: unknown). Bytes: log_probs and targets read, both results
+    written (S_max: the padded targets' width, or the longest target length)."""
+    lp, tgt = call.tensor(0), call.tensor(1)
+    if lp is None or tgt is None or len(lp.dims) != 3:
+        return None
+    lengths = _ctc_lengths(call, 2)
+    t_max, n = lp.dims[0], lp.dims[1]
+    if len(tgt.dims) == 2:
+        s_max = tgt.dims[1]
+    elif lengths is not None:
+        s_max = max(lengths[1], default=0)
+    else:
+        return Cost(None, None, VECTOR, lp.dtype)
+    written = (n + n * t_max * (2 * s_max + 1)) * lp.itemsize
+    flops = _CTC_STATE * _ctc_states(lengths) if lengths is not None else None
+    return Cost(flops, lp.nbytes_read + tgt.nbytes_read + written, VECTOR, lp.dtype, written=written)
+
+
+@formula("aten::_ctc_loss_backward")
+def ctc_loss_backward(call: OpCall) -> Cost | None:
+    """_ctc_loss_backward(grad [N], log_probs [T, N, C], targets, input_lengths, target_lengths,
+    neg_log_likelihood, log_alpha, blank, zero_infinity) -> grad_log_probs [T, N, C].
+
+    FLOPs: the beta recursion (13) and the alpha-beta combination (5) per (sample, step, state), and
+    4 per log-probability for its gradient. Bytes: every tensor argument read once, the gradient
+    written at log_probs' size."""
+    lp = call.tensor(1)
+    if lp is None or len(lp.dims) != 3:
+        return None
+    lengths = _ctc_lengths(call, 3)
+    flops = ((_CTC_STATE + _CTC_COMBINE) * _ctc_states(lengths) + _CTC_GRAD * lp.numel
+             if lengths is not None else None)
+    written = lp.numel * lp.itemsize
+    return Cost(flops, sum(t.nbytes_read for t in call.tensors) + written, VECTOR, lp.dtype, written=written)

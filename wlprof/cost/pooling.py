@@ -161,3 +161,15 @@ def adaptive_max_pool_backward(call: OpCall) -> Cost | None:
     # (grad_output, self, indices): one add per grad_output element
     g, x, idx = call.tensor(0), call.tensor(1), call.tensor(2)
     return _backward_to_input(call, g, x, g.numel, idx.nbytes_read)
+
+
+@formula("aten::max_unpool2d", "aten::max_unpool3d")
+def max_unpool(call: OpCall) -> Cost | None:
+    # max_unpool2d(self, indices, output_size) / max_unpool3d(self, indices, output_size, stride, padding):
+    # each input element written where its index points (0 FLOPs); the zero-filled rest of the output is
+    # a nested zero_ (costed on its own, or a memset inside it on the CPU)
+    x, idx = call.tensor(0), call.tensor(1)
+    if x is None or idx is None:
+        return None
+    written = x.numel * x.itemsize
+    return _cost(0, x.nbytes_read + idx.nbytes_read, written, x)

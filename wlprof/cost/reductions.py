@@ -169,3 +169,24 @@ def cumsum(call: OpCall) -> Cost | None:
     t = call.tensor(0)
     size = _out_itemsize(t, call.scalar(2), promote_int=not call.name.startswith("aten::_"))
     return Cost(t.numel, t.nbytes_read + t.numel * size, VECTOR, t.dtype, written=t.numel * size)
+
+
+@formula("aten::aminmax", "aten::_aminmax")
+def aminmax(call: OpCall) -> Cost | None:
+    # aminmax(self, dim?, keepdim) -> (min, max): two comparisons per element, two results of the
+    # reduced shape. _aminmax(self) / _aminmax(self, dim, keepdim) as well. The results' initial fill
+    # on the CPU is a nested fill_ (costed on its own).
+    t = call.tensor(0)
+    dim = call.scalar(1) if len(call.types) >= 2 else None
+    out = _reduced_out(t, dim if isinstance(dim, (int, list)) and not isinstance(dim, bool) else None)
+    written = 2 * out * t.itemsize
+    return Cost(2 * t.numel, t.nbytes_read + written, VECTOR, t.dtype, written=written)
+
+
+@formula("aten::equal")
+def equal(call: OpCall) -> Cost | None:
+    # equal(self, other) -> bool (a Python value, not a tensor): one comparison per element, both read
+    a, b = call.tensor(0), call.tensor(1)
+    if a is None or b is None:
+        return None
+    return Cost(a.numel, a.nbytes_read + b.nbytes_read, VECTOR, a.dtype, written=0)

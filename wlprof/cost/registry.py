@@ -211,7 +211,8 @@ VIEW_OPS: frozenset[str] = frozenset(
         "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim diagonal "
         "unfold real imag view_as_real view_as_complex _has_compatible_shallow_copy_type "
         "record_stream contiguous_format _to_dense lift mT mH adjoint broadcast_tensors result_type "
-        "_nnpack_available dense_dim sparse_dim is_coalesced"
+        "_nnpack_available cudnn_is_acceptable unsafe_split unsafe_split_with_sizes unsafe_chunk resize_as_ "
+        "dense_dim sparse_dim is_coalesced"
     ).split()
 ) | frozenset(("detach", "detach_"))  # the autograd kernels of detach and detach_ record these names
 

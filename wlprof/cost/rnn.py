@@ -22,7 +22,19 @@ written once (as the combining scatters count).
 
 from __future__ import annotations
 
-from wlprof.cost.registry import MATRIX, VECTOR, Cost, OpCall, TensorArg, formula
+from wlprof.cost.registry import MATRIX, VECTOR, Cost, OpCall, TensorArg, formula, register_wrapper
+
+# The recurrent layers' entry points: each runs a backend's op (cuDNN's, MIOpen's, oneDNN's
+# `mkldnn_rnn_layer` per layer and direction) or, without one, its cells as linear, add and
+# activation ops nested inside; the packing helpers copy rows with nested copy_, fill_ and cat.
+register_wrapper(
+    "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
+    "aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell",
+    "aten::_pack_padded_sequence", "aten::_pad_packed_sequence",
+    # -> _embedding_bag (or its forward-only form); the backward -> _embedding_bag_dense_backward (or the
+    # sparse or per-sample-weights forms)
+    "aten::embedding_bag", "aten::_embedding_bag_backward",
+)
 
 GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # cuDNN's modes: RNN_RELU, RNN_TANH, LSTM, GRU
 
@@ -121,7 +133,72 @@ def cudnn_rnn_backward(call: OpCall) -> Cost | None:
     return Cost(flops, reads + written, MATRIX, x.dtype, written=written)
 
 
-@formula("aten::_embedding_bag", "aten::_embedding_bag_forward_only")
+def _mkldnn_steps(x: TensorArg) -> int:
+    """Rows of a oneDNN RNN layer's input ([T, B, I], or a packed or unbatched [rows, I]): one
+    gate product each."""
+    return x.numel // x.dims[-1] if x.dims and x.dims[-1] else 0
+
+
+def _workspace_bytes(call: OpCall) -> int:
+    """The training workspace a oneDNN RNN layer allocates with a nested `aten::empty` of uint8 (ScalarType
+    code 0), [bytes]; 0 when none is recorded (inference, or a trace without the nested calls)."""
+    for ch in call.children:
+        size = ch.scalar(0)
+        if ch.name == "aten::empty" and ch.scalar(1) == 0 and isinstance(size, list) and len(size) == 1 \
+                and isinstance(size[0], int):
+            return size[0]
+    return 0
+
+
+# The bias pair summed (aten::add), gradients zeroed or made contiguous nested inside: the layer's own
+# auxiliary work; they must not make it a dispatcher.
+@formula("aten::mkldnn_rnn_layer", aux_children=True, uses_children=True)
+def mkldnn_rnn_layer(call: OpCall) -> Cost | None:
+    """mkldnn_rnn_layer(input, w_ih [G*H, I], w_hh [G*H, H], b_ih, b_hh, hx, cx, reverse, batch_sizes,
+    mode, hidden_size, num_layers, has_biases, bidirectional, batch_first, train) -> (output, hy, cy,
+    workspace): one layer in one direction (the CPU's LSTM in float32 or bfloat16).
+
+    FLOPs: the gate products, 2 * steps * G * H * (I + H) = 2 * steps * (|w_ih| + |w_hh|), as
+    `_cudnn_rnn` counts. Bytes: input, weights and states read; output [steps, H], hy and cy
+    written, and in training the workspace the call allocates nested inside (`_workspace_bytes`; the
+    backward reads it at its recorded size).
+    """
+    x, w_ih, w_hh = call.tensor(0), call.tensor(1), call.tensor(2)
+    hx, cx = call.tensor(5), call.tensor(6)
+    if x is None or w_ih is None or w_hh is None or hx is None or len(w_hh.dims) != 2:
+        return None
+    steps, hidden = _mkldnn_steps(x), w_hh.dims[1]
+    flops = 2 * steps * (w_ih.numel + w_hh.numel)
+    states = hx.numel * hx.itemsize + (cx.numel * cx.itemsize if cx is not None else 0)
+    written = steps * hidden * x.itemsize + states + _workspace_bytes(call)
+    reads = sum(t.nbytes_read for t in call.tensors)
+    return Cost(flops, reads + written, MATRIX, x.dtype, written=written)
+
+
+@formula("aten::mkldnn_rnn_layer_backward", aux_children=True)
+def mkldnn_rnn_layer_backward(call: OpCall) -> Cost | None:
+    """mkldnn_rnn_layer_backward(input, w_ih, w_hh, b_ih, b_hh, hx, cx, output, hy, cy, grad_output?,
+    grad_hy?, grad_cy?, reverse, mode, hidden_size, num_layers, has_biases, train, bidirectional,
+    batch_sizes, batch_first, workspace) -> (grad_input, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh,
+    grad_hx, grad_cx).
+
+    FLOPs: the data gradients (the forward's gate products again) and the weight gradients (once
+    more), 2 * 2 * steps * (|w_ih| + |w_hh|); every gradient is computed. Bytes: every tensor argument
+    read once (the workspace at its recorded size), every gradient written once at its tensor's size.
+    """
+    x, w_ih, w_hh = call.tensor(0), call.tensor(1), call.tensor(2)
+    if x is None or w_ih is None or w_hh is None:
+        return None
+    flops = 2 * 2 * _mkldnn_steps(x) * (w_ih.numel + w_hh.numel)
+    grads = [t for i in range(7) if (t := call.tensor(i)) is not None]
+    written = sum(t.numel * t.itemsize for t in grads)
+    reads = sum(t.nbytes_read for t in call.tensors)
+    return Cost(flops, reads + written, MATRIX, x.dtype, written=written)
+
+
+# On the CPU the offsets are turned into a bag per index (offset2bag: index_add_, sub_, cumsum) and a mean
+# divided (div_) by ops nested inside: auxiliary, costed on their own; the gather and sum are its own.
+@formula("aten::_embedding_bag", "aten::_embedding_bag_forward_only", aux_children=True)
 def embedding_bag(call: OpCall) -> Cost | None:
     # (weight[V, D], indices[N], offsets[B (+1)], scale_grad_by_freq, mode, sparse, per_sample_weights?,
     #  include_last_offset, padding_idx)

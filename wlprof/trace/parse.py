@@ -567,7 +567,9 @@ LEGACY_CPU_PID = "CPU functions"
 LEGACY_CUDA_PID = "CUDA functions"
 # runtime calls that put work on the device, and ops that run only on a GPU
 GPU_WORK_API = r"Launch|Memcpy|Memset"
-GPU_ONLY_OPS = r"^aten::_?(?:cudnn|miopen)_"
+# Ops only a GPU runs. `cudnn_is_acceptable` is a query every backend's RNN and convolution dispatch
+# calls (nn.LSTM on the CPU asks it): it runs no GPU work.
+GPU_ONLY_OPS = r"^aten::_?(?:cudnn|miopen)_(?!is_acceptable$)"
 
 # Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
 # The categories Kineto writes that are not read (Python frames, the profiler's own spans, GPU-side
