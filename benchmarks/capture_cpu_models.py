@@ -16,6 +16,7 @@ torch.optim optimizer with clipping and schedulers, bf16 autocast, torch.compile
 C++ kernels), torch.jit.script, torch.func.vmap and grad, activation checkpointing.
 
     python benchmarks/capture_cpu_models.py --out DIR [NAME ...]   # all when none named, each in its own process
+    python benchmarks/capture_cpu_models.py --out DIR --device cuda # the same on a GPU (CPU + CUDA activity)
     python benchmarks/capture_cpu_models.py --list
 """
 
@@ -535,15 +536,23 @@ def checkpoint_train():
 # ---------------------------------------------------------------- runner
 
 
-def run(name: str, out: Path) -> dict:
+def run(name: str, out: Path, device: str = "cpu") -> dict:
     torch.manual_seed(0)
     torch.set_num_threads(1)
+    activities = [ProfilerActivity.CPU]
+    if device != "cpu":  # the same models on a GPU: every factory and module parameter made there
+        torch.set_default_device(device)
+        activities.append(ProfilerActivity.CUDA)
     step = CAPTURES[name]()
     t0 = time.perf_counter()
     step()  # warm-up (and, for torch.compile, the compilation)
+    if device != "cpu":
+        torch.cuda.synchronize()
     warm = time.perf_counter() - t0
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    with profile(activities=activities, record_shapes=True) as prof:
         step()
+        if device != "cpu":
+            torch.cuda.synchronize()
     trace = out / f"{name}.json"
     prof.export_chrome_trace(str(trace))
     # FlopCounterMode after the profiled step: its global module hooks make a torch.compile'd module
@@ -557,7 +566,7 @@ def run(name: str, out: Path) -> dict:
     except Exception as exc:  # noqa: BLE001 (a transform FlopCounterMode cannot run under: say so)
         fcm_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
     meta = {"name": name, "note": NOTES[name], "flops": flops, "flop_counter_error": fcm_error,
-            "warmup_s": round(warm, 2), "torch": torch.__version__}
+            "warmup_s": round(warm, 2), "torch": torch.__version__, "device": device}
     (out / f"{name}.flops.json").write_text(json.dumps(meta, indent=1))
     return meta
 
@@ -567,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("names", nargs="*", help="captures to run (all when none)")
     ap.add_argument("--out", type=Path, help="folder for NAME.json and NAME.flops.json")
     ap.add_argument("--list", action="store_true", help="list the captures and exit")
+    ap.add_argument("--device", default="cpu", help="cpu (default), or cuda: the same models on the GPU, "
+                    "profiled with CUDA activity too")
     a = ap.parse_args(argv)
     if a.list or a.out is None:
         for n in CAPTURES:
@@ -579,10 +590,11 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     names = a.names or list(CAPTURES)
     if len(names) > 1:  # one process each: no compiled code, Dynamo skip marks or configs carried over
-        rcs = [subprocess.run([sys.executable, __file__, "--out", str(a.out), n]).returncode for n in names]
+        rcs = [subprocess.run([sys.executable, __file__, "--out", str(a.out), "--device", a.device, n]).returncode
+               for n in names]
         return max(rcs)
     t0 = time.perf_counter()
-    meta = run(names[0], a.out)
+    meta = run(names[0], a.out, a.device)
     err = f"  FlopCounterMode: {meta['flop_counter_error']}" if meta["flop_counter_error"] else ""
     print(f"{names[0]:22} {time.perf_counter() - t0:6.1f} s  {sum(meta['flops'].values()):>12,} FLOP (FCM){err}")
     return 0
