@@ -91,6 +91,9 @@ def _backward(call: OpCall, layout: str, q_at: int, varlen_at: int | None, bias_
 
 
 # ---- forward. Positions from the ops' schemas (torch 2.13), checked against H200 traces (torch 2.11).
+# The implementation ops (`_flash_*`, `_efficient_*`, `_cudnn_attention_forward`) launch the kernels
+# themselves: what they run nested (a contiguous copy, a dropout mask's multiply, a bias gradient's
+# sum) is their auxiliary work, costed on its own, and never makes them dispatchers.
 
 
 @formula("aten::_scaled_dot_product_flash_attention")
@@ -118,21 +121,21 @@ def sdpa_cudnn(call: OpCall) -> Cost | None:
     return _forward(call, BHSD, lse=call.scalar(4) is True, varlen_at=None)
 
 
-@formula("aten::_cudnn_attention_forward")
+@formula("aten::_cudnn_attention_forward", aux_children=True)
 def cudnn_attention_forward(call: OpCall) -> Cost | None:
     # (query, key, value, attn_bias, cum_seq_q, cum_seq_k, max_q, max_k, compute_log_sumexp,
     #  dropout_p, is_causal, return_debug_mask, scale)
     return _forward(call, BHSD, lse=call.scalar(8) is True, varlen_at=4)
 
 
-@formula("aten::_flash_attention_forward")
+@formula("aten::_flash_attention_forward", aux_children=True)
 def flash_attention_forward(call: OpCall) -> Cost | None:
     # (query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask,
     #  scale, window_size_left, window_size_right, seqused_k, alibi_slopes): [B, S, H, D], lse always
     return _forward(call, BSHD, lse=True, varlen_at=3)
 
 
-@formula("aten::_efficient_attention_forward")
+@formula("aten::_efficient_attention_forward", aux_children=True)
 def efficient_attention_forward(call: OpCall) -> Cost | None:
     # (query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
     #  custom_mask_type, compute_log_sumexp, scale, seqlen_k, window_size): [B, S, H, D]
@@ -171,14 +174,14 @@ def sdpa_cudnn_backward(call: OpCall) -> Cost | None:
     return _backward(call, BHSD, q_at=1, varlen_at=9)
 
 
-@formula("aten::_flash_attention_backward")
+@formula("aten::_flash_attention_backward", aux_children=True)
 def flash_attention_backward(call: OpCall) -> Cost | None:
     # (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
     #  is_causal, philox_seed, philox_offset, scale, window_size_left, window_size_right): [B, S, H, D]
     return _backward(call, BSHD, q_at=1, varlen_at=6)
 
 
-@formula("aten::_efficient_attention_backward")
+@formula("aten::_efficient_attention_backward", aux_children=True)
 def efficient_attention_backward(call: OpCall) -> Cost | None:
     # (grad_out, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     #  logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale,

@@ -61,8 +61,9 @@ def nonzero_static(call: OpCall) -> Cost | None:
 @formula("aten::_index_put_impl_", "aten::_unsafe_index_put", aux_children=True, uses_children=True)
 def index_put(call: OpCall) -> Cost | None:
     """self[indices] = values (accumulate: +=). As for `aten::index`, the index list is not
-    recorded; the call's nested `aten::as_strided` of `self` records the shape the values are
-    scattered into and its `aten::reshape`s the index tensors. Writes one destination element
+    recorded; the call's nested `aten::as_strided` of `self` (CPU), or `aten::expand` of the
+    values (CUDA, accumulating), records the shape the values are scattered into and its
+    `aten::reshape`s the index tensors. Writes one destination element
     per scattered element (accumulate reads it too and adds: 1 FLOP each); reads the values
     (broadcast: their stored elements) and the indices. Unknown without the nested calls."""
     dst, values = call.tensor(0), call.tensor(2)
@@ -77,6 +78,12 @@ def index_put(call: OpCall) -> Cost | None:
             t = ch.tensor(0)
             if t is not None and t.dtype in ("int64", "int32"):
                 idx_bytes += t.nbytes_read
+        elif ch.name == "aten::expand" and shape is None and values is not None and ch.dims \
+                and tuple(ch.dims[0]) == values.dims:
+            # CUDA's accumulate path (a sort by index) broadcasts the values to the scattered shape
+            size = ch.scalar(1)
+            if isinstance(size, list) and all(isinstance(v, int) for v in size):
+                shape = size
     if shape is None or not idx_bytes:
         return Cost(None, None, VECTOR, dst.dtype)
     n = math.prod(shape)
@@ -120,3 +127,11 @@ def local_scalar_dense(call: OpCall) -> Cost | None:
     # whose bytes count as written, as a memcpy's do)
     t = call.tensor(0)
     return Cost(0, t.itemsize, VECTOR, t.dtype, written=t.itemsize)
+
+
+@formula("aten::_assert_async")
+def assert_async(call: OpCall) -> Cost | None:
+    # torch._assert_async(cond[, msg]): a device-side check of one element (an index bound, a value's
+    # sign); nothing is written
+    t = call.tensor(0)
+    return Cost(0, t.itemsize * max(t.numel, 1), VECTOR, t.dtype, written=0)

@@ -120,7 +120,7 @@ def binary_cross_entropy(call: OpCall) -> Cost | None:
     return _pointwise_loss(7 + (w is not None), 3, 3)(call)
 
 
-@formula("aten::binary_cross_entropy_backward")
+@formula("aten::binary_cross_entropy_backward", aux_children=("aten::div_", "aten::div"))
 def binary_cross_entropy_backward(call: OpCall) -> Cost | None:
     # (grad_output, self, target, weight?, reduction)
     w = call.tensor(3)

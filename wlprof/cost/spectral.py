@@ -4,7 +4,9 @@ FLOPs follow the nominal radix-2 count, used for any length: 5·N·log2(N) real 
 complex transform of N points (over every transformed dim together, N their product), half that,
 2.5·N·log2(N), for a real-to-complex or complex-to-real one (N the real signal's points), times
 the batch (the elements of the untransformed dims); a normalization (`normalization` 1 or 2:
-by 1/sqrt(N) or 1/N) multiplies each output value once more (a complex value's two parts: 2).
+by 1/sqrt(N) or 1/N) multiplies each output value once more (a complex value's two parts: 2),
+unless the op runs that scaling as a multiply nested inside (cuFFT's path), which is costed on
+its own; what the op runs nested (a clone of the input that c2r overwrites) is its auxiliary work.
 FlopCounterMode has no entry for these ops.
 
 Bytes: the input read once, the output written once: r2c writes N/2 + 1 complex values along
@@ -40,7 +42,14 @@ def _transform_flops(per: float, points: int, batch: int) -> int:
     return round(per * points * math.log2(points) * batch) if points > 1 else 0
 
 
+NORM_OPS = ("aten::mul_", "aten::div_", "aten::mul", "aten::div")
+
+
 def _norm_flops(call: OpCall, out_values: int) -> int:
+    # the 1/n or 1/sqrt(n) scaling: inside the transform, or (CUDA) a multiply nested in the op,
+    # which is costed on its own
+    if any(c.name in NORM_OPS for c in call.children):
+        return 0
     return out_values if call.scalar(2) in (1, 2) else 0
 
 
@@ -48,7 +57,7 @@ def _size(dtype: str | None) -> int | None:
     return dtypes.size_of_dtype(dtype) if dtype else None
 
 
-@formula("aten::_fft_c2c")
+@formula("aten::_fft_c2c", aux_children=True, uses_children=True)
 def fft_c2c(call: OpCall) -> Cost | None:
     # _fft_c2c(self, dim, normalization, forward): complex in, complex out, same shape
     x = call.tensor(0)
@@ -62,7 +71,7 @@ def fft_c2c(call: OpCall) -> Cost | None:
     return Cost(flops, x.nbytes_read + written, VECTOR, x.dtype, written=written)
 
 
-@formula("aten::_fft_r2c")
+@formula("aten::_fft_r2c", aux_children=True, uses_children=True)
 def fft_r2c(call: OpCall) -> Cost | None:
     # _fft_r2c(self, dim, normalization, onesided): real in, complex out (the last dim halved when onesided)
     x = call.tensor(0)
@@ -79,7 +88,7 @@ def fft_r2c(call: OpCall) -> Cost | None:
     return Cost(flops, x.nbytes_read + written, VECTOR, x.dtype, written=written)
 
 
-@formula("aten::_fft_c2r")
+@formula("aten::_fft_c2r", aux_children=True, uses_children=True)
 def fft_c2r(call: OpCall) -> Cost | None:
     # _fft_c2r(self, dim, normalization, last_dim_size): complex in (a onesided half), real out whose last
     # transformed dim has last_dim_size points
