@@ -98,7 +98,7 @@ def rnn_train():
 def lstm_packed_infer():
     m = nn.LSTM(16, 24, num_layers=1, batch_first=True, proj_size=8).eval()
     x = torch.randn(4, 12, 16)
-    lengths = torch.tensor([12, 9, 5, 3])
+    lengths = torch.tensor([12, 9, 5, 3], device="cpu")  # pack_padded_sequence wants them on the host
 
     def step():
         with torch.inference_mode():
