@@ -71,7 +71,20 @@ def test_index_put():
                           nested("aten::as_strided", T([100, 8]), S([30, 8]), S([0, 1]), NONE),
                           nested("aten::reshape", T([30], I32), S([30, 1])))
     assert cost_of(call).bytes == 4 + 120 + 960
+    # CUDA's accumulating path sorts the linearized index and broadcasts the values with a nested
+    # expand: x[idx] += v for x [3, 8], v [4, 8] fp32, idx [4]: 32 adds; reads v 128 + idx 32 + the
+    # min(32, 24) = 24 touched destinations 96, writes 96
+    call = _with_children(op("aten::_index_put_impl_", T([3, 8]), NONE, T([4, 8]), S(True), S(False)),
+                          nested("aten::expand", T([4, 8]), S([4, 8]), S(False)),
+                          nested("aten::reshape", T([4], I64), S([4])))
+    c = cost_of(call)
+    assert (c.flops, c.bytes, c.written) == (32, 128 + 32 + 96 + 96, 96)
     assert is_wrapper("aten::index_put_")
+
+
+def test_assert_async_reads_its_one_element():
+    c = cost_of(op("aten::_assert_async", T([], BOOL)))
+    assert (c.flops, c.bytes, c.written) == (0, 1, 0)
 
 
 def test_masked_select_lower_bound():
