@@ -1,6 +1,6 @@
 """`--spec` and `--trace --scale` predictions beside the measured runs of the same configurations.
 
-    python benchmarks/h200/predict_examples.py --profile P --heldout H --out spec.md [--cpu | --set-c]
+    python benchmarks/h200/predict_examples.py --profile P --heldout H --out spec.md [--cpu | --set-c | --set-f]
 
 One process (the predictor loaded once): five specs, each listed on the meta device and
 predicted, set beside the held-out run of that configuration (matched by its parameters);
@@ -33,6 +33,15 @@ SET_C_SPECS = [
     ("heldout_c_gemm", "gemm shapes=2222x3328x3328,64x18432x4608"),
     ("heldout_c_mlp", "mlp batch=20,300 d_model=1792 d_ff=7168 activation=silu"),
     ("heldout_c_gnn", "gnn graph=rmat scale=19 features=144 edge_factor=20 backend=segment,scatter,csr "
+     "dtype=float32"),
+]
+# held-out set F (workloads/heldout/set_f/)
+SET_F_SPECS = [
+    ("heldout_f_moe_a", "moe tokens=2560 experts=40 top_k=3 d_model=1280 d_ff=3456 routing=zipf:1.0 dispatch=loop"),
+    ("heldout_f_moe_b", "moe tokens=1800 experts=96 top_k=6 d_model=2048 d_ff=1408 routing=dispersed"),
+    ("heldout_f_gemm", "gemm shapes=640x1280x5120,6000x3584x3584"),
+    ("heldout_f_mlp", "mlp batch=24,700 d_model=3072 d_ff=8192 activation=gelu"),
+    ("heldout_f_gnn", "gnn graph=uniform scale=17 features=160 edge_factor=10 backend=segment,scatter,csr "
      "dtype=float32"),
 ]
 CPU_SPECS = [
@@ -71,6 +80,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--set-c", action="store_true", help="the specs of held-out set C (no rescaled traces)")
+    ap.add_argument("--set-f", action="store_true", help="the specs of held-out set F (no rescaled traces)")
     args = ap.parse_args(argv)
     import wlprof
     from wlprof.cli.markdown import table
@@ -90,7 +100,8 @@ def main(argv=None) -> int:
         b2b, lat = times_of(d, pred, host)
         return pred, src, b2b, lat
 
-    for study, text in (CPU_SPECS if args.cpu else SET_C_SPECS if args.set_c else GPU_SPECS):
+    specs = CPU_SPECS if args.cpu else SET_C_SPECS if args.set_c else SET_F_SPECS if args.set_f else GPU_SPECS
+    for study, text in specs:
         t0 = time.perf_counter()
         try:
             ops = record(parse_spec(text), launching=frozenset(predictor.meta.get("op_names", [])))
@@ -110,7 +121,7 @@ def main(argv=None) -> int:
                          "latency us": lat, "measured latency us": m.latency_us if m is not None else np.nan,
                          "listed in s": listed})
             lines += [f"## `{text}` [{variant}]", "", table(breakdown(g, pred, src, 10)), ""]
-    mlp = None if args.set_c else runs.get("heldout_mlp")
+    mlp = None if args.set_c or args.set_f else runs.get("heldout_mlp")
     for point, factor in (CPU_TRACES if args.cpu else GPU_TRACES):
         files = sorted((args.heldout / str(mlp) / "_chrome").glob(f"p{point:03d}-*.raw.json.gz")) if mlp else []
         if not files:
