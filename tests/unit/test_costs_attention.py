@@ -168,3 +168,54 @@ def test_transform_bias_rescale_qkv():
     assert (c.flops, c.bytes, c.written) == (4_096, 12_288 + 384 + 12_288, 12_288)
     # the fast path's entry points run their projections, softmax and norms nested inside
     assert is_wrapper("aten::_native_multi_head_attention") and is_wrapper("aten::_transformer_encoder_layer_fwd")
+
+
+@pytest.mark.parametrize("ns", ["flashattn", "flash_attn"])
+def test_the_flash_attn_packages_custom_ops(ns):
+    q, k, v = q_bshd()
+    # forward (q, k, v, dropout_p, softmax_scale, causal, window_left, window_right, softcap, alibi,
+    # return_softmax): reads q, k, v; writes out and the lse
+    fwd = cost_of(op(f"{ns}::_flash_attn_forward", q, k, v, S(0.0), S(0.35), S(True), S(-1), S(0), S(0.0), NONE,
+                     S(False)))
+    assert (fwd.flops, fwd.bytes, fwd.written, fwd.unit) == (FWD, Q + 2 * KV + OUT + LSE, OUT + LSE, MATRIX)
+    # backward (dout, q, k, v, out, lse, dq, dk, dv, ...): dq, dk, dv are written into, not read:
+    # reads dout 384 + q 384 + k, v 960 + out 384 + lse [B, H, Sq] fp32 96; writes 384 + 960
+    lse = T([B, H, SQ], F32)
+    bwd = cost_of(op(f"{ns}::_flash_attn_backward", q, q, k, v, q, lse, q, k, v, S(0.0), S(0.35), S(True), S(-1),
+                     S(0), S(0.0), NONE, S(False), NONE))
+    assert (bwd.flops, bwd.bytes, bwd.written) == (BWD, 3 * Q + 2 * KV + LSE + Q + 2 * KV, Q + 2 * KV)
+    # varlen: [total, H, D] with cumulative lengths: the FLOPs are data, the bytes are not
+    # (q 8 x 3 x 8 bf16 = 384, k, v 10 x 3 x 8 = 480 each, two int64 [3] offsets 48; out 384, lse 8*3*4 = 96)
+    qv, kv = T([8, H, D], BF16), T([10, H, D], BF16)
+    var = cost_of(op(f"{ns}::_flash_attn_varlen_forward", qv, kv, kv, T([3], I64), T([3], I64), S(4), S(5), S(0.0)))
+    assert var.flops is None and var.bytes == 384 + 960 + 48 + 384 + 96
+
+
+def test_a_custom_ops_kernel_carries_its_formula(tmp_path):
+    import json
+
+    from wlprof import pipeline
+    from wlprof.trace.parse import read_trace
+
+    def x(cat, name, ts, dur, tid=1, pid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+
+    q = [2, 128, 4, 64]  # B, S, H, D bf16: forward 2*2*4*128*128*(64 + 64) = 33,554,432 FLOPs
+    events = [
+        x("user_annotation", "ProfilerStep#1", 0, 500),
+        x("cpu_op", "flashattn::_flash_attn_forward", 10, 50, **{
+            "External id": 1, "Input Dims": [q, q, q, *[[]] * 8],
+            "Input type": ["c10::BFloat16"] * 3 + ["Scalar"] * 6 + ["", "Scalar"],
+            "Input Strides": [[32768, 256, 64, 1]] * 3 + [[]] * 8,
+            "Concrete Inputs": ["", "", "", "0.", "0.125", "True", "-1", "0", "0.", "", "False"]}),
+        x("cpu_op", "aten::empty_like", 12, 2, **{"External id": 2, "Input Dims": [q], "Input type": ["c10::BFloat16"]}),
+        x("cuda_runtime", "cudaLaunchKernel", 20, 2, correlation=5, **{"External id": 1}),
+        x("kernel", "flash_fwd_kernel", 100, 30, tid=7, pid=0, correlation=5, stream=7, device=0, grid=[1, 1, 1],
+          block=[128, 1, 1]),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    k = pipeline.costed(read_trace(path)).kernels
+    assert k.op_name.tolist() == ["flashattn::_flash_attn_forward"]
+    # reads q, k, v 3 x 131,072; writes out 131,072 and the lse 2*4*128*4 = 4,096
+    assert k[["flops", "bytes", "flops_source"]].values.tolist() == [[33_554_432, 528_384, "formula"]]

@@ -202,3 +202,44 @@ def transform_bias_rescale_qkv(call: OpCall) -> Cost | None:
     n = qkv.numel
     written = n * qkv.itemsize
     return Cost(n + n // 3, qkv.nbytes_read + bias.nbytes_read + written, VECTOR, qkv.dtype, written=written)
+
+
+# ---- the flash-attn package's custom ops (flash-attn 2.6 and later register them with torch.library;
+# the namespace is `flashattn`, `flash_attn` in some releases). [B, S, H, D] as PyTorch's own flash
+# ops; the varlen forms take [total, H, D] and cumulative sequence lengths (FLOPs unknown). The
+# backward writes into the dq, dk, dv it is passed (positions 6-8): written, not read.
+FLASH_ATTN_NAMESPACES = ("flashattn", "flash_attn")
+
+
+def _flash_pkg_backward(call: OpCall, varlen_at: int | None) -> Cost:
+    q, k, v = call.tensor(1), call.tensor(2), call.tensor(3)
+    varlen = len(q.dims) == 3 or (varlen_at is not None and call.tensor(varlen_at) is not None)
+    flops = None if varlen else bwd_flops(*(_heads_seq_dim(t, BSHD) for t in (q, k, v)))
+    written = sum(t.numel * t.itemsize for t in (q, k, v))
+    reads = sum(t.nbytes_read for i in range(len(call.types)) if i not in (6, 7, 8) and (t := call.tensor(i)))
+    return Cost(flops, reads + written, MATRIX, q.dtype, written=written)
+
+
+@formula(*(f"{ns}::_flash_attn_forward" for ns in FLASH_ATTN_NAMESPACES), aux_children=True)
+def flash_pkg_forward(call: OpCall) -> Cost | None:
+    # (q, k, v, dropout_p, softmax_scale, causal, window_size_left, window_size_right, softcap,
+    #  alibi_slopes, return_softmax): the lse always written
+    return _forward(call, BSHD, lse=True, varlen_at=None)
+
+
+@formula(*(f"{ns}::_flash_attn_varlen_forward" for ns in FLASH_ATTN_NAMESPACES), aux_children=True)
+def flash_pkg_varlen_forward(call: OpCall) -> Cost | None:
+    # (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p, ...)
+    return _forward(call, BSHD, lse=True, varlen_at=3)
+
+
+@formula(*(f"{ns}::_flash_attn_backward" for ns in FLASH_ATTN_NAMESPACES), aux_children=True)
+def flash_pkg_backward(call: OpCall) -> Cost | None:
+    # (dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p, softmax_scale, causal, ...)
+    return _flash_pkg_backward(call, varlen_at=None)
+
+
+@formula(*(f"{ns}::_flash_attn_varlen_backward" for ns in FLASH_ATTN_NAMESPACES), aux_children=True)
+def flash_pkg_varlen_backward(call: OpCall) -> Cost | None:
+    # (dout, q, k, v, out, softmax_lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ...)
+    return _flash_pkg_backward(call, varlen_at=9)
