@@ -21,6 +21,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     reductions,
     resampling,
     rnn,
+    serving,
     spectral,
 )
 from wlprof.cost.registry import (
