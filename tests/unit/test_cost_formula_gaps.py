@@ -151,3 +151,20 @@ def test_segment_reduce_by_offsets_and_by_lengths():
     assert cost_of(mean) == Cost(48, 232, VECTOR, "float32", written=48)
     # neither bounds tensor recorded: unknown
     assert cost_of(op("aten::segment_reduce", T([12, 3]), NONE, NONE, NONE, NONE, S(0))) is None
+
+
+def test_quantized_gemms():
+    from cost_calls import I32, S
+
+    i8 = "signed char"
+    # _int_mm [16, 64] @ [64, 32] int8 -> int32: 2*16*32*64 = 65,536; reads 1,024 + 2,048, writes 2,048
+    assert cost_of(op("aten::_int_mm", T([16, 64], i8), T([64, 32], i8))) == Cost(
+        65_536, 1024 + 2048 + 2048, MATRIX, "int8", written=2048)
+    # _weight_int8pack_mm(A [16, 64] bf16, B [32, 64] int8, scales [32] bf16): reads 2,048 + 2,048 + 64,
+    # writes 16*32*2 = 1,024
+    assert cost_of(op("aten::_weight_int8pack_mm", T([16, 64], BF16), T([32, 64], i8), T([32], BF16))) == Cost(
+        65_536, 2048 + 2048 + 64 + 1024, MATRIX, "bfloat16", written=1024)
+    # _weight_int4pack_mm(A [16, 64] bf16, packed B, group 32, scales and zeros [2, 32, 2] bf16): N = 32,
+    # the weights 32*64/2 = 1,024 bytes; reads 2,048 + 1,024 + 256, writes 1,024
+    c = cost_of(op("aten::_weight_int4pack_mm", T([16, 64], BF16), T([4, 1, 32, 4], I32), S(32), T([2, 32, 2], BF16)))
+    assert c == Cost(65_536, 2048 + 1024 + 256 + 1024, MATRIX, "bfloat16", written=1024)

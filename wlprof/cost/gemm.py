@@ -279,3 +279,43 @@ def convolution(call: OpCall) -> Cost | None:
 # the exception: with an implementation nested inside, it is the dispatcher.
 formula(*(n for n in _CONV_ARGS if n != "aten::_convolution"), aux_children=True)(convolution)
 formula("aten::_convolution")(convolution)
+
+
+@formula("aten::_int_mm")
+def int_mm(call: OpCall) -> Cost | None:
+    # _int_mm(a [M, K] int8, b [K, N] int8) -> int32 [M, N]: 2*M*N*K integer operations
+    a, b = call.tensor(0), call.tensor(1)
+    m, k = a.dims
+    k2, n = b.dims
+    if k != k2:
+        return None
+    written = m * n * 4
+    return Cost(2 * m * n * k, a.nbytes_read + b.nbytes_read + written, MATRIX, a.dtype, written=written)
+
+
+@formula("aten::_weight_int8pack_mm")
+def weight_int8pack_mm(call: OpCall) -> Cost | None:
+    # _weight_int8pack_mm(A [M, K], B int8 [N, K], scales [N]) -> [M, N] in A's dtype: weight-only
+    # int8, dequantized on the fly
+    a, b, scales = call.tensor(0), call.tensor(1), call.tensor(2)
+    m, k = a.dims
+    n, k2 = b.dims
+    if k != k2:
+        return None
+    written = m * n * a.itemsize
+    return Cost(2 * m * n * k, a.nbytes_read + b.nbytes_read + scales.nbytes_read + written, MATRIX, a.dtype,
+                written=written)
+
+
+@formula("aten::_weight_int4pack_mm", "aten::_weight_int4pack_mm_for_cpu")
+def weight_int4pack_mm(call: OpCall) -> Cost | None:
+    # _weight_int4pack_mm(A [M, K], B packed int4, qGroupSize, qScaleAndZeros [K / group, N, 2]):
+    # the packed layout differs by backend; N comes from the scales, the weights are N*K/2 bytes
+    a, b, sz = call.tensor(0), call.tensor(1), call.tensor(3)
+    if sz is None or len(sz.dims) != 3:
+        return None
+    m, k = a.dims
+    n = sz.dims[1]
+    written = m * n * a.itemsize
+    return Cost(2 * m * n * k, a.nbytes_read + n * k // 2 + sz.nbytes_read + written, MATRIX, a.dtype,
+                written=written)
