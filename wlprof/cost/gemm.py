@@ -126,8 +126,13 @@ def grouped_mm(call: OpCall) -> Cost | None:
     (rows past offs[-1] are left unwritten). A workload that knows the counts states
     its cost in its region instead.
     """
+    return _grouped(call, offs_at=2)
+
+
+def _grouped(call: OpCall, offs_at: int) -> Cost | None:
+    """A grouped GEMM's cost from `a` (input 0), `b` (input 1) and the group ends at `offs_at`."""
     a, b = call.tensor(0), call.tensor(1)
-    offs = call.tensor(2)
+    offs = call.tensor(offs_at)
     offs_bytes = offs.nbytes_read if offs is not None else 0
     if len(a.dims) == 2 and len(b.dims) == 3:  # tokens x K, groups x K x N: MoE forward
         m, k = a.dims
@@ -311,7 +316,7 @@ def weight_int8pack_mm(call: OpCall) -> Cost | None:
 def weight_int4pack_mm(call: OpCall) -> Cost | None:
     # _weight_int4pack_mm(A [M, K], B packed int4, qGroupSize, qScaleAndZeros [K / group, N, 2]):
     # the packed layout differs by backend; N comes from the scales, the weights are N*K/2 bytes
-    a, b, sz = call.tensor(0), call.tensor(1), call.tensor(3)
+    a, sz = call.tensor(0), call.tensor(3)
     if sz is None or len(sz.dims) != 3:
         return None
     m, k = a.dims
