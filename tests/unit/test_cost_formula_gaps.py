@@ -168,3 +168,14 @@ def test_quantized_gemms():
     # the weights 32*64/2 = 1,024 bytes; reads 2,048 + 1,024 + 256, writes 1,024
     c = cost_of(op("aten::_weight_int4pack_mm", T([16, 64], BF16), T([4, 1, 32, 4], I32), S(32), T([2, 32, 2], BF16)))
     assert c == Cost(65_536, 2048 + 1024 + 256 + 1024, MATRIX, "bfloat16", written=1024)
+
+
+def test_scaled_grouped_mm():
+    from cost_calls import F32, I32, NONE, S
+
+    fp8 = "c10::Float8_e4m3fn"
+    # a [64, 128] fp8, b [4, 128, 256] fp8 (4 experts), row scales [64] and [4, 256] fp32, offs [4] int32:
+    # 2*64*128*256 = 4,194,304 FLOPs; reads 8,192 + 131,072 + 16 + 256 + 4,096, writes 64*256 bf16 = 32,768
+    c = cost_of(op("aten::_scaled_grouped_mm", T([64, 128], fp8), T([4, 128, 256], fp8), T([64], F32),
+                   T([4, 256], F32), T([4], I32), NONE, NONE, NONE, S(False)))
+    assert c == Cost(4_194_304, 8192 + 131_072 + 16 + 256 + 4096 + 32_768, MATRIX, "float8_e4m3fn", written=32_768)

@@ -129,8 +129,9 @@ def grouped_mm(call: OpCall) -> Cost | None:
     return _grouped(call, offs_at=2)
 
 
-def _grouped(call: OpCall, offs_at: int) -> Cost | None:
-    """A grouped GEMM's cost from `a` (input 0), `b` (input 1) and the group ends at `offs_at`."""
+def _grouped(call: OpCall, offs_at: int, scales: tuple[int, ...] = (), out_size: int | None = None) -> Cost | None:
+    """A grouped GEMM's cost from `a` (input 0), `b` (input 1), the group ends at `offs_at`, the
+    scales read at `scales`, and an output element of `out_size` bytes (default: a's)."""
     a, b = call.tensor(0), call.tensor(1)
     offs = call.tensor(offs_at)
     offs_bytes = offs.nbytes_read if offs is not None else 0
@@ -155,8 +156,19 @@ def _grouped(call: OpCall, offs_at: int) -> Cost | None:
         return None
     if k != k2:
         return None
-    written = _out_bytes(out, a)
-    return Cost(flops, a.nbytes_read + b.nbytes_read + offs_bytes + written, MATRIX, a.dtype, written=written)
+    written = out * out_size if out_size is not None else _out_bytes(out, a)
+    scale_bytes = sum(t.nbytes_read for i in scales if (t := call.tensor(i)) is not None)
+    return Cost(flops, a.nbytes_read + b.nbytes_read + offs_bytes + scale_bytes + written, MATRIX, a.dtype,
+                written=written)
+
+
+@formula("aten::_scaled_grouped_mm")
+def scaled_grouped_mm(call: OpCall) -> Cost | None:
+    # _scaled_grouped_mm(a, b, scale_a, scale_b, offs?, bias?, scale_result?, out_dtype?, use_fast_accum):
+    # FP8 groups as _grouped_mm counts them, the scales read; the output bf16 unless out_dtype says
+    code = call.scalar(7)
+    out_dtype = dtypes.SCALAR_TYPE_CODES.get(code) if isinstance(code, int) else "bfloat16"
+    return _grouped(call, offs_at=4, scales=(2, 3), out_size=dtypes.size_of_dtype(out_dtype))
 
 
 @formula("aten::mv")
