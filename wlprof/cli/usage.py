@@ -8,6 +8,7 @@ prefix, then a close match, and says when an option belongs to another `wlprof r
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 
 import typer
@@ -93,11 +94,14 @@ def message(exc) -> str:
         return f"{_param_name(exc.param, ctx)} is required (see `{cmd} --help`)"
     if isinstance(exc, click_exc.BadParameter) and exc.param is not None:
         rule = exc.message[:1].lower() + exc.message[1:].rstrip(".")
-        if "valid integer" in rule:  # typer's pydantic wording
-            rule = "must be an integer"
-        elif "valid number" in rule:
-            rule = "must be a number"
         value = _bad_value(exc)
+        quoted = re.match(r"'(.*)' is not a valid ", rule)  # click's own conversion names the value
+        if value is None and quoted:
+            value = quoted.group(1)
+        if re.search(r"valid int(eger)?\b", rule):  # click's wordings: 'a valid integer', 'a valid int'
+            rule = "must be an integer"
+        elif re.search(r"valid (number|float)\b", rule):
+            rule = "must be a number"
         got = f" (got {value!r})" if value is not None else ""
         sep = " " if rule.startswith("must") else ": "
         return f"{_param_name(exc.param, ctx)}{sep}{rule}{got} (see `{cmd} --help`)"
