@@ -8,6 +8,10 @@ the committed H200 fixtures, and the gpu / slow / calibrates markers.
   `cpu_ceilings`: the CPU is measured once per session (quick sizes) and saved there.
 - No test may measure ceilings otherwise: `ceilings.calibrate` raises unless the test is
   marked `calibrates` (the tests of calibration itself).
+- The suite checks the code as the CPU runs it on any machine: where a GPU is present, CUDA is
+  hidden from the session (the workloads' defaults would otherwise pick the GPU, its dtype and
+  its memory), unless the run selects the GPU tests (`pytest -m gpu`) or sets
+  `WLPROF_TEST_CUDA=1`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,23 @@ FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200"
 
 
+def _wants_cuda(config) -> bool:
+    expr = config.getoption("markexpr") or ""
+    return os.environ.get("WLPROF_TEST_CUDA") == "1" or ("gpu" in expr and "not gpu" not in expr)
+
+
+_HIDDEN = []
+
+
+def pytest_configure(config):
+    # before any test module imports torch (xdist workers run this too)
+    import glob
+
+    if not _wants_cuda(config) and (glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd")):
+        os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["HIP_VISIBLE_DEVICES"] = ""
+        _HIDDEN.append(True)
+
+
 def _cuda() -> bool:
     try:
         import torch
@@ -42,7 +63,7 @@ def _cuda() -> bool:
 def pytest_collection_modifyitems(config, items):
     if _cuda():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
+    skip = pytest.mark.skip(reason="needs a CUDA device" + (" (hidden from this run: `pytest -m gpu`)" if _HIDDEN else ""))
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
