@@ -84,6 +84,16 @@ def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings, cli):
     assert r.exit_code == 2 and "RUN_ID" in r.output
 
 
+def test_resume_of_a_run_that_is_not_there_writes_nothing(tmp_path, cli):
+    # the traces folder was made before the run was looked for: an empty folder left behind
+    out = tmp_path / "traces"
+    r = cli("run", "gemm", "--shapes", "8x8x8", "--traces", out, *FAST, "--resume", "gemm-nope")
+    assert r.exit_code == 2
+    assert f"error: --resume must name a run in {out.resolve()}/ (see `wlprof ls`) (got 'gemm-nope')" in \
+        " ".join(r.output.split())
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings):
     out = tmp_path / "traces"
