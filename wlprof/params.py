@@ -92,11 +92,25 @@ class Param:
             items = split(value)
             if not items:
                 raise InputError(self.key, "must list at least one value", value)
-            return self.items(items, self.key) if self.items is not None else [self._one(v) for v in items]
+            parsed = self.items(items, self.key) if self.items is not None else [self._one(v) for v in items]
+            self._refuse_repeats(items, parsed, value)
+            return parsed
         if isinstance(value, (list, tuple)) or (isinstance(value, str) and len(split(value)) > 1):
             # '1,2' for a parameter that is not a sweep axis: say so rather than "must be a positive integer"
             raise InputError(self.key, "takes one value, not a list (it is not a sweep axis)", value)
         return self._one(value)
+
+    def _refuse_repeats(self, items: list, parsed: list, value: Any) -> None:
+        """An InputError naming this parameter and the first value given twice ('1,8,1'; 'zipf:1.5,zipf:1.50'):
+        a sweep axis lists each point once."""
+        for j, x in enumerate(parsed):
+            i = next((i for i in range(j) if parsed[i] == x), None)
+            if i is None:
+                continue
+            aligned = len(items) == len(parsed)
+            a, b = (str(items[i]).strip(), str(items[j]).strip()) if aligned else (show(x), show(x))
+            what = f"{a} is given more than once" if a == b else f"{a} and {b} are the same value"
+            raise InputError(self.key, f"must not repeat a sweep point: {what}", value)
 
     def _one(self, value: Any) -> Any:
         if self.item is not None:

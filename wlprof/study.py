@@ -321,12 +321,14 @@ def run_study(study: Study, traces: str | Path = "traces", progress: Progress | 
     from wlprof.store.runs import RunWriter, check_writable, effective_status, read_manifest, run_dir
 
     wl, device, dtype, parsed, points, study = prepare(study)
+    if resume is not None and not run_dir(traces, resume).is_dir():
+        # before the traces folder is made: a run that is not there leaves nothing behind
+        raise InputError(Key("resume", "store"), f"must name a run in {Path(traces).resolve()}/ (see `wlprof ls`)",
+                         resume)
     root = check_writable(traces, Key("traces", "store"))
     info = device_info(device)
     if resume is not None:
         path = run_dir(root, resume)
-        if not path.is_dir():
-            raise InputError(Key("resume", "store"), f"must name a run in {root}/ (see `wlprof ls`)", resume)
         m = read_manifest(path)
         if effective_status(m) == "running":
             raise InputError(Key("resume", "store"), f"must name a run that is not running (its process "

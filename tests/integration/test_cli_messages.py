@@ -186,3 +186,19 @@ def test_place_refuses_zero_gpus_before_noting_the_machines_load(monkeypatch):
                          "heuristic (got 'greedy')")):
         res = invoke("place", mix, "--gpus", "2", *args)
         assert res.exit_code == 2 and res.output.startswith(error) and "load average" not in res.output, res.output
+
+
+def test_python_dash_m_wlprof_names_the_wlprof_command_in_its_messages(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    # `python -m wlprof` (and `torchrun ... -m wlprof`) pointed at `wlprof -m wlprof run gemm --help`
+    env = {**os.environ, "COLUMNS": "200"}
+    res = subprocess.run([sys.executable, "-m", "wlprof", "run", "gemm", "--steps", "abc", "--traces", tmp_path],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2
+    assert res.stderr.strip() == "error: --steps must be an integer (got 'abc') (see `wlprof run gemm --help`)"
+    res = subprocess.run([sys.executable, "-m", "wlprof", "run", "gemm", "--help"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert "Usage: wlprof run gemm [OPTIONS]" in res.stdout

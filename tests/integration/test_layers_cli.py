@@ -105,3 +105,53 @@ def test_predict_spec_refuses_the_layers_it_cannot_list_as_cuda_runs_them(cli):
     assert res.exit_code == 2
     assert "--spec must name a workload whose step the meta device lists as CUDA launches it (layers:" in \
         " ".join(res.output.split())
+
+
+def test_sizes_torch_refuses_are_refused_at_parse_naming_the_argument(cli, tmp_path):
+    # each ran, failed inside torch and left a partial run behind (exit 1): batch norm over one value per
+    # channel (N x S x S = 1), group norm of 8 channels in gcd(32, 8) = 8 groups of one value, a 2x2 average
+    # pool over a 1x1 image
+    cases = [
+        (["batch_norm", "--batch", "1", "--size", "1"],
+         "error: --batch must be at least 2 for batch_norm at --size 1: a batch norm in training needs more than "
+         "one value per channel (N x S x S is 1) (got 1)"),
+        (["group_norm", "--batch", "1", "--size", "1", "--channels", "8"],
+         "error: --batch must be at least 2 for group_norm at --size 1 and --channels 8 (8 groups of one channel): "
+         "a group norm needs more than one value per group (N x S x S x C / groups is 1) (got 1)"),
+        (["avg_pool,conv2d", "--size", "4,1"], "error: --size must be at least 2 for avg_pool (one 2x2 window) (got 1)"),
+    ]
+    for args, message in cases:
+        res = cli("run", "layers", "--layers", *args, "--traces", tmp_path / "t", *FAST)
+        assert res.exit_code == 2, res.output
+        assert message in " ".join(res.output.split())
+        assert not (tmp_path / "t").exists()
+
+
+def test_every_size_parse_accepts_builds_and_every_one_it_refuses_torch_refuses():
+    from wlprof.errors import InputError
+    from wlprof.workloads.layers import LayersSpec
+
+    wl, cpu, refused = workloads.get("layers"), torch.device("cpu"), []
+    for layer in ("conv2d", "batch_norm", "group_norm", "layer_norm", "max_pool", "avg_pool", "attention",
+                  "cross_entropy", "embedding"):
+        for n in (1, 2):
+            for c in (1, 3, 4):
+                for s in (1, 2):
+                    raw = {"layers": [layer], "batch": [n], "channels": [c], "size": [s], "head_dim": 1,
+                           "kernel_size": 1, "vocab": 1}
+                    try:
+                        point = wl.points(wl.parse(raw, cpu, torch.float32).spec)[0]
+                    except InputError:
+                        # refused: the step torch would run raises too (the spec built without the check)
+                        refused.append((layer, n, c, s))
+                        point = wl.points(LayersSpec((layer,), (n,), (c,), (s,), 1, 1, 1))[0]
+                        with pytest.raises((ValueError, RuntimeError)):
+                            wl.build(point, cpu, torch.float32).step()
+                        continue
+                    grads = wl.build(point, cpu, torch.float32).step()
+                    assert all(torch.isfinite(g).all() for g in grads), (layer, n, c, s)
+    # N = S = 1: batch norm at every width, group norm at 1 and 4 channels (3 makes one group of 3 values);
+    # S = 1: average pooling
+    assert sorted(refused) == sorted(
+        [("batch_norm", 1, c, 1) for c in (1, 3, 4)] + [("group_norm", 1, c, 1) for c in (1, 4)]
+        + [("avg_pool", n, c, 1) for n in (1, 2) for c in (1, 3, 4)])

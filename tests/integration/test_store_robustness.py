@@ -13,6 +13,7 @@ import time
 import pandas as pd
 import pytest
 import torch
+from typer.testing import CliRunner
 
 import wlprof
 from wlprof.store.runs import list_runs
@@ -84,6 +85,16 @@ def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings, cli):
     assert r.exit_code == 2 and "RUN_ID" in r.output
 
 
+def test_resume_of_a_run_that_is_not_there_writes_nothing(tmp_path, cli):
+    # the traces folder was made before the run was looked for: an empty folder left behind
+    out = tmp_path / "traces"
+    r = cli("run", "gemm", "--shapes", "8x8x8", "--traces", out, *FAST, "--resume", "gemm-nope")
+    assert r.exit_code == 2
+    assert f"error: --resume must name a run in {out.resolve()}/ (see `wlprof ls`) (got 'gemm-nope')" in \
+        " ".join(r.output.split())
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings):
     out = tmp_path / "traces"
@@ -123,6 +134,15 @@ def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, 
     steps = wlprof.load(tmp_path, table="steps").set_index("point")
     assert steps.loc[1, "status"] == "failed" and "out of memory" in steps.loc[1, "error"]
     assert set(wlprof.load(tmp_path).point) == {0, 2}
+    # compare names the failed point as failed, with its reason (it said the run had no such point)
+    from wlprof.cli.main import app
+
+    run = res.path.name
+    out = CliRunner().invoke(app, ["compare", f"{run}:balanced 16x8x8", f"{run}:balanced 8x8x8", "--traces",
+                                   str(tmp_path)], terminal_width=300)
+    assert out.exit_code == 2
+    assert (f"error: A must name a sweep point that finished; 'balanced 16x8x8' of {run} is failed: "
+            "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB (got 'balanced 16x8x8')") in out.output
 
 
 @pytest.mark.slow

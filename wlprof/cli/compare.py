@@ -29,6 +29,15 @@ def _select(traces: Path, spec: str, arg: str):
                              spec)
         variant = variants[0]
     if variant not in variants:
+        import wlprof
+
+        every = wlprof.load(traces, table="steps", run_id=[run])
+        failed = every[every.variant == variant]
+        if len(failed):  # a sweep point of the run that did not finish: say so, and why
+            row = failed.iloc[0]
+            why = f": {row.error}" if "error" in failed and isinstance(row.error, str) and row.error else ""
+            raise InputError(arg, f"must name a sweep point that finished; {variant!r} of {run} is {row.status}{why}",
+                             variant)
         raise InputError(arg, f"must name a sweep point of {run}, one of {listed}", variant,
                          hint=did_you_mean(variant, variants))
     kernels = load_runs(traces, "kernels", [run], arg)

@@ -36,7 +36,8 @@ for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (
 
 
 def main() -> None:
-    app()
+    # "wlprof" however it was started (`python -m wlprof`, torchrun -m wlprof): messages name the command to type
+    app(prog_name="wlprof")
 
 
 if __name__ == "__main__":

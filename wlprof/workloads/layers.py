@@ -86,6 +86,27 @@ class Layers(Workload):
             if bad:
                 raise InputError(Key("channels"), ("must be multiples of ", Key("head_dim"), f" ({hd}) for attention"),
                                  bad[0])
+        layers, sizes = values["layers"], values["size"]
+        if "avg_pool" in layers and min(sizes) < 2:
+            raise InputError(Key("size"), "must be at least 2 for avg_pool (one 2x2 window)", min(sizes))
+        # torch refuses a norm with batch statistics over one value ("Expected more than 1 value per
+        # channel when training"): batch_norm's N x S x S per channel, group_norm's N x S x S x C / groups
+        for layer in ("batch_norm", "group_norm"):
+            if layer not in layers:
+                continue
+            for n in values["batch"]:
+                for c in values["channels"]:
+                    for s in sizes:
+                        per_group = c // math.gcd(32, c) if layer == "group_norm" else 1
+                        if n * s * s * per_group > 1:
+                            continue
+                        if layer == "group_norm":
+                            where = (" 1 and ", Key("channels"), f" {c} ({c} groups of one channel): a group "
+                                     "norm needs more than one value per group (N x S x S x C / groups is 1)")
+                        else:
+                            where = (" 1: a batch norm in training needs more than one value per channel "
+                                     "(N x S x S is 1)",)
+                        raise InputError(Key("batch"), (f"must be at least 2 for {layer} at ", Key("size"), *where), n)
         if device.type != "cuda" and not {"batch", "channels", "size"} & values.given:
             notes.append("CPU: batch 2, channels 32, size 8 (GPU default 8,32 / 64,256 / 32)")
         return Parsed(LayersSpec(tuple(values["layers"]), tuple(values["batch"]), tuple(values["channels"]),
