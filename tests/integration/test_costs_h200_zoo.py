@@ -17,7 +17,6 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200_zoo"
