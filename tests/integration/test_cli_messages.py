@@ -142,6 +142,19 @@ def test_help_examples_name_the_shipped_profile(command):
     assert named and all((root / p / "profile.json").is_file() for p in named), named
 
 
+def test_the_docs_command_lines_name_the_shipped_profile_or_one_they_write():
+    # docs/placement.md named profiles/h200, which no checkout has: `place` then refused it
+    root = Path(__file__).resolve().parents[2]
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text()
+        written = set(re.findall(r"wlprof profile [^\n]*?-o (\S+)", text))
+        for line in text.splitlines():
+            if not line.lstrip().startswith("wlprof "):
+                continue
+            for named in re.findall(r"--profile (\S+)", line):
+                assert named in written or (root / named / "profile.json").is_file(), (doc.name, line)
+
+
 def test_an_unknown_profile_section_is_named_as_its_option_with_a_close_match(tmp_path):
     res = invoke("profile", "--device", "cpu", "-o", tmp_path / "p", "--section", "gemm", "--section", "moe")
     # was: "--sections must be sections of the grid (...) (got ['gemm'])", from the --help's own example
