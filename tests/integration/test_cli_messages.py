@@ -155,6 +155,17 @@ def test_the_docs_command_lines_name_the_shipped_profile_or_one_they_write():
                 assert named in written or (root / named / "profile.json").is_file(), (doc.name, line)
 
 
+def test_top_level_help_lists_run_first_and_each_summary_as_one_paragraph():
+    res = runner.invoke(app, ["--help"], terminal_width=100)
+    listed = re.findall(r"^│ (\w+) ", res.output, flags=re.M)
+    assert listed == ["run", "sweep", "ls", "show", "compare", "report", "roofline", "calibrate", "ingest",
+                      "overlap", "predict", "profile", "place"]
+    flat = " ".join(res.output.replace("│", " ").split())
+    # the docstring's line break inside roofline's summary used to start a new line mid-sentence
+    assert any("roof per dtype) with every op call" in line for line in res.output.splitlines())
+    assert "with --profile, predict runs, a --spec configuration or a --trace never profiled" in flat
+
+
 def test_an_unknown_profile_section_is_named_as_its_option_with_a_close_match(tmp_path):
     res = invoke("profile", "--device", "cpu", "-o", tmp_path / "p", "--section", "gemm", "--section", "moe")
     # was: "--sections must be sections of the grid (...) (got ['gemm'])", from the --help's own example

@@ -47,7 +47,8 @@ def predict(
     refit: Annotated[bool, typer.Option("--refit", help="With --profile: fit the profile's runs again.")] = False,
     wide: Wide = False,
 ) -> None:
-    """Fit the ladder on --train runs and score every level per family on --test runs.
+    """Fit the ladder on --train runs and score every level per family on --test runs; with
+    --profile, predict runs, a --spec configuration or a --trace never profiled.
 
     The Level-3 use: profile offline into a folder of its own, then
     `wlprof predict --train-traces offline --test RUN...` scores what the profile predicts.
