@@ -84,3 +84,15 @@ def test_predict_trace_without_step_markers_says_it_predicts_the_whole_trace_as_
     assert marker in shown and marker in md
     assert LEFT.format(n="2 calls", k=2) in shown
     assert "plain.pt.trace.json: 28 calls," in shown
+
+
+def test_a_bad_scale_is_refused_before_the_trace_is_read(traces, tmp_path):
+    out = tmp_path / "p.md"
+    res = CliRunner().invoke(app, ["predict", "--profile", str(PROFILE), "--trace", str(traces["steps"]),
+                                   "--scale", "batch=abc", "-o", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 2
+    # one error line naming the option, the rule and the value; no prediction notes printed before it
+    assert res.output.strip().splitlines() == [
+        "error: --scale must be DIM=FACTOR with DIM batch (rows, tokens) or a dimension's value and FACTOR a "
+        "positive number (e.g. batch=4) (got 'batch=abc')"]
+    assert not out.exists()

@@ -159,6 +159,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     con = console(wide=wide)
     if not Path(path).is_file():
         raise InputError("--trace", "must be a torch.profiler trace file", str(path))
+    parsed = parse_scale(scale_text) if scale_text else None  # refused before the trace is read
     predictor, host, info = load_profile(profile, refit)
     ops = ingest_trace(str(path))
     notes = []
@@ -181,8 +182,8 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
             notes.append(left_out_note(left_out, gpu))
             con.print(f"[yellow]{notes[-1]}[/yellow]")
     unscaled, same_device = None, False
-    if scale_text:
-        dim, factor = parse_scale(scale_text)
+    if parsed:
+        dim, factor = parsed
         unscaled = ops
         ops, value = scaled(ops, dim, factor)
         con.print(describe(unscaled, ops, dim, value, factor))
