@@ -78,6 +78,11 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
      "error: --spec's batch must be a positive integer (got 0)"),
     (["predict", "--profile", PROFILE],
      "error: --profile takes exactly one of --test RUN..., --spec SPEC and --trace FILE (got 'none of them')"),
+    # --dtype with --trace was ignored, a negative --top dropped the last rows (Python's head(-1))
+    (["predict", "--profile", PROFILE, "--trace", "x.json", "--dtype", "float16"],
+     "error: --dtype applies to --spec (a trace or a run keeps its own dtypes) (got 'float16')"),
+    (["predict", "--profile", PROFILE, "--spec", "mlp batch=2", "--top", "-1"],
+     "error: --top must be a number of op rows, 0 or more (got -1)"),
     (["run", "moe", "--routing", "dispresed"], "did you mean 'dispersed'?"),
     (["run", "gnn", "--graph", "rmta"], "did you mean 'rmat'?"),
     (["run", "gemm", "--device", "cdua"], "did you mean 'cuda'?"),

@@ -70,6 +70,10 @@ def predict(
                              ", ".join(given) or "none of them")
         if scale is not None and trace is None:
             raise InputError("--scale", "applies to --trace", scale)
+        if dtype is not None and spec is None:
+            raise InputError("--dtype", "applies to --spec (a trace or a run keeps its own dtypes)", dtype)
+        if top < 0:
+            raise InputError("--top", "must be a number of op rows, 0 or more", top)
         if spec is not None:
             return predict_profile.spec(profile, spec, dtype, top, out, refit, wide)
         if trace is not None:
