@@ -96,3 +96,11 @@ def test_a_bad_scale_is_refused_before_the_trace_is_read(traces, tmp_path):
         "error: --scale must be DIM=FACTOR with DIM batch (rows, tokens) or a dimension's value and FACTOR a "
         "positive number (e.g. batch=4) (got 'batch=abc')"]
     assert not out.exists()
+
+
+def test_top_zero_lists_every_op_row_as_show_does(traces, tmp_path):
+    res = CliRunner().invoke(app, ["predict", "--profile", str(PROFILE), "--trace", str(traces["steps"]),
+                                   "--top", "0", "-o", str(tmp_path / "p.md")], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    rows = [line for line in (tmp_path / "p.md").read_text().splitlines() if line.startswith("| aten::")]
+    assert len(rows) == 10 and "more)" not in res.output  # 13 calls in 10 (op, shapes) rows, none folded

@@ -43,7 +43,7 @@ def predict(
         "every input dimension equal to its value, so one that only equals it changes too. Default: none.",
         metavar="DIM=FACTOR")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="With --spec: the dtype. Default: bfloat16.")] = None,
-    top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown.")] = 15,
+    top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown (0: all).")] = 15,
     refit: Annotated[bool, typer.Option("--refit", help="With --profile: fit the profile's runs again.")] = False,
     wide: Wide = False,
 ) -> None:
@@ -73,7 +73,7 @@ def predict(
         if dtype is not None and spec is None:
             raise InputError("--dtype", "applies to --spec (a trace or a run keeps its own dtypes)", dtype)
         if top < 0:
-            raise InputError("--top", "must be a number of op rows, 0 or more", top)
+            raise InputError("--top", "must be 0 (all) or a positive number", top)
         if spec is not None:
             return predict_profile.spec(profile, spec, dtype, top, out, refit, wide)
         if trace is not None:
