@@ -49,8 +49,10 @@ def test_calls_and_left_out_name_the_cpu_only_kernel_and_keep_relu_backward(trac
 
     predictor, _, _ = load_profile(PROFILE, False)
     calls, left = calls_and_left_out(str(traces["plain"]), frozenset(predictor.meta.get("op_names", [])))
-    # the CPU's flash attention forward has no CUDA launch under its name: one per step, left out
-    assert left.op_name.tolist() == ["aten::_scaled_dot_product_flash_attention_for_cpu"] * 2
+    # the CPU's flash attention has no CUDA launch under its name: forward and backward once per step,
+    # left out (the backward's nested zeros and contiguous are fills and copies, not its work)
+    fwd = "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert left.op_name.tolist() == [fwd, f"{fwd}_backward"] * 2
     # ReLU's backward launches one kernel on CUDA: a call of each step, sized as recorded
     relu_bwd = calls[calls.op_name == "aten::threshold_backward"]
     assert len(relu_bwd) == 2
@@ -66,12 +68,13 @@ def _predict(trace: Path, out: Path) -> tuple[str, str]:
 
 LEFT = ("left out, not predicted: {n} that did work on the CPU but whose op NVIDIA H200 does not launch "
         "under that name and the profile does not hold (the step's predicted times lack them): "
-        "aten::_scaled_dot_product_flash_attention_for_cpu ({k})")
+        "aten::_scaled_dot_product_flash_attention_for_cpu ({k}), "
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward ({k})")
 
 
 def test_predict_trace_says_what_it_left_out_within_the_first_step(traces, tmp_path):
     shown, md = _predict(traces["steps"], tmp_path / "p.md")
-    note = LEFT.format(n="1 call", k=1)
+    note = LEFT.format(n="2 calls", k=1)
     assert note in shown and note in md
     assert "no ProfilerStep#N markers" not in shown
     assert "steps.pt.trace.json: 13 calls," in shown  # the first step only (the second adds into .grad)
@@ -82,7 +85,7 @@ def test_predict_trace_without_step_markers_says_it_predicts_the_whole_trace_as_
     marker = ("plain.pt.trace.json: no ProfilerStep#N markers: the whole trace is taken as one step, and predicted "
               "as one (a torch.profiler schedule marks each step)")
     assert marker in shown and marker in md
-    assert LEFT.format(n="2 calls", k=2) in shown
+    assert LEFT.format(n="4 calls", k=2) in shown
     assert "plain.pt.trace.json: 28 calls," in shown
 
 

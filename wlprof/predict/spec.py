@@ -302,8 +302,8 @@ def calls_of_trace(path: str, launching: frozenset[str] | None = None) -> pd.Dat
 
 def calls_and_left_out(path: str, launching: frozenset[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`calls_of_trace`, and the work it leaves out: the outermost ops with a cost formula on the
-    branches where no call is kept (`op_name`, `ts_us`), e.g. a CPU-only kernel such as
-    `_scaled_dot_product_flash_attention_for_cpu`, which CUDA runs under another name."""
+    branches where no call but fills and copies is kept (`op_name`, `ts_us`), e.g. a CPU-only kernel
+    such as `_scaled_dot_product_flash_attention_for_cpu`, which CUDA runs under another name."""
     import json
 
     from wlprof import pipeline
@@ -339,7 +339,9 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None) -> tu
         inherited = p >= 0 and (covered[p] or keep[p])
         covered[i] = inherited
         keep[i] = launch[i] and not inherited
-    kept_below = keep.copy()  # a kept call at or below: children follow their parents
+    # a kept call at or below that does the work (not a fill or copy CUDA also runs as setup)
+    kept_below = keep & ~np.isin(np.array([CUDA_NAMES.get(n, n) for n in names], dtype=object),
+                                 list(registry.SUPPORT_OPS))
     for i in range(len(ops) - 1, -1, -1):
         if kept_below[i] and parent[i] >= 0:
             kept_below[parent[i]] = True
@@ -349,7 +351,7 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None) -> tu
         p = parent[i]
         if p >= 0 and inside[p]:
             inside[i] = True
-        elif not (covered[i] or kept_below[i]) and registry.has_formula(names[i]):
+        elif not (covered[i] or keep[i] or kept_below[i]) and registry.has_formula(names[i]):
             lost[i] = inside[i] = True
     left_out = pd.DataFrame({"op_name": names[lost].astype(str),
                              "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3}, columns=["op_name", "ts_us"])
