@@ -89,6 +89,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError(Key("jobs", "store"), "must be a positive number of processes", jobs)
     files = trace_files(path)
+    made = [d for d in (Path(traces), *Path(traces).parents) if not d.exists()]  # deepest first
     root = check_writable(traces, Key("traces", "store"))
     manifest: dict[str, Any] = {
         "command": command, "study": {"name": name, "workload": "ingest", "source": str(path)},
@@ -120,9 +121,20 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         writer.finish("complete")
     except BaseException:
         writer.abort()
+        _remove_empty(made)
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
     return IngestResult(writer.run_id, writer.path, done, origin)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders an ingest created (deepest first) where they are still empty: a refused
+    ingest leaves no traces folder behind."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def _distinct_variants(run_path: Path, points: list[dict], files: list[Path]) -> None:

@@ -78,6 +78,12 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
      "error: --spec's batch must be a positive integer (got 0)"),
     (["predict", "--profile", PROFILE],
      "error: --profile takes exactly one of --test RUN..., --spec SPEC and --trace FILE (got 'none of them')"),
+    # --dtype with --trace was ignored, a negative --top dropped the last rows (Python's head(-1))
+    (["predict", "--profile", PROFILE, "--trace", "x.json", "--dtype", "float16"],
+     "error: --dtype applies to --spec (a trace or a run keeps its own dtypes) (got 'float16')"),
+    (["predict", "--profile", PROFILE, "--spec", "mlp batch=2", "--top", "-1"],
+     "error: --top must be 0 (all) or a positive number (got -1)"),
+    (["compare", "a", "b", "--top", "-2"], "error: --top must be 0 (all) or a positive number (got -2)"),
     (["run", "moe", "--routing", "dispresed"], "did you mean 'dispersed'?"),
     (["run", "gnn", "--graph", "rmta"], "did you mean 'rmat'?"),
     (["run", "gemm", "--device", "cdua"], "did you mean 'cuda'?"),
@@ -140,6 +146,30 @@ def test_help_examples_name_the_shipped_profile(command):
     named = re.findall(r"--profile (\S+)", res.output)
     root = Path(__file__).resolve().parents[2]
     assert named and all((root / p / "profile.json").is_file() for p in named), named
+
+
+def test_the_docs_command_lines_name_the_shipped_profile_or_one_they_write():
+    # docs/placement.md named profiles/h200, which no checkout has: `place` then refused it
+    root = Path(__file__).resolve().parents[2]
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text()
+        written = set(re.findall(r"wlprof profile [^\n]*?-o (\S+)", text))
+        for line in text.splitlines():
+            if not line.lstrip().startswith("wlprof "):
+                continue
+            for named in re.findall(r"--profile (\S+)", line):
+                assert named in written or (root / named / "profile.json").is_file(), (doc.name, line)
+
+
+def test_top_level_help_lists_run_first_and_each_summary_as_one_paragraph():
+    res = runner.invoke(app, ["--help"], terminal_width=100)
+    listed = re.findall(r"^│ (\w+) ", res.output, flags=re.M)
+    assert listed == ["run", "sweep", "ls", "show", "compare", "report", "roofline", "calibrate", "ingest",
+                      "overlap", "predict", "profile", "place"]
+    flat = " ".join(res.output.replace("│", " ").split())
+    # the docstring's line break inside roofline's summary used to start a new line mid-sentence
+    assert any("roof per dtype) with every op call" in line for line in res.output.splitlines())
+    assert "with --profile, predict runs, a --spec configuration or a --trace never profiled" in flat
 
 
 def test_an_unknown_profile_section_is_named_as_its_option_with_a_close_match(tmp_path):

@@ -221,6 +221,19 @@ def test_truncated_gzip_names_the_file(tmp_path, cli):
     assert files_under(tmp_path / "t") == []
 
 
+def test_a_refused_ingest_leaves_no_traces_folder_it_created(tmp_path, cli):
+    # `wlprof run` refuses bad input before it creates --traces; a refused ingest removes what it made
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": 5}')
+    res = cli("ingest", bad, "--traces", tmp_path / "new" / "traces")
+    assert res.exit_code == 2 and "not a Chrome trace" in res.output
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()  # a folder that was there stays, empty
+    res = cli("ingest", bad, "--traces", kept)
+    assert res.exit_code == 2 and kept.is_dir() and list(kept.iterdir()) == []
+
+
 def test_a_folder_with_one_bad_file_writes_nothing(tmp_path, cli):
     src = tmp_path / "run"
     src.mkdir()

@@ -42,6 +42,16 @@ def test_roofline_and_compare(traces, tmp_path, cli):
     assert res.exit_code == 2 and "add ':VARIANT'" in res.output
 
 
+def test_compare_top_zero_lists_every_kernel_row(traces, cli):
+    # --top 0 printed empty tables (pandas' head(0)); it lists every row, as `show --top 0` does
+    moe = h200_run("moe").name
+    args = ("compare", f"{moe}:concentrated / grouped", f"{moe}:dispersed / grouped", "--traces", traces)
+    few, every = cli(*args, "--top", "1"), cli(*args, "--top", "0")
+    assert few.exit_code == 0 and every.exit_code == 0, every.output
+    assert every.output.count("moe/") > few.output.count("moe/") >= 1
+    assert "moe/router" in every.output and "moe/combine" in every.output
+
+
 @pytest.mark.slow
 def test_predict_scores_the_ladder_on_unseen_runs(traces, cli):
     tr = f"{h200_run('gemm').name},{h200_run('mlp').name}"

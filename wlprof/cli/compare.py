@@ -56,7 +56,7 @@ def compare(
     a: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT (the baseline)")],
     b: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT")],
     traces: Traces = DEFAULT_TRACES,
-    top: Annotated[int, typer.Option("--top", help="Rows per table.")] = 12,
+    top: Annotated[int, typer.Option("--top", help="Rows per table (0: all).")] = 12,
     wide: Wide = False,
 ) -> None:
     """Timings, then kernel time per step by op category, by phase and by kernel, with B - A and B / A."""
@@ -65,6 +65,9 @@ def compare(
     from wlprof.cli.markdown import rich_table
     from wlprof.errors import InputError
 
+    if top < 0:
+        raise InputError("--top", "must be 0 (all) or a positive number", top)
+    rows = top or None  # 0: every row
     sa, ka, la = _select(traces, a, "A")
     sb, kb, lb = _select(traces, b, "B")
     if sa.device_name != sb.device_name:
@@ -86,10 +89,10 @@ def compare(
             "kernels_b": 4}
     for by, title in ((["category"], "by op category"), (["region"], "by phase (record_function region)")):
         t = compare_kernels(ka, kb, by)
-        con.print(rich_table(t.head(top), {by[0]: by[0], **cols}, title=title, formats=formats, priorities=prio,
+        con.print(rich_table(t.head(rows), {by[0]: by[0], **cols}, title=title, formats=formats, priorities=prio,
                              text={by[0]}, wrap={by[0]: 24}, **opts))
     ka2, kb2 = ka.assign(kernel=ka.name.map(short_kernel_name)), kb.assign(kernel=kb.name.map(short_kernel_name))
     t = compare_kernels(ka2, kb2, ["op_name", "kernel"])
-    con.print(rich_table(t.head(top), {"op_name": "op", "kernel": "kernel", **cols}, title="by kernel",
+    con.print(rich_table(t.head(rows), {"op_name": "op", "kernel": "kernel", **cols}, title="by kernel",
                          formats=formats, priorities={**prio, "op_name": 10, "kernel": 10}, text={"op_name", "kernel"},
                          wrap={"op_name": 16, "kernel": 24}, **opts))

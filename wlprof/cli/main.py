@@ -32,7 +32,9 @@ app.add_typer(run.app, name="run")
 for _module, _name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"), (report, "report"),
                        (roofline, "roofline"), (compare, "compare"), (predict, "predict"), (ingest, "ingest"),
                        (overlap, "overlap"), (place, "place"), (profile, "profile")):
-    app.command(_name, epilog=_module.EXAMPLES, cls=WlprofCommand)(getattr(_module, _name))
+    _fn = getattr(_module, _name)
+    _summary = " ".join((_fn.__doc__ or "").split("\n\n")[0].split())  # the list's line, not the docstring's breaks
+    app.command(_name, epilog=_module.EXAMPLES, cls=WlprofCommand, short_help=_summary)(_fn)
 
 
 def main() -> None:

@@ -43,11 +43,12 @@ def predict(
         "every input dimension equal to its value, so one that only equals it changes too. Default: none.",
         metavar="DIM=FACTOR")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="With --spec: the dtype. Default: bfloat16.")] = None,
-    top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown.")] = 15,
+    top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown (0: all).")] = 15,
     refit: Annotated[bool, typer.Option("--refit", help="With --profile: fit the profile's runs again.")] = False,
     wide: Wide = False,
 ) -> None:
-    """Fit the ladder on --train runs and score every level per family on --test runs.
+    """Fit the ladder on --train runs and score every level per family on --test runs; with
+    --profile, predict runs, a --spec configuration or a --trace never profiled.
 
     The Level-3 use: profile offline into a folder of its own, then
     `wlprof predict --train-traces offline --test RUN...` scores what the profile predicts.
@@ -69,6 +70,10 @@ def predict(
                              ", ".join(given) or "none of them")
         if scale is not None and trace is None:
             raise InputError("--scale", "applies to --trace", scale)
+        if dtype is not None and spec is None:
+            raise InputError("--dtype", "applies to --spec (a trace or a run keeps its own dtypes)", dtype)
+        if top < 0:
+            raise InputError("--top", "must be 0 (all) or a positive number", top)
         if spec is not None:
             return predict_profile.spec(profile, spec, dtype, top, out, refit, wide)
         if trace is not None:

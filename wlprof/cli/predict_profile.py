@@ -154,25 +154,36 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     from wlprof.errors import InputError
     from wlprof.predict.profile import load_profile
     from wlprof.predict.scale import describe, ingest_trace, parse_scale, scaled
+    from wlprof.trace.join import NO_STEP_MARKERS
 
     con = console(wide=wide)
     if not Path(path).is_file():
         raise InputError("--trace", "must be a torch.profiler trace file", str(path))
+    parsed = parse_scale(scale_text) if scale_text else None  # refused before the trace is read
     predictor, host, info = load_profile(profile, refit)
     ops = ingest_trace(str(path))
+    notes = []
+    if NO_STEP_MARKERS in ops.attrs.get("warnings", []):
+        notes.append(f"{Path(path).name}: {NO_STEP_MARKERS}, and predicted as one (a torch.profiler "
+                     "schedule marks each step)")
+        con.print(f"[yellow]{notes[-1]}[/yellow]")
     steps = sorted(s for s in ops.step.unique() if s >= 0) if "step" in ops else []
     if steps:  # one step: the first profiled one
         ops = ops[ops.step == steps[0]]
     gpu_profile = (info.get("device") or {}).get("type") == "cuda"
     if gpu_profile and len(ops) and "device_type" in ops and (ops.device_type == "cpu").all():
-        ops = _cpu_calls(path, ops, predictor)
+        ops, left_out = _cpu_calls(path, ops, predictor)
+        gpu = (info.get("device") or {}).get("name", "the profile")
         con.print(f"[yellow]{Path(path).name} ran on the CPU: its op calls are predicted as "
-                  f"{(info.get('device') or {}).get('name', 'the profile')} would launch them (on each branch "
+                  f"{gpu} would launch them (on each branch "
                   "of the op tree the outermost op that launches kernels there); its CPU times are not "
                   "comparable and are not shown[/yellow]")
+        if len(left_out):
+            notes.append(left_out_note(left_out, gpu))
+            con.print(f"[yellow]{notes[-1]}[/yellow]")
     unscaled, same_device = None, False
-    if scale_text:
-        dim, factor = parse_scale(scale_text)
+    if parsed:
+        dim, factor = parsed
         unscaled = ops
         ops, value = scaled(ops, dim, factor)
         con.print(describe(unscaled, ops, dim, value, factor))
@@ -187,17 +198,32 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     if "measured_us" in ops and pd.to_numeric(ops.measured_us, errors="coerce").isna().all():
         ops = ops.drop(columns="measured_us")  # a CPU trace: no device times to set beside the prediction
         title = title.split(";")[0].split(" beside")[0] + "."
+    for note in notes:
+        title += f"\n\n{note}."
     _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide, unscaled=unscaled,
                       same_device=same_device)
 
 
-def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> pd.DataFrame:
-    """A CPU trace's calls as CUDA launches them (`spec.calls_of_trace`), within the step `ops` holds."""
-    from wlprof.predict.spec import calls_of_trace
+def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A CPU trace's calls as CUDA launches them (`spec.calls_and_left_out`) within the step `ops`
+    holds, and the costed ops of that step no call covers (not predicted)."""
+    from wlprof.predict.spec import calls_and_left_out
 
-    calls = calls_of_trace(str(path), frozenset(predictor.meta.get("op_names", [])))
+    calls, left = calls_and_left_out(str(path), frozenset(predictor.meta.get("op_names", [])))
     ts = pd.to_numeric(ops.ts_us, errors="coerce")
     end = ts + pd.to_numeric(ops.cpu_dur_us, errors="coerce").fillna(0) if "cpu_dur_us" in ops else ts
     calls = calls[(calls.ts_us >= ts.min()) & (calls.ts_us <= end.max())]
-    return calls.assign(device_type="cpu", device_name=str(ops.device_name.iat[0]), workload="ingest",
-                        run_id="trace", point=0).reset_index(drop=True)
+    left = left[(left.ts_us >= ts.min()) & (left.ts_us <= end.max())]
+    return (calls.assign(device_type="cpu", device_name=str(ops.device_name.iat[0]), workload="ingest",
+                         run_id="trace", point=0).reset_index(drop=True), left.reset_index(drop=True))
+
+
+def left_out_note(left: pd.DataFrame, gpu: str) -> str:
+    """What a CPU trace's prediction leaves out: the ops that did work on the CPU but that neither
+    launch on the GPU as recorded nor are held by the profile, counted by name."""
+    counts = left.op_name.value_counts(sort=False)
+    counts = counts.sort_values(ascending=False, kind="stable")
+    named = ", ".join(f"{name} ({n})" for name, n in counts.items())
+    return (f"left out, not predicted: {len(left)} call{'s' if len(left) != 1 else ''} that did work on the CPU "
+            f"but whose op {gpu} does not launch under that name and the profile does not hold "
+            f"(the step's predicted times lack them): {named}")

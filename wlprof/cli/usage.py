@@ -146,6 +146,17 @@ class WlprofGroup(TyperGroup):
             opt.metavar = ""
         return opt
 
+    # `wlprof --help` lists the commands in the order a user meets them (the rest after, by name)
+    ORDER = ("run", "sweep", "ls", "show", "compare", "report", "roofline", "calibrate", "ingest", "overlap",
+             "predict", "profile", "place")
+
+    def list_commands(self, ctx):
+        names = super().list_commands(ctx)
+        if ctx.info_name == "run":
+            return names
+        rank = {n: i for i, n in enumerate(self.ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
     def resolve_command(self, ctx, args):
         from wlprof.errors import did_you_mean
 

@@ -89,7 +89,7 @@ def breakdown(ops: pd.DataFrame, pred: np.ndarray, src: np.ndarray, top: int = 1
     g = frame.groupby(["op", "shapes"], sort=False, dropna=False).agg(**agg).reset_index()
     g["share"] = g.pred_us / max(g.pred_us.sum(), 1e-12)
     g = g.sort_values("pred_us", ascending=False)
-    if len(g) > top:
+    if 0 < top < len(g):  # 0: every row
         rest = g.iloc[top:]
         tail = {"op": f"({len(rest)} more)", "shapes": "", "calls": int(rest.calls.sum()),
                 "pred_us": float(rest.pred_us.sum()), "each_us": np.nan, "source": "", "share": float(rest.share.sum())}

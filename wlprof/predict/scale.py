@@ -126,7 +126,9 @@ def ingest_trace(path: str) -> pd.DataFrame:
     ceilings, _ = _ceilings(device_type, device_name)
     ident = {"run_id": "trace", "workload": "ingest", "variant": str(path), "point": 0,
              "device_type": device_type, "device_name": device_name}
-    return pipeline.tables(trace, ceilings=ceilings, identity=ident).ops
+    ops = pipeline.tables(trace, ceilings=ceilings, identity=ident).ops
+    ops.attrs["warnings"] = list(trace.warnings)  # e.g. no step markers: the whole trace is one step
+    return ops
 
 
 def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> tuple[pd.DataFrame, int]:

@@ -286,7 +286,9 @@ LAUNCHING = frozenset("aten::" + n for n in (
     "exp leaky_relu where lt gt ge eq ne abs copy_ fill_ cat sum mean amax _softmax topk sort cumsum gather "
     "scatter_ scatter_add_ scatter_reduce_ index_add_ index_copy_ index index_put_ _index_put_impl_ "
     "nonzero segment_reduce floor_divide arange all _local_scalar_dense repeat_interleave "
-    "_convert_indices_from_coo_to_csr bincount clamp").split())
+    "_convert_indices_from_coo_to_csr bincount clamp "
+    "threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward leaky_relu_backward "
+    "hardtanh_backward").split())
 # ops that dispatch to others on CUDA too when they take these shapes (one-argument where is nonzero)
 _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
 
@@ -295,9 +297,17 @@ def calls_of_trace(path: str, launching: frozenset[str] | None = None) -> pd.Dat
     """The op calls of a CPU trace as CUDA launches them (one row each, in launch order): on every
     branch of the op tree the outermost op that launches kernels on CUDA (`LAUNCHING`, and the names
     in `launching`), else an op CUDA runs as another (`CUDA_NAMES`)."""
+    return calls_and_left_out(path, launching)[0]
+
+
+def calls_and_left_out(path: str, launching: frozenset[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`calls_of_trace`, and the work it leaves out: the outermost ops with a cost formula on the
+    branches where no call but fills and copies is kept (`op_name`, `ts_us`), e.g. a CPU-only kernel
+    such as `_scaled_dot_product_flash_attention_for_cpu`, which CUDA runs under another name."""
     import json
 
     from wlprof import pipeline
+    from wlprof.cost import registry
     from wlprof.trace.join import join
 
     names_ok = LAUNCHING | (launching or frozenset())
@@ -329,6 +339,22 @@ def calls_of_trace(path: str, launching: frozenset[str] | None = None) -> pd.Dat
         inherited = p >= 0 and (covered[p] or keep[p])
         covered[i] = inherited
         keep[i] = launch[i] and not inherited
+    # a kept call at or below that does the work (not a fill or copy CUDA also runs as setup)
+    kept_below = keep & ~np.isin(np.array([CUDA_NAMES.get(n, n) for n in names], dtype=object),
+                                 list(registry.SUPPORT_OPS))
+    for i in range(len(ops) - 1, -1, -1):
+        if kept_below[i] and parent[i] >= 0:
+            kept_below[parent[i]] = True
+    lost = np.zeros(len(ops), bool)  # outermost costed ops on branches with no kept call
+    inside = np.zeros(len(ops), bool)  # at or below a lost op
+    for i in range(len(ops)):
+        p = parent[i]
+        if p >= 0 and inside[p]:
+            inside[i] = True
+        elif not (covered[i] or keep[i] or kept_below[i]) and registry.has_formula(names[i]):
+            lost[i] = inside[i] = True
+    left_out = pd.DataFrame({"op_name": names[lost].astype(str),
+                             "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3}, columns=["op_name", "ts_us"])
     rows = []
     for i in np.flatnonzero(keep):
         a = args(i)
@@ -343,7 +369,7 @@ def calls_of_trace(path: str, launching: frozenset[str] | None = None) -> pd.Dat
     out["dur_us"] = np.nan
     out["kernel_count"] = 1
     out = _translate(out.sort_values("ts_us", kind="stable"))
-    return out.drop(columns="_as").reset_index(drop=True)
+    return out.drop(columns="_as").reset_index(drop=True), left_out
 
 
 def _translate(ops: pd.DataFrame) -> pd.DataFrame:
