@@ -11,12 +11,11 @@ recorded and no kernel names it: FLOPs known, bytes not).
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from fcm_credit import flops_by_counted_op
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -68,21 +67,11 @@ def capture(tmp_path, fused: bool):
 def test_cpu_training_step(tmp_path, fused):
     c, counts = capture(tmp_path, fused)
     ops, k = c.joined.ops, c.kernels
-    names = ops.name.to_numpy(dtype=object)
     foreach = ops[ops.name.str.startswith("aten::_foreach_")]
     if not fused:
         assert len(foreach) and foreach.dispatcher.all()  # per-tensor ops nested: they carry the cost
     # FLOPs per op FlopCounterMode counts, credited to the outermost such op (as it saw them)
-    parent = ops.parent.to_numpy()
-    mat = k[(k.cost_unit == "matrix") & k.flops.notna()]
-    ours: dict[str, float] = defaultdict(float)
-    for pos, f in mat.groupby("_op_pos").flops.sum().items():
-        key, p = names[pos], pos
-        while p >= 0:
-            if names[p] in counts:
-                key = names[p]
-            p = parent[p]
-        ours[key] += round(f)
+    ours = flops_by_counted_op(c, set(counts))
     assert {op: v for op, v in ours.items() if op in counts} == counts
     # bytes known for the step's aten op time, but for the fused optimizer
     aten = k[k.op_name.str.startswith("aten::") & ~k.op_name.str.startswith("aten::_fused_")]

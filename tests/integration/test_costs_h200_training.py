@@ -19,22 +19,15 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fcm_credit import flop_counter_ops, flops_by_counted_op
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200_training"
 CAPTURES = {c["name"]: c for c in json.loads((FIXTURES / "captures.json").read_text())["captures"] if "trace" in c}
 TRACES = sorted(CAPTURES)
-
-
-def flop_counter_ops() -> set[str]:
-    """The aten ops FlopCounterMode has a formula for, named as the profiler names them."""
-    from torch.utils.flop_counter import flop_registry
-
-    return {"aten::" + str(k).split(".", 1)[1] for k in flop_registry if str(k).startswith("aten.")}
 
 
 @pytest.fixture(scope="module")
@@ -80,25 +73,6 @@ def test_bytes_known_for_98_percent_of_kernel_time(name, costed):
     known = kk.dur_us[kk["bytes"].notna()].sum() / kk.dur_us.sum()
     unknown = kk[kk["bytes"].isna()].groupby("op_name").dur_us.sum().sort_values(ascending=False)
     assert known >= 0.98, f"{known:.1%} known; uncosted: {unknown.head().to_dict()}"
-
-
-def flops_by_counted_op(c) -> dict[str, float]:
-    """Matrix FLOPs of the whole trace, credited to the outermost enclosing op FlopCounterMode counts."""
-    registry = flop_counter_ops()
-    ops = c.joined.ops
-    names, parent = ops.name.to_numpy(dtype=object), ops.parent.to_numpy()
-    k = c.kernels
-    k = k[(k._op_pos >= 0) & (k.cost_unit == "matrix") & k.flops.notna()]
-    out: dict[str, float] = defaultdict(float)
-    for pos, f in k.groupby("_op_pos").flops.sum().items():
-        f = float(round(f))  # an op's FLOPs are an integer split over its kernels by duration
-        key, p = names[pos], pos
-        while p >= 0:
-            if names[p] in registry:
-                key = names[p]
-            p = parent[p]
-        out[key] += f
-    return out
 
 
 @pytest.mark.parametrize("name", [n for n in TRACES if "flop_counter" in CAPTURES[n]])

@@ -7,17 +7,17 @@ convolutions, resampling, pooling, norms, attention with masks and dropout, FFT,
 embedding bags, losses, every optimizer, bf16 autocast, torch.compile, TorchScript, torch.func,
 checkpointing), beside FlopCounterMode's per-op count of one more step of the same model
 (NAME.flops.json). FLOPs are credited to the outermost enclosing op FlopCounterMode counts, as in
-test_costs_h200_training.py.
+test_costs_h200_training.py (`fcm_credit`).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from fcm_credit import flop_counter_ops, flops_by_counted_op
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200_zoo"
 NAMES = sorted(p.name.removesuffix(".json.gz") for p in FIXTURES.glob("*.json.gz"))
@@ -32,12 +32,6 @@ SAME_TOTAL_ONLY = {"compile-infer", "compile-train", "mha-infer", "lstm-packed-i
 # grid_sample's affine_grid_generator runs a bmm of [2, 400, 3] @ [2, 3, 2] (2*2*400*3*2 = 9,600 FLOPs)
 # that FlopCounterMode's dispatch never reaches
 EXTRA = {"convt2d-train": {"aten::bmm"}}
-
-
-def flop_counter_ops() -> set[str]:
-    from torch.utils.flop_counter import flop_registry
-
-    return {"aten::" + str(k).split(".", 1)[1] for k in flop_registry if str(k).startswith("aten.")}
 
 
 @pytest.fixture(scope="module")
@@ -80,23 +74,6 @@ def test_every_kernel_is_joined_and_its_bytes_known(name, costed):
         assert (no_flops.name.str.startswith("triton_")).all(), no_flops.name.head().tolist()
     else:
         assert no_flops.empty, no_flops.groupby("op_name").dur_us.sum().to_dict()
-
-
-def flops_by_counted_op(c) -> dict[str, float]:
-    registry = flop_counter_ops()
-    ops = c.joined.ops
-    names, parent = ops.name.to_numpy(dtype=object), ops.parent.to_numpy()
-    k = c.kernels
-    k = k[(k._op_pos >= 0) & (k.cost_unit == "matrix") & k.flops.notna()]
-    out: dict[str, float] = defaultdict(float)
-    for pos, f in k.groupby("_op_pos").flops.sum().items():
-        key, p = names[pos], pos
-        while p >= 0:
-            if names[p] in registry:
-                key = names[p]
-            p = parent[p]
-        out[key] += float(round(f))
-    return out
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if reference(n)["flop_counter_error"] is None])

@@ -1,0 +1,39 @@
+"""wlprof's matrix FLOPs credited to the op FlopCounterMode saw, for the parity tests.
+
+FlopCounterMode counts at the dispatch level the model calls (aten.convolution,
+aten._scaled_dot_product_flash_attention); the profiler records that op with the
+implementation op that launched the kernels nested inside, which carries wlprof's cost. Each
+costed matrix op's FLOPs go to its outermost enclosing op (itself included) that
+FlopCounterMode counts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+
+def flop_counter_ops() -> set[str]:
+    """The aten ops FlopCounterMode has a formula for, named as the profiler names them."""
+    from torch.utils.flop_counter import flop_registry
+
+    return {"aten::" + str(k).split(".", 1)[1] for k in flop_registry if str(k).startswith("aten.")}
+
+
+def flops_by_counted_op(c, counted: set[str] | None = None) -> dict[str, float]:
+    """Matrix FLOPs of the costed trace `c`, each op's rounded (an integer split over its kernels by
+    duration), credited to its outermost enclosing op in `counted` (default: FlopCounterMode's
+    registry), else to itself."""
+    counted = flop_counter_ops() if counted is None else counted
+    ops = c.joined.ops
+    names, parent = ops.name.to_numpy(dtype=object), ops.parent.to_numpy()
+    k = c.kernels
+    k = k[(k._op_pos >= 0) & (k.cost_unit == "matrix") & k.flops.notna()]
+    out: dict[str, float] = defaultdict(float)
+    for pos, f in k.groupby("_op_pos").flops.sum().items():
+        key, p = names[pos], pos
+        while p >= 0:
+            if names[p] in counted:
+                key = names[p]
+            p = parent[p]
+        out[key] += float(round(f))
+    return out
