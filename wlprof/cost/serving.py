@@ -26,32 +26,22 @@ GATED = {
     "gelu_tanh_and_mul": UNARY_FLOPS["gelu"] + BINARY_FLOPS["mul"],
     "fatrelu_and_mul": 1 + BINARY_FLOPS["mul"],  # a threshold compare
 }
-# op -> FLOPs per element of an activation out = act(input)
+# op -> FLOPs per output element of out = act(input)
 PLAIN = {"gelu_new": UNARY_FLOPS["gelu"], "gelu_fast": UNARY_FLOPS["gelu"],
          "gelu_quick": UNARY_FLOPS["sigmoid"] + 2}  # x * sigmoid(1.702 x)
 
 
-def _gated(per: int):
+def _activation(per: int):
     def cost(call: OpCall) -> Cost | None:
-        # (out!, input[..., 2d], ...): reads the input, writes out [..., d]
+        # (out!, input, ...): reads the input ([..., 2d] for a gated one), writes out [..., d]
         out, x = call.tensor(0), call.tensor(1)
         written = out.numel * out.itemsize
         return Cost(per * out.numel, x.nbytes_read + written, VECTOR, x.dtype, written=written)
     return cost
 
 
-def _plain(per: int):
-    def cost(call: OpCall) -> Cost | None:
-        out, x = call.tensor(0), call.tensor(1)
-        written = out.numel * out.itemsize
-        return Cost(per * x.numel, x.nbytes_read + written, VECTOR, x.dtype, written=written)
-    return cost
-
-
-for _name, _per in GATED.items():
-    formula(f"{NS}::{_name}")(_gated(_per))
-for _name, _per in PLAIN.items():
-    formula(f"{NS}::{_name}")(_plain(_per))
+for _name, _per in {**GATED, **PLAIN}.items():
+    formula(f"{NS}::{_name}")(_activation(_per))
 
 
 @formula(f"{NS}::rms_norm")
