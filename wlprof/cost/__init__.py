@@ -18,6 +18,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     norms,
     optimizers,
     pooling,
+    quantized,
     reductions,
     resampling,
     rnn,
