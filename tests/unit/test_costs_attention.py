@@ -219,3 +219,22 @@ def test_a_custom_ops_kernel_carries_its_formula(tmp_path):
     assert k.op_name.tolist() == ["flashattn::_flash_attn_forward"]
     # reads q, k, v 3 x 131,072; writes out 131,072 and the lse 2*4*128*4 = 4,096
     assert k[["flops", "bytes", "flops_source"]].values.tolist() == [[33_554_432, 528_384, "formula"]]
+
+
+def test_xformers_memory_efficient_ops_in_two_schemas():
+    q, k, v = q_bshd()
+    # a recent schema: (query, key, value, bias?, cu_seqlens_q?, cu_seqlens_k?, max_q, max_k, dropout_p,
+    # custom_mask_type, compute_lse, ...): no sequence starts, so the full count
+    recent = cost_of(op("xformers::efficient_attention_forward_cutlass", q, k, v, NONE, NONE, NONE, S(4), S(5),
+                        S(0.0), S(1), S(True)))
+    assert (recent.flops, recent.bytes, recent.written) == (FWD, Q + 2 * KV + OUT + LSE, OUT + LSE)
+    # an old one: (query, key, value, cu_seqlens_q?, cu_seqlens_k?, max_seqlen_q?, compute_lse, causal)
+    # with [total, H, D] tensors and int32 starts [3]: FLOPs unknown, bytes read (two 12-byte starts)
+    qv, kv = T([8, H, D], BF16), T([10, H, D], BF16)
+    old = cost_of(op("xformers::efficient_attention_forward_cutlass", qv, kv, kv, T([3], "int"), T([3], "int"),
+                     S(4), S(True), S(False)))
+    assert old.flops is None and old.bytes == 384 + 960 + 24 + 384 + 96
+    # backward (grad_out, query, key, value, logsumexp, output, causal): dq, dk, dv written
+    bwd = cost_of(op("xformers::efficient_attention_backward_cutlass", q, q, k, v, T([B, H, SQ], F32), q, S(False)))
+    assert (bwd.flops, bwd.written) == (BWD, Q + 2 * KV)
+    assert bwd.bytes == 3 * Q + 2 * KV + LSE + Q + 2 * KV

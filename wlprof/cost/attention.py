@@ -243,3 +243,27 @@ def flash_pkg_backward(call: OpCall) -> Cost | None:
 def flash_pkg_varlen_backward(call: OpCall) -> Cost | None:
     # (dout, q, k, v, out, softmax_lse, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ...)
     return _flash_pkg_backward(call, varlen_at=9)
+
+
+# ---- xformers' memory-efficient attention ops: [B, M, H, K] (as PyTorch's flash ops). Their schemas
+# changed across releases (a bias, cumulative sequence starts, dropout, mask type in various places):
+# q, k, v lead (grad_out first in the backward) and a 1-D integer tensor among the rest marks the
+# variable-length form (FLOPs unknown).
+def _first_seqstart(call: OpCall, start: int) -> int | None:
+    for i in range(start, len(call.types)):
+        t = call.tensor(i)
+        if t is not None and len(t.dims) == 1 and t.dtype in ("int32", "int64"):
+            return i
+    return None
+
+
+@formula("xformers::efficient_attention_forward_cutlass", "xformers::efficient_attention_forward_small_k",
+         "xformers::efficient_attention", aux_children=True)
+def xformers_forward(call: OpCall) -> Cost | None:
+    return _forward(call, BSHD, lse=True, varlen_at=_first_seqstart(call, 3))
+
+
+@formula("xformers::efficient_attention_backward_cutlass", "xformers::efficient_attention_backward_small_k",
+         "xformers::efficient_attention_backward", aux_children=True)
+def xformers_backward(call: OpCall) -> Cost | None:
+    return _backward(call, BSHD, q_at=1, varlen_at=_first_seqstart(call, 4))
