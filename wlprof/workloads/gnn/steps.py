@@ -58,7 +58,7 @@ def build_step(edge_index, num_nodes: int, params: Mapping[str, Any], device, dt
     ops = aggregating_ops(backend)
     # a scatter's mean is a sum and then a divide of its own; segment_reduce and the SpMM divide inside
     cost = aggregate_cost(messages, num_nodes, f, reduction, dtype.itemsize, dtype_name(dtype), weighted,
-                          divides=ops is not SCATTER_OPS)
+                          divides=ops != SCATTER_OPS)
     notes = []
     if messages * f > SPLIT_ELEMENTS:
         notes.append(f"E*F = {messages * f:,} > 2^31: CUDA splits an op over more than 2^31 elements "
