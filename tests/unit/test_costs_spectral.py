@@ -25,6 +25,12 @@ def test_c2r_and_c2c():
     # reads 1,056, writes 4 x 64 floats = 1,024
     c = cost_of(op("aten::_fft_c2r", T([4, 33], C64), S([1]), S(2), S(64)))
     assert (c.flops, c.bytes, c.written, c.dtype) == (4_096, 2_080, 1_024, "float32")
+    # cuFFT's path runs the scaling as a multiply nested in the op (costed there): 3,840 alone
+    from dataclasses import replace
+
+    nested = replace(op("aten::_fft_c2r", T([4, 33], C64), S([1]), S(2), S(64)),
+                     children=(op("aten::clone", T([4, 33], C64)), op("aten::mul_", T([4, 64], F32), S(0.015625))))
+    assert cost_of(nested).flops == 3_840
     # _fft_c2c(x [4, 16, 16] complex64, dims [1, 2], 0, forward): 4 transforms of 256 points,
     # 5 * 256 * 8 = 10,240 each; 8,192 bytes read and written
     c = cost_of(op("aten::_fft_c2c", T([4, 16, 16], C64), S([1, 2]), S(0), S(True)))
