@@ -8,7 +8,8 @@ context as in a study):
   1024..16384, in the three layouts a model runs (A @ B, A @ W.T, nn.Linear with a bias);
   skinny M (1..64) is the weight-streaming regime, large M the tile-and-wave one; and
   widths whose rows are not 16-byte multiples (12, 36, 1001, 2050, 50257), which cuBLAS
-  runs with other kernels;
+  runs with other kernels; ragged shapes (M and widths between the powers of two and the
+  midpoints, whose tiles do not divide them evenly);
 - elementwise and copies (workload `elementwise`): 2^10..2^28 elements, and sizes between
   them that are odd or round decimal numbers, L2-resident to far past the 60 MB L2; matvec
   and matmul sides;
@@ -49,6 +50,12 @@ KN_MAIN = [1024, 4096, 16384]
 KN_MID = [2048, 8192]
 ODD_M = [1, 16, 1024, 8192]
 ODD_KN = [(4096, 12), (2048, 36), (1001, 4096), (4096, 1001), (2050, 2050), (768, 50257)]
+# widths between the powers of two (multiples of 256, as model widths are) and M between the grid's
+# powers and midpoints: a shape whose tiles do not divide it evenly
+RAGGED_M = [1, 5, 24, 80, 300, 1000, 2500, 7000]
+RAGGED_KN = ([(k, n) for k in (1536, 5120, 12288) for n in (2816, 7168)]
+             + [(k, n) for k in (2816, 7168) for n in (1536, 5120, 12288)])
+RAGGED_LINEAR = [(1536, 5120), (5120, 1536), (2816, 12288), (12288, 2816), (7168, 7168)]
 # between 2^k and 2^(k+1), k = 10..24: odd sizes and round decimal ones (multiples of 8 to 32 only)
 IRREGULAR_NUMEL = [1_400, 2_897, 5_800, 11_587, 23_000, 46_341, 93_000, 185_365, 370_000, 741_455, 1_480_000,
                    2_965_821, 5_930_000, 11_863_283, 23_730_000]
@@ -90,6 +97,10 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
     out.append(Section("gemm odd", 2, _study("gemm odd pass 2", "gemm", {"shapes": _shapes(ODD_M, ODD_KN),
                                                                          "layout": "nn"}, "bfloat16", device),
                        len(ODD_M) * len(ODD_KN), 0.3))
+    for layout, kns in (("nn", RAGGED_KN), ("linear", RAGGED_LINEAR)):
+        shapes = _shapes(RAGGED_M, kns)
+        out.append(Section("gemm ragged", 2, _study(f"gemm ragged {layout} pass 2", "gemm", {
+            "shapes": shapes, "layout": layout}, "bfloat16", device), len(shapes), 0.4))
     sizes = [1 << i for i in range(10, 29)]
     vector_ops = ["copy", "relu", "gelu", "silu", "mul", "add", "dot"]
     params = {"ops": [*vector_ops, "matvec", "matmul"], "numel": sizes, "matvec_n": [1024, 2048, 4096, 8192, 16384],
@@ -254,7 +265,7 @@ def cpu_sections(device: str | None = "cpu") -> list[Section]:
 
 
 # the fill-in's order: where a budget that runs out costs least last
-PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm odd", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "layers",
+PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm odd", "gemm ragged", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "layers",
                "elementwise")
 
 
