@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import operator
 import re
 import sys
 import zlib
@@ -21,6 +22,7 @@ import pandas as pd
 
 from wlprof import jsonio
 from wlprof.errors import TraceFormatError
+from wlprof.trace import structs
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 NO_ID = -1
@@ -201,7 +203,7 @@ def _open_stream(path: Path):
     return stream
 
 
-def _stream_events(path: Path, on_meta):
+def _stream_events(path: Path, on_meta, decode=jsonio.loads):
     """Yield (byte offset, event list) chunk by chunk, reading the file as it goes.
 
     Memory stays near one chunk: the file is never held whole. Events are split where
@@ -209,7 +211,8 @@ def _stream_events(path: Path, on_meta):
     the writer put each event on its own line (one `rfind`), else at any `}`, `,`, `{`
     (minified JSON), where a split inside an event is told apart by not parsing. Calls
     `on_meta(meta)` with the top-level metadata at the end. Raises _NotStreamable,
-    before yielding anything, when the file is not a trace object or array.
+    before yielding anything, when the file is not a trace object or array. `decode` turns
+    a chunk's bytes (a JSON array) into its events.
     """
     try:
         stream = _open_stream(path)
@@ -255,13 +258,13 @@ def _stream_events(path: Path, on_meta):
                     else:
                         eof = True
                 if eof:
-                    chunk, meta = _last_chunk(path, buf, prefix, consumed)
+                    chunk, meta = _last_chunk(path, buf, prefix, consumed, decode)
                     yield consumed, chunk
                     on_meta(meta)
                     return
                 if len(buf) < CHUNK_BYTES // 2:
                     continue
-                got = _whole_events(buf, fixed)
+                got = _whole_events(buf, fixed, decode)
                 if got is None:
                     if len(buf) > 8 * CHUNK_BYTES:
                         raise _NotStreamable()  # no split found in a large buffer: parse the file whole
@@ -279,7 +282,7 @@ _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _TRIES = 64  # candidate splits tried per chunk before reading on
 
 
-def _whole_events(buf: bytearray, fixed: bytes | None) -> tuple[int, list] | None:
+def _whole_events(buf: bytearray, fixed: bytes | None, decode=jsonio.loads) -> tuple[int, list] | None:
     """(position of the comma after the last whole event, the events before it), or None.
 
     `buf[0]` is a spare byte; the events start at `buf[1]`.
@@ -295,8 +298,8 @@ def _whole_events(buf: bytearray, fixed: bytes | None) -> tuple[int, list] | Non
         saved0, saved = buf[0], buf[comma]
         buf[0], buf[comma] = 0x5B, 0x5D
         try:
-            events = jsonio.loads(memoryview(buf)[:comma + 1])
-        except (*jsonio.JSONDecodeError, UnicodeDecodeError):
+            events = decode(memoryview(buf)[:comma + 1])
+        except (*structs.DecodeError, UnicodeDecodeError):
             continue
         finally:
             buf[0], buf[comma] = saved0, saved
@@ -308,7 +311,8 @@ def _whole_events(buf: bytearray, fixed: bytes | None) -> tuple[int, list] | Non
 _CLOSE = re.compile(rb"\}\s*\]")
 
 
-def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int) -> tuple[list, dict]:
+def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int,
+                decode=jsonio.loads) -> tuple[list, dict]:
     """The last events and the metadata, from the buffer that holds the end of the file.
 
     The event list closes at the first `}` + whitespace + `]` after which both the events
@@ -322,7 +326,7 @@ def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int)
         saved = buf[0]
         buf[0] = 0x5B
         try:
-            events = jsonio.loads(memoryview(buf)[:stop + 1])
+            events = decode(memoryview(buf)[:stop + 1])
             rest = bytes(buf[stop + 1:])
             if prefix is None:
                 if rest.strip():
@@ -330,7 +334,7 @@ def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int)
                 doc = {}
             else:
                 doc = jsonio.loads(prefix + b'"traceEvents": []' + rest)
-        except (*jsonio.JSONDecodeError, UnicodeDecodeError):
+        except (*structs.DecodeError, UnicodeDecodeError):
             continue
         finally:
             buf[0] = saved
@@ -361,6 +365,9 @@ class _Tables:
         self.foreign = 0  # complete events of a category Kineto does not write
 
     def add(self, events: list, base: int) -> None:
+        if events and type(events[0]) is structs.Event:
+            self._add_structs(events, base)
+            return
         self.count += len(events)
         names = self.names
         o_rows: list[tuple] = []
@@ -448,6 +455,103 @@ class _Tables:
                        g("stream", get("tid")), g("device", get("pid")), g("grid"), g("block"),
                        g("registers per thread"), g("shared memory"), g("blocks per SM"), g("warps per SM"),
                        g("bytes"), aid))
+        self._store_rows(o_rows, a_rows, l_rows, d_rows)
+
+    def _add_structs(self, events: list, base: int) -> None:
+        """`add` for a chunk decoded into `structs.Event`: the same rows, read as attributes."""
+        self.count += len(events)
+        names = self.names
+        o_rows: list[tuple] = []
+        a_rows: list[tuple] = []
+        l_rows: list[tuple] = []
+        d_rows: list[tuple] = []
+        o_add, a_add, l_add, d_add = o_rows.append, a_rows.append, l_rows.append, d_rows.append
+        args_ids = self.args_ids
+        number = (float, int)
+        missing = structs.MISSING
+        no_args = structs.NO_ARGS
+        join = b"\x00".join
+        op_raw = operator.attrgetter(*structs.RAW_ATTRS[:len(ARG_KEYS)])
+        input_raw = operator.attrgetter(*structs.RAW_ATTRS[:len(INPUT_KEYS)])
+        extra_raw = operator.attrgetter(*structs.RAW_ATTRS[len(INPUT_KEYS):len(ARG_KEYS)])
+        for i, ev in enumerate(events, base):
+            if ev.ph != "X":
+                continue
+            raw_cat = ev.cat
+            cat = _CATEGORY.get(raw_cat) if type(raw_cat) is str else None
+            if cat is None:
+                if raw_cat is not missing:
+                    self.foreign += type(raw_cat) is not str or raw_cat not in KINETO_CATEGORIES
+                    continue
+                if ev.pid == LEGACY_CPU_PID:  # the legacy autograd profiler writes no category
+                    cat = "cpu_op"
+                else:
+                    self.legacy_cuda += ev.pid == LEGACY_CUDA_PID
+                    continue
+            ts = ev.ts
+            dur = ev.dur
+            if type(ts) not in number or type(dur) not in number:
+                self.skipped += 1
+                if self.untimed_example is None:
+                    bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
+                    self.untimed_example = f"a {raw_cat if type(raw_cat) is str else cat} event's {bad} is " \
+                                           f"{type(value).__name__} {value!r:.40}"
+                continue
+            a = ev.args
+            if a is None:
+                a = no_args
+            name = ev.name
+            if type(name) is not str:
+                name = str(name)
+            code = names.get(name)
+            if code is None:
+                code = names[name] = len(names)
+            ext = a.ext
+            if ext is None:
+                ext = a.ext_old  # PyTorch 1.8-1.10 runtime and device events
+            if cat == "cpu_op":
+                if name.startswith("ProfilerStep#"):  # PyTorch 1.8-1.10 record the step as an op
+                    a_add((i, code, ev.pid, ev.tid, ts, dur, -1))
+                    continue
+                raws = op_raw(a)
+                if not raws[0] and a.r20:  # PyTorch 1.8-1.10's "Input dims"
+                    raws = (a.r20, *raws[1:])
+                key = b"o" + join(raws)
+                aid = args_ids.get(key)
+                if aid is None:
+                    aid = self._raw_args(key, ARG_KEYS, raws)
+                o_add((i, code, ev.pid, ev.tid, ts, dur, ext, aid))
+            elif cat == "launch":
+                l_add((i, code, ev.pid, ev.tid, ts, dur, a.correlation, ext))
+            elif cat == "user_annotation":
+                aid = -1
+                if name.startswith("gloo:"):  # a gloo collective's work: its tensor's dims and dtype
+                    raws = input_raw(a)
+                    aid = self._raw_args(b"g" + join(raws), INPUT_KEYS, raws)
+                a_add((i, code, ev.pid, ev.tid, ts, dur, aid))
+            else:
+                aid = -1
+                if a.r7 and bytes(a.r7) != b"null":  # a collective's message, recorded on its kernel
+                    raws = extra_raw(a)
+                    aid = self._raw_args(b"e" + join(raws), EXTRA_KEYS, raws)
+                stream = a.stream
+                device = a.device
+                d_add((i, cat, code, ev.pid, ev.tid, ts, dur, a.correlation, ext,
+                       ev.tid if stream is missing else stream, ev.pid if device is missing else device,
+                       a.grid, a.block, a.regs, a.smem, a.bps, a.wps, a.nbytes, aid))
+        self._store_rows(o_rows, a_rows, l_rows, d_rows)
+
+    def _raw_args(self, key: bytes, keys: tuple, raws: tuple) -> int:
+        """The args_table index of the args whose raw fields are `raws` (named `keys`), added when new."""
+        aid = self.args_ids.get(key)
+        if aid is None:
+            aid = self.args_ids[key] = len(self.args_table)
+            values = {k: structs.raw_value(r) for k, r in zip(keys, raws, strict=True)}
+            self.args_table.append({k: v for k, v in values.items() if v is not None})
+        return aid
+
+    def _store_rows(self, o_rows: list, a_rows: list, l_rows: list, d_rows: list) -> None:
+        """One chunk's rows of the four tables, as numpy columns."""
         thr = self._thread_ids
         (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = _columns(o_rows, 8)
         (a_idx, a_name, a_pid, a_tid, a_ts, a_dur, a_args) = _columns(a_rows, 7)
@@ -602,7 +706,7 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
             got: list[dict] = []
             try:
                 base = 0
-                for _offset, chunk in _stream_events(path, got.append):
+                for _offset, chunk in _stream_events(path, got.append, structs.decode):
                     tables_s.add(chunk, base)
                     base += len(chunk)
                 streamed = True
