@@ -74,10 +74,13 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def wlprof_cache_dir(tmp_path_factory):
-    """WLPROF_CACHE_DIR for the whole session: an empty temporary folder, never ~/.cache."""
+    """WLPROF_CACHE_DIR for the whole session: an empty temporary folder, never ~/.cache. COLUMNS
+    unset (pytest-xdist's workers may inherit one from a terminal): tables take wlprof's default width
+    unless a test sets one."""
     d = tmp_path_factory.mktemp("wlprof-cache")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("WLPROF_CACHE_DIR", str(d))
+        mp.delenv("COLUMNS", raising=False)
         yield d
 
 

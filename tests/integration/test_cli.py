@@ -102,7 +102,7 @@ def test_run_gemm_writes_the_trace_contract(gemm_run):
 def test_ls_and_show(gemm_run, cli):
     out, _ = gemm_run
     res = cli("ls", "--traces", out)
-    assert res.exit_code == 0 and "complete" in res.output and "2/2" in res.output
+    assert res.exit_code == 0 and "complete" in res.output and "2/2" in res.output, res.output
     run_id = next(p.name for p in out.iterdir() if p.is_dir())
     res = cli("show", run_id, "--traces", out)
     assert res.exit_code == 0, res.output
