@@ -103,7 +103,8 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     done: list[IngestedFile] = []
     origin = ""
     try:
-        for n, (i, entry, summary, dev, ceil) in enumerate(_run_all(tasks, jobs)):
+        comm = []
+        for n, (i, entry, summary, dev, ceil, coll) in enumerate(_run_all(tasks, jobs)):
             if progress:
                 progress(n + 1, len(files), files[i].name)
             writer.manifest["points"][i].update(entry)
@@ -112,12 +113,14 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             writer.manifest["ceilings"] = ceil
             writer.write_manifest()
             done.append(summary)
+            comm.append(coll)
         from wlprof.store.collectives import write_collectives
 
         _distinct_variants(writer.path, writer.manifest["points"], files)
         writer.manifest["dtype"] = dominant_dtype(p.get("dtype_us") for p in writer.manifest["points"])
         hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
-        write_collectives(writer.path, list(range(len(files))), hosts, "collectives")
+        rows = _collectives_of(comm, writer.manifest["points"])
+        write_collectives(writer.path, list(range(len(files))), hosts, "collectives", rows=rows)
         writer.finish("complete")
     except BaseException:
         writer.abort()
@@ -125,6 +128,18 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
     return IngestResult(writer.run_id, writer.path, done, origin)
+
+
+def _collectives_of(parts: list, points: list[dict]):
+    """Every file's collective rows in one frame, with the variant each point was given at the end."""
+    import pandas as pd
+
+    parts = [p for p in parts if p is not None and len(p)]
+    if not parts:
+        return None
+    rows = pd.concat(parts, ignore_index=True)
+    rows["variant"] = rows["point"].map({p["index"]: p["variant"] for p in points})
+    return rows
 
 
 def _remove_empty(folders: list[Path]) -> None:
@@ -178,21 +193,45 @@ def dominant_dtype(per_file) -> str | None:
     return max(total, key=total.get) if total else None
 
 
+# what a worker imports to read, cost and write a file: loaded once, in the server it forks from
+WORKER_MODULES = ["wlprof.ingest", "wlprof.pipeline", "wlprof.store.runs", "wlprof.memory", "wlprof.cost.annotate",
+                  "wlprof.analysis.collectives", "pyarrow.parquet"]
+
+
+def _context():
+    """The process pool's start method: forkserver where the platform has it (workers fork from a clean
+    server process, not from this one and its library threads), else spawn."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(WORKER_MODULES)
+    return ctx
+
+
+def prestart_workers() -> None:
+    """Start the workers' fork server now, so that it loads their modules while this process loads its
+    own (the pool started later forks from it at once). Nothing happens without forkserver."""
+    import multiprocessing
+
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    del multiprocessing
+
+
 def _run_all(tasks: list, jobs: int):
     """Each task's result as it finishes: in this process for one job, else in a process pool."""
     if jobs <= 1:
         for t in tasks:
             yield _ingest_file(*t)
         return
-    import multiprocessing
     from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 
-    # forkserver: workers fork from a clean server process, not from this one and its library threads
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["wlprof.ingest", "wlprof.pipeline"])
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
         futures = [pool.submit(_ingest_file, *t) for t in tasks]
         pending = set(futures)
         while pending:
@@ -208,6 +247,7 @@ def _run_all(tasks: list, jobs: int):
 def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int | None):
     """Read, join and cost one trace file and write its point into the staged run folder."""
     from wlprof import pipeline
+    from wlprof.analysis.collectives import COLLECTIVE_COLUMNS, collective_rows
     from wlprof.memory import release
     from wlprof.store.runs import write_point
 
@@ -243,9 +283,11 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
                            notes)
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
+    coll = collective_rows(kernels)
+    coll = coll[[c for c in COLLECTIVE_COLUMNS if c in coll]].copy() if len(coll) else None
     del trace, tables, kernels
     release()
-    return i, entry, summary, {"type": device_type, "name": device_name}, ceil
+    return i, entry, summary, {"type": device_type, "name": device_name}, ceil, coll
 
 
 def _replayed(kernels):

@@ -14,7 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from wlprof import schema
+
 WORK_KINDS = ("kernel", "comm")  # device kernels and gloo's work; the host op that enqueues is not the transfer
+# the kernels columns a collectives table is made of (those a kernels table has)
+COLLECTIVE_COLUMNS = tuple(dict.fromkeys(["kind", *(c.name for c in schema.columns("collectives"))]))
 
 
 def collective_rows(kernels: pd.DataFrame) -> pd.DataFrame:

@@ -12,24 +12,20 @@ from wlprof.store.atomic import atomic_write_parquet
 from wlprof.store.runs import TABLE_DIRS
 
 
-def write_collectives(run_path: Path, points: list[int] | None, hosts: dict | None, stem: str) -> int:
+def write_collectives(run_path: Path, points: list[int] | None, hosts: dict | None, stem: str,
+                      rows=None) -> int:
     """Match the collective rows of `points` (None: every point) across their ranks; write them as
-    `_collectives/<stem>.parquet`. Returns the rows written (0: no collective, no file)."""
-    import pyarrow.dataset as ds
+    `_collectives/<stem>.parquet`. Returns the rows written (0: no collective, no file).
 
+    `rows`: those points' collective rows (`collective_rows`) where the caller holds them; else
+    they are read from the points' kernels files.
+    """
     from wlprof import schema
-    from wlprof.analysis.collectives import WORK_KINDS, match
+    from wlprof.analysis.collectives import match
 
-    # the folder may still be staged (a hidden name, which wlprof.load skips): read its files directly
-    files = sorted(str(p) for p in Path(run_path).glob("*.parquet") if not p.name.startswith((".", "_")))
-    if not files:
-        return 0
-    expr = ds.field("kind").isin(list(WORK_KINDS)) & ds.field("comm_class").isin(["collective", "p2p"])
-    if points is not None:
-        expr = expr & ds.field("point").isin(list(points))
-    rows = ds.dataset(files, schema=schema.arrow_schema("kernels"), format="parquet").to_table(filter=expr)
-    rows = rows.to_pandas()
-    if rows.empty:
+    if rows is None:
+        rows = _read_rows(run_path, points)
+    if rows is None or rows.empty:
         return 0
     table = match(rows, hosts)
     keep = [c.name for c in schema.columns("collectives") if c.name in table]
@@ -37,3 +33,20 @@ def write_collectives(run_path: Path, points: list[int] | None, hosts: dict | No
     path.parent.mkdir(exist_ok=True)
     atomic_write_parquet(path, table[keep], "collectives")
     return len(table)
+
+
+def _read_rows(run_path: Path, points: list[int] | None):
+    """The collective rows of `points` in the run folder's kernels files (None: no kernels file)."""
+    import pyarrow.dataset as ds
+
+    from wlprof import schema
+    from wlprof.analysis.collectives import WORK_KINDS
+
+    # the folder may still be staged (a hidden name, which wlprof.load skips): read its files directly
+    files = sorted(str(p) for p in Path(run_path).glob("*.parquet") if not p.name.startswith((".", "_")))
+    if not files:
+        return None
+    expr = ds.field("kind").isin(list(WORK_KINDS)) & ds.field("comm_class").isin(["collective", "p2p"])
+    if points is not None:
+        expr = expr & ds.field("point").isin(list(points))
+    return ds.dataset(files, schema=schema.arrow_schema("kernels"), format="parquet").to_table(filter=expr).to_pandas()
