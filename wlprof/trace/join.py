@@ -83,9 +83,10 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     # outer before inner: by thread, start, longer first, annotation before op before launch
     order = np.lexsort((kind, -dur, ts, thread_code))
 
-    op_parent = np.full(n_ops, -1, np.int64)
+    # the loop reads and writes Python lists (numpy scalars cost several times more per access)
+    op_parent = [-1] * n_ops
     op_region: list = [None] * n_ops
-    op_step = np.full(n_ops, -1, np.int64)
+    op_step = [-1] * n_ops
     ann_names = ann.name.tolist()
     ann_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in ann_names]
     # gloo's work annotations (`gloo:recv`, `gloo:all_to_all`) are spans of asynchronous work, not regions:
@@ -95,20 +96,19 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     lau_parent = np.full(n_all, -1, np.int64)
     lau_region: list = [None] * n_all
     lau_step = np.full(n_all, -1, np.int64)
+    placed = []  # (position in `unresolved`, parent op, region, step) of the launches placed by time
 
     stack: list[tuple[int, int, object, int]] = []  # (end_ns, innermost op, region, step) for children
     current_thread = -1
-    for j in order:
-        t = thread_code[j]
+    for t, start, d, k, p in zip(thread_code[order].tolist(), ts[order].tolist(), dur[order].tolist(),
+                                 kind[order].tolist(), pos[order].tolist(), strict=True):
         if t != current_thread:
             stack.clear()
             current_thread = t
-        start = ts[j]
         while stack and start >= stack[-1][0]:
             stack.pop()
         parent_op, region, step = (stack[-1][1], stack[-1][2], stack[-1][3]) if stack else (-1, None, -1)
-        k, p = kind[j], pos[j]
-        end = start + dur[j]
+        end = start + d
         if k == 1:
             op_parent[p] = parent_op
             op_region[p] = region
@@ -123,10 +123,16 @@ def _sweep(trace: RawTrace, trust_ext: bool):
             else:
                 stack.append((end, parent_op, ann_names[p], step))
         else:
-            q = unresolved[p]
-            lau_parent[q] = parent_op
-            lau_region[q] = region
-            lau_step[q] = step
+            placed.append((p, parent_op, region, step))
+    if placed:
+        p, parents, regions, steps = zip(*placed, strict=True)
+        q = unresolved[np.asarray(p, np.int64)]
+        lau_parent[q] = parents
+        lau_step[q] = steps
+        for i, r in zip(q.tolist(), regions, strict=True):
+            lau_region[i] = r
+    op_parent = np.asarray(op_parent, np.int64)
+    op_step = np.asarray(op_step, np.int64)
     # launches placed by their op
     ext_to_op = pd.Series(np.arange(n_ops), index=ops.ext_id.to_numpy())
     ext_to_op = ext_to_op[~ext_to_op.index.duplicated() & (ext_to_op.index != NO_ID)]
