@@ -4,26 +4,17 @@ from __future__ import annotations
 
 import sys
 
+# the commands besides `run`, whose modules import no workload (`run` registers one command per workload)
+COMMANDS = ("sweep", "calibrate", "ls", "show", "report", "roofline", "compare", "predict", "ingest", "overlap",
+            "place", "profile")
 
-def _build():
-    """The typer app with every command (imports them all)."""
+
+def _build(with_run: bool = True):
+    """The typer app with every command (`with_run` False: all but `run`, which loads every workload)."""
+    import importlib
+
     import typer
 
-    from wlprof.cli import (
-        calibrate,
-        compare,
-        ingest,
-        ls,
-        overlap,
-        place,
-        predict,
-        profile,
-        report,
-        roofline,
-        run,
-        show,
-        sweep,
-    )
     from wlprof.cli.usage import WlprofCommand, WlprofGroup
 
     app = typer.Typer(
@@ -33,10 +24,12 @@ def _build():
         help="wlprof: kernel by kernel, where FLOPs stop predicting latency.",
         pretty_exceptions_enable=False,
     )
-    app.add_typer(run.app, name="run")
-    for module, name in ((sweep, "sweep"), (calibrate, "calibrate"), (ls, "ls"), (show, "show"),
-                         (report, "report"), (roofline, "roofline"), (compare, "compare"), (predict, "predict"),
-                         (ingest, "ingest"), (overlap, "overlap"), (place, "place"), (profile, "profile")):
+    if with_run:
+        from wlprof.cli import run
+
+        app.add_typer(run.app, name="run")
+    for name in COMMANDS:
+        module = importlib.import_module(f"wlprof.cli.{name}")
         fn = getattr(module, name)
         summary = " ".join((fn.__doc__ or "").split("\n\n")[0].split())  # the list's line, not the docstring's breaks
         app.command(name, epilog=module.EXAMPLES, cls=WlprofCommand, short_help=summary)(fn)
@@ -67,8 +60,10 @@ def main() -> None:
         from wlprof.ingest import prestart_workers
 
         prestart_workers()
+    # a command other than `run` is parsed by an app without the workloads' commands (it loads in half the time)
+    app = _build(with_run=False) if sys.argv[1:2] and sys.argv[1] in COMMANDS else __getattr__("app")
     # "wlprof" however it was started (`python -m wlprof`, torchrun -m wlprof): messages name the command to type
-    __getattr__("app")(prog_name="wlprof")
+    app(prog_name="wlprof")
 
 
 if __name__ == "__main__":
