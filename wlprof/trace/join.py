@@ -77,7 +77,10 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     pids = np.concatenate([ann.pid.to_numpy(), ops.pid.to_numpy(), lau.pid.to_numpy()]).astype(np.int64)
     tids = np.concatenate([ann.tid.to_numpy(), ops.tid.to_numpy(), lau.tid.to_numpy()]).astype(np.int64)
     if len(pids):
-        thread_code = np.unique(np.stack([pids, tids], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+        # (pid, tid) pairs coded by their codes of each (a 2-column unique sorts far more slowly)
+        p_code = np.unique(pids, return_inverse=True)[1].reshape(-1)
+        t_code = np.unique(tids, return_inverse=True)[1].reshape(-1)
+        thread_code = p_code * (int(t_code.max()) + 1) + t_code
     else:
         thread_code = np.zeros(0, np.int64)
     # outer before inner: by thread, start, longer first, annotation before op before launch
