@@ -17,8 +17,7 @@ from pathlib import Path
 
 
 def replicate(source: Path, out: Path, events: int, compact: bool = False, rank: int | None = None) -> int:
-    import orjson
-
+    from wlprof.jsonio import dumps_fast as dumps
     from wlprof.trace.parse import load_events
 
     meta, evs = load_events(source)
@@ -44,11 +43,11 @@ def replicate(source: Path, out: Path, events: int, compact: bool = False, rank:
         head = {k: v for k, v in meta.items()}
         if rank is not None:  # one rank of a multi-rank folder
             head["distributedInfo"] = {**(head.get("distributedInfo") or {}), "rank": rank}
-        head_bytes = orjson.dumps(head)[:-1]  # without the closing brace
+        head_bytes = dumps(head)[:-1]  # without the closing brace
         fh.write(head_bytes + (b', "traceEvents": [' if compact else b',\n  "traceEvents": [\n  '))
         first = True
         for ev in meta_events:
-            fh.write((b"" if first else sep) + orjson.dumps(ev))
+            fh.write((b"" if first else sep) + dumps(ev))
             first = False
             written += 1
         for c in range(copies):
@@ -68,7 +67,7 @@ def replicate(source: Path, out: Path, events: int, compact: bool = False, rank:
                         if isinstance(a.get(k), int) and a[k] >= 0:
                             a[k] = a[k] + off
                     e2["args"] = a
-                fh.write((b"" if first else sep) + orjson.dumps(e2))
+                fh.write((b"" if first else sep) + dumps(e2))
                 first = False
                 written += 1
         fh.write(b"]}" if compact else b"\n  ]\n}\n")
