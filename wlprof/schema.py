@@ -14,10 +14,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2.5"  # 2.1: bytes_written, bytes_unknown_time_share; 2.2: join_method;
-# 2.3: communication columns on kernels, the overlap and collectives tables; 2.4: roof, compute_roof,
-# memory_roof, roof_note, working_set_bytes (the roof each kernel is placed against, and why);
-# 2.5: timing_spread, timing_spread_of, noisy (how far a point's repeated timing samples spread)
+from wlprof.schema_version import SCHEMA_VERSION  # noqa: F401  (the contract's version, importable alone)
+
 METADATA_KEY = b"wlprof.schema_version"
 
 
