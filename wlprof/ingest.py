@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from wlprof.errors import InputError, Key
-from wlprof.trace.identity import device_of, rank_of
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -114,13 +113,11 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             writer.write_manifest()
             done.append(summary)
             comm.append(coll)
-        from wlprof.store.collectives import write_collectives
-
         _distinct_variants(writer.path, writer.manifest["points"], files)
         writer.manifest["dtype"] = dominant_dtype(p.get("dtype_us") for p in writer.manifest["points"])
         hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
-        rows = _collectives_of(comm, writer.manifest["points"])
-        write_collectives(writer.path, list(range(len(files))), hosts, "collectives", rows=rows)
+        variants = {p["index"]: p["variant"] for p in writer.manifest["points"]}
+        _finish_collectives(writer.path, [c for c in comm if c], hosts, variants, jobs)
         writer.finish("complete")
     except BaseException:
         writer.abort()
@@ -130,16 +127,32 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     return IngestResult(writer.run_id, writer.path, done, origin)
 
 
-def _collectives_of(parts: list, points: list[dict]):
-    """Every file's collective rows in one frame, with the variant each point was given at the end."""
+def _finish_collectives(run_path: Path, parts: list[bytes], hosts: dict, variants: dict, jobs: int) -> None:
+    """Match the files' collective rows (each file's pickled frame) across ranks and write the run's
+    collectives table: in a worker where the files were read by workers, so that this process never
+    loads pandas (its memory adds to theirs while they run)."""
+    if not parts:
+        return
+    if jobs <= 1:
+        _write_collectives(run_path, parts, hosts, variants)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=1, mp_context=_context()) as pool:
+        pool.submit(_write_collectives, run_path, parts, hosts, variants).result()
+
+
+def _write_collectives(run_path: Path, parts: list[bytes], hosts: dict, variants: dict) -> int:
+    """The collectives table from every file's collective rows, with the variant each point was given."""
+    import pickle
+
     import pandas as pd
 
-    parts = [p for p in parts if p is not None and len(p)]
-    if not parts:
-        return None
-    rows = pd.concat(parts, ignore_index=True)
-    rows["variant"] = rows["point"].map({p["index"]: p["variant"] for p in points})
-    return rows
+    from wlprof.store.collectives import write_collectives
+
+    rows = pd.concat([pickle.loads(p) for p in parts], ignore_index=True)
+    rows["variant"] = rows["point"].map(variants)
+    return write_collectives(run_path, None, hosts, "collectives", rows=rows)
 
 
 def _remove_empty(folders: list[Path]) -> None:
@@ -158,14 +171,16 @@ def _distinct_variants(run_path: Path, points: list[dict], files: list[Path]) ->
     Each file is read by a worker that cannot see the other files' ranks, so the names are made
     distinct here, in the staged run before it is published.
     """
-    import pandas as pd
+    from collections import Counter
 
     from wlprof.store.atomic import atomic_write_parquet
 
-    counts = pd.Series([p["variant"] for p in points]).value_counts()
+    counts = Counter(p["variant"] for p in points)
     for i, p in enumerate(points):
         if counts[p["variant"]] < 2:
             continue
+        import pandas as pd
+
         p["variant"] = f"{p['variant']} ({files[i].name})"
         for table, rel in p.get("files", {}).items():
             if not rel.endswith(".parquet"):
@@ -246,10 +261,13 @@ def _run_all(tasks: list, jobs: int):
 
 def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int | None):
     """Read, join and cost one trace file and write its point into the staged run folder."""
+    import pickle
+
     from wlprof import pipeline
     from wlprof.analysis.collectives import COLLECTIVE_COLUMNS, collective_rows
     from wlprof.memory import release
     from wlprof.store.runs import write_point
+    from wlprof.trace.identity import device_of, rank_of
 
     trace = pipeline.read(f, keep_events=False)
     device_type, device_name = device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None)
@@ -284,7 +302,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                            notes)
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     coll = collective_rows(kernels)
-    coll = coll[[c for c in COLLECTIVE_COLUMNS if c in coll]].copy() if len(coll) else None
+    coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None
     del trace, tables, kernels
     release()
     return i, entry, summary, {"type": device_type, "name": device_name}, ceil, coll

@@ -8,7 +8,6 @@ import re
 import tempfile
 from pathlib import Path
 
-from wlprof import schema
 from wlprof.memory import release
 
 
@@ -54,6 +53,8 @@ def atomic_write_parquet(path: Path, df, table: str) -> None:
     """Write DataFrame `df` as wlprof table `table`, converted and written one row group at a time
     (a million-row table never exists twice in memory), to a temporary name then renamed."""
     import pyarrow.parquet as pq
+
+    from wlprof import schema
 
     fd, tmp = _temp(path)
     os.close(fd)

@@ -16,9 +16,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wlprof import jsonio, schema
+from wlprof import jsonio
 from wlprof.errors import InputError, Key, StoreError
+from wlprof.schema_version import SCHEMA_VERSION
 from wlprof.store.atomic import atomic_write_bytes, atomic_write_parquet, slug
+
+
+def _schema():
+    """wlprof.schema, imported where a table is written or read (it loads pyarrow: a process that only
+    writes manifests, as an ingest's main process, never needs it)."""
+    from wlprof import schema
+
+    return schema
 
 MANIFEST = "_manifest.json"
 TABLE_DIRS = {"kernels": "", "ops": "_ops", "steps": "_steps", "overlap": "_overlap", "collectives": "_collectives"}
@@ -93,7 +102,7 @@ class RunWriter:
             (self.path / sub).mkdir()
         self.manifest = dict(manifest)
         self.manifest.update(
-            schema_version=schema.SCHEMA_VERSION, run_id=run_id, workload=workload, status="running",
+            schema_version=SCHEMA_VERSION, run_id=run_id, workload=workload, status="running",
             created_at=utcnow(), finished_at=None, pid=os.getpid(), host=socket.gethostname(),
         )
         self.manifest.setdefault("points", [])
@@ -189,7 +198,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise StoreError(f"{path} is not a wlprof run: it has no {MANIFEST}") from None
     except jsonio.JSONDecodeError as exc:
         raise StoreError(f"{path / MANIFEST} is not valid JSON ({exc})") from None
-    schema.check_version(data.get("schema_version", "0"), str(path / MANIFEST))
+    _schema().check_version(data.get("schema_version", "0"), str(path / MANIFEST))
     return data
 
 
