@@ -26,7 +26,8 @@ from wlprof.trace import structs
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 NO_ID = -1
-CHUNK_BYTES = 8 << 20  # ~28k events: their dicts take ~50 MB while a chunk is tabulated
+CHUNK_BYTES = 2 << 20  # ~7k events: a chunk's bytes and decoded events stay in the CPU's caches
+LARGEST_EVENT = 64 << 20  # an event longer than this: the file is parsed whole
 INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 # Other args an op's or a kernel's cost can need: Inductor's metadata on a Triton launch, and a
 # collective's message (on `record_param_comms` and, in recent traces, on the NCCL kernel itself).
@@ -266,7 +267,7 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                     continue
                 got = _whole_events(buf, fixed, decode)
                 if got is None:
-                    if len(buf) > 8 * CHUNK_BYTES:
+                    if len(buf) > max(8 * CHUNK_BYTES, LARGEST_EVENT):
                         raise _NotStreamable()  # no split found in a large buffer: parse the file whole
                     continue  # read on until a chunk's worth of whole events is buffered
                 stop, chunk = got
