@@ -9,7 +9,7 @@ fresh process whose wall time and peak memory are measured:
   - `wlprof ingest` (parse, join, costs, Parquet written: the whole command), best of --repeats;
   - HTA's `TraceAnalysis` parsing the trace into its DataFrames (--hta-python: a Python with
     HolisticTraceAnalysis installed; for a rank folder HTA parses ranks in a process pool).
-Memory: the peak, sampled every 20 ms, of the proportional set size (Pss) summed over the
+Memory: the peak, sampled every 100 ms, of the proportional set size (Pss) summed over the
 command's whole process tree (its workers and their server included; shared pages counted
 once), the memory the command held at once.
 
@@ -79,7 +79,7 @@ def sample():
     while proc.poll() is None:
         sizes = [pss_kb(p) for p in tree(proc.pid)]
         peak[0], peak[1] = max(peak[0], sum(sizes)), max(peak[1], max(sizes, default=0))
-        time.sleep(0.02)
+        time.sleep(0.1)
 
 
 th = threading.Thread(target=sample, daemon=True)
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
         f"- machine: {cpu_model()}, {os.cpu_count()} cores; Python {platform.python_version()}; wlprof {wlprof.__version__}",
         "- traces: real traces replicated with fresh ids to the event count (benchmarks/big_trace.py); each tool in a "
         "fresh process, its wall time and its peak memory: the proportional set size summed over its process tree "
-        "(workers included), sampled every 20 ms",
+        "(workers included), sampled every 100 ms",
         f"- command: `python benchmarks/ingest.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
         "",
         "| make-up | JSON | wlprof wall (runs) | wlprof peak (largest process) | peak / JSON | HTA wall | HTA peak "
