@@ -94,10 +94,14 @@ def load_study(path: str | Path) -> Study:
 
     path = Path(path)
     if not path.is_file():
-        near = sorted(p.name for p in path.parent.glob("*.toml")) if path.parent.is_dir() else []
-        hint = did_you_mean(path.name, near)
+        # compared by stem: the '.toml' every name shares made any short name look close to one
+        # ('nope.toml' -> 'gnn_pyg.toml')
+        near = sorted(p.stem for p in path.parent.glob("*.toml")) if path.parent.is_dir() else []
+        stem = path.stem if path.suffix == ".toml" else path.name
+        hint = did_you_mean(stem, near)
         raise InputError("STUDY_FILE", "must be an existing study file (TOML)", str(path),
-                         hint=hint.replace(repr(hint.split("'")[1]), repr(str(path.parent / hint.split("'")[1])))
+                         hint=hint.replace(repr(hint.split("'")[1]),
+                                           repr(str(path.parent / (hint.split("'")[1] + ".toml"))))
                          if hint else None)
     return study_from_toml(path.read_bytes(), str(path))
 

@@ -106,6 +106,17 @@ def test_a_far_option_gets_no_wrong_suggestion():
     assert close_option("--Top_K", ["--top-k"]) == "--top-k"
 
 
+def test_a_far_study_file_gets_no_wrong_suggestion():
+    # the '.toml' every study file shares made any short name close to one: 'nope.toml' got 'gnn_pyg.toml'
+    studies = Path(__file__).resolve().parents[2] / "workloads"
+    res = invoke("sweep", studies / "nope.toml")
+    assert res.exit_code == 2 and "did you mean" not in res.output, res.output
+    res = invoke("sweep", studies / "moe_zpf.toml")
+    assert f"did you mean {str(studies / 'moe_zipf.toml')!r}?" in res.output, res.output
+    res = invoke("sweep", studies / "moe_zipf")
+    assert f"did you mean {str(studies / 'moe_zipf.toml')!r}?" in res.output, res.output
+
+
 def test_dtype_error_lists_what_help_lists():
     res = invoke("run", "gemm", "--dtype", "fp8")
     assert res.exit_code == 2

@@ -157,3 +157,22 @@ def test_a_trace_without_cpu_ops_is_refused_by_roofline_for_what_it_lacks(tmp_pa
     run = next(p.name for p in (tmp_path / "t").iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
     res = cli("roofline", run, "--traces", tmp_path / "t", "-o", tmp_path / "r.png")
     assert res.exit_code == 2 and "must select runs with ops rows; these have none" in res.output, res.output
+
+
+def test_report_of_ingested_runs_says_why_the_latency_spectrum_is_empty(tmp_path, cli):
+    # an ingested trace has kernel time but no single-call latency: the latency spectrum printed a header
+    # with no row; it says why, in the terminal, report.md and index.html, and the kernel spectrum stays
+    from conftest import FIXTURES
+
+    from wlprof.analysis.report import EMPTY_SPECTRUM
+    from wlprof.ingest import ingest
+
+    run = ingest(FIXTURES / "h200_probe_ops.json.gz", tmp_path / "t", jobs=1)
+    res = cli("report", run.run_id, "--traces", tmp_path / "t", "--out", tmp_path / "rep")
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert f"(one call, as a caller sees it): {EMPTY_SPECTRUM}" in flat, res.output
+    assert "... and kernel time per step" in res.output and "ingest" in res.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert md.count(EMPTY_SPECTRUM) == 1 and "Kernel time per step:" in md
+    assert "not one call&#x27;s latency" in (tmp_path / "rep" / "index.html").read_text()

@@ -10,6 +10,10 @@ import pandas as pd
 from wlprof.analysis.families import add_family
 from wlprof.analysis.spectrum import spectrum
 
+# what the report says where a spectrum has no row, in place of a table with a header only
+EMPTY_SPECTRUM = ("no sweep point of these runs has this timing (an ingested trace records kernel time, "
+                  "not one call's latency)")
+
 
 @dataclass
 class Report:

@@ -42,7 +42,7 @@ def report(
 def _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide) -> None:
     from rich.markup import escape
 
-    from wlprof.analysis.report import build_report
+    from wlprof.analysis.report import EMPTY_SPECTRUM, build_report
     from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, SPECTRUM_PRIORITY, rich_table
     from wlprof.store.selection import load_runs, split_runs
 
@@ -62,6 +62,10 @@ def _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide) ->
         con.print(f"  {escape(str(line))}")
     for frame, title in ((rep.spectrum_latency, "How well FLOPs explain latency (one call, as a caller sees it)"),
                          (rep.spectrum_kernel, "... and kernel time per step")):
+        if frame.empty:
+            # an ingested trace has kernel time but no single-call latency: say so, not an empty table
+            con.print(f"{title}: {EMPTY_SPECTRUM}", markup=False, highlight=False)
+            continue
         con.print(rich_table(frame, SPECTRUM_COLUMNS, title=title, formats=SPECTRUM_FORMATS, wide=wide,
                              width=con.width, text={"family", "above_roof"}, wrap={"family": 18, "above_roof": 16},
                              priorities=SPECTRUM_PRIORITY))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from wlprof.analysis.report import Report
+from wlprof.analysis.report import EMPTY_SPECTRUM, Report
 from wlprof.errors import InputError
 
 
@@ -167,8 +167,15 @@ def _ceilings_lines(ctx: Context) -> list[str]:
 # --------------------------------------------------------------------------- the files
 
 
-def write_report(rep: Report, out: Path, traces: Path) -> Path:
+def _spectrum_md(frame: pd.DataFrame) -> str:
+    """The spectrum as a Markdown table, or the sentence that says why it has no row."""
     from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, table
+
+    return f"{EMPTY_SPECTRUM}.\n" if frame.empty else table(frame, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS)
+
+
+def write_report(rep: Report, out: Path, traces: Path) -> Path:
+    from wlprof.cli.markdown import table
     from wlprof.store.atomic import atomic_write_bytes
     from wlprof.store.runs import check_writable, read_manifest, run_dir
 
@@ -190,9 +197,8 @@ def write_report(rep: Report, out: Path, traces: Path) -> Path:
     lines = [f"# Where FLOPs stop predicting latency — {device}", "",
              "## Runs", "", table(runs_df.drop(columns=["device"])), *_ceilings_lines(ctx), "",
              "## How well FLOPs explain latency, per family", "",
-             "Latency of one call, as a caller sees it:", "",
-             table(rep.spectrum_latency, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS),
-             "Kernel time per step:", "", table(rep.spectrum_kernel, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS),
+             "Latency of one call, as a caller sees it:", "", _spectrum_md(rep.spectrum_latency),
+             "Kernel time per step:", "", _spectrum_md(rep.spectrum_kernel),
              "## Figures", ""]
     for i, (f, _) in enumerate(pngs, 1):
         lines += [f"### {i}. {f.question}", "", f"![{f.name}]({f.name})", ""]
@@ -262,8 +268,8 @@ def html_page(ctx: Context, runs_df: pd.DataFrame, pngs: list[tuple[Figure, byte
     phases = "".join(f"<h3>{esc(wl)}: kernel time per step by phase (µs)</h3><div class=scroll>"
                      f"{_html_table(_phase_frame(t), text={'variant'})}</div>" for wl, t in rep.phases.items())
     spectrum = "".join(
-        f"<h3>{esc(title)}</h3><div class=scroll>"
-        f"{_html_table(frame, SPECTRUM_COLUMNS, SPECTRUM_FORMATS, text={'family'})}</div>"
+        f"<h3>{esc(title)}</h3>" + (f"<p>{esc(EMPTY_SPECTRUM)}.</p>" if frame.empty else f"<div class=scroll>"
+        f"{_html_table(frame, SPECTRUM_COLUMNS, SPECTRUM_FORMATS, text={'family'})}</div>")
         for title, frame in (("Latency of one call, as a caller sees it", rep.spectrum_latency),
                              ("Kernel time per step", rep.spectrum_kernel)))
     ceilings = "".join(f"<p class=meta>{esc(line)}</p>" for line in _ceilings_lines(ctx))
