@@ -32,9 +32,8 @@ def test_calibrate_cpu_measures_positive_rates_and_caches(tmp_path, monkeypatch)
     assert origin == f"cache: {path}" and again == c
 
 
-def test_calibrate_says_when_it_replaces_higher_ceilings(tmp_path, monkeypatch, cli):
-    # the cache held bf16 0.39 TFLOP/s (p10 0.36); a calibration under load measures 0.034: it replaces
-    # the cache (every later run is placed against it) and now says what it lost
+def _low_calibration(tmp_path, monkeypatch):
+    """A cache of bf16 0.39 TFLOP/s (p10 0.36) and a calibration under load that measures 0.034."""
     from wlprof.ceilings import Ceilings, Measurement
 
     monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path))
@@ -45,7 +44,25 @@ def test_calibrate_says_when_it_replaces_higher_ceilings(tmp_path, monkeypatch, 
     now = Ceilings.from_dict({**before.to_dict(), "matrix_tflops": {"bfloat16": 0.034},
                               "measured_at": "2026-12-02T02:19:36+00:00", "measurements": {}})
     monkeypatch.setattr(ceilings, "calibrate", lambda dev, quick=False: now)
-    res = cli("calibrate", "--device", "cpu")
+    return name
+
+
+def test_calibrate_keeps_higher_ceilings_unless_replace(tmp_path, monkeypatch, cli):
+    # 0.034 < 0.36 (the cache's p10): the cache stays, and the output says so and how to replace it
+    name = _low_calibration(tmp_path, monkeypatch)
+    res = cli("calibrate", "--device", "cpu", "--out", str(tmp_path / "new.json"))
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert ("kept the cache of 2026-12-02T00:36:48+00:00: these measured lower (matrix bfloat16 0.034 < 0.39 "
+            "TFLOP/s before)") in flat and "--replace" in flat and "the cache stays in" in flat
+    assert ceilings.load_cached("cpu", name).matrix_tflops == {"bfloat16": 0.39}
+    # --out still writes what was measured
+    assert jsonio.loads((tmp_path / "new.json").read_bytes())["matrix_tflops"] == {"bfloat16": 0.034}
+
+
+def test_calibrate_replace_caches_lower_ceilings_and_says_what_it_lost(tmp_path, monkeypatch, cli):
+    name = _low_calibration(tmp_path, monkeypatch)
+    res = cli("calibrate", "--device", "cpu", "--replace")
     flat = " ".join(res.output.split())
     assert res.exit_code == 0, res.output
     assert ("lower than the cache it replaces (measured 2026-12-02T00:36:48+00:00): matrix bfloat16 0.034 < 0.39 "

@@ -90,8 +90,14 @@ def calibrate(
     show: Annotated[bool, typer.Option("--show", help="Print the cached ceilings without measuring.")] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write the ceilings to this JSON file "
                                              "(for `--ceilings` elsewhere). Default: only the cache.", metavar="FILE")] = None,
+    replace: Annotated[bool, typer.Option("--replace", help="Cache the new ceilings even where they measured lower "
+                                          "than the cached ones (default: keep the cache then).")] = False,
 ) -> None:
-    """Measure and cache the device's ceilings; runs record which ones they used."""
+    """Measure and cache the device's ceilings; runs record which ones they used.
+
+    A calibration that measures lower than the cache (beyond the cache's spread) leaves the cache as it was
+    unless `--replace` is given: a busy machine only ever measures low.
+    """
     from wlprof import jsonio
     from wlprof.ceilings import cache_path, load_cached, lower_than, save, stale_against
     from wlprof.ceilings import calibrate as measure
@@ -100,6 +106,7 @@ def calibrate(
 
     dev = resolve_device(device)
     previous = load_cached(dev.type, device_name(dev))
+    kept = False  # the cache stays: the new ceilings measured lower and --replace was not given
     if show:
         c = previous
         if c is None:
@@ -114,7 +121,10 @@ def calibrate(
             console(stderr=True).print(f"[yellow]note: {note}; ceilings measured now may be low (every later "
                                        "run is placed against them): calibrate again on a quiet machine[/yellow]")
         c = measure(dev, quick=quick)
-        path = save(c)
+        low = lower_than(c, previous) if previous is not None else []
+        # a format-1 cache lacks the read, write and cache roofs: the new ceilings replace it anyway
+        kept = bool(low) and not replace and previous.migrated_from is None
+        path = cache_path(c.device_type, c.device_name) if kept else save(c)
     con = console()
     con.print(ceilings_table(c))
     if c.datasheet:
@@ -130,16 +140,22 @@ def calibrate(
         con.print(f"[yellow]the main-memory buffers ({_bytes(c.method.get('copy_bytes_each_way'))}) are not past "
                   "the last cache: the dram_* ceilings may be cache rates (a quick calibration)[/yellow]")
     if not show and previous is not None:
-        low = lower_than(c, previous)
-        if low:
+        if kept:
+            con.print(f"[yellow]kept the cache of {previous.measured_at}: these measured lower ({'; '.join(low)}). "
+                      "A busy machine measures low: calibrate again on a quiet one, or pass --replace to cache "
+                      "these anyway[/yellow]")
+        elif low:
             con.print(f"[yellow]lower than the cache it replaces (measured {previous.measured_at}): "
                       f"{'; '.join(low)}. A busy machine measures low, and every later run is placed against "
                       "these: calibrate again on a quiet one[/yellow]")
-        why = stale_against(previous, c)
+        why = [] if kept else stale_against(previous, c)
         if why:
             con.print(f"replaces the cache of {previous.measured_at}, now stale: {'; '.join(why)}; runs placed "
                       "against it are marked ceiling_stale in `wlprof report` and `wlprof roofline`")
-    con.print(f"cached in {path}")
+    if show or not kept:
+        con.print(f"cached in {path}")
+    else:
+        con.print(f"the cache stays in {path}")
     if out is not None:
         atomic_write_bytes(out, jsonio.dumps(c.to_dict(), indent=True))
         con.print(f"wrote {out}")
