@@ -280,30 +280,33 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     kernels = tables.kernels
     tables.steps["note"] = "; ".join(trace.warnings) or None
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
+    meta, notes, events = trace.meta, list(trace.warnings), trace.event_count
+    point = {"kernels": kernels, "ops": tables.ops, "steps": tables.steps, "overlap": tables.overlap}
+    del trace, tables  # the event tables and the join are not written: free them before the writing does
+    release()
     unknown = kernels[kernels.flops_source == "unknown"]
     top_unknown = unknown.groupby(unknown_labels(unknown)).dur_us.sum().sort_values(ascending=False).head(5)
-    files = write_point(run_path, i, variant, {"kernels": kernels, "ops": tables.ops, "steps": tables.steps,
-                                               "overlap": tables.overlap}, chrome)
+    files = write_point(run_path, i, variant, point, chrome)
     import pandas as pd
 
-    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": trace.event_count,
-             "host": trace.meta.get("host_name"), "dtype_us": _time_by_dtype(kernels)}
+    entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": events,
+             "host": meta.get("host_name"), "dtype_us": _time_by_dtype(kernels)}
 
-    dims = tables.ops.op_input_dims if "op_input_dims" in tables.ops else pd.Series([], dtype=object)
-    shapes = bool(dims.fillna("").astype(str).str.strip("[] ").ne("").any()) or tables.ops.empty
-    notes = list(trace.warnings)
+    ops = point["ops"]
+    dims = ops.op_input_dims if "op_input_dims" in ops else pd.Series([], dtype=object)
+    shapes = bool(dims.fillna("").astype(str).str.strip("[] ").ne("").any()) or ops.empty
     replayed = float(unknown.dur_us[_replayed(unknown)].sum())
     if replayed > 0 and kernels.dur_us.sum() > 0:
         notes.append(f"{replayed / kernels.dur_us.sum():.1%} of kernel time was replayed from CUDA/HIP graphs: a "
                      "replay records no op, so its kernels carry no shapes to cost (profile a step with graphs "
                      "off, or the capture itself, to cost them)")
-    summary = IngestedFile(str(f), rank, trace.event_count, len(kernels), float(kernels.dur_us.sum()),
+    summary = IngestedFile(str(f), rank, events, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
                            notes)
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     coll = collective_rows(kernels)
     coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None
-    del trace, tables, kernels
+    del point, ops, kernels
     release()
     return i, entry, summary, {"type": device_type, "name": device_name}, ceil, coll
 
