@@ -10,16 +10,22 @@ below 1 TFLOP/s, so a CPU's rates do not read 0.00).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # the tables of a command that loaded no DataFrame (the ingest summary) need no pandas
+    import pandas as pd
 
 MIN_WIDTH = 100  # the width a table is fitted to where the output is not a terminal
 
 
 def _missing(v) -> bool:
-    if v is None or v is pd.NA:
+    if v is None:
+        return True
+    pandas = sys.modules.get("pandas")  # a value can only be pandas.NA where pandas is loaded
+    if pandas is not None and v is pandas.NA:
         return True
     try:
         return bool(isinstance(v, float) and math.isnan(v))
