@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.sh"
 {
 step "machine"; machine
 step "captures"
-timeout 420 python3 benchmarks/h200/capture_zoo3.py --out "$OUT"; echo "capture rc $?"
+timeout 420 python3 benchmarks/h200/capture_zoo3.py --out "$OUT" ${ONLY:+--only $ONLY}; echo "capture rc $?"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(c.get('name'), c.get('bytes'), c.get('error','')) for c in d['captures']]" "$OUT/zoo3_traces/captures.json"
 rm -rf "$OUT/zoo3_traces"
 ls -la "$OUT"
