@@ -344,3 +344,21 @@ def test_kernels_of_a_trace_without_runtime_events_carry_their_ops_costs():
     k = pipeline.costed(pipeline.read(PUBLIC / "pytorch_2025_h100_kernels_without_runtime.json.gz")).kernels
     gemm = k.set_index("name").loc["void cutlass_addmm"]
     assert (gemm.op_name, gemm.flops, gemm.bytes) == ("aten::addmm", 4096000, 4 * (1000 + 2048 + 2048000 + 1000))
+
+
+def test_a_trace_without_input_types_is_costed_by_its_kernels_element_type():
+    # PyTorch 1.8 pre-release: `Input dims` without `Input type` ([]). aten::add_ of two float [32, 256, 56, 56]
+    # launched AddFunctor<float>: n = 25,690,112 adds, 3 x 4 x n bytes (two reads, self written); it and every
+    # other op were unknown (3.7% of the device rows had FLOPs)
+    k = pipeline.costed(pipeline.read(PUBLIC / "kineto_2020_resnet50_array.json.gz", keep_events=False)).kernels
+    n = 32 * 256 * 56 * 56
+    add = k[(k.op_name == "aten::add_") & (k.op_input_dims == "[[32,256,56,56],[32,256,56,56],[]]")]
+    assert len(add) == 18 and (add.flops == n).all() and (add.bytes == 12 * n).all()
+    assert (add.cost_dtype == "float32").all()
+    # aten::mm([32, 1000], [1000, 2048]) on volta_sgemm and its split-K reduce: 2 x 32 x 1000 x 2048 in all
+    mm = k[(k.op_name == "aten::mm") & (k.op_input_dims == "[[32,1000],[1000,2048]]")]
+    assert mm.flops.sum() == pytest.approx(2 * 32 * 1000 * 2048 * mm.external_id.nunique())
+    # max_pool2d_with_indices_backward's kernel reads long indices beside float data: no one type, unknown
+    assert k[k.op_name == "aten::max_pool2d_with_indices_backward"].bytes.isna().all()
+    dev = k[k.kind != "cpu_op"]
+    assert dev.flops.notna().mean() > 0.66
