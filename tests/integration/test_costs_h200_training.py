@@ -70,9 +70,21 @@ def test_kernel_rows_are_the_raw_kernels_and_all_joined(name, costed):
 def test_bytes_known_for_98_percent_of_kernel_time(name, costed):
     k = costed(name).kernels
     kk = k[k.kind == "kernel"]
+    # a TensorList the profiler did not expand (`[]` in Input Dims: the optimizer steps' lists here) records
+    # no shape: its op's kernels are unknown, never 0, and the share is taken over the others
+    unexpanded = np.array([_unexpanded_list(t, d) for t, d in zip(kk.op_input_types, kk.op_input_dims, strict=True)],
+                          dtype=bool)
+    assert kk[unexpanded]["bytes"].isna().all()
+    kk = kk[~unexpanded]
     known = kk.dur_us[kk["bytes"].notna()].sum() / kk.dur_us.sum()
     unknown = kk[kk["bytes"].isna()].groupby("op_name").dur_us.sum().sort_values(ascending=False)
     assert known >= 0.98, f"{known:.1%} known; uncosted: {unknown.head().to_dict()}"
+
+
+def _unexpanded_list(types, dims) -> bool:
+    if not isinstance(types, str) or not isinstance(dims, str):
+        return False
+    return any(t == "TensorList" and d == [] for t, d in zip(json.loads(types), json.loads(dims), strict=False))
 
 
 @pytest.mark.parametrize("name", [n for n in TRACES if "flop_counter" in CAPTURES[n]])

@@ -46,7 +46,8 @@ def test_every_device_event_of_a_public_trace_is_one_row(path):
     n, dur = raw_device(events)
     for keep in (False, True):  # the streaming reader and the whole-file parse agree
         c = pipeline.costed(pipeline.read(path, keep_events=keep))
-        dev = c.kernels[c.kernels.kind != "cpu_op"]
+        # gloo's work on a CPU trace is a `comm` row from a user_annotation, not a device event
+        dev = c.kernels[~c.kernels.kind.isin(["cpu_op", "comm"])]
         assert len(dev) == n
         assert dev.dur_us.sum() == pytest.approx(dur, rel=1e-9, abs=1e-6)
 
@@ -67,6 +68,13 @@ def test_every_device_event_of_a_public_trace_is_one_row(path):
     # 421 kernels replayed from HIP graphs: kept without an op
     ("tracelens_mi300_hip_graph.json.gz", "unknown GPU", {"external_id": 13, "graph": 421}, 0.0),
     ("hta_2022_inference_capitalized.json.gz", "unknown GPU", {"none": 4}, 0.0),
+    # ROCm 6.2 on an MI250 that names itself "AMD Radeon Graphics": hipLaunchKernel and hipExtModuleLaunchKernel
+    ("hta_2024_mi250_rocm62.json.gz", "AMD Radeon Graphics", {"external_id": 16}, 1.0),
+    # torch 2.x on an H100: python_function stacks, [memory] instant events, cuLaunchKernel beside cudaLaunchKernel
+    ("tracelens_h100_python_function_memory.json.gz", "NVIDIA H100 80GB HBM3", {"external_id": 156}, 1.0),
+    # ROCm on an MI210 with no cpu_op at all: every launch names no op
+    ("tracelens_mi210_gpu_only.json.gz", "AMD Instinct MI210", {"none": 562}, 0.0),
+    ("tracelens_mi300_foreach_unexpanded.json.gz", "AMD Instinct MI300X", {"external_id": 2}, 1.0),
 ])
 def test_join_methods_and_device_of_public_traces(name, device, methods, has_op_at_least):
     path = PUBLIC / name
@@ -344,3 +352,58 @@ def test_kernels_of_a_trace_without_runtime_events_carry_their_ops_costs():
     k = pipeline.costed(pipeline.read(PUBLIC / "pytorch_2025_h100_kernels_without_runtime.json.gz")).kernels
     gemm = k.set_index("name").loc["void cutlass_addmm"]
     assert (gemm.op_name, gemm.flops, gemm.bytes) == ("aten::addmm", 4096000, 4 * (1000 + 2048 + 2048000 + 1000))
+
+
+def test_a_trace_without_input_types_is_costed_by_its_kernels_element_type():
+    # PyTorch 1.8 pre-release: `Input dims` without `Input type` ([]). aten::add_ of two float [32, 256, 56, 56]
+    # launched AddFunctor<float>: n = 25,690,112 adds, 3 x 4 x n bytes (two reads, self written); it and every
+    # other op were unknown (3.7% of the device rows had FLOPs)
+    k = pipeline.costed(pipeline.read(PUBLIC / "kineto_2020_resnet50_array.json.gz", keep_events=False)).kernels
+    n = 32 * 256 * 56 * 56
+    add = k[(k.op_name == "aten::add_") & (k.op_input_dims == "[[32,256,56,56],[32,256,56,56],[]]")]
+    assert len(add) == 18 and (add.flops == n).all() and (add.bytes == 12 * n).all()
+    assert (add.cost_dtype == "float32").all()
+    # aten::mm([32, 1000], [1000, 2048]) on volta_sgemm and its split-K reduce: 2 x 32 x 1000 x 2048 in all
+    mm = k[(k.op_name == "aten::mm") & (k.op_input_dims == "[[32,1000],[1000,2048]]")]
+    assert mm.flops.sum() == pytest.approx(2 * 32 * 1000 * 2048 * mm.external_id.nunique())
+    # max_pool2d_with_indices_backward's kernel reads long indices beside float data: no one type, unknown
+    assert k[k.op_name == "aten::max_pool2d_with_indices_backward"].bytes.isna().all()
+    dev = k[k.kind != "cpu_op"]
+    assert dev.flops.notna().mean() > 0.66
+
+
+def test_torch2_h100_trace_with_python_stacks_costs_its_gemms_and_attention():
+    # TraceLens' H100 ViT trace: 2,117 python_function events and 620 [memory] instant events around the ops
+    k = pipeline.costed(pipeline.read(PUBLIC / "tracelens_h100_python_function_memory.json.gz")).kernels
+    # aten::addmm(bias [768], [788, 768], [768, 768]) in bf16: 2 x 788 x 768 x 768 FLOPs;
+    # bytes 2 x (768 + 788 x 768 + 768 x 768 + 788 x 768 written)
+    mm = k[(k.op_name == "aten::addmm") & (k.op_input_dims == "[[768],[788,768],[768,768],[],[]]")]
+    assert len(mm) > 0 and (mm.flops == 2 * 788 * 768 * 768).all()
+    assert (mm.bytes == 2 * (768 + 788 * 768 + 768 * 768 + 788 * 768)).all()
+    # _flash_attention_forward(q, k, v [4, 197, 12, 64]), not causal: 4 x B x H x S^2 x D
+    fa = k[k.op_name == "aten::_flash_attention_forward"]
+    assert (fa.flops == 4 * 4 * 12 * 197 * 197 * 64).all()
+
+
+def test_gloo_collectives_of_a_cpu_only_rank_are_comm_rows():
+    # HTA's cpu_only rank 34 of 300 (gloo): ten gloo:all_reduce annotations of float [321271] and [2082411]
+    # on two worker threads, their c10d ops outside the sampled window
+    trace = pipeline.read(PUBLIC / "hta_2024_cpu_only_gloo.json.gz")
+    assert device_of(trace.meta, trace.device) == ("cpu", "unknown CPU")
+    assert rank_of(trace.meta, -1) == 34
+    k = pipeline.costed(trace).kernels
+    assert k.kind.tolist() == ["comm"] * 10 and (k.collective == "all_reduce").all()
+    assert sorted(set(k.comm_bytes)) == [4 * 321271, 4 * 2082411]
+    assert (k.group_size == 300).all() and (k.comm_dtype == "float32").all()
+
+
+def test_an_unexpanded_tensor_list_leaves_its_foreach_op_unknown():
+    # TraceLens' MI300 ResNet trace (trimmed to two ops): aten::_foreach_add_(TensorList, TensorList, -0.001)
+    # recorded as Input Dims [[], [], []] launched a 32 us multi_tensor_apply kernel; it was costed 0 and 0
+    k = pipeline.costed(pipeline.read(PUBLIC / "tracelens_mi300_foreach_unexpanded.json.gz")).kernels.set_index("op_name")
+    fe = k.loc["aten::_foreach_add_"]
+    assert np.isnan(fe.flops) and np.isnan(fe.bytes) and fe.flops_source == "unknown"
+    # aten::mul(bf16 [1000], a 0-d double, out bf16 [1000]) beside it: 1,000 multiplies; 2,000 bytes read, the
+    # double's 8, 2,000 written
+    mul = k.loc["aten::mul"]
+    assert (mul.flops, mul.bytes) == (1000, 4008)

@@ -129,3 +129,16 @@ def test_list_numels_only_of_tensor_lists_and_foreach_norm_with_an_unknown_dtype
     # writes 2 x 2 bytes
     c = cost_of(op("aten::_foreach_norm", TL([4, 5], [6]), S(2), S(99), kernels=BF16_K))
     assert (c.flops, c.bytes, c.written) == (52, 56, 4)
+
+
+def test_tensor_lists_whose_shapes_were_not_recorded_are_unknown_not_free():
+    # TraceLens' MI300 ResNet trace: aten::_foreach_add_(TensorList, TensorList, -0.001) with Input Dims
+    # [[], [], []] launched a 32 us multi_tensor_apply kernel; it was costed 0 FLOPs and 0 bytes
+    k = (mta_kernel("c10::BFloat16", "BinaryOpListAlphaFunctor", 3),)
+    assert cost_of(op("aten::_foreach_add_", TL(), TL(), S(-0.001), kernels=k)) is None
+    assert cost_of(op("aten::_foreach_sqrt", TL(), kernels=k)) is None
+    assert cost_of(op("aten::_foreach_mm", TL(), TL())) is None
+    assert cost_of(op("aten::_fused_adamw_", *_adam_args(TL(), TL(), TL(), TL(), TL(), TL()))) is None
+    # the lists recorded: 26 adds and alpha's 26 multiplies, 2 x 26 x 3 bytes
+    c = cost_of(op("aten::_foreach_add_", TL([4, 5], [6]), TL([4, 5], [6]), S(-0.001), kernels=k))
+    assert (c.flops, c.bytes) == (52, 156)

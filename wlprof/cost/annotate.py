@@ -18,6 +18,7 @@ import pandas as pd
 
 from wlprof.ceilings import Ceilings
 from wlprof.cost.attribution import ancestors
+from wlprof.cost.kernel_types import element_type
 from wlprof.cost.registry import FORMULA, Cost, OpCall, cost_of, uses_children, uses_kernels
 from wlprof.cost.roofline import add_roofline
 
@@ -58,7 +59,9 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     dispatcher = ops.dispatcher.to_numpy()
     parent = ops.parent.to_numpy()
     # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
-    needs = np.array([not dispatcher[p] and uses_kernels(names[p]) for p in op_positions], dtype=bool)
+    # and for the calls whose trace recorded shapes without dtypes
+    untyped = np.array([not dispatcher[p] and _untyped(args_table[args_id[p]]) for p in op_positions], dtype=bool)
+    needs = untyped | np.array([not dispatcher[p] and uses_kernels(names[p]) for p in op_positions], dtype=bool)
     kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
     # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
     wants = np.array([not dispatcher[p] and uses_children(names[p]) for p in op_positions], dtype=bool)
@@ -75,9 +78,31 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
         key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch))
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
-            memo[key] = cost_of(OpCall.from_args(names[pos], args_table[args_id[pos]], anc, kn, nested))
+            args = args_table[args_id[pos]]
+            if kn and _untyped(args):
+                args = _typed_by_kernels(args, kn)
+            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested))
         out[pos] = memo[key]
     return out
+
+
+def _untyped(args: dict) -> bool:
+    """Shapes recorded without their dtypes: PyTorch 1.8's first Kineto traces write `Input type: []`."""
+    dims = args.get("Input Dims")
+    return isinstance(dims, list) and any(dims) and not args.get("Input type")
+
+
+def _typed_by_kernels(args: dict, kernels: Sequence[str]) -> dict:
+    """`args` with every shaped input typed by the one element type its kernels name (`AddFunctor<float>`).
+
+    An input recorded as `[]` (a scalar, a None or a 0-d tensor) stays untyped; kernels that name no
+    type or several (an index kernel's `<float, long>`) leave the args as they are.
+    """
+    t = element_type(kernels)
+    if t is None:
+        return args
+    types = [t if isinstance(d, list) and d and all(isinstance(x, int) for x in d) else "" for d in args["Input Dims"]]
+    return {**args, "Input type": types}
 
 
 def _children(ops: pd.DataFrame, wanted: np.ndarray) -> dict[int, list[int]]:

@@ -47,3 +47,60 @@ def opaque_size(kernels: Iterable[str], kernel_prefix: str) -> int | None:
             if m:
                 return int(m.group(1))
     return None
+
+
+# element types a kernel's template arguments name, as `Input type` spells them; index types
+# (`unsigned int` in reductions and concatenations) are left out
+_ELEMENT_TOKENS = {
+    "float": "float", "double": "double", "c10::Half": "c10::Half", "at::Half": "c10::Half",
+    "__half": "c10::Half", "half": "c10::Half", "c10::BFloat16": "c10::BFloat16",
+    "at::BFloat16": "c10::BFloat16", "__nv_bfloat16": "c10::BFloat16", "long": "long",
+    "int64_t": "long", "int": "int", "bool": "bool", "signed char": "signed char",
+    "unsigned char": "unsigned char", "short": "short",
+}
+# cuBLAS / cuDNN kernels name their type by a letter: volta_sgemm_128x64_nt, volta_scudnn_128x64_relu,
+# turing_h1688gemm_256x128: s float, h half, d double
+_BLAS = re.compile(r"(?:^|_)([shd])(?:\d{3,5})?(?:gemm|cudnn)(?:_|$)")
+_BLAS_TYPES = {"s": "float", "h": "c10::Half", "d": "double"}
+
+
+_SIGNATURE = re.compile(r"(?<!lambda)\([^()]*\)")
+# a pointer parameter's pointee: `float const*`, `long*`, `unsigned char const*`
+_POINTER = re.compile(r"((?:signed |unsigned )?[\w:]+)\s*(?:const\s*)?\*")
+
+
+def _split_parameters(name: str) -> tuple[str, str]:
+    """A kernel's name split before its parameter list: `void f<float, 4>(int, float*)` ->
+    (`void f<float, 4>`, `(int, float*)`)."""
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth <= 0 and i > 0:
+            return name[:i], name[i:]
+    return name, ""
+
+
+def element_type(kernels: Iterable[str]) -> str | None:
+    """The one element type the kernels' names spell ('float', 'c10::Half', 'long'), or None.
+
+    Read from template arguments (`AddFunctor<float>`, `bn_fw_tr_1C11_kernel_NCHW<float, float, ...>`),
+    pointer parameters (the data a kernel reads and writes: `long const*` for a pooling's indices)
+    and cuBLAS/cuDNN prefixes (`volta_sgemm`); kernels that name several types (an embedding's
+    `<float, float, long>`) or none give None.
+    """
+    found: set[str] = set()
+    for name in kernels:
+        m = _BLAS.search(name)
+        if m:
+            found.add(_BLAS_TYPES[m.group(1)])
+        template, params = _split_parameters(name)
+        # a function's parameters inside the template (`copy_device_to_device(at::TensorIterator&, bool)`)
+        # are not element types; a lambda's (`{lambda(float)#1}`) are
+        while (stripped := _SIGNATURE.sub("", template)) != template:
+            template = stripped
+        tokens = re.split(r"[<>,(){}]", template) + _POINTER.findall(params)
+        found.update(t for tok in tokens if (t := _ELEMENT_TOKENS.get(tok.strip())) is not None)
+    return found.pop() if len(found) == 1 else None

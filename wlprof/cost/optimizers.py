@@ -48,6 +48,16 @@ def _list_numels(call: OpCall, i: int) -> list[int] | None:
     return [math.prod(d) for d in dims]
 
 
+def _self_numels(call: OpCall, i: int) -> list[int] | None:
+    """The numels of the list the op works on; None when the trace left it empty.
+
+    torch.profiler writes `[]` for a TensorList whose shapes it did not record; a call on a
+    truly empty list launches nothing, so an empty first list means the shapes are unknown.
+    """
+    numels = _list_numels(call, i)
+    return numels or None
+
+
 def _tensor_bytes(call: OpCall, skip: set[int]) -> int:
     """Bytes of the plain (non-list) tensor arguments: a 0-d `other`, a `scalars` tensor."""
     return sum(call.tensor(i).nbytes_read for i in range(len(call.types))
@@ -61,7 +71,7 @@ def _foreach(base: str, in_place: bool):
         lists = [i for i, t in enumerate(call.types) if t == LIST]
         if not lists:
             return None
-        numels = [_list_numels(call, i) for i in lists]
+        numels = [_self_numels(call, lists[0])] + [_list_numels(call, i) for i in lists[1:]]
         if any(n is None for n in numels):
             return None
         self_numels = numels[0]
@@ -108,6 +118,8 @@ for _base in FOREACH_FLOPS:
 def foreach_mm(call: OpCall) -> Cost | None:
     # _foreach_mm(self[], mat2[]): one [M, K] @ [K, N] product per pair: 2*M*N*K each.
     a, b = call.dims[0], call.dims[1]
+    if not a:  # the shapes were not recorded
+        return None
     flops = 0
     for x, y in zip(a, b, strict=True):
         (m, k), (k2, n) = x, y
@@ -126,7 +138,7 @@ def _fused(call: OpCall, read_lists: list[int], written_lists: list[int], per: i
     the parameters' shapes (empty lists, e.g. max_exp_avg_sqs without amsgrad, add nothing);
     `steps`: the position of the state_steps list, 0-d step counters the kernels read as float
     (4 bytes each); optional tensors (grad_scale, found_inf, a tensor lr) read at their dtype."""
-    params = _list_numels(call, 0)
+    params = _self_numels(call, 0)
     if params is None:
         return None
     n = sum(params)
