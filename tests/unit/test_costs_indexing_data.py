@@ -102,6 +102,23 @@ def test_cat_element_size_from_the_kernel():
     assert cost_of(op("aten::cat", TL([4, 5], [4, 5]), S(0))).bytes is None  # no kernel names it
 
 
+def test_chunk_cat_reads_every_input_and_writes_the_padded_output():
+    k = ("void at::native::detail::chunk_cat_cuda_kernel<char, char>(char**, char*, long*, long*, long*, long*, "
+         "long*, long*, long, long, long)",)
+    # FSDP2's gradient flattening: a [1024, 2048] weight and a [1024] bias into a float [1, 2098176] out
+    # (num_chunks 1): reads (2097152 + 1024) * 4 = 8392704, writes 2098176 * 4 = 8392704
+    c = cost_of(op("aten::_chunk_cat", TL([1024, 2048], [1024]), S(0), S(1), T([1, 2098176]), kernels=k))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (0, 16785408, 8392704, "float32")
+    # without out, 3 chunks of [10] and [4] at dim 0: ceil(10/3) + ceil(4/3) = 4 + 2 per chunk, 18 written;
+    # the byte copy's element size needs the out tensor's dtype: unknown here
+    c = cost_of(op("aten::_chunk_cat", TL([10], [4]), S(0), S(3), kernels=k))
+    assert (c.flops, c.bytes) == (0, None)
+    # a kernel that names its element types: float -> 14 * 4 read + 18 * 4 written
+    k2 = ("void at::native::detail::chunk_cat_cuda_kernel<float, float>(...)",)
+    c = cost_of(op("aten::_chunk_cat", TL([10], [4]), S(0), S(3), kernels=k2))
+    assert (c.bytes, c.written) == (56 + 72, 72)
+
+
 def test_embedding_dense_backward():
     # grad [4, 16, 32] fp32, indices [4, 16], 1000 rows: 2048 adds; reads 8192 + 512;
     # writes at most min(64, 1000) = 64 rows of 32 fp32: 8192
@@ -139,3 +156,17 @@ def test_in_place_views_and_axis_swaps_are_views():
     for name in ("t_", "transpose_", "unsqueeze_", "squeeze_", "swapaxes", "swapaxes_", "swapdims", "swapdims_"):
         assert is_view(f"aten::{name}"), name
     assert not is_view("aten::transpose_copy")  # a copy is work
+
+
+def test_coalesce_reads_the_nested_calls_for_its_entry_counts():
+    # a sparse [1048576, 128] float gradient of 131072 entries (sparse_dim 1) coalesced into 123130:
+    # the nested squeeze of the [1, 131072] indices and the result's [1, 123130] indices, [123130, 128] values
+    sparse = op("aten::_coalesce", T([1048576, 128]))
+    children = (op("aten::squeeze", T([1, 131072], I64), S(0)),
+                op("aten::_sparse_coo_tensor_with_dims_and_tensors", S(1), S(1), S([1048576, 128]),
+                   T([1, 123130], I64), T([123130, 128])))
+    c = cost_of(_with_children(sparse, *children))
+    # reads 131072 * 8 + 131072 * 128 * 4 = 68157440; writes 123130 * 8 + 123130 * 128 * 4 = 64027600;
+    # FLOPs: (131072 - 123130) merged entries * 128 adds = 1016576
+    assert (c.flops, c.bytes, c.written, c.dtype) == (1016576, 68157440 + 64027600, 64027600, "float32")
+    assert cost_of(sparse) is None  # without its nested calls: unknown

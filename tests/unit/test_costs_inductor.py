@@ -52,3 +52,46 @@ def test_launches_count_as_costed_ops():
     ops = pd.DataFrame({"name": ["CompiledFunction", "triton_poi_fused_add_0"], "parent": [-1, 0], "args_id": [0, 1]})
     f = flag_ops(ops, [{}, {"kernel_backend": "triton"}])
     assert list(f.has_formula) == [False, True]
+
+
+def _tem(name, *dims, dtype=BF16):
+    return cost_of(op(name, *(T(list(d), dtype) for d in dims), S(1), S(1), S(1), kernel_backend="triton"))
+
+
+def test_gemm_template_flops_from_its_buffers():
+    # the buffers of real max-autotune launches (H200, torch 2.11), in the order Inductor passed them:
+    # x [2, 1024, 8192] as [2048, 8192] @ w [8192, 1024] -> [2048, 1024]: 2*2048*8192*1024 = 34359738368
+    c = _tem("triton_tem_fused_mm_t_view_0", (2, 1024, 8192), (8192, 1024), (2048, 1024))
+    assert (c.flops, c.unit, c.source) == (34359738368.0, MATRIX, "formula")
+    # a backward GEMM whose fused silu-mul epilogue reads the [2048, 2816] gate: 2*2048*1024*2816 = 11811160064
+    c = _tem("triton_tem_fused__unsafe_view_mm_mul_silu_t_view_6", (2, 1024, 2816), (2048, 1024), (2816, 1024))
+    assert c.flops == 11811160064.0
+    # the attention output [2, 16, 1024, 64] read as [2048 tokens, 1024 features] through a permute:
+    # grad [1024, 2048] @ attn [2048, 1024] -> [1024, 1024]: 2*1024*2048*1024 = 4294967296
+    c = _tem("triton_tem_fused_mm_t_transpose_view_10", (2, 1024, 1024), (2, 16, 1024, 64), (1024, 1024))
+    assert c.flops == 4294967296.0
+    # addmm with an addend of the output's shape: the triples (a, b, out) and (a, b, addend) agree:
+    # [8192, 2048] @ [2048, 1024] -> [8192, 1024]: 2*8192*2048*1024 = 34359738368
+    c = _tem("triton_tem_fused_addmm_embedding_dense_backward_t_view_22",
+             (8192, 1024), (2, 1024, 8192), (2048, 1024), (8192, 1024))
+    assert c.flops == 34359738368.0
+
+
+def test_batched_gemm_template_flops():
+    # bmm [8, 128, 64] @ [8, 64, 256] -> [8, 128, 256]: 2*8*128*64*256 = 33554432
+    assert _tem("triton_tem_fused_bmm_3", (8, 128, 64), (8, 64, 256), (8, 128, 256)).flops == 33554432.0
+    # a batch that the buffers do not share is no bmm
+    assert _tem("triton_tem_fused_bmm_3", (8, 128, 64), (4, 64, 256), (8, 128, 256)).flops is None
+
+
+def test_gemm_template_flops_stay_unknown_where_the_buffers_do_not_decide():
+    # [32, 1024] @ [1024, 1024] -> [32, 1024] (2*32*1024*1024) and, with the [32, 32] epilogue buffer,
+    # [32, 32] @ [32, 1024] -> [32, 1024] (2*32*32*1024) both fit: unknown
+    assert _tem("triton_tem_fused_addmm_mul_1", (32, 1024), (1024, 1024), (32, 1024), (32, 32)).flops is None
+    # a [256, 1] buffer has the numel of a [16, 16] but no split into 16 x 16: only the three [16, 16] fit
+    assert _tem("triton_tem_fused_mm_mul_2", (16, 16), (16, 16), (16, 16), (256, 1)).flops == 2.0 * 16 ** 3
+    # a pointwise kernel, a convolution or flex-attention template: no GEMM FLOPs
+    assert _tem("triton_poi_fused_mm_0", (64, 64), (64, 64), (64, 64)).flops is None
+    assert _tem("triton_tem_fused_convolution_0", (8, 64, 32, 32), (64, 64, 3, 3), (8, 64, 32, 32)).flops is None
+    assert _tem("triton_tem_fused_flex_attention_0", (4, 16, 2048, 64), (4, 16, 2048, 64),
+                (4, 16, 2048, 64)).flops is None

@@ -7,6 +7,7 @@ sorts and top-k their comparisons (stated at each formula; `docs/costs.md`).
 from __future__ import annotations
 
 import math
+import re
 
 from wlprof.cost import dtypes
 from wlprof.cost.kernel_types import opaque_size
@@ -149,6 +150,51 @@ def cat(call: OpCall) -> Cost | None:
         return Cost(0, None, VECTOR, None)
     n = sum(math.prod(d) for d in dims if d != (0,))  # legacy empty [0] inputs are skipped by cat
     return Cost(0, 2 * n * size, VECTOR, None, written=n * size)
+
+
+_CHUNK_CAT = re.compile(r"chunk_cat_cuda_kernel<\s*([\w:]+(?: [\w:]+)?)\s*,\s*([\w:]+(?: [\w:]+)?)\s*>")
+
+
+def _chunk_cat_itemsize(kernels, out) -> int | None:
+    """Bytes per input element of a `_chunk_cat`: CUDA's kernel names its source and destination
+    element types (`chunk_cat_cuda_kernel<char, char>`: a byte copy, the inputs are of the
+    output's dtype); None where no kernel says (a CPU trace)."""
+    for name in kernels:
+        m = _CHUNK_CAT.search(name)
+        if m:
+            src, dst = m.group(1), m.group(2)
+            if src == dst and out is not None:
+                return out.itemsize
+            return dtypes.element_size(src) or None
+    return None
+
+
+@formula("aten::_chunk_cat", uses_kernels=True)
+def chunk_cat(call: OpCall) -> Cost | None:
+    # _chunk_cat(tensors, dim, num_chunks[, out]): each tensor split into num_chunks along dim
+    # (its trailing size padded up to a multiple of num_chunks), the chunks interleaved into one
+    # output: every input read once, the whole output (padding included) written once; FLOPs 0.
+    # The TensorList's dtype is not recorded: the element size comes from the kernel's name.
+    dims = call.dims[0] if call.dims else None
+    if not isinstance(dims, tuple) or not dims or not all(isinstance(d, tuple) for d in dims):
+        return None
+    dim, chunks = call.scalar(1), call.scalar(2)
+    out = call.tensor(3)
+    if not isinstance(dim, int) or not isinstance(chunks, int) or chunks < 1:
+        return None
+    if out is not None:
+        written = out.numel
+    else:
+        d0 = dim % len(dims[0]) if dims[0] else 0
+        lead = math.prod(dims[0][:d0])
+        written = lead * chunks * sum(-(-math.prod(d[d0:]) // chunks) for d in dims)
+    size = _chunk_cat_itemsize(call.kernels, out)
+    out_size = out.itemsize if out is not None else size
+    if size is None or not out_size:
+        return Cost(0, None, VECTOR, None)
+    read = sum(math.prod(d) for d in dims) * size
+    return Cost(0, read + written * out_size, VECTOR, out.dtype if out is not None else None,
+                written=written * out_size)
 
 
 @formula("aten::topk")

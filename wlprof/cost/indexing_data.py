@@ -135,3 +135,34 @@ def assert_async(call: OpCall) -> Cost | None:
     # sign); nothing is written
     t = call.tensor(0)
     return Cost(0, t.itemsize * max(t.numel, 1), VECTOR, t.dtype, written=0)
+
+
+@formula("aten::_coalesce", aux_children=True, uses_children=True)
+def coalesce(call: OpCall) -> Cost | None:
+    """Sort a sparse COO tensor's entries by index and sum the duplicates. The sparse input is
+    recorded by its dense shape alone; the nested calls record the rest: the result is built by
+    `aten::_sparse_coo_tensor_with_dims_and_tensors` (its indices [sparse_dim, nnz_out] and values
+    [nnz_out, *dense]), and the input's [sparse_dim, nnz_in] indices are the first nested input of
+    that shape. Reads the input's indices and values, writes the result's; one add per dense element
+    of each merged duplicate. Unknown without the nested calls."""
+    out_idx = out_val = None
+    for ch in call.children:
+        if ch.name == "aten::_sparse_coo_tensor_with_dims_and_tensors":
+            out_idx, out_val = ch.tensor(3), ch.tensor(4)
+    if out_idx is None or out_val is None or len(out_idx.dims) != 2 or not out_val.dims:
+        return None
+    sparse_dim, nnz_out = out_idx.dims
+    nnz_in = None
+    for ch in call.children:
+        t = ch.tensor(0)
+        if t is not None and t.dtype == "int64" and len(t.dims) == 2 and t.dims[0] == sparse_dim \
+                and ch.name != "aten::_sparse_coo_tensor_with_dims_and_tensors":
+            nnz_in = t.dims[1]
+            break
+    if nnz_in is None or nnz_in < nnz_out:
+        return None
+    dense = math.prod(out_val.dims[1:])
+    size = out_val.itemsize
+    read = nnz_in * sparse_dim * 8 + nnz_in * dense * size
+    written = nnz_out * sparse_dim * 8 + nnz_out * dense * size
+    return Cost((nnz_in - nnz_out) * dense, read + written, VECTOR, out_val.dtype, written=written)

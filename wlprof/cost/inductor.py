@@ -16,14 +16,22 @@ reduction kernels: FlopCounterMode counts none of their ops).
   in-place buffer twice or a sliced buffer per slice; `benchmarks/coverage.md` reports by
   how much on a real pair of traces.
 - FLOPs: `kernel_flop` when positive (a matrix kernel: the matmul or convolution it
-  implements), else unknown (None): a fused pointwise kernel's arithmetic is not recorded,
-  and guessing it from the kernel's name (as TraceLens does) is not done here.
+  implements); else, for a GEMM template (`triton_tem_fused_..._mm_...`, `..._bmm_...`: one
+  matmul with fused prologue and epilogue), 2*M*N*K from its buffers (`template_gemm_flops`);
+  else unknown (None): a fused pointwise kernel's arithmetic is not recorded, and guessing it
+  from the kernel's name (as TraceLens does) is not done here.
 - Bytes written are not stated: which arguments are outputs is not recorded.
 """
 
 from __future__ import annotations
 
+import math
+from itertools import combinations
+
 from wlprof.cost.registry import FORMULA, INDUCTOR, MATRIX, VECTOR, Cost, OpCall, arg_formula
+
+_MM_TOKENS = frozenset(("mm", "addmm"))
+_BMM_TOKENS = frozenset(("bmm", "baddbmm"))
 
 
 def _positive(v) -> float | None:
@@ -37,14 +45,75 @@ def buffer_bytes(call: OpCall) -> int:
     return sum(t.nbytes_read for t in call.tensors)
 
 
+def _square_root(n: int) -> int | None:
+    r = math.isqrt(n) if n >= 0 else -1
+    return r if r >= 0 and r * r == n else None
+
+
+def _has_factor(dims: tuple[int, ...], factor: int) -> bool:
+    """Whether some of `dims` (any subset: a permuted view) multiply to `factor`."""
+    return any(math.prod(c) == factor for r in range(1, len(dims) + 1) for c in combinations(dims, r))
+
+
+def _triple_mnk(dims: tuple[tuple[int, ...], ...], numels: tuple[int, ...]) -> int | None:
+    """M*N*K where three buffers of these numels are a GEMM's [M, K], [K, N] and [M, N] (in any
+    order: the product is the same whichever is which), each splittable into its two factors."""
+    a, b, c = numels
+    x2, rem_x = divmod(a * b, c)  # the dim the first two share
+    y2, rem_y = divmod(a * c, b)
+    z2, rem_z = divmod(b * c, a)
+    if rem_x or rem_y or rem_z:
+        return None
+    x, y, z = _square_root(x2), _square_root(y2), _square_root(z2)
+    if not x or not y or not z:
+        return None
+    # the first buffer holds x and y, the second x and z, the third y and z
+    if not (_has_factor(dims[0], x) and _has_factor(dims[1], x) and _has_factor(dims[2], y)
+            and _has_factor(dims[0], y) and _has_factor(dims[1], z) and _has_factor(dims[2], z)):
+        return None
+    return x * y * z
+
+
+def template_gemm_flops(call: OpCall) -> float | None:
+    """2*M*N*K (times the batch) of an Inductor GEMM template launch, or None.
+
+    A template kernel (`triton_tem_...`) implements one matmul with pointwise prologue and
+    epilogue ops fused in; its name lists the aten ops it was generated from (`mm`, `addmm`,
+    `bmm`, `baddbmm`). Its buffers are the two operands, the output and the epilogue's other
+    inputs, in an order that is not recorded. Every three buffers (of at least two dims, for a
+    batched template three dims sharing the leading one) whose sizes are [M, K], [K, N] and
+    [M, N] for whole M, N, K give M*N*K; the FLOPs are known only where every such triple
+    gives the same product (an epilogue buffer that makes another triple makes it unknown).
+    """
+    name = call.name
+    if not name.startswith("triton_tem_"):
+        return None
+    tokens = set(name.split("_"))
+    batched = bool(tokens & _BMM_TOKENS)
+    if not batched and not tokens & _MM_TOKENS:
+        return None
+    shapes = [t.dims for t in call.tensors if len(t.dims) >= (3 if batched else 2) and t.numel > 0]
+    products = set()
+    for trio in combinations(shapes, 3):
+        batch = trio[0][0] if batched else 1
+        if batched and any(d[0] != batch for d in trio):
+            continue
+        inner = tuple(d[1:] for d in trio) if batched else trio
+        mnk = _triple_mnk(inner, tuple(math.prod(d) for d in inner))
+        if mnk is not None:
+            products.add(batch * mnk)
+    return 2.0 * products.pop() if len(products) == 1 else None
+
+
 @arg_formula("kernel_backend", "triton")
 def triton_launch(call: OpCall) -> Cost | None:
     tensors = call.tensors
     if not tensors:
         return None
     gb = _positive(call.arg("kernel_num_gb"))
-    flops = _positive(call.arg("kernel_flop"))
+    stated = _positive(call.arg("kernel_flop"))
+    flops = stated if stated is not None else template_gemm_flops(call)
     nbytes = float(round(gb * 1e9)) if gb is not None else float(buffer_bytes(call))  # Inductor wrote bytes / 1e9
-    source = INDUCTOR if gb is not None or flops is not None else FORMULA
+    source = INDUCTOR if gb is not None or stated is not None else FORMULA
     dtype = max(tensors, key=lambda t: t.stored * t.itemsize).dtype
     return Cost(flops, nbytes, MATRIX if flops is not None else VECTOR, dtype, source=source)
