@@ -27,6 +27,7 @@ class IngestedFile:
     chrome: str | None = None
     shapes: bool = True  # its ops carry recorded shapes (`record_shapes=True`)
     notes: list[str] = field(default_factory=list)  # what the parser could not read, or read otherwise
+    no_flops_us: float = 0.0  # kernel time without FLOPs: unknown ops, and kernels costed by bytes alone
 
 
 @dataclass
@@ -35,23 +36,61 @@ class IngestResult:
     path: Path
     files: list[IngestedFile]
     ceilings_origin: str
+    skipped: list[str] = field(default_factory=list)  # JSON files of the folder that are not traces
 
     @property
     def unknown_share(self) -> float:
         total = sum(f.kernel_us for f in self.files)
         return sum(f.unknown_us for f in self.files) / total if total else float("nan")
 
+    @property
+    def bytes_only_share(self) -> float:
+        """The share of kernel time whose bytes are costed and FLOPs not (a fused Triton kernel)."""
+        total = sum(f.kernel_us for f in self.files)
+        return sum(f.no_flops_us - f.unknown_us for f in self.files) / total if total else float("nan")
 
-def trace_files(path: str | Path, arg: str = "PATH") -> list[Path]:
-    """The trace files of a file or folder argument, sorted; an InputError when there are none."""
+
+SNIFF_BYTES = 4 << 20  # a trace's metadata before its events is small
+
+
+def looks_like_trace(path: Path) -> bool:
+    """Whether a JSON file of a folder can be a Chrome trace: its (gunzipped) start is an event array,
+    or names `traceEvents` or an event's `ph`. A file that cannot be read says yes, so that the
+    parser reports what is wrong with it."""
+    import gzip
+
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(2)
+            fh.seek(0)
+            stream = gzip.GzipFile(fileobj=fh) if magic == b"\x1f\x8b" else fh
+            head = stream.read(SNIFF_BYTES)
+    except (OSError, EOFError):
+        return True
+    head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head[:1] == b"[" or b'"traceEvents"' in head or b'"ph"' in head or not head.startswith(b"{")
+
+
+def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None = None) -> list[Path]:
+    """The trace files of a file or folder argument, sorted; an InputError when there are none.
+
+    In a folder, a JSON file that is no Chrome trace (a run's config or metrics beside its traces)
+    is left out, and appended to `skipped` where given.
+    """
     p = Path(path)
     if p.is_file():
         return [p]
     if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith((".", "_"))
-                       and f.name.endswith(TRACE_SUFFIXES))
+        files, other = [], []
+        for f in sorted(p.iterdir()):
+            if f.is_file() and not f.name.startswith((".", "_")) and f.name.endswith(TRACE_SUFFIXES):
+                (files if looks_like_trace(f) else other).append(f)
         if not files:
-            raise InputError(arg, "must be a trace file or a folder holding *.json or *.json.gz traces", str(p))
+            why = f" ({', '.join(f.name for f in other[:3])}{', ...' if len(other) > 3 else ''} are not traces)" \
+                if other else ""
+            raise InputError(arg, f"must be a trace file or a folder holding *.json or *.json.gz traces{why}", str(p))
+        if skipped is not None:
+            skipped.extend(other)
         return files
     raise InputError(arg, "must be an existing trace file or folder", str(p))
 
@@ -87,12 +126,14 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise InputError(Key("chrome_top", "store"), "must be a positive number of kernels", chrome_top)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError(Key("jobs", "store"), "must be a positive number of processes", jobs)
-    files = trace_files(path)
+    skipped: list[Path] = []
+    files = trace_files(path, skipped=skipped)
     made = [d for d in (Path(traces), *Path(traces).parents) if not d.exists()]  # deepest first
     root = check_writable(traces, Key("traces", "store"))
     manifest: dict[str, Any] = {
         "command": command, "study": {"name": name, "workload": "ingest", "source": str(path)},
-        "versions": study.versions(import_torch=False), "notes": [],
+        "versions": study.versions(import_torch=False),
+        "notes": [f"skipped {f.name}: a JSON file that is not a Chrome trace" for f in skipped],
         "points": [{"index": i, "variant": f.name, "source_file": str(f), "status": "pending"}
                    for i, f in enumerate(files)],
     }
@@ -124,7 +165,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         _remove_empty(made)
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
-    return IngestResult(writer.run_id, writer.path, done, origin)
+    return IngestResult(writer.run_id, writer.path, done, origin, [str(f) for f in skipped])
 
 
 def _finish_collectives(run_path: Path, parts: list[bytes], hosts: dict, variants: dict, jobs: int) -> None:
@@ -285,7 +326,8 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     del trace, tables  # the event tables and the join are not written: free them before the writing does
     release()
     unknown = kernels[kernels.flops_source == "unknown"]
-    top_unknown = unknown.groupby(unknown_labels(unknown)).dur_us.sum().sort_values(ascending=False).head(5)
+    no_flops = kernels[kernels.flops.isna()]
+    top_unknown = no_flops.groupby(unknown_labels(no_flops)).dur_us.sum().sort_values(ascending=False).head(5)
     files = write_point(run_path, i, variant, point, chrome)
     import pandas as pd
 
@@ -302,7 +344,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                      "off, or the capture itself, to cost them)")
     summary = IngestedFile(str(f), rank, events, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
-                           notes)
+                           notes, float(no_flops.dur_us.sum()))
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     coll = collective_rows(kernels)
     coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None
@@ -323,13 +365,15 @@ def _replayed(kernels):
 
 
 def unknown_labels(kernels):
-    """What to call each uncosted row: its op, else '(graph replay)' or '(no op)'."""
+    """What to call each row without FLOPs: its op ('Triton kernels' for Inductor's launches, each named
+    after its kernel), else '(graph replay)' or '(no op)'."""
     import numpy as np
     import pandas as pd
 
     fill = np.where(_replayed(kernels), "(graph replay)", "(no op)")
-    return pd.Series(kernels.op_name.astype(object).to_numpy(), index=kernels.index).where(
-        kernels.op_name.notna(), pd.Series(fill, index=kernels.index))
+    ops = pd.Series(kernels.op_name.astype(object).to_numpy(), index=kernels.index)
+    ops = ops.where(~ops.astype(str).str.startswith("triton_"), "Triton kernels")
+    return ops.where(kernels.op_name.notna(), pd.Series(fill, index=kernels.index))
 
 
 def _communicates(trace) -> bool:

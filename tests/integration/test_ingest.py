@@ -335,3 +335,26 @@ def test_an_h2d_copy_of_a_real_h200_trace_goes_against_the_measured_link(tmp_pat
     assert h2d.roofline_fraction.between(0.99, 1.0).all() and h2d.roof_note.isna().all()
     d2d = k[(k.kind == "memcpy") & k.name.str.contains("DtoD")]
     assert set(d2d.roof) == {"hbm_copy"}
+
+
+def test_a_folder_s_json_files_that_are_not_traces_are_skipped_and_named(tmp_path, cli):
+    # a run folder holding a trace and a metrics file: the metrics file is skipped, named, and noted
+    src = tmp_path / "run"
+    src.mkdir()
+    shutil.copy(FIXTURES / "public" / "hta_2022_inference_capitalized.json.gz", src / "rank1.json.gz")
+    (src / "metrics.json").write_text('{"loss": [2.5, 2.1], "step": 2}')
+    res = cli("ingest", str(src), "--traces", str(tmp_path / "t"))
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "skipped 1 JSON file that is not a Chrome trace: metrics.json" in flat
+    (run,) = [p for p in (tmp_path / "t").iterdir() if p.is_dir()]
+    manifest = json.loads((run / "_manifest.json").read_text())
+    assert [p["source_file"] for p in manifest["points"]] == [str(src / "rank1.json.gz")]
+    assert "skipped metrics.json: a JSON file that is not a Chrome trace" in manifest["notes"]
+    assert len(wlprof.load(tmp_path / "t")) > 0
+    # a folder of nothing but such files is refused, naming them
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "config.json").write_text('{"lr": 0.1}')
+    res = cli("ingest", str(only), "--traces", str(tmp_path / "t2"))
+    assert res.exit_code != 0 and "(config.json are not traces)" in " ".join(res.output.split())

@@ -122,13 +122,15 @@ def unplaced_lines(steps) -> list[str]:
     hit = steps[steps.roof_note.fillna("").astype(str).str.split(",").map(lambda n: "compute_unmeasured" in n)]
     if hit.empty:
         return []
-    dtypes = sorted({str(d) for d in hit.get("dtype", []) if isinstance(d, str)}) or ["their"]
+    dtypes = sorted({str(d) for d in hit.get("dtype", []) if isinstance(d, str)})
     names = list(dict.fromkeys(str(v) for v in hit.variant))
     listed = "; ".join(names[:NOISY_LISTED]) + (f"; and {len(names) - NOISY_LISTED} more" if len(names) > NOISY_LISTED
                                                   else "")
-    return [f"not placed: the {', '.join(dtypes)} matrix ops of {len(names)} of {len(steps)} points ({listed}): "
-            f"the ceilings hold no {', '.join(dtypes)} matrix rate (`wlprof calibrate --show` lists the measured "
-            "ones), so their roofline column is over their other kernels only."]
+    which = f"the {', '.join(dtypes)} matrix ops" if dtypes else "matrix ops"
+    rate = f"no {', '.join(dtypes)} matrix rate" if dtypes else "no matrix rate for their dtype"
+    return [f"not placed: {which} of {len(names)} of {len(steps)} points ({listed}): the ceilings hold {rate} "
+            "(`wlprof calibrate --show` lists the measured ones), so their roofline column is over their other "
+            "kernels only."]
 
 
 def execute(study, traces: Path, quiet: bool = False, resume: str | None = None, wide: bool = False,

@@ -48,7 +48,7 @@ def ingest(
 
     con = console(wide=wide)
     files = res.files
-    shares = [f.unknown_us / f.kernel_us if f.kernel_us else None for f in files]
+    shares = [f.no_flops_us / f.kernel_us if f.kernel_us else None for f in files]
     t_scale, t_unit = render.unit_for([f.kernel_us for f in files])
     cols = [Col("file", [Path(f.path).name for f in files], 10, "left", wrap=24),
             Col("rank", [str(f.rank) for f in files], 3),
@@ -56,13 +56,16 @@ def ingest(
             Col("kernel\nrows", [f"{f.kernels:,}" for f in files], 7),
             Col(f"kernel time\n{t_unit}", [render.sig(f.kernel_us / t_scale) for f in files], 9),
             Col("unknown FLOPs\n(time share)", [render.percent(s) for s in shares], 8),
-            Col("longest unknown ops", [", ".join(f"{op} {render.sig(us / 1e3)} ms" for op, us in f.top_unknown[:3])
+            Col("longest ops without FLOPs", [", ".join(f"{op} {render.sig(us / 1e3)} ms" for op, us in f.top_unknown[:3])
                                         or "-" for f in files], 7, "left", wrap=30)]
     con.print(render.table(cols, f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", con.width, wide))
     bare = [Path(f.path).name for f in files if not f.shapes]
     if sum(f.kernel_us for f in files) > 0:
         why = "no FLOPs: its op has no FLOP formula or its shapes were not recorded" if bare else "no FLOP formula"
         con.print(f"{res.unknown_share:.1%} of kernel time has {why} (kept as flops_source = unknown)")
+        if res.bytes_only_share > 0.0005:
+            con.print(f"{res.bytes_only_share:.1%} more has bytes but no FLOPs: kernels whose arithmetic the trace "
+                      "does not record (Inductor's fused Triton kernels)")
     else:
         con.print("no kernel time to cost: the trace holds no kernel or CPU-op rows")
     for f in files:
@@ -72,6 +75,10 @@ def ingest(
         con.print(f"[yellow]{len(bare)} of {len(files)} file{'s' if len(files) > 1 else ''} recorded no shapes "
                   f"({', '.join(bare[:3])}{', ...' if len(bare) > 3 else ''}): their ops cannot be costed; "
                   "profile with torch.profiler.profile(record_shapes=True)[/yellow]")
+    if res.skipped:
+        names = [Path(f).name for f in res.skipped]
+        con.print(f"skipped {len(names)} JSON file{'s' if len(names) > 1 else ''} that {'are' if len(names) > 1 else 'is'} "
+                  f"not a Chrome trace: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}")
     con.print(f"ceilings: {res.ceilings_origin}")
     con.print(f"written: {res.path}  (pandas.read_parquet({str(traces)!r}), or wlprof.load({str(traces)!r}, "
               f"run_id={res.run_id!r}))")
