@@ -522,8 +522,13 @@ def _gpu_plan(device, quick: bool) -> _Plan:
     # several sizes: a sustained 8192^3 GEMM draws the most power and can run at lower clocks
     # than a smaller one, so no single size is the peak
     sizes_16 = [4096, 8192] if quick else [2048, 4096, 8192]
-    return _Plan(n_mm={"bfloat16": sizes_16, "float16": sizes_16, "float32": [2048, 4096],
-                       "tf32": [4096, 8192]},
+    n_mm = {"bfloat16": sizes_16, "float16": sizes_16, "float32": [2048, 4096], "tf32": [4096, 8192]}
+    # 8-bit matrix units where torch has their GEMMs (FP8 needs compute capability 8.9 or later)
+    if hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn") and (props.major, props.minor) >= (8, 9):
+        n_mm["float8_e4m3fn"] = [4096, 8192]
+    if hasattr(torch, "_int_mm"):
+        n_mm["int8"] = [4096, 8192]
+    return _Plan(n_mm=n_mm,
                  reps=10 if quick else 20, warmup=3, warm_s=0.1 if quick else 0.3, main_bytes=int(main),
                  cache_sizes={"l2": sizes} if sizes else {}, cache_bytes={"l2": l2} if l2 else {},
                  pass_bytes=(1 << 30) if quick else (4 << 30), graph_calls=64,
@@ -601,19 +606,15 @@ def _measure_matrix(plan: _Plan, device, gen, gpu: bool, errors: dict,
             for n in sizes:
                 per = max(1, (largest // n) ** 3) if gpu else 1  # about the largest size's time per sample
                 try:
-                    a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
-                    b = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
-                    us, warm = _timed_us(lambda a=a, b=b: torch.mm(a, b), device, plan.reps, plan.warmup,
-                                         plan.warm_s, per)
+                    fn, method = _matrix_call(key, dtype, n, device, gen)
+                    us, warm = _timed_us(fn, device, plan.reps, plan.warmup, plan.warm_s, per)
                 except RuntimeError as exc:  # a dtype the device cannot multiply in
                     errors[f"matrix:{key}"] = str(exc)[:200]
                     break
                 sized = {"n": n, "calls_per_sample": per} if per > 1 else {"n": n}
-                cands.append(Measurement.of_rates(_rates(2 * n**3, us, 1e12), "TFLOP/s",
-                                                  "torch.mm of two n x n randn matrices" +
-                                                  (" (TF32 on)" if key == "tf32" else ""), sized, warm,
+                cands.append(Measurement.of_rates(_rates(2 * n**3, us, 1e12), "TFLOP/s", method, sized, warm,
                                                   plan.statistic))
-                del a, b
+                del fn
             best = _best(cands)
             if best is None:
                 continue
@@ -624,6 +625,26 @@ def _measure_matrix(plan: _Plan, device, gen, gpu: bool, errors: dict,
         if gpu:
             torch.backends.cuda.matmul.allow_tf32 = prev_tf32
     return out
+
+
+def _matrix_call(key: str, dtype, n: int, device, gen):
+    """The timed GEMM of one matrix ceiling (two n x n inputs) and its method text: torch.mm, or for the
+    8-bit units torch._scaled_mm (FP8, unit per-tensor scales, bf16 out) and torch._int_mm (int8, int32 out)."""
+    import torch
+
+    if key == "int8":
+        a = torch.randint(-8, 8, (n, n), device=device, dtype=torch.int8, generator=gen)
+        b = torch.randint(-8, 8, (n, n), device=device, dtype=torch.int8, generator=gen)
+        return (lambda: torch._int_mm(a, b)), "torch._int_mm of two n x n int8 matrices (int32 out)"
+    if key.startswith("float8"):
+        a = torch.randn(n, n, device=device, generator=gen).to(dtype)
+        b = torch.randn(n, n, device=device, generator=gen).to(dtype).t()  # the second operand column-major
+        one = torch.ones((), device=device)
+        return ((lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)),
+                f"torch._scaled_mm of two n x n {key} matrices (unit scales, bf16 out)")
+    a = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
+    b = torch.randn(n, n, device=device, dtype=dtype, generator=gen)
+    return (lambda: torch.mm(a, b)), "torch.mm of two n x n randn matrices" + (" (TF32 on)" if key == "tf32" else "")
 
 
 def _best(cands: list[Measurement]) -> Measurement | None:
