@@ -59,16 +59,22 @@ def looks_like_trace(path: Path) -> bool:
     parser reports what is wrong with it."""
     import gzip
 
+    head = b""
     try:
         with open(path, "rb") as fh:
             magic = fh.read(2)
             fh.seek(0)
             stream = gzip.GzipFile(fileobj=fh) if magic == b"\x1f\x8b" else fh
-            head = stream.read(SNIFF_BYTES)
+            while len(head) < SNIFF_BYTES:  # a trace names its events within its first kilobytes
+                chunk = stream.read(64 << 10)
+                head += chunk
+                start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+                if not chunk or start[:1] != b"{" or b'"traceEvents"' in head or b'"ph"' in head:
+                    break
     except (OSError, EOFError):
         return True
-    head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head[:1] == b"[" or b'"traceEvents"' in head or b'"ph"' in head or not head.startswith(b"{")
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return start[:1] != b"{" or b'"traceEvents"' in head or b'"ph"' in head
 
 
 def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None = None) -> list[Path]:
