@@ -39,17 +39,18 @@ def _check_halo(traces: Path, world: int):
 
 
 @pytest.fixture(scope="module")
-def halo_two(tmp_path_factory):
-    """One 2-rank halo run (both schedules), shared by the tests that only read it."""
-    traces = tmp_path_factory.mktemp("halo2")
-    res = _wlprof([*HALO, "--world-size", "2"], traces)
+def halo_three(tmp_path_factory):
+    """One 3-rank halo run (both schedules), shared by the tests that only read it."""
+    traces = tmp_path_factory.mktemp("halo3")
+    res = _wlprof([*HALO, "--world-size", "3"], traces)
     assert res.returncode == 0, res.stderr[-3000:]
     return traces, res
 
 
-def test_halo_two_ranks(halo_two):
-    traces, res = halo_two
-    _check_halo(traces, 2)
+def test_halo_three_ranks(halo_three):
+    # the middle rank has two neighbours, the end ranks one
+    traces, res = halo_three
+    _check_halo(traces, 3)
     assert "against max" in res.stdout and "P2P with ranks" in res.stdout
 
 
@@ -60,13 +61,6 @@ def test_halo_one_rank_four_partitions(tmp_path):
     steps = wlprof.load(tmp_path, table="steps")
     # 4 strips of a 16 x 16 grid: 3 borders, each copied both ways, 16 nodes of 8 floats each
     assert (steps.exchange_bytes == 6 * 16 * 8 * 4).all() and (steps.exchange_copies == 6).all()
-
-
-def test_halo_three_ranks(tmp_path):
-    # the middle rank has two neighbours, the end ranks one
-    res = _wlprof([*HALO, "--world-size", "3"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    _check_halo(tmp_path, 3)
 
 
 def test_a_rank_that_dies_leaves_nothing(tmp_path):
@@ -105,19 +99,19 @@ def test_mismatched_versions_are_refused(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_overlap_command_and_load(halo_two, cli):
-    traces, _ = halo_two
+def test_overlap_command_and_load(halo_three, cli):
+    traces, _ = halo_three
     run = _only_run(traces)
     out = cli("overlap", run.name, "--traces", traces)
     assert out.exit_code == 0, out.output
     assert "per rank" in out.output and "collectives per rank" in out.output and "position" in out.output
     ov = wlprof.load(traces, table="overlap")
-    assert isinstance(ov, pd.DataFrame) and sorted(set(ov["rank"].astype(int))) == [0, 1]
-    assert len(ov) == 2 * 2  # one row per rank and sweep point (serial, overlap)
+    assert isinstance(ov, pd.DataFrame) and sorted(set(ov["rank"].astype(int))) == [0, 1, 2]
+    assert len(ov) == 3 * 2  # one row per rank and sweep point (serial, overlap)
 
 
-def test_show_and_compare_a_two_rank_run(halo_two):
-    traces, _ = halo_two
+def test_show_and_compare_a_three_rank_run(halo_three):
+    traces, _ = halo_three
     run = _only_run(traces).name
 
     def cli(*args):
@@ -126,9 +120,9 @@ def test_show_and_compare_a_two_rank_run(halo_two):
         assert out.returncode == 0, out.stderr[-3000:]
         return out.stdout
 
-    # one sweep point of each schedule, two steps rows per point (one per rank)
+    # one sweep point of each schedule, three steps rows per point (one per rank)
     got = cli("compare", f"{run}:serial", f"{run}:overlap")
-    assert "(rank 0 of 2;" in got
+    assert "(rank 0 of 3;" in got
     shown = cli("show", run)
-    assert "serial (rank 0)" in shown and "overlap (rank 1)" in shown
-    assert "per step and rank, over 2 profiled steps x 2 ranks" in shown
+    assert "serial (rank 0)" in shown and "overlap (rank 2)" in shown
+    assert "per step and rank, over 2 profiled steps x 3 ranks" in shown
