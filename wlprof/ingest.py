@@ -54,9 +54,10 @@ SNIFF_BYTES = 4 << 20  # a trace's metadata before its events is small
 
 
 def looks_like_trace(path: Path) -> bool:
-    """Whether a JSON file of a folder can be a Chrome trace: its (gunzipped) start is an event array,
-    or names `traceEvents` or an event's `ph`. A file that cannot be read says yes, so that the
-    parser reports what is wrong with it."""
+    """Whether a JSON file of a folder can be a Chrome trace: its (gunzipped) start is an object that
+    names `traceEvents` or an event's `ph`, or an array that names `ph`. A gzip file that cannot be
+    read, and text that is not UTF-8 (a UTF-16 trace), say yes, so that the parser reports on them;
+    an empty file, or one that starts with anything else, says no."""
     import gzip
 
     head = b""
@@ -69,12 +70,16 @@ def looks_like_trace(path: Path) -> bool:
                 chunk = stream.read(64 << 10)
                 head += chunk
                 start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-                if not chunk or start[:1] != b"{" or b'"traceEvents"' in head or b'"ph"' in head:
+                if not chunk or start[:1] not in (b"{", b"[") or b'"traceEvents"' in head or b'"ph"' in head:
                     break
     except (OSError, EOFError):
         return True
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head[:4]:  # UTF-16 or UTF-32 text
+        return True
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    return start[:1] != b"{" or b'"traceEvents"' in head or b'"ph"' in head
+    if start[:1] == b"{":
+        return b'"traceEvents"' in head or b'"ph"' in head
+    return start[:1] == b"[" and b'"ph"' in head
 
 
 def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None = None) -> list[Path]:

@@ -358,3 +358,17 @@ def test_a_folder_s_json_files_that_are_not_traces_are_skipped_and_named(tmp_pat
     (only / "config.json").write_text('{"lr": 0.1}')
     res = cli("ingest", str(only), "--traces", str(tmp_path / "t2"))
     assert res.exit_code != 0 and "(config.json are not traces)" in " ".join(res.output.split())
+
+
+def test_what_a_folder_s_json_file_must_start_with_to_be_read_as_a_trace(tmp_path):
+    from wlprof.ingest import looks_like_trace
+
+    cases = {"array.json": b"[1, 2, 3]", "empty.json": b"", "text.json": b"garbage", "config.json": b'{"lr": 0.1}',
+             "events.json": b'[{"ph": "X", "name": "a"}]', "truncated.json": b'{"traceEvents": [{"ph": "X"',
+             "utf16.json": '{"traceEvents": []}'.encode("utf-16")}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    got = {name: looks_like_trace(tmp_path / name) for name in cases}
+    # read (and refused by the parser where broken): events, a truncated trace, UTF-16 text
+    assert got == {"array.json": False, "empty.json": False, "text.json": False, "config.json": False,
+                   "events.json": True, "truncated.json": True, "utf16.json": True}

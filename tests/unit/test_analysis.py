@@ -64,6 +64,9 @@ def test_families_and_categories():
                                            "MoE (zipf)", "GNN (csr)", "roofline micro-kernels"]
     assert op_category("aten::addmm") == "matmul" and op_category("aten::scatter_add_") == "gather/scatter"
     assert op_category(None) == "no op (graph replay)" and op_category("aten::weird") == "other"
+    # Inductor's GEMM templates are matmuls; its pointwise kernels are not
+    assert op_category("triton_tem_fused__unsafe_view_mm_mul_silu_t_view_6") == "matmul"
+    assert op_category("triton_tem_fused_bmm_19") == "matmul" and op_category("triton_poi_fused_add_0") == "other"
 
 
 def _kernels(rows):

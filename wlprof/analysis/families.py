@@ -37,7 +37,7 @@ def workload_label(name: str) -> str:
 
 # Op categories, for `compare` and the L1 model: what kind of work an op does.
 _CATEGORIES = {
-    "matmul": {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "_scaled_mm", "mv", "addmv", "addmv_", "dot",
+    "matmul": {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "_scaled_mm", "_int_mm", "mv", "addmv", "addmv_", "dot",
                "vdot", "cudnn_convolution", "mkldnn_convolution", "_convolution", "_slow_conv2d_forward"},
     "elementwise": {"add", "add_", "sub", "mul", "mul_", "div", "div_", "clamp_min", "clamp", "relu", "gelu",
                     "silu", "sigmoid", "tanh", "exp", "where", "masked_fill", "neg", "pow", "rsqrt", "sqrt",
@@ -56,6 +56,10 @@ _LOOKUP = {f"aten::{op}": cat for cat, ops in _CATEGORIES.items() for op in ops}
 def op_category(op_name) -> str:
     if op_name is None or (isinstance(op_name, float) and np.isnan(op_name)):
         return "no op (graph replay)"
+    from wlprof.cost.inductor import gemm_template
+
+    if gemm_template(str(op_name)) is not None:  # an Inductor GEMM template launch is a matmul
+        return "matmul"
     return _LOOKUP.get(str(op_name), "other")
 
 

@@ -62,10 +62,13 @@ def ingest(
     bare = [Path(f.path).name for f in files if not f.shapes]
     if sum(f.kernel_us for f in files) > 0:
         why = "no FLOPs: its op has no FLOP formula or its shapes were not recorded" if bare else "no FLOP formula"
-        con.print(f"{res.unknown_share:.1%} of kernel time has {why} (kept as flops_source = unknown)")
-        if res.bytes_only_share > 0.0005:
-            con.print(f"{res.bytes_only_share:.1%} more has bytes but no FLOPs: kernels whose arithmetic the trace "
-                      "does not record (Inductor's fused Triton kernels)")
+        unknown = f"has {why} (kept as flops_source = unknown)"
+        if res.bytes_only_share > 0.0005:  # the table's column counts both
+            con.print(f"{res.unknown_share + res.bytes_only_share:.1%} of kernel time has no FLOPs: "
+                      f"{res.unknown_share:.1%} {unknown}, and {res.bytes_only_share:.1%} has bytes but no FLOPs "
+                      "(kernels whose arithmetic the trace does not record: Inductor's fused Triton kernels)")
+        else:
+            con.print(f"{res.unknown_share:.1%} of kernel time {unknown}")
     else:
         con.print("no kernel time to cost: the trace holds no kernel or CPU-op rows")
     for f in files:
@@ -77,8 +80,8 @@ def ingest(
                   "profile with torch.profiler.profile(record_shapes=True)[/yellow]")
     if res.skipped:
         names = [Path(f).name for f in res.skipped]
-        con.print(f"skipped {len(names)} JSON file{'s' if len(names) > 1 else ''} that {'are' if len(names) > 1 else 'is'} "
-                  f"not a Chrome trace: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}")
+        what = "JSON files that are not Chrome traces" if len(names) > 1 else "JSON file that is not a Chrome trace"
+        con.print(f"skipped {len(names)} {what}: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''}")
     con.print(f"ceilings: {res.ceilings_origin}")
     con.print(f"written: {res.path}  (pandas.read_parquet({str(traces)!r}), or wlprof.load({str(traces)!r}, "
               f"run_id={res.run_id!r}))")

@@ -74,6 +74,16 @@ def _triple_mnk(dims: tuple[tuple[int, ...], ...], numels: tuple[int, ...]) -> i
     return x * y * z
 
 
+def gemm_template(name: str) -> str | None:
+    """'mm' or 'bmm' where `name` is an Inductor GEMM template kernel (`triton_tem_fused_..._mm_...`), else None."""
+    if not isinstance(name, str) or not name.startswith("triton_tem_"):
+        return None
+    tokens = set(name.split("_"))
+    if tokens & _BMM_TOKENS:
+        return "bmm"
+    return "mm" if tokens & _MM_TOKENS else None
+
+
 def template_gemm_flops(call: OpCall) -> float | None:
     """2*M*N*K (times the batch) of an Inductor GEMM template launch, or None.
 
@@ -85,13 +95,10 @@ def template_gemm_flops(call: OpCall) -> float | None:
     [M, N] for whole M, N, K give M*N*K; the FLOPs are known only where every such triple
     gives the same product (an epilogue buffer that makes another triple makes it unknown).
     """
-    name = call.name
-    if not name.startswith("triton_tem_"):
+    kind = gemm_template(call.name)
+    if kind is None:
         return None
-    tokens = set(name.split("_"))
-    batched = bool(tokens & _BMM_TOKENS)
-    if not batched and not tokens & _MM_TOKENS:
-        return None
+    batched = kind == "bmm"
     shapes = [t.dims for t in call.tensors if len(t.dims) >= (3 if batched else 2) and t.numel > 0]
     products = set()
     for trio in combinations(shapes, 3):
