@@ -1,17 +1,16 @@
-"""Distributed runs on the CPU with gloo: the halo exchange's merged run, its overlap and collectives tables,
-and the ways a run must fail cleanly."""
+"""Distributed runs on the CPU with gloo: the halo exchange's merged run, its overlap and collectives tables
+(the ways a run must fail cleanly: test_distributed_failures.py)."""
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from distributed import FAST, _only_run, _wlprof
+from distributed import _only_run, _wlprof
 
 import wlprof
 
@@ -61,42 +60,6 @@ def test_halo_one_rank_four_partitions(tmp_path):
     steps = wlprof.load(tmp_path, table="steps")
     # 4 strips of a 16 x 16 grid: 3 borders, each copied both ways, 16 nodes of 8 floats each
     assert (steps.exchange_bytes == 6 * 16 * 8 * 4).all() and (steps.exchange_copies == 6).all()
-
-
-def test_a_rank_that_dies_leaves_nothing(tmp_path):
-    res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path,
-                  env={"WLPROF_TEST_FAIL": "1:capture"})
-    assert res.returncode != 0
-    assert "rank 1 exited with code 3" in res.stderr
-    assert "error: rank 0: rank 0 stopped: rank 1" in res.stderr or "rank 1" in res.stderr.split("error: rank 0")[-1]
-    assert list(tmp_path.iterdir()) == []  # neither a run nor a staged folder
-
-
-def test_rank_zero_dying_leaves_nothing(tmp_path):
-    res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path,
-                  env={"WLPROF_TEST_FAIL": "0:write"})
-    assert res.returncode != 0 and "rank 0 exited with code 3" in res.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_port_in_use_is_refused(tmp_path, cli, monkeypatch):
-    # refused by the launcher before any rank starts: run in this process
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
-        monkeypatch.setenv("MASTER_PORT", str(port))
-        res = cli("run", *HALO, "--world-size", "2", *FAST, "--traces", tmp_path)
-    assert res.exit_code == 2
-    assert "MASTER_PORT must be a free port on 127.0.0.1" in res.output and f"(got {port})" in res.output
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_mismatched_versions_are_refused(tmp_path):
-    res = _wlprof([*HALO, "--world-size", "2"], tmp_path, env={"WLPROF_TEST_VERSION": "1:torch=2.0.0"})
-    assert res.returncode != 0
-    assert "rank 1 runs torch 2.0.0, rank 0 runs" in res.stderr
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_overlap_command_and_load(halo_three, cli):

@@ -1,0 +1,49 @@
+"""Distributed runs on the CPU with gloo that must fail cleanly: a rank that dies, a port in use, ranks
+of different versions; nothing is left behind."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from distributed import FAST, _wlprof
+
+pytestmark = pytest.mark.slow  # each test launches ranks as processes (3-7 s each on 2 cores)
+
+HALO = ["halo", "--nodes", "256", "--features", "8"]
+
+
+def test_a_rank_that_dies_leaves_nothing(tmp_path):
+    res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path,
+                  env={"WLPROF_TEST_FAIL": "1:capture"})
+    assert res.returncode != 0
+    assert "rank 1 exited with code 3" in res.stderr
+    assert "error: rank 0: rank 0 stopped: rank 1" in res.stderr or "rank 1" in res.stderr.split("error: rank 0")[-1]
+    assert list(tmp_path.iterdir()) == []  # neither a run nor a staged folder
+
+
+def test_rank_zero_dying_leaves_nothing(tmp_path):
+    res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path,
+                  env={"WLPROF_TEST_FAIL": "0:write"})
+    assert res.returncode != 0 and "rank 0 exited with code 3" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_port_in_use_is_refused(tmp_path, cli, monkeypatch):
+    # refused by the launcher before any rank starts: run in this process
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        monkeypatch.setenv("MASTER_PORT", str(port))
+        res = cli("run", *HALO, "--world-size", "2", *FAST, "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert "MASTER_PORT must be a free port on 127.0.0.1" in res.output and f"(got {port})" in res.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_mismatched_versions_are_refused(tmp_path):
+    res = _wlprof([*HALO, "--world-size", "2"], tmp_path, env={"WLPROF_TEST_VERSION": "1:torch=2.0.0"})
+    assert res.returncode != 0
+    assert "rank 1 runs torch 2.0.0, rank 0 runs" in res.stderr
+    assert list(tmp_path.iterdir()) == []
