@@ -22,11 +22,9 @@ record_shapes, beside FlopCounterMode's per-op count of one step), for:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tarfile
 import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -271,19 +269,7 @@ def main() -> None:
     info = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
             "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "argv": sys.argv}
     results: list = []
-    for fn in (cap_lstm, cap_vit, cap_unet, cap_dlrm, cap_decode, cap_gat, cap_compiled_graphs):
-        if args.only and fn.__name__.removeprefix("cap_") not in args.only.split(","):
-            continue
-        t0 = time.perf_counter()
-        try:
-            fn(work, results, dev)
-        except Exception as exc:  # noqa: BLE001 - one failed capture must not lose the others
-            traceback.print_exc()
-            results.append({"name": fn.__name__, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
-        ct.log(f"{fn.__name__} took {time.perf_counter() - t0:.0f} s")
-        torch.cuda.empty_cache()
-    info["captures"] = results
-    (work / "captures.json").write_text(json.dumps(info, indent=1))
+    ct.run_captures((cap_lstm, cap_vit, cap_unet, cap_dlrm, cap_decode, cap_gat, cap_compiled_graphs), work, dev, args.only, info, results, prefix="cap_")
     with tarfile.open(out / "model_traces.tgz", "w:gz") as tar:
         tar.add(work, arcname="model_traces")
     ct.log("done")

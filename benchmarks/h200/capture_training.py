@@ -420,6 +420,24 @@ def bandwidth(out: Path, results: list, dev):
                 f"({r['gbps_best']:.0f} best)")
 
 
+def run_captures(fns, work: Path, dev, only: str, info: dict, results: list, prefix: str = "") -> None:
+    """Run each capture `fn(work, results, dev)` named in `only` (all when empty; a name is the function's,
+    less `prefix`), keeping the others when one fails; `work/captures.json` is rewritten after each."""
+    for fn in fns:
+        if only and fn.__name__.removeprefix(prefix) not in only.split(","):
+            continue
+        t0 = time.perf_counter()
+        try:
+            fn(work, results, dev)
+        except Exception as exc:  # noqa: BLE001 - one failed capture must not lose the others
+            traceback.print_exc()
+            results.append({"name": fn.__name__, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        log(f"{fn.__name__} took {time.perf_counter() - t0:.0f} s")
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        (work / "captures.json").write_text(json.dumps({**info, "captures": results}, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -444,19 +462,7 @@ def main() -> None:
     except ImportError:
         pass
     sections = [bandwidth, cap_transformer, cap_sdpa, cap_convnet, cap_moe, cap_gcn, cap_streams, cap_nccl]
-    for fn in sections:
-        if args.only and fn.__name__ not in args.only.split(","):
-            continue
-        t0 = time.perf_counter()
-        try:
-            fn(work, results, dev)
-        except Exception as exc:  # noqa: BLE001 - one failed capture must not lose the others
-            traceback.print_exc()
-            results.append({"name": fn.__name__, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
-        log(f"{fn.__name__} took {time.perf_counter() - t0:.0f} s")
-        torch.cuda.empty_cache()
-    info["captures"] = results
-    (work / "captures.json").write_text(json.dumps(info, indent=1))
+    run_captures(sections, work, dev, args.only, info, results)
     with tarfile.open(out / "training_traces.tgz", "w:gz") as tar:
         tar.add(work, arcname="training_traces")
     for p in work.iterdir():

@@ -27,12 +27,10 @@ captures do not hold:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tarfile
 import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -321,19 +319,7 @@ def main() -> None:
             "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
             "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "argv": sys.argv}
     results: list = []
-    for fn in CAPTURES:
-        if args.only and fn.__name__.removeprefix("cap_") not in args.only.split(","):
-            continue
-        t0 = time.perf_counter()
-        try:
-            fn(work, results, dev)
-        except Exception as exc:  # noqa: BLE001 - one failed capture must not lose the others
-            traceback.print_exc()
-            results.append({"name": fn.__name__, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
-        ct.log(f"{fn.__name__} took {time.perf_counter() - t0:.0f} s")
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        (work / "captures.json").write_text(json.dumps({**info, "captures": results}, indent=1))
+    ct.run_captures(CAPTURES, work, dev, args.only, info, results, prefix="cap_")
     with tarfile.open(out / "zoo3_traces.tgz", "w:gz") as tar:
         tar.add(work, arcname="zoo3_traces")
     ct.log("done")
