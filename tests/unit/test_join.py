@@ -14,8 +14,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from wlprof.trace.join import NO_STEP_MARKERS, external_ids_name_ops, join, op_rows
+from wlprof.trace.join import NO_STEP_MARKERS, _enclosing, _nearest, external_ids_name_ops, join, op_rows
 from wlprof.trace.parse import NO_ID, read_trace
 
 
@@ -371,3 +373,34 @@ def test_gloo_work_annotations_are_not_regions(tmp_path):
     assert dict(zip(j.ops.name, _txt(j.ops.region), strict=True)) == {
         "c10d::recv_": "halo/exchange", "c10d::send": "halo/exchange", "aten::mm": None}
     assert j.ops.step.tolist() == [0, 0, 0]
+
+
+def _stack_sweep(thread, start, end, holds, target):
+    """The reference: one stack per thread, popped while its top has ended; for each interval the
+    innermost open interval that holds children (`top`) and the nearest enclosing `target` one."""
+    top, nearest, stack = [], [], []
+    for i in range(len(start)):
+        if i and thread[i] != thread[i - 1]:
+            stack = []
+        while stack and start[i] >= end[stack[-1][0]]:
+            stack.pop()
+        top.append(stack[-1][0] if stack else -1)
+        nearest.append(stack[-1][1] if stack else -1)
+        if holds[i]:
+            stack.append((i, i if target[i] else nearest[-1]))
+    return top, nearest
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 40), st.integers(-3, 30), st.booleans(),
+                          st.booleans()), max_size=60))
+def test_enclosing_and_nearest_equal_a_stack_sweep(intervals):
+    # partial overlaps, ties, zero and negative durations, several threads: what real traces hold
+    intervals.sort(key=lambda v: (v[0], v[1], -v[2]))
+    thread, start, dur, holds, target = (np.array(c) for c in zip(*intervals, strict=True)) if intervals else \
+        (np.zeros(0, np.int64),) * 3 + (np.zeros(0, bool),) * 2
+    end = start + dur
+    top, nearest = _stack_sweep(thread.tolist(), start.tolist(), end.tolist(), holds.tolist(), target.tolist())
+    got_top = _enclosing(thread.astype(np.int64), start.astype(np.int64), end.astype(np.int64), holds.astype(bool))
+    assert got_top.tolist() == top
+    assert _nearest(got_top, (target & holds).astype(bool)).tolist() == nearest

@@ -86,56 +86,45 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     # outer before inner: by thread, start, longer first, annotation before op before launch
     order = np.lexsort((kind, -dur, ts, thread_code))
 
-    # the loop reads and writes Python lists (numpy scalars cost several times more per access)
-    op_parent = [-1] * n_ops
-    op_region: list = [None] * n_ops
-    op_step = [-1] * n_ops
     ann_names = ann.name.tolist()
-    ann_step = [int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in ann_names]
+    ann_step = np.array([int(m.group(1)) if (m := STEP_RE.match(n)) else -1 for n in ann_names], np.int64)
     # gloo's work annotations (`gloo:recv`, `gloo:all_to_all`) are spans of asynchronous work, not regions:
     # on the calling thread a P2P one opens when its op returns and outlasts the ops and regions after it
-    ann_skip = [n.startswith("gloo:") for n in ann_names]
+    ann_skip = np.array([n.startswith("gloo:") for n in ann_names], bool)
+    k_s, p_s, t_s = kind[order], pos[order], thread_code[order]
+    start, end = ts[order], ts[order] + dur[order]
+    # what encloses what: ops and annotations (not gloo's) hold their children; launches hold none
+    is_op = k_s == 1
+    is_ann = k_s == 0
+    ann_at = np.where(is_ann, p_s, 0)
+    holds = is_op | (is_ann & ~ann_skip[ann_at] if n_ann else is_op)
+    is_step = is_ann & (ann_step[ann_at] >= 0) if n_ann else np.zeros(len(k_s), bool)
+    top = _enclosing(t_s, start, end, holds)
+    op_of = _nearest(top, is_op)
+    region_of = _nearest(top, is_ann & holds & ~is_step)
+    step_of = _nearest(top, is_step)
+    parent_op = np.where(op_of >= 0, p_s[np.maximum(op_of, 0)], -1)
+    region_ann = np.where(region_of >= 0, ann_at[np.maximum(region_of, 0)], -1)
+    step = np.where(step_of >= 0, ann_step[ann_at[np.maximum(step_of, 0)]] if n_ann else -1, -1)
+    names = np.array(ann_names + [None], dtype=object)  # position -1: no region
+    region = names[region_ann]
+
+    o = np.flatnonzero(is_op)
+    op_parent = np.full(n_ops, -1, np.int64)
+    op_step = np.full(n_ops, -1, np.int64)
+    op_region_arr = np.full(n_ops, None, dtype=object)
+    op_parent[p_s[o]] = parent_op[o]
+    op_step[p_s[o]] = step[o]
+    op_region_arr[p_s[o]] = region[o]
     n_all = len(lau_all)
     lau_parent = np.full(n_all, -1, np.int64)
-    lau_region: list = [None] * n_all
+    lau_region = np.full(n_all, None, dtype=object)
     lau_step = np.full(n_all, -1, np.int64)
-    placed = []  # (position in `unresolved`, parent op, region, step) of the launches placed by time
-
-    stack: list[tuple[int, int, object, int]] = []  # (end_ns, innermost op, region, step) for children
-    current_thread = -1
-    for t, start, d, k, p in zip(thread_code[order].tolist(), ts[order].tolist(), dur[order].tolist(),
-                                 kind[order].tolist(), pos[order].tolist(), strict=True):
-        if t != current_thread:
-            stack.clear()
-            current_thread = t
-        while stack and start >= stack[-1][0]:
-            stack.pop()
-        parent_op, region, step = (stack[-1][1], stack[-1][2], stack[-1][3]) if stack else (-1, None, -1)
-        end = start + d
-        if k == 1:
-            op_parent[p] = parent_op
-            op_region[p] = region
-            op_step[p] = step
-            stack.append((end, p, region, step))
-        elif k == 0:
-            if ann_skip[p]:
-                continue
-            s = ann_step[p]
-            if s >= 0:
-                stack.append((end, parent_op, region, s))
-            else:
-                stack.append((end, parent_op, ann_names[p], step))
-        else:
-            placed.append((p, parent_op, region, step))
-    if placed:
-        p, parents, regions, steps = zip(*placed, strict=True)
-        q = unresolved[np.asarray(p, np.int64)]
-        lau_parent[q] = parents
-        lau_step[q] = steps
-        for i, r in zip(q.tolist(), regions, strict=True):
-            lau_region[i] = r
-    op_parent = np.asarray(op_parent, np.int64)
-    op_step = np.asarray(op_step, np.int64)
+    la = np.flatnonzero(k_s == 2)
+    q = unresolved[p_s[la]]
+    lau_parent[q] = parent_op[la]
+    lau_step[q] = step[la]
+    lau_region[q] = region[la]
     # launches placed by their op
     ext_to_op = pd.Series(np.arange(n_ops), index=ops.ext_id.to_numpy())
     ext_to_op = ext_to_op[~ext_to_op.index.duplicated() & (ext_to_op.index != NO_ID)]
@@ -144,9 +133,53 @@ def _sweep(trace: RawTrace, trust_ext: bool):
         op_of = ext_to_op.reindex(lau_all.ext_id.to_numpy()[resolved]).to_numpy().astype(np.int64)
         lau_parent[resolved] = op_of
         lau_step[resolved] = op_step[op_of]
-        for q, o in zip(resolved.tolist(), op_of.tolist(), strict=True):
-            lau_region[q] = op_region[o]
-    return op_parent, op_region, op_step, lau_region, lau_step, lau_parent
+        lau_region[resolved] = op_region_arr[op_of]
+    return op_parent, op_region_arr, op_step, lau_region, lau_step, lau_parent
+
+
+def _enclosing(thread: np.ndarray, start: np.ndarray, end: np.ndarray, holds: np.ndarray) -> np.ndarray:
+    """For each interval (sorted by thread, then start, outer first), the position of the innermost
+    interval before it on its thread that holds children and is still open at its start (end > start),
+    or -1: the top of the stack a sweep would keep, found for all intervals at once.
+
+    Intervals between that one and the interval are closed by then or hold nothing, and so are those
+    between any interval and its own answer; each round replaces a candidate that fails by that
+    candidate's candidate, so the distance skipped doubles and a few dozen rounds suffice.
+    """
+    n = len(start)
+    idx = np.arange(n)
+    first = np.flatnonzero(np.r_[True, thread[1:] != thread[:-1]]) if n else idx
+    lo = first[np.searchsorted(first, idx, side="right") - 1] if n else idx
+    cand = idx - 1
+    top = np.full(n, -1, np.int64)
+    active = idx
+    while active.size:
+        c = cand[active]
+        inside = c >= lo[active]
+        safe = np.where(inside, c, 0)
+        found = inside & holds[safe] & (end[safe] > start[active])
+        top[active[found]] = c[found]
+        keep = inside & ~found
+        active, c = active[keep], c[keep]
+        cand[active] = cand[c]
+    return top
+
+
+def _nearest(top: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """For each interval, the nearest interval marked `target` among those enclosing it (its `top`,
+    that one's `top`, and so on), or -1; by pointer doubling."""
+    safe = np.maximum(top, 0)
+    ans = np.where(top < 0, -1, np.where(target[safe], top, -2))
+    ptr = top.copy()
+    todo = np.flatnonzero(ans == -2)
+    while todo.size:
+        p = ptr[todo]
+        got = ans[p]
+        done = got != -2
+        ans[todo[done]] = got[done]
+        todo, p = todo[~done], p[~done]
+        ptr[todo] = ptr[p]
+    return ans
 
 
 def _nest(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
@@ -178,7 +211,7 @@ def join(trace: RawTrace) -> Joined:
         if (len(trace.ops) or len(trace.device)) and NO_STEP_MARKERS not in trace.warnings:
             trace.warnings.append(NO_STEP_MARKERS)
     ops = _nest(trace.ops, op_parent)
-    ops["region"] = op_region
+    ops["region"] = op_region.tolist()
     ops["step"] = op_step
     # a trace that ran GPU work but lost its device events has no rows, not its ops' host times
     device = trace.has_device_activity or trace.gpu_work_without_device is not None
@@ -227,8 +260,7 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     op_ids = ops.ext_id.to_numpy()
     op_ext = np.where(op_pos >= 0, op_ids[np.maximum(op_pos, 0)] if len(ops) else NO_ID, NO_ID)
 
-    lau_region_arr = np.array(lau_region, dtype=object) if len(lau) else np.array([], dtype=object)
-    region = np.where(has_launch, lau_region_arr[np.maximum(launch_pos, 0)] if len(lau) else None, None)
+    region = np.where(has_launch, lau_region[np.maximum(launch_pos, 0)] if len(lau) else None, None)
     step = np.where(has_launch, lau_step[np.maximum(launch_pos, 0)] if len(lau) else -1, -1)
     has_op = op_pos >= 0
     op_region = ops.region.to_numpy(dtype=object)
