@@ -154,22 +154,23 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     done: list[IngestedFile] = []
     origin = ""
     try:
-        comm = []
-        for n, (i, entry, summary, dev, ceil, coll) in enumerate(_run_all(tasks, jobs)):
-            if progress:
-                progress(n + 1, len(files), files[i].name)
-            writer.manifest["points"][i].update(entry)
-            writer.manifest.setdefault("device", dev)
-            origin = ceil["origin"]
-            writer.manifest["ceilings"] = ceil
-            writer.write_manifest()
-            done.append(summary)
-            comm.append(coll)
-        _distinct_variants(writer.path, writer.manifest["points"], files)
-        writer.manifest["dtype"] = dominant_dtype(p.get("dtype_us") for p in writer.manifest["points"])
-        hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
-        variants = {p["index"]: p["variant"] for p in writer.manifest["points"]}
-        _finish_collectives(writer.path, [c for c in comm if c], hosts, variants, jobs)
+        with _pool(jobs) as pool:
+            comm = []
+            for n, (i, entry, summary, dev, ceil, coll) in enumerate(_run_all(tasks, pool)):
+                if progress:
+                    progress(n + 1, len(files), files[i].name)
+                writer.manifest["points"][i].update(entry)
+                writer.manifest.setdefault("device", dev)
+                origin = ceil["origin"]
+                writer.manifest["ceilings"] = ceil
+                writer.write_manifest()
+                done.append(summary)
+                comm.append(coll)
+            _distinct_variants(writer.path, writer.manifest["points"], files)
+            writer.manifest["dtype"] = dominant_dtype(p.get("dtype_us") for p in writer.manifest["points"])
+            hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
+            variants = {p["index"]: p["variant"] for p in writer.manifest["points"]}
+            _finish_collectives(writer.path, [c for c in comm if c], hosts, variants, pool)
         writer.finish("complete")
     except BaseException:
         writer.abort()
@@ -179,19 +180,16 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     return IngestResult(writer.run_id, writer.path, done, origin, [str(f) for f in skipped])
 
 
-def _finish_collectives(run_path: Path, parts: list[bytes], hosts: dict, variants: dict, jobs: int) -> None:
+def _finish_collectives(run_path: Path, parts: list[bytes], hosts: dict, variants: dict, pool) -> None:
     """Match the files' collective rows (each file's pickled frame) across ranks and write the run's
     collectives table: in a worker where the files were read by workers, so that this process never
     loads pandas (its memory adds to theirs while they run)."""
     if not parts:
         return
-    if jobs <= 1:
+    if pool is None:
         _write_collectives(run_path, parts, hosts, variants)
         return
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=1, mp_context=_context()) as pool:
-        pool.submit(_write_collectives, run_path, parts, hosts, variants).result()
+    pool.submit(_write_collectives, run_path, parts, hosts, variants).result()
 
 
 def _write_collectives(run_path: Path, parts: list[bytes], hosts: dict, variants: dict) -> int:
@@ -290,25 +288,36 @@ def prestart_workers() -> None:
     del multiprocessing
 
 
-def _run_all(tasks: list, jobs: int):
-    """Each task's result as it finishes: in this process for one job, else in a process pool."""
+def _pool(jobs: int):
+    """The worker processes for `jobs` > 1 (a context manager), else a context holding None: one
+    job runs in this process."""
+    import contextlib
+
     if jobs <= 1:
+        return contextlib.nullcontext()
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+
+
+def _run_all(tasks: list, pool):
+    """Each task's result as it finishes: in `pool`, or in this process where it is None."""
+    if pool is None:
         for t in tasks:
             yield _ingest_file(*t)
         return
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_EXCEPTION, wait
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
-        futures = [pool.submit(_ingest_file, *t) for t in tasks]
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for fut in finished:
-                if fut.exception() is not None:
-                    for other in pending:
-                        other.cancel()
-                    raise fut.exception()
-                yield fut.result()
+    futures = [pool.submit(_ingest_file, *t) for t in tasks]
+    pending = set(futures)
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        for fut in finished:
+            if fut.exception() is not None:
+                for other in pending:
+                    other.cancel()
+                raise fut.exception()
+            yield fut.result()
 
 
 def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int | None):
