@@ -608,8 +608,11 @@ class _Tables:
 
 
 def _columns(rows: list[tuple], width: int) -> list:
-    """Rows of a table as its columns (tuples; empty ones when there are no rows)."""
-    return list(zip(*rows, strict=True)) if rows else [() for _ in range(width)]
+    """Rows of a table as its columns (tuples; empty ones when there are no rows).
+
+    Every row is built `width` long, so the transposition checks no lengths (a check that
+    doubles its time)."""
+    return list(zip(*rows, strict=False)) if rows else [() for _ in range(width)]
 
 
 def _ints(values: list) -> np.ndarray:
@@ -653,9 +656,14 @@ def _floats(values: list) -> np.ndarray:
 
 
 def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Launch geometry ([x, y, z] lists; anything else: zeros) as three int64 columns."""
     out = np.zeros((len(values), 3), dtype=np.int64)
-    for i, v in enumerate(values):
-        if type(v) is list and len(v) == 3:
+    at = [i for i, v in enumerate(values) if type(v) is list and len(v) == 3]
+    try:
+        out[at] = np.array([values[i] for i in at], dtype=np.int64).reshape(len(at), 3)
+    except (TypeError, ValueError, OverflowError):  # a value that is not an integer: read one by one
+        for i in at:
+            v = values[i]
             try:
                 out[i] = (int(v[0]), int(v[1]), int(v[2]))
             except (TypeError, ValueError, OverflowError):
