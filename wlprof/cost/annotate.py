@@ -54,27 +54,27 @@ def _kernel_names(rows: pd.DataFrame, wanted: np.ndarray) -> dict[int, tuple[str
 
 def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarray,
               rows: pd.DataFrame | None = None) -> dict:
-    names = ops.name.to_numpy(dtype=object)
-    args_id = ops.args_id.to_numpy()
-    dispatcher = ops.dispatcher.to_numpy()
-    parent = ops.parent.to_numpy()
+    # Python lists: the loops index them once per op (numpy scalars cost several times more per access)
+    names, args_id = ops.name.to_numpy(dtype=object).tolist(), ops.args_id.to_numpy().tolist()
+    dispatcher, parent = ops.dispatcher.to_numpy().tolist(), ops.parent.to_numpy().tolist()
+    positions = op_positions.tolist()
     # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
     # and for the calls whose trace recorded shapes without dtypes
-    untyped = np.array([not dispatcher[p] and _untyped(args_table[args_id[p]]) for p in op_positions], dtype=bool)
-    needs = untyped | np.array([not dispatcher[p] and uses_kernels(names[p]) for p in op_positions], dtype=bool)
+    untyped = np.array([not dispatcher[p] and _untyped(args_table[args_id[p]]) for p in positions], dtype=bool)
+    needs = untyped | np.array([not dispatcher[p] and uses_kernels(names[p]) for p in positions], dtype=bool)
     kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
     # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
-    wants = np.array([not dispatcher[p] and uses_children(names[p]) for p in op_positions], dtype=bool)
+    wants = np.array([not dispatcher[p] and uses_children(names[p]) for p in positions], dtype=bool)
     children = _children(ops, op_positions[wants]) if wants.any() else {}
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
-    for pos in op_positions:
+    for pos in positions:
         if dispatcher[pos]:
             out[pos] = None
             continue
         anc = ancestors(names, parent, pos)
-        kn = kernels.get(int(pos), ())
-        ch = children.get(int(pos), ())
+        kn = kernels.get(pos, ())
+        ch = children.get(pos, ())
         key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch))
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]

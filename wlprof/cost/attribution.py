@@ -99,7 +99,7 @@ def working(ops: pd.DataFrame) -> np.ndarray:
     return (~ops.is_view & ~ops.is_wrapper & ~ops.dispatcher).to_numpy()
 
 
-def ancestors(names: np.ndarray, parent: np.ndarray, i: int, limit: int = 16) -> tuple[str, ...]:
+def ancestors(names, parent, i: int, limit: int = 16) -> tuple[str, ...]:
     """Names of the ops enclosing op i, innermost first."""
     out = []
     p = parent[i]
