@@ -43,7 +43,18 @@ def read(path: str | Path, keep_events: bool = True) -> RawTrace:
     release()
     if len(trace.ops) + len(trace.device) + len(trace.launches) == 0:
         raise TraceFormatError(str(path), _why_empty(trace))
+    if len(trace.ops) + len(trace.device) == 0 and not trace.gpu_work_without_device:
+        raise TraceFormatError(str(path), _why_idle(trace))
     return trace
+
+
+def _why_idle(trace: RawTrace) -> str:
+    """Why a trace whose only events are runtime calls that put no work on the device has nothing to read."""
+    names = trace.launches["name"].astype(str).value_counts()
+    calls = ", ".join(f"{name} x{count:,}" for name, count in names.head(3).items())
+    more = f" and {len(names) - 3:,} other calls" if len(names) > 3 else ""
+    return (f"is a torch.profiler trace that recorded no op, kernel or launch: its {len(trace.launches):,} runtime "
+            f"calls ({calls}{more}) put no work on the device, so nothing ran while it was recording")
 
 
 KINETO_KEYS = ("schemaVersion", "deviceProperties", "traceName", "baseTimeNanoseconds")
