@@ -407,3 +407,33 @@ def test_an_unexpanded_tensor_list_leaves_its_foreach_op_unknown():
     # double's 8, 2,000 written
     mul = k.loc["aten::mul"]
     assert (mul.flops, mul.bytes) == (1000, 4008)
+
+
+
+# mpashkovskiy/pytorch-trace-tui's test_trace.json: a memcpy and a memset with no `bytes` arg
+TUI_EVENTS = [
+    {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 1234567.89,
+     "dur": 42.5, "args": {"device": 0, "stream": 7, "grid": "[128, 1, 1]", "block": "[256, 1, 1]",
+                           "correlation": 12345}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1234600.0, "dur": 15.2,
+     "args": {"device": 0, "stream": 7, "correlation": 11111}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset", "pid": 0, "tid": 3, "ts": 1234580.0, "dur": 3.1,
+     "args": {"device": 0, "stream": 3, "correlation": 33333}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 7,
+     "ts": 1234700.0, "dur": 2.0, "args": {"device": 0, "stream": 7, "correlation": 11112, "bytes": 4096}}]
+
+
+def _tui_kernels(tmp_path, keep):
+    p = tmp_path / "tui.json"
+    p.write_text(json.dumps({"traceEvents": TUI_EVENTS}))
+    return pipeline.costed(pipeline.read(p, keep_events=keep)).kernels.set_index("name")
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_copy_without_a_bytes_arg_moves_unknown_bytes(tmp_path, keep):
+    # both copies read as 0 bytes, known (flops_source formula)
+    k = _tui_kernels(tmp_path, keep)
+    assert np.isnan(k.loc["Memcpy HtoD", "bytes"]) and np.isnan(k.loc["Memset", "bytes"])
+    assert k.loc["Memcpy HtoD", "flops_source"] == "unknown"
+    assert k.loc["Memcpy DtoD (Device -> Device)", "bytes"] == 2 * 4096  # read and written on the device
+

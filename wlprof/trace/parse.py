@@ -573,7 +573,7 @@ class _Tables:
                     dur_ns=_ns(d_dur), correlation=_ids(d_corr), ext_id=_ids(d_ext), stream=_ids(d_stream),
                     device_index=_ids(d_dev), grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
                     registers_per_thread=_ids(d_regs, 0), shared_memory_bytes=_ids(d_smem, 0),
-                    blocks_per_sm=_floats(d_bps), warps_per_sm=_floats(d_wps), transfer_bytes=_ids(d_bytes, 0),
+                    blocks_per_sm=_floats(d_bps), warps_per_sm=_floats(d_wps), transfer_bytes=_ids(d_bytes),
                     args_id=np.asarray(d_args, np.int64))
 
     def _thread_ids(self, values: list) -> np.ndarray:
