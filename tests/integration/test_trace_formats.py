@@ -410,7 +410,8 @@ def test_an_unexpanded_tensor_list_leaves_its_foreach_op_unknown():
 
 
 
-# mpashkovskiy/pytorch-trace-tui's test_trace.json: a memcpy and a memset with no `bytes` arg
+# mpashkovskiy/pytorch-trace-tui's test_trace.json: a memcpy and a memset with no `bytes` arg, and
+# grid/block written as strings ("[128, 1, 1]")
 TUI_EVENTS = [
     {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 1234567.89,
      "dur": 42.5, "args": {"device": 0, "stream": 7, "grid": "[128, 1, 1]", "block": "[256, 1, 1]",
@@ -437,3 +438,9 @@ def test_a_copy_without_a_bytes_arg_moves_unknown_bytes(tmp_path, keep):
     assert k.loc["Memcpy HtoD", "flops_source"] == "unknown"
     assert k.loc["Memcpy DtoD (Device -> Device)", "bytes"] == 2 * 4096  # read and written on the device
 
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_grid_written_as_a_string_is_read(tmp_path, keep):
+    # it read as 0 x 0 x 0
+    g = _tui_kernels(tmp_path, keep).loc["volta_sgemm_128x64_nn"]
+    assert (g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z) == (128, 1, 1, 256, 1, 1)

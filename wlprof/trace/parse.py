@@ -653,8 +653,11 @@ def _floats(values: list) -> np.ndarray:
 
 
 def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """grid/block [x, y, z] (0 where absent); a list written as a string ("[128, 1, 1]") too."""
     out = np.zeros((len(values), 3), dtype=np.int64)
     for i, v in enumerate(values):
+        if type(v) is str and v[:1] == "[":
+            v = v.strip("[]").split(",")
         if type(v) is list and len(v) == 3:
             try:
                 out[i] = (int(v[0]), int(v[1]), int(v[2]))
