@@ -444,3 +444,25 @@ def test_a_grid_written_as_a_string_is_read(tmp_path, keep):
     # it read as 0 x 0 x 0
     g = _tui_kernels(tmp_path, keep).loc["volta_sgemm_128x64_nn"]
     assert (g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z) == (128, 1, 1, 256, 1, 1)
+
+
+def test_a_b300_moe_trace_joins_its_driver_launched_gemms_and_costs_the_expert_gather():
+    # TraceLens' B300 MoE eval (CUDA 13.1, torch with sm103 cuBLAS): 36 kernels, 9 of them nvjet GEMMs
+    # launched by cuLaunchKernelEx, the rest by cudaLaunchKernel; experts gathered by aten::index
+    path = PUBLIC / "tracelens_2026_b300_moe_index_gather.json.gz"
+    trace = pipeline.read(path)
+    assert device_of(trace.meta, trace.device, False) == ("cuda", "NVIDIA B300 SXM6 AC")
+    c = pipeline.costed(trace)
+    k = c.kernels
+    assert len(k) == 36 and k.has_op.all() and k.flops.notna().all() and k.bytes.notna().all()
+    assert k.dur_us.sum() == pytest.approx(231.454, abs=1e-6)
+    assert (k.launch_api == "cuLaunchKernelEx").sum() == 9 and k[k.launch_api == "cuLaunchKernelEx"].name.str.startswith(
+        "nvjet_sm103").all()
+    o = c.ops.drop_duplicates(["op_name", "op_input_dims"]).set_index(["op_name", "op_input_dims"])
+    # router: [16, 512] x [512, 64] bf16: 2*16*512*64 FLOPs, (16*512 + 512*64 + 16*64) * 2 bytes
+    assert o.loc[("aten::mm", "[[16,512],[512,64]]"), ["flops", "bytes"]].tolist() == [1_048_576, 83_968]
+    # expert w1: [32, 1, 512] x [32, 512, 1024]: 2*32*512*1024 FLOPs, (32*512 + 32*512*1024 + 32*1024) * 2 bytes
+    assert o.loc[("aten::bmm", "[[32,1,512],[32,512,1024]]"), ["flops", "bytes"]].tolist() == [33_554_432, 33_652_736]
+    # w1[idx] with 32 int64 indices (the nested as_strided gives [32, 512, 1024]): the 32 gathered
+    # experts read and written (2 * 32*512*1024 * 2 bytes) and the indices read (32 * 8), not all 64 experts
+    assert o.loc[("aten::index", "[[64,512,1024],[]]"), "bytes"] == 2 * 32 * 512 * 1024 * 2 + 32 * 8
