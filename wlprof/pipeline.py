@@ -42,15 +42,30 @@ def read(path: str | Path, keep_events: bool = True) -> RawTrace:
     trace = read_trace(path, keep_events=keep_events)
     release()
     if len(trace.ops) + len(trace.device) + len(trace.launches) == 0:
-        raise TraceFormatError(str(path), _why_empty(trace))
+        raise TraceFormatError(str(path), _why_empty(trace, path))
+    if len(trace.ops) + len(trace.device) == 0 and not trace.gpu_work_without_device:
+        raise TraceFormatError(str(path), _why_idle(trace))
     return trace
+
+
+def _why_idle(trace: RawTrace) -> str:
+    """Why a trace whose only events are runtime calls that put no work on the device has nothing to read."""
+    names = trace.launches["name"].astype(str).value_counts()
+    calls = ", ".join(f"{name} x{count:,}" for name, count in names.head(3).items())
+    more = f" and {len(names) - 3:,} other calls" if len(names) > 3 else ""
+    return (f"is a torch.profiler trace that recorded no op, kernel or launch: its {len(trace.launches):,} runtime "
+            f"calls ({calls}{more}) put no work on the device, so nothing ran while it was recording")
 
 
 KINETO_KEYS = ("schemaVersion", "deviceProperties", "traceName", "baseTimeNanoseconds")
 
 
-def _why_empty(trace: RawTrace) -> str:
+def _why_empty(trace: RawTrace, path: str | Path | None = None) -> str:
     """Why a trace with no op, device or runtime event has nothing to read."""
+    if path is not None and trace.event_count == 2 and _is_memory_timeline(path):
+        return ("is torch.profiler's memory timeline (export_memory_timeline's JSON: timestamps and the bytes "
+                "of each memory category at each), not a Chrome trace: export the trace with "
+                "export_chrome_trace or tensorboard_trace_handler")
     if trace.event_count == 0:
         return "has no events (its event list is empty)"
     if trace.untimed_example is not None:  # e.g. Ascend's torch_npu writes "ts" as a string
@@ -60,6 +75,21 @@ def _why_empty(trace: RawTrace) -> str:
         return (f"is a torch.profiler trace that recorded no op, kernel or runtime event ({trace.event_count} "
                 "events, all of the profiler's own bookkeeping): nothing ran while it was recording")
     return "has no torch.profiler events (cpu_op, kernel, cuda_runtime): not a torch.profiler trace"
+
+
+def _is_memory_timeline(path: str | Path) -> bool:
+    """`[times, sizes]`: a list of numbers and a list of as many lists of numbers."""
+    from wlprof import jsonio
+
+    try:
+        doc = jsonio.loads(jsonio.read_bytes(path))
+    except Exception:  # noqa: BLE001  (any unreadable file is simply not one)
+        return False
+    if not (isinstance(doc, list) and len(doc) == 2 and all(isinstance(x, list) for x in doc)):
+        return False
+    times, sizes = doc
+    return (len(times) == len(sizes) > 0 and all(isinstance(t, (int, float)) for t in times[:100])
+            and all(isinstance(v, list) and all(isinstance(b, (int, float)) for b in v) for v in sizes[:100]))
 
 
 def process(path: str | Path, **kwargs) -> PointTables:

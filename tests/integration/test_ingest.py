@@ -188,6 +188,18 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
      b'"ts": 1736417948403182}], "traceName": "./log/resnet18/host_93917.1736417948403527000.pt.trace.json"}',
      "is a torch.profiler trace that recorded no op, kernel or runtime event (2 events, all of the profiler's "
      "own bookkeeping): nothing ran while it was recording"),
+    # a window that caught one device synchronize and nothing else (an sglang B200 capture): read before
+    # as a run with no rows on "unknown CPU"
+    (b'{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA B200"}], "traceEvents": ['
+     b'{"ph": "X", "cat": "overhead", "name": "Resource", "pid": -1, "tid": 0, "ts": 7794028844742.8, "dur": 5.6}, '
+     b'{"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 11, "tid": 13, '
+     b'"ts": 7794028628791.5, "dur": 229398.3, "args": {"cbid": 165, "correlation": 3}}, '
+     b'{"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 7794028858336.8}]}',
+     "recorded no op, kernel or launch: its 1 runtime calls (cudaDeviceSynchronize x1) put no work on the device"),
+    # export_memory_timeline's JSON (cwilson51/CO-Colloquium-Pytorch-profiler keeps one among its traces):
+    # it read "not a torch.profiler trace"
+    (b'[[1726077563878112, 1726077563878113], [[0, 102440608, 0, 512936], [0, 102228128, 0, 512936]]]',
+     "is torch.profiler's memory timeline (export_memory_timeline's JSON"),
     # another tool's trace with Kineto's top-level keys (a Triton line profiler's): not torch.profiler's
     (b'{"schemaVersion": 1, "displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "cat": "Line 55", '
      b'"name": "tl.load", "ts": 1, "dur": 2, "pid": 0, "tid": 0}, {"ph": "X", "cat": ["odd"], "name": "x", '

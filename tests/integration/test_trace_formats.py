@@ -407,3 +407,62 @@ def test_an_unexpanded_tensor_list_leaves_its_foreach_op_unknown():
     # double's 8, 2,000 written
     mul = k.loc["aten::mul"]
     assert (mul.flops, mul.bytes) == (1000, 4008)
+
+
+
+# mpashkovskiy/pytorch-trace-tui's test_trace.json: a memcpy and a memset with no `bytes` arg, and
+# grid/block written as strings ("[128, 1, 1]")
+TUI_EVENTS = [
+    {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 1234567.89,
+     "dur": 42.5, "args": {"device": 0, "stream": 7, "grid": "[128, 1, 1]", "block": "[256, 1, 1]",
+                           "correlation": 12345}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1234600.0, "dur": 15.2,
+     "args": {"device": 0, "stream": 7, "correlation": 11111}},
+    {"ph": "X", "cat": "gpu_memset", "name": "Memset", "pid": 0, "tid": 3, "ts": 1234580.0, "dur": 3.1,
+     "args": {"device": 0, "stream": 3, "correlation": 33333}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 7,
+     "ts": 1234700.0, "dur": 2.0, "args": {"device": 0, "stream": 7, "correlation": 11112, "bytes": 4096}}]
+
+
+def _tui_kernels(tmp_path, keep):
+    p = tmp_path / "tui.json"
+    p.write_text(json.dumps({"traceEvents": TUI_EVENTS}))
+    return pipeline.costed(pipeline.read(p, keep_events=keep)).kernels.set_index("name")
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_copy_without_a_bytes_arg_moves_unknown_bytes(tmp_path, keep):
+    # both copies read as 0 bytes, known (flops_source formula)
+    k = _tui_kernels(tmp_path, keep)
+    assert np.isnan(k.loc["Memcpy HtoD", "bytes"]) and np.isnan(k.loc["Memset", "bytes"])
+    assert k.loc["Memcpy HtoD", "flops_source"] == "unknown"
+    assert k.loc["Memcpy DtoD (Device -> Device)", "bytes"] == 2 * 4096  # read and written on the device
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_grid_written_as_a_string_is_read(tmp_path, keep):
+    # it read as 0 x 0 x 0
+    g = _tui_kernels(tmp_path, keep).loc["volta_sgemm_128x64_nn"]
+    assert (g.grid_x, g.grid_y, g.grid_z, g.block_x, g.block_y, g.block_z) == (128, 1, 1, 256, 1, 1)
+
+
+def test_a_b300_moe_trace_joins_its_driver_launched_gemms_and_costs_the_expert_gather():
+    # TraceLens' B300 MoE eval (CUDA 13.1, torch with sm103 cuBLAS): 36 kernels, 9 of them nvjet GEMMs
+    # launched by cuLaunchKernelEx, the rest by cudaLaunchKernel; experts gathered by aten::index
+    path = PUBLIC / "tracelens_2026_b300_moe_index_gather.json.gz"
+    trace = pipeline.read(path)
+    assert device_of(trace.meta, trace.device, False) == ("cuda", "NVIDIA B300 SXM6 AC")
+    c = pipeline.costed(trace)
+    k = c.kernels
+    assert len(k) == 36 and k.has_op.all() and k.flops.notna().all() and k.bytes.notna().all()
+    assert k.dur_us.sum() == pytest.approx(231.454, abs=1e-6)
+    assert (k.launch_api == "cuLaunchKernelEx").sum() == 9 and k[k.launch_api == "cuLaunchKernelEx"].name.str.startswith(
+        "nvjet_sm103").all()
+    o = c.ops.drop_duplicates(["op_name", "op_input_dims"]).set_index(["op_name", "op_input_dims"])
+    # router: [16, 512] x [512, 64] bf16: 2*16*512*64 FLOPs, (16*512 + 512*64 + 16*64) * 2 bytes
+    assert o.loc[("aten::mm", "[[16,512],[512,64]]"), ["flops", "bytes"]].tolist() == [1_048_576, 83_968]
+    # expert w1: [32, 1, 512] x [32, 512, 1024]: 2*32*512*1024 FLOPs, (32*512 + 32*512*1024 + 32*1024) * 2 bytes
+    assert o.loc[("aten::bmm", "[[32,1,512],[32,512,1024]]"), ["flops", "bytes"]].tolist() == [33_554_432, 33_652_736]
+    # w1[idx] with 32 int64 indices (the nested as_strided gives [32, 512, 1024]): the 32 gathered
+    # experts read and written (2 * 32*512*1024 * 2 bytes) and the indices read (32 * 8), not all 64 experts
+    assert o.loc[("aten::index", "[[64,512,1024],[]]"), "bytes"] == 2 * 32 * 512 * 1024 * 2 + 32 * 8

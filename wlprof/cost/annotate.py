@@ -195,11 +195,12 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     source = np.where(known, op_source[safe_pos], UNKNOWN).astype(object) if n_ops else np.full(n, UNKNOWN, object)
     unit = np.where(known, op_unit[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     cdtype = np.where(known, op_dtype[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
-    # memcpy/memset whose op has no formula: the trace records the bytes moved
+    # memcpy/memset whose op has no formula: the trace records the bytes moved (a copy without a
+    # `bytes` arg, -1, stays unknown)
     names = rows.name.to_numpy(dtype=object)
     tb = rows.transfer_bytes.to_numpy()
     copies = (kinds == "memcpy") | (kinds == "memset")
-    for i in np.flatnonzero(copies & (source == UNKNOWN)):
+    for i in np.flatnonzero(copies & (source == UNKNOWN) & (tb >= 0)):
         flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
         written[i] = _memcpy_written(names[i], tb[i])
 

@@ -573,7 +573,7 @@ class _Tables:
                     dur_ns=_ns(d_dur), correlation=_ids(d_corr), ext_id=_ids(d_ext), stream=_ids(d_stream),
                     device_index=_ids(d_dev), grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
                     registers_per_thread=_ids(d_regs, 0), shared_memory_bytes=_ids(d_smem, 0),
-                    blocks_per_sm=_floats(d_bps), warps_per_sm=_floats(d_wps), transfer_bytes=_ids(d_bytes, 0),
+                    blocks_per_sm=_floats(d_bps), warps_per_sm=_floats(d_wps), transfer_bytes=_ids(d_bytes),
                     args_id=np.asarray(d_args, np.int64))
 
     def _thread_ids(self, values: list) -> np.ndarray:
@@ -656,14 +656,17 @@ def _floats(values: list) -> np.ndarray:
 
 
 def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Launch geometry ([x, y, z] lists; anything else: zeros) as three int64 columns."""
+    """grid/block [x, y, z] as three int64 columns (0 where absent); a list written as a string
+    ("[128, 1, 1]") too."""
     out = np.zeros((len(values), 3), dtype=np.int64)
-    at = [i for i, v in enumerate(values) if type(v) is list and len(v) == 3]
+    lists = [v if type(v) is list else v.strip("[]").split(",") if type(v) is str and v[:1] == "[" else None
+             for v in values]
+    at = [i for i, v in enumerate(lists) if v is not None and len(v) == 3]
     try:
-        out[at] = np.array([values[i] for i in at], dtype=np.int64).reshape(len(at), 3)
+        out[at] = np.array([lists[i] for i in at], dtype=np.int64).reshape(len(at), 3)
     except (TypeError, ValueError, OverflowError):  # a value that is not an integer: read one by one
         for i in at:
-            v = values[i]
+            v = lists[i]
             try:
                 out[i] = (int(v[0]), int(v[1]), int(v[2]))
             except (TypeError, ValueError, OverflowError):
