@@ -252,6 +252,39 @@ def test_a_segment_reduce_hub_costs_its_chain_of_edges_whatever_the_width():
     assert pred[0] == pytest.approx(true(*case), rel=0.05)
 
 
+def index_add_row(e, f, n, mx, dur, **kw):
+    return _row("aten::index_add_", [[n, f], [], [e], [e, f], []], ["float", "Scalar", "long int", "float", "Scalar"],
+                [[f, 1], [], [1], [f, 1], []], dur, max_in_degree=mx, mean_in_degree=e / n, backend="index_add",
+                **kw)
+
+
+def test_an_index_op_past_32_bit_offsets_costs_more_per_byte_and_the_fit_learns_where():
+    # 0.004 us per MB (about 1.5 ns per element), 45% more once the source's elements pass 2^31
+    def true(e, f):
+        nbytes = describe(pd.DataFrame([index_add_row(e, f, e >> 4, 20, 1.0)]))["bytes"].iat[0]
+        return 2.0 + nbytes * 4e-6 * (1.45 if e * f > 2**31 - 1 else 1.0)
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 64, 128, 256, 512):
+            rows.append(index_add_row(16 << s, f, 1 << s, 20, true(16 << s, f), point=i))
+            i += 1
+    p = model.fit(pd.DataFrame(rows), K)
+    group = next(g for g in p.bases if "index_add_" in g)
+    assert p.bases[group][5] == pytest.approx(0.45 * p.bases[group][1], rel=0.02)
+    # 2^23 edges at 384 features (3.2e9 elements, past 2^31) and at 192 (1.6e9, below): between the
+    # profile's points on either side of the switch, both within 2%
+    cases = [(1 << 23, 384), (1 << 23, 192)]
+    pred, _ = p.predict(pd.DataFrame([index_add_row(e, f, e >> 4, 20, 1.0) for e, f in cases]))
+    assert pred == pytest.approx([true(*c) for c in cases], rel=0.02)
+    # a scatter whose time does not switch keeps no such term (it would only fit noise)
+    shapes = [(16 << s, f, 1 << s) for s in (14, 16, 18, 20) for f in (32, 64, 128, 256, 512)]
+    nbytes = describe(pd.DataFrame([scatter_row(*c, 20, 1.0) for c in shapes]))["bytes"].to_numpy()
+    q = model.fit(pd.DataFrame([scatter_row(*c, 20, 2.0 + b * 3e-6, point=i)
+                                for i, (c, b) in enumerate(zip(shapes, nbytes, strict=True))]), K)
+    assert next(v for g, v in q.bases.items() if "scatter_add_" in g)[5] == 0.0
+
+
 def test_a_nearer_call_of_another_context_answers_before_a_far_one_of_its_own():
     # the GEMM study profiled 1024-wide layers (4 us flat), the MoE context only 8192-wide ones (40 us)
     gemm = [mm_row(m, 1024, 1024, 4.0, point=i, workload="gemm") for i, m in enumerate((1, 4, 16, 64))]

@@ -142,13 +142,21 @@ FITTED = ("index", "spmm")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
 
 
+INDEX_32BIT = 2**31 - 1  # the most elements a CUDA kernel indexes with 32-bit offsets
+
+
 def _terms(d: pd.DataFrame) -> np.ndarray:
-    """The base's terms per call: 1 (the launch floor), bytes, indexed rows, a hub's elements."""
+    """The base's terms per call: 1 (the launch floor), bytes, indexed rows, a hub's elements, its
+    chain, and an index op's bytes again where its indexed elements (rows x width) pass 32-bit offsets (a
+    kernel that does not split such an op indexes with 64-bit arithmetic, slower per element)."""
     nbytes = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0)
     rows = np.nan_to_num(d.L.to_numpy(dtype=float), nan=0.0) if "L" in d else np.zeros(len(d))
     hub = np.nan_to_num(d.hub.to_numpy(dtype=float), nan=0.0) if "hub" in d else np.zeros(len(d))
     chain = np.nan_to_num(d.chain.to_numpy(dtype=float), nan=0.0) if "chain" in d else np.zeros(len(d))
-    return np.column_stack([np.ones(len(d)), nbytes, rows, hub, chain])
+    width = np.nan_to_num(d.W.to_numpy(dtype=float), nan=0.0) if "W" in d else np.zeros(len(d))
+    index = d.cls.to_numpy() == "index"  # a SpMM's index arithmetic follows its index dtype, not its elements
+    wide = np.where(index & (rows * width > INDEX_32BIT), nbytes, 0.0)
+    return np.column_stack([np.ones(len(d)), nbytes, rows, hub, chain, wide])
 
 
 def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
@@ -166,8 +174,9 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
     free = np.where(d.cls.to_numpy() == "gemm", "", free)
     rows = np.flatnonzero([f in bases for f in free])
     if len(rows):
-        coef = np.array([bases[f] for f in free[rows]])
-        out[rows] = np.maximum((_terms(d.iloc[rows]) * coef).sum(axis=1), 0.05)
+        terms = _terms(d.iloc[rows])
+        coef = np.array([(bases[f] + [0.0] * terms.shape[1])[:terms.shape[1]] for f in free[rows]])  # older fits: fewer
+        out[rows] = np.maximum((terms * coef).sum(axis=1), 0.05)
     return out
 
 
@@ -175,8 +184,6 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
               constants: Constants | None = None) -> dict[str, list[float]]:
     """Per group without context of the memory, index and sparse classes: non-negative a + b*bytes +
     c*rows + d*hub, least squares in relative error over its distinct profiled calls."""
-    from scipy.optimize import nnls
-
     out = {}
     cls = d.cls.to_numpy()
     terms = _terms(d)
@@ -201,11 +208,30 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
         rows = np.flatnonzero(free == f)
         if len(rows) < MIN_FIT:
             continue
-        a = terms[rows] / dur[rows, None]
-        scale = np.maximum(np.abs(a).max(axis=0), 1e-30)
-        coef, _ = nnls(a / scale, np.ones(len(rows)), maxiter=200)
-        out[str(f)] = (coef / scale).tolist()
+        t, y = terms[rows], dur[rows]
+        # the 64-bit term only where it predicts the group's left-out calls better: some kernels split an op
+        # past 32-bit offsets into launches that keep 32-bit arithmetic, and there the term only fits noise
+        if t[:, -1].any() and _loo_error(t, y) >= _loo_error(t[:, :-1], y):
+            t = np.column_stack([t[:, :-1], np.zeros(len(rows))])
+        out[str(f)] = _nnls_relative(t, y).tolist()
     return out
+
+
+def _nnls_relative(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative coefficients of the terms `t` [n, k] that fit the times `y` in relative error."""
+    from scipy.optimize import nnls
+
+    a = t / y[:, None]
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-30)
+    coef, _ = nnls(a / scale, np.ones(len(y)), maxiter=200)
+    return coef / scale
+
+
+def _loo_error(t: np.ndarray, y: np.ndarray) -> float:
+    """Mean |log error| of each call's time from the terms fitted on the others (leave one out)."""
+    err = [abs(np.log(max(float(t[i] @ _nnls_relative(np.delete(t, i, axis=0), np.delete(y, i))), 0.05) / y[i]))
+           for i in range(len(y))]
+    return float(np.mean(err))
 
 
 def _free(groups: np.ndarray) -> np.ndarray:
