@@ -285,6 +285,37 @@ def test_an_index_op_past_32_bit_offsets_costs_more_per_byte_and_the_fit_learns_
     assert next(v for g, v in q.bases.items() if "scatter_add_" in g)[5] == 0.0
 
 
+def gather_row(e, f, n, dur, **kw):
+    return _row("aten::gather", [[n, f], [], [e, f], [], [e, f]], ["float", "Scalar", "long int", "Scalar", "float"],
+                [[f, 1], [], [1, 0], [], [f, 1]], dur, max_in_degree=32, mean_in_degree=e / n, backend="segment",
+                **kw)
+
+
+def test_a_gather_whose_rows_and_bytes_overlap_gets_the_slower_of_the_two():
+    # 0.6 ns per gathered row whatever its width, or its bytes at 3.9 TB/s, whichever takes longer:
+    # flat up to about 256 features, then the bytes
+    def true(e, f, n):
+        nbytes = describe(pd.DataFrame([gather_row(e, f, n, 1.0)]))["bytes"].iat[0]
+        return 2.0 + max(6e-4 * e, nbytes / 3.9e6)
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 64, 128, 256, 512):
+            rows.append(gather_row(16 << s, f, 1 << s, true(16 << s, f, 1 << s), point=i))
+            i += 1
+    p = model.fit(pd.DataFrame(rows), K)
+    assert next(v for g, v in p.bases.items() if "gather" in g)[-1] == model.OVERLAP_P
+    # widths between the profiled ones, on both sides of where the bytes take over
+    cases = [(1 << 23, 200, 1 << 19), (1 << 23, 384, 1 << 19), (1 << 21, 160, 1 << 17)]
+    pred, _ = p.predict(pd.DataFrame([gather_row(*c, 1.0) for c in cases]))
+    assert pred == pytest.approx([true(*c) for c in cases], rel=0.03)  # the additive form: +4% to +9%
+    # an index op whose terms add keeps the additive form (p = 1)
+    q = model.fit(pd.DataFrame([gather_row(16 << s, f, 1 << s, 2.0 + 6e-4 * (16 << s) * (1 + f / 256), point=i)
+                                for i, (s, f) in enumerate((s, f) for s in (14, 16, 18, 20)
+                                                           for f in (32, 64, 128, 256, 512))]), K)
+    assert next(v for g, v in q.bases.items() if "gather" in g)[-1] == 1.0
+
+
 def test_a_nearer_call_of_another_context_answers_before_a_far_one_of_its_own():
     # the GEMM study profiled 1024-wide layers (4 us flat), the MoE context only 8192-wide ones (40 us)
     gemm = [mm_row(m, 1024, 1024, 4.0, point=i, workload="gemm") for i, m in enumerate((1, 4, 16, 64))]

@@ -25,6 +25,9 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
   a tile), against the active experts' weights;
 - spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth;
 - index and memory: floor + the formula's compulsory bytes / bandwidth;
+- an index or spmm group profiled at `MIN_FIT` sizes or more: fitted to its calls (`fit_bases`): a floor,
+  bytes (more per byte for an index op past 32-bit offsets, where the fit finds it), rows, and a hub's
+  chain; bytes and rows add, or overlap (the slower of the two) where that fits clearly better;
 - other (no bytes): the floor.
 """
 
@@ -175,15 +178,21 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
     rows = np.flatnonzero([f in bases for f in free])
     if len(rows):
         terms = _terms(d.iloc[rows])
-        coef = np.array([(bases[f] + [0.0] * terms.shape[1])[:terms.shape[1]] for f in free[rows]])  # older fits: fewer
-        out[rows] = np.maximum((terms * coef).sum(axis=1), 0.05)
+        n = terms.shape[1]
+        for f in pd.unique(free[rows]):
+            at = rows[free[rows] == f]
+            b = list(bases[f])
+            coef = np.array((b + [0.0] * n)[:n])  # a fit of an older model has fewer terms
+            p = b[n] if len(b) > n else 1.0
+            out[at] = _combine(terms[free[rows] == f], coef, p)
     return out
 
 
 def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
               constants: Constants | None = None) -> dict[str, list[float]]:
-    """Per group without context of the memory, index and sparse classes: non-negative a + b*bytes +
-    c*rows + d*hub, least squares in relative error over its distinct profiled calls."""
+    """Per group without context of the index and sparse classes: non-negative a + b*bytes + c*rows +
+    d*hub + e*chain + f*bytes past 32-bit offsets, least squares in relative error over its distinct
+    profiled calls, then `[p]`: 1 where the terms add, `OVERLAP_P` where bytes and rows overlap."""
     out = {}
     cls = d.cls.to_numpy()
     terms = _terms(d)
@@ -213,7 +222,49 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
         # past 32-bit offsets into launches that keep 32-bit arithmetic, and there the term only fits noise
         if t[:, -1].any() and _loo_error(t, y) >= _loo_error(t[:, :-1], y):
             t = np.column_stack([t[:, :-1], np.zeros(len(rows))])
-        out[str(f)] = _nnls_relative(t, y).tolist()
+        coef = _nnls_relative(t, y)
+        # a call's rows and bytes add (p = 1) or overlap (the slower sets the time: a gather of rows whose
+        # latency hides their bytes up to some width), the overlap only where it leaves a clearly smoother correction
+        x = d.iloc[rows][[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
+        best, err = coef.tolist() + [1.0], Table(x, np.log(y / np.maximum(t @ coef, 0.05)), np.ones(len(y))).loo_error()
+        if sum(bool(t[:, list(c)].any()) for c in RESOURCES) > 1:
+            over = _fit_overlap(t, y, coef, OVERLAP_P)
+            e = Table(x, np.log(y / _combine(t, over, OVERLAP_P)), np.ones(len(y))).loo_error()
+            if e < OVERLAP_GAIN * err:
+                best = over.tolist() + [OVERLAP_P]
+        out[str(f)] = best
+    return out
+
+
+RESOURCES = ((1, 5), (2,))  # the terms of one resource: bytes (and the 64-bit bytes), rows; a hub's chain adds
+OVERLAP_P = 4.0  # the p-norm over the resources of a group whose resources overlap (1: they add)
+OVERLAP_GAIN = 0.9  # the overlapping form must cut the additive one's leave-one-out error by a tenth
+
+
+def _combine(t: np.ndarray, coef: np.ndarray, p: float) -> np.ndarray:
+    """The base of the terms `t` [n, 6]: the floor, the p-norm of the resources' times and the hub's chain."""
+    parts = np.column_stack([(t[:, list(c)] * coef[list(c)]).sum(axis=1) for c in RESOURCES])
+    hub = t[:, 3] * coef[3] + t[:, 4] * coef[4]
+    return np.maximum(coef[0] + (parts ** p).sum(axis=1) ** (1.0 / p) + hub, 0.05)
+
+
+def _fit_overlap(t: np.ndarray, y: np.ndarray, start: np.ndarray, p: float) -> np.ndarray:
+    """Non-negative coefficients of `_combine` with p-norm `p`, least squares in log error, from `start`."""
+    from scipy.optimize import least_squares
+
+    cols = np.flatnonzero(t.any(axis=0))
+    scale = 1.0 / np.maximum((t[:, cols] / y[:, None]).max(axis=0), 1e-30)  # a term alone as slow as the slowest call
+    z0 = np.log(np.maximum(start[cols] / scale, 1e-4))
+
+    def res(z):
+        c = np.zeros(t.shape[1])
+        c[cols] = np.exp(z) * scale
+        return np.log(_combine(t, c, p) / y)
+
+    z = least_squares(res, z0, max_nfev=400).x
+    out = np.zeros(t.shape[1])
+    out[cols] = np.exp(z) * scale
+    out[cols[np.exp(z) < 1e-6]] = 0.0  # a term the fit drove to nothing
     return out
 
 
@@ -274,7 +325,7 @@ class Predictor:
     relaxed: dict[str, Table]
     classes: dict[str, Table]
     meta: dict = field(default_factory=dict)
-    # per group without context (memory, index, spmm ops): the fitted base a + b*bytes + c*rows + d*hub
+    # per group without context (index, spmm ops): the fitted base's coefficients (`fit_bases`)
     bases: dict[str, list[float]] = field(default_factory=dict)
 
     def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
