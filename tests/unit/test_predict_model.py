@@ -316,6 +316,35 @@ def test_a_gather_whose_rows_and_bytes_overlap_gets_the_slower_of_the_two():
     assert next(v for g, v in q.bases.items() if "gather" in g)[-1] == 1.0
 
 
+def test_a_hub_chain_steps_at_the_speed_of_the_memory_its_rows_come_from():
+    # a hub's chain: 60 ns a step where the call's bytes fit the near half of a 64 MB L2, 95 ns a step
+    # for the share beyond it, on top of the bytes at 3 TB/s
+    k = model.Constants(**{**K.to_dict(), "l2": 64e6})
+
+    def true(e, f, n, mx):
+        nbytes = describe(pd.DataFrame([segment_row(e, f, n, mx, 1.0)]))["bytes"].iat[0]
+        hit = min(1.0, 32e6 / nbytes)
+        return 3.0 + nbytes / 3e6 + mx * (0.06 * hit + 0.095 * (1 - hit))
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 128, 512):
+            n, e = 1 << s, 16 << s
+            for mx in (32, 1 << (s - 2), 1 << s):
+                rows.append(segment_row(e, f, n, mx, true(e, f, n, mx), point=i))
+                i += 1
+    p = model.fit(pd.DataFrame(rows), k)
+    coef = next(v for g, v in p.bases.items() if "segment_reduce" in g)
+    assert (coef[4], coef[model.MISSED]) == pytest.approx((0.06, 0.095), rel=0.02)
+    # hub graphs the profile lacks: one whose bytes the L2 holds, one far larger
+    cases = [(8 << 15, 24, 1 << 15, 30_000), (8 << 19, 200, 1 << 19, 400_000)]
+    pred, _ = p.predict(pd.DataFrame([segment_row(*c, 1.0) for c in cases]))
+    assert pred == pytest.approx([true(*c) for c in cases], rel=0.03)
+    # the L2's size comes from the profile's ceilings and survives the predictor's JSON
+    assert model.Constants.from_ceilings({"copy_gbps": 4000, "cache_bytes": {"l2": 64e6}}).l2 == 64e6
+    assert model.Predictor.from_dict(json.loads(json.dumps(p.to_dict()))).constants.l2 == 64e6
+
+
 def test_a_nearer_call_of_another_context_answers_before_a_far_one_of_its_own():
     # the GEMM study profiled 1024-wide layers (4 us flat), the MoE context only 8192-wide ones (40 us)
     gemm = [mm_row(m, 1024, 1024, 4.0, point=i, workload="gemm") for i, m in enumerate((1, 4, 16, 64))]
