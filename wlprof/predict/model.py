@@ -265,7 +265,7 @@ OVERLAP_GAIN = 0.9  # the overlapping form must cut the additive one's leave-one
 
 
 def _combine(t: np.ndarray, coef: np.ndarray, p: float) -> np.ndarray:
-    """The base of the terms `t` [n, 6]: the floor, the p-norm of the resources' times and the hub's chain."""
+    """The base of the terms `t` [n, 7]: the floor, the p-norm of the resources' times and the hub's chain."""
     parts = np.column_stack([(t[:, list(c)] * coef[list(c)]).sum(axis=1) for c in RESOURCES])
     hub = t[:, 3] * coef[3] + t[:, 4] * coef[4] + t[:, MISSED] * coef[MISSED]
     return np.maximum(coef[0] + (parts ** p).sum(axis=1) ** (1.0 / p) + hub, 0.05)
