@@ -252,6 +252,99 @@ def test_a_segment_reduce_hub_costs_its_chain_of_edges_whatever_the_width():
     assert pred[0] == pytest.approx(true(*case), rel=0.05)
 
 
+def index_add_row(e, f, n, mx, dur, **kw):
+    return _row("aten::index_add_", [[n, f], [], [e], [e, f], []], ["float", "Scalar", "long int", "float", "Scalar"],
+                [[f, 1], [], [1], [f, 1], []], dur, max_in_degree=mx, mean_in_degree=e / n, backend="index_add",
+                **kw)
+
+
+def test_an_index_op_past_32_bit_offsets_costs_more_per_byte_and_the_fit_learns_where():
+    # 0.004 us per MB (about 1.5 ns per element), 45% more once the source's elements pass 2^31
+    def true(e, f):
+        nbytes = describe(pd.DataFrame([index_add_row(e, f, e >> 4, 20, 1.0)]))["bytes"].iat[0]
+        return 2.0 + nbytes * 4e-6 * (1.45 if e * f > 2**31 - 1 else 1.0)
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 64, 128, 256, 512):
+            rows.append(index_add_row(16 << s, f, 1 << s, 20, true(16 << s, f), point=i))
+            i += 1
+    p = model.fit(pd.DataFrame(rows), K)
+    group = next(g for g in p.bases if "index_add_" in g)
+    assert p.bases[group][5] == pytest.approx(0.45 * p.bases[group][1], rel=0.02)
+    # 2^23 edges at 384 features (3.2e9 elements, past 2^31) and at 192 (1.6e9, below): between the
+    # profile's points on either side of the switch, both within 2%
+    cases = [(1 << 23, 384), (1 << 23, 192)]
+    pred, _ = p.predict(pd.DataFrame([index_add_row(e, f, e >> 4, 20, 1.0) for e, f in cases]))
+    assert pred == pytest.approx([true(*c) for c in cases], rel=0.02)
+    # a scatter whose time does not switch keeps no such term (it would only fit noise)
+    shapes = [(16 << s, f, 1 << s) for s in (14, 16, 18, 20) for f in (32, 64, 128, 256, 512)]
+    nbytes = describe(pd.DataFrame([scatter_row(*c, 20, 1.0) for c in shapes]))["bytes"].to_numpy()
+    q = model.fit(pd.DataFrame([scatter_row(*c, 20, 2.0 + b * 3e-6, point=i)
+                                for i, (c, b) in enumerate(zip(shapes, nbytes, strict=True))]), K)
+    assert next(v for g, v in q.bases.items() if "scatter_add_" in g)[5] == 0.0
+
+
+def gather_row(e, f, n, dur, **kw):
+    return _row("aten::gather", [[n, f], [], [e, f], [], [e, f]], ["float", "Scalar", "long int", "Scalar", "float"],
+                [[f, 1], [], [1, 0], [], [f, 1]], dur, max_in_degree=32, mean_in_degree=e / n, backend="segment",
+                **kw)
+
+
+def test_a_gather_whose_rows_and_bytes_overlap_gets_the_slower_of_the_two():
+    # 0.6 ns per gathered row whatever its width, or its bytes at 3.9 TB/s, whichever takes longer:
+    # flat up to about 256 features, then the bytes
+    def true(e, f, n):
+        nbytes = describe(pd.DataFrame([gather_row(e, f, n, 1.0)]))["bytes"].iat[0]
+        return 2.0 + max(6e-4 * e, nbytes / 3.9e6)
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 64, 128, 256, 512):
+            rows.append(gather_row(16 << s, f, 1 << s, true(16 << s, f, 1 << s), point=i))
+            i += 1
+    p = model.fit(pd.DataFrame(rows), K)
+    assert next(v for g, v in p.bases.items() if "gather" in g)[-1] == model.OVERLAP_P
+    # widths between the profiled ones, on both sides of where the bytes take over
+    cases = [(1 << 23, 200, 1 << 19), (1 << 23, 384, 1 << 19), (1 << 21, 160, 1 << 17)]
+    pred, _ = p.predict(pd.DataFrame([gather_row(*c, 1.0) for c in cases]))
+    assert pred == pytest.approx([true(*c) for c in cases], rel=0.03)  # the additive form: +4% to +9%
+    # an index op whose terms add keeps the additive form (p = 1)
+    q = model.fit(pd.DataFrame([gather_row(16 << s, f, 1 << s, 2.0 + 6e-4 * (16 << s) * (1 + f / 256), point=i)
+                                for i, (s, f) in enumerate((s, f) for s in (14, 16, 18, 20)
+                                                           for f in (32, 64, 128, 256, 512))]), K)
+    assert next(v for g, v in q.bases.items() if "gather" in g)[-1] == 1.0
+
+
+def test_a_hub_chain_steps_at_the_speed_of_the_memory_its_rows_come_from():
+    # a hub's chain: 60 ns a step where the call's bytes fit the near half of a 64 MB L2, 95 ns a step
+    # for the share beyond it, on top of the bytes at 3 TB/s
+    k = model.Constants(**{**K.to_dict(), "l2": 64e6})
+
+    def true(e, f, n, mx):
+        nbytes = describe(pd.DataFrame([segment_row(e, f, n, mx, 1.0)]))["bytes"].iat[0]
+        hit = min(1.0, 32e6 / nbytes)
+        return 3.0 + nbytes / 3e6 + mx * (0.06 * hit + 0.095 * (1 - hit))
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 128, 512):
+            n, e = 1 << s, 16 << s
+            for mx in (32, 1 << (s - 2), 1 << s):
+                rows.append(segment_row(e, f, n, mx, true(e, f, n, mx), point=i))
+                i += 1
+    p = model.fit(pd.DataFrame(rows), k)
+    coef = next(v for g, v in p.bases.items() if "segment_reduce" in g)
+    assert (coef[4], coef[model.MISSED]) == pytest.approx((0.06, 0.095), rel=0.02)
+    # hub graphs the profile lacks: one whose bytes the L2 holds, one far larger
+    cases = [(8 << 15, 24, 1 << 15, 30_000), (8 << 19, 200, 1 << 19, 400_000)]
+    pred, _ = p.predict(pd.DataFrame([segment_row(*c, 1.0) for c in cases]))
+    assert pred == pytest.approx([true(*c) for c in cases], rel=0.03)
+    # the L2's size comes from the profile's ceilings and survives the predictor's JSON
+    assert model.Constants.from_ceilings({"copy_gbps": 4000, "cache_bytes": {"l2": 64e6}}).l2 == 64e6
+    assert model.Predictor.from_dict(json.loads(json.dumps(p.to_dict()))).constants.l2 == 64e6
+
+
 def test_a_nearer_call_of_another_context_answers_before_a_far_one_of_its_own():
     # the GEMM study profiled 1024-wide layers (4 us flat), the MoE context only 8192-wide ones (40 us)
     gemm = [mm_row(m, 1024, 1024, 4.0, point=i, workload="gemm") for i, m in enumerate((1, 4, 16, 64))]

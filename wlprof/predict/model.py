@@ -25,6 +25,10 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
   a tile), against the active experts' weights;
 - spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth;
 - index and memory: floor + the formula's compulsory bytes / bandwidth;
+- an index or spmm group profiled at `MIN_FIT` sizes or more: fitted to its calls (`fit_bases`): a floor,
+  bytes (more per byte for an index op past 32-bit offsets, where the fit finds it), rows, and a hub's
+  chain (its steps from the L2 and from memory at costs of their own, where the fit finds them); bytes
+  and rows add, or overlap (the slower of the two) where that fits clearly better;
 - other (no bytes): the floor.
 """
 
@@ -60,15 +64,16 @@ class Constants:
     bandwidth: float = 4.2e6  # bytes/us
     floor: float = FLOOR_US
     tile: int = 128  # a GEMM tile's side (a CPU has no tiles to pad: 1)
+    l2: float = 0.0  # the last-level cache's bytes (0: unknown)
 
     def to_dict(self) -> dict:
         return {"sms": self.sms, "matrix": dict(self.matrix), "vector": self.vector, "bandwidth": self.bandwidth,
-                "floor": self.floor, "tile": self.tile}
+                "floor": self.floor, "tile": self.tile, "l2": self.l2}
 
     @classmethod
     def from_dict(cls, d: dict) -> Constants:
         return cls(int(d["sms"]), {k: float(v) for k, v in d["matrix"].items()}, float(d["vector"]),
-                   float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)))
+                   float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)), float(d.get("l2", 0.0)))
 
     @classmethod
     def from_ceilings(cls, ceilings: dict, sms: int | None = None) -> Constants:
@@ -77,6 +82,7 @@ class Constants:
             c.matrix = {k: float(v) * 1e6 for k, v in (ceilings.get("matrix_tflops") or {}).items() if v}
             c.vector = float(ceilings.get("vector_tflops") or 50.0) * 1e6
             c.bandwidth = float(ceilings.get("copy_gbps") or 4200.0) * 1e3
+            c.l2 = float((ceilings.get("cache_bytes") or {}).get("l2") or 0.0)
             if ceilings.get("device_type") == "cpu":
                 c.sms, c.tile, c.floor = 1, 1, 1.0
         if sms:
@@ -142,13 +148,25 @@ FITTED = ("index", "spmm")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
 
 
-def _terms(d: pd.DataFrame) -> np.ndarray:
-    """The base's terms per call: 1 (the launch floor), bytes, indexed rows, a hub's elements."""
+INDEX_32BIT = 2**31 - 1  # the most elements a CUDA kernel indexes with 32-bit offsets
+
+
+def _terms(d: pd.DataFrame, l2: float = 0.0) -> np.ndarray:
+    """The base's terms per call: 1 (the launch floor), bytes, indexed rows, a hub's elements, its
+    chain, an index op's bytes again where its indexed elements (rows x width) pass 32-bit offsets (a
+    kernel that does not split such an op indexes with 64-bit arithmetic, slower per element), and the
+    share of the chain whose steps miss the cache: a chain walks its hub's rows one after another, each
+    step as slow as the memory its row comes from, and of a call's bytes about half the L2 (the near
+    of its two partitions) holds (`l2` its bytes; 0: every step in the chain term)."""
     nbytes = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0)
     rows = np.nan_to_num(d.L.to_numpy(dtype=float), nan=0.0) if "L" in d else np.zeros(len(d))
     hub = np.nan_to_num(d.hub.to_numpy(dtype=float), nan=0.0) if "hub" in d else np.zeros(len(d))
     chain = np.nan_to_num(d.chain.to_numpy(dtype=float), nan=0.0) if "chain" in d else np.zeros(len(d))
-    return np.column_stack([np.ones(len(d)), nbytes, rows, hub, chain])
+    width = np.nan_to_num(d.W.to_numpy(dtype=float), nan=0.0) if "W" in d else np.zeros(len(d))
+    index = d.cls.to_numpy() == "index"  # a SpMM's index arithmetic follows its index dtype, not its elements
+    wide = np.where(index & (rows * width > INDEX_32BIT), nbytes, 0.0)
+    hit = np.minimum(1.0, 0.5 * l2 / np.maximum(nbytes, 1.0)) if l2 > 0 else np.ones(len(d))
+    return np.column_stack([np.ones(len(d)), nbytes, rows, hub, chain * hit, wide, chain * (1 - hit)])
 
 
 def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
@@ -166,24 +184,32 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
     free = np.where(d.cls.to_numpy() == "gemm", "", free)
     rows = np.flatnonzero([f in bases for f in free])
     if len(rows):
-        coef = np.array([bases[f] for f in free[rows]])
-        out[rows] = np.maximum((_terms(d.iloc[rows]) * coef).sum(axis=1), 0.05)
+        terms = _terms(d.iloc[rows], k.l2)
+        n = terms.shape[1]
+        for f in pd.unique(free[rows]):
+            at = rows[free[rows] == f]
+            b = list(bases[f])
+            coef = np.array((b + [0.0] * n)[:n])  # a fit of an older model has fewer terms
+            if len(b) < n:  # ... and one chain, cached or not
+                coef[MISSED] = coef[4]
+            p = b[n] if len(b) > n else 1.0
+            out[at] = _combine(terms[free[rows] == f], coef, p)
     return out
 
 
 def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
               constants: Constants | None = None) -> dict[str, list[float]]:
-    """Per group without context of the memory, index and sparse classes: non-negative a + b*bytes +
-    c*rows + d*hub, least squares in relative error over its distinct profiled calls."""
-    from scipy.optimize import nnls
-
+    """Per group without context of the index and sparse classes: non-negative coefficients of `_terms`
+    (a + b*bytes + c*rows + d*hub + e*cached chain + f*bytes past 32-bit offsets + g*missed chain),
+    least squares in relative error over its distinct profiled calls, then `[p]`: 1 where the terms
+    add, `OVERLAP_P` where bytes and rows overlap."""
     out = {}
     cls = d.cls.to_numpy()
-    terms = _terms(d)
+    k = constants or Constants()
+    terms = _terms(d, k.l2)
     # GEMM groups: split-K in the base or not, whole or fractional waves, whichever leaves the
     # smoothest correction (cuBLAS splits skinny GEMMs of some layouts and not others, and its choice
     # of tiles hides the wave quantization of some groups)
-    k = constants or Constants()
     for f in pd.unique(free[cls == "gemm"]):
         rows = np.flatnonzero(free == f)
         if len(rows) < MIN_FIT:
@@ -201,11 +227,85 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
         rows = np.flatnonzero(free == f)
         if len(rows) < MIN_FIT:
             continue
-        a = terms[rows] / dur[rows, None]
-        scale = np.maximum(np.abs(a).max(axis=0), 1e-30)
-        coef, _ = nnls(a / scale, np.ones(len(rows)), maxiter=200)
-        out[str(f)] = (coef / scale).tolist()
+        t, y = terms[rows], dur[rows]
+        # the 64-bit term only where it predicts the group's left-out calls better: some kernels split an op
+        # past 32-bit offsets into launches that keep 32-bit arithmetic, and there the term only fits noise
+        if t[:, WIDE].any() and _loo_error(t, y) >= _loo_error(np.delete(t, WIDE, axis=1), y):
+            t = t.copy()
+            t[:, WIDE] = 0.0
+        # the chain's missed steps a term of their own where the group's time follows its chain and the split
+        # predicts the left-out calls better; else one cost per step, cached or not
+        joined = t.copy()
+        joined[:, 4] += joined[:, MISSED]
+        joined[:, MISSED] = 0.0
+        one = not (t[:, MISSED].any() and _nnls_relative(joined, y)[4] > 0
+                   and _loo_error(t, y) < _loo_error(np.delete(joined, MISSED, axis=1), y))
+        if one:
+            t = joined
+        coef = _nnls_relative(t, y)
+        # a call's rows and bytes add (p = 1) or overlap (the slower sets the time: a gather of rows whose
+        # latency hides their bytes up to some width), the overlap only where it leaves a clearly smoother correction
+        x = d.iloc[rows][[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
+        best, err = coef.tolist() + [1.0], Table(x, np.log(y / np.maximum(t @ coef, 0.05)), np.ones(len(y))).loo_error()
+        if sum(bool(t[:, list(c)].any()) for c in RESOURCES) > 1:
+            over = _fit_overlap(t, y, coef, OVERLAP_P)
+            e = Table(x, np.log(y / _combine(t, over, OVERLAP_P)), np.ones(len(y))).loo_error()
+            if e < OVERLAP_GAIN * err:
+                best = over.tolist() + [OVERLAP_P]
+        if one:  # the joined chain's cost for its missed steps too
+            best[MISSED] = best[4]
+        out[str(f)] = best
     return out
+
+
+WIDE, MISSED = 5, 6  # the columns of `_terms` that hold the bytes past 32-bit offsets, the chain's missed steps
+RESOURCES = ((1, 5), (2,))  # the terms of one resource: bytes (and the 64-bit bytes), rows; a hub's chain adds
+OVERLAP_P = 4.0  # the p-norm over the resources of a group whose resources overlap (1: they add)
+OVERLAP_GAIN = 0.9  # the overlapping form must cut the additive one's leave-one-out error by a tenth
+
+
+def _combine(t: np.ndarray, coef: np.ndarray, p: float) -> np.ndarray:
+    """The base of the terms `t` [n, 7]: the floor, the p-norm of the resources' times and the hub's chain."""
+    parts = np.column_stack([(t[:, list(c)] * coef[list(c)]).sum(axis=1) for c in RESOURCES])
+    hub = t[:, 3] * coef[3] + t[:, 4] * coef[4] + t[:, MISSED] * coef[MISSED]
+    return np.maximum(coef[0] + (parts ** p).sum(axis=1) ** (1.0 / p) + hub, 0.05)
+
+
+def _fit_overlap(t: np.ndarray, y: np.ndarray, start: np.ndarray, p: float) -> np.ndarray:
+    """Non-negative coefficients of `_combine` with p-norm `p`, least squares in log error, from `start`."""
+    from scipy.optimize import least_squares
+
+    cols = np.flatnonzero(t.any(axis=0))
+    scale = 1.0 / np.maximum((t[:, cols] / y[:, None]).max(axis=0), 1e-30)  # a term alone as slow as the slowest call
+    z0 = np.log(np.maximum(start[cols] / scale, 1e-4))
+
+    def res(z):
+        c = np.zeros(t.shape[1])
+        c[cols] = np.exp(z) * scale
+        return np.log(_combine(t, c, p) / y)
+
+    z = least_squares(res, z0, max_nfev=400).x
+    out = np.zeros(t.shape[1])
+    out[cols] = np.exp(z) * scale
+    out[cols[np.exp(z) < 1e-6]] = 0.0  # a term the fit drove to nothing
+    return out
+
+
+def _nnls_relative(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Non-negative coefficients of the terms `t` [n, k] that fit the times `y` in relative error."""
+    from scipy.optimize import nnls
+
+    a = t / y[:, None]
+    scale = np.maximum(np.abs(a).max(axis=0), 1e-30)
+    coef, _ = nnls(a / scale, np.ones(len(y)), maxiter=200)
+    return coef / scale
+
+
+def _loo_error(t: np.ndarray, y: np.ndarray) -> float:
+    """Mean |log error| of each call's time from the terms fitted on the others (leave one out)."""
+    err = [abs(np.log(max(float(t[i] @ _nnls_relative(np.delete(t, i, axis=0), np.delete(y, i))), 0.05) / y[i]))
+           for i in range(len(y))]
+    return float(np.mean(err))
 
 
 def _free(groups: np.ndarray) -> np.ndarray:
@@ -248,7 +348,7 @@ class Predictor:
     relaxed: dict[str, Table]
     classes: dict[str, Table]
     meta: dict = field(default_factory=dict)
-    # per group without context (memory, index, spmm ops): the fitted base a + b*bytes + c*rows + d*hub
+    # per group without context (index, spmm ops): the fitted base's coefficients (`fit_bases`)
     bases: dict[str, list[float]] = field(default_factory=dict)
 
     def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
