@@ -282,7 +282,9 @@ def test_an_index_op_past_32_bit_offsets_costs_more_per_byte_and_the_fit_learns_
     nbytes = describe(pd.DataFrame([scatter_row(*c, 20, 1.0) for c in shapes]))["bytes"].to_numpy()
     q = model.fit(pd.DataFrame([scatter_row(*c, 20, 2.0 + b * 3e-6, point=i)
                                 for i, (c, b) in enumerate(zip(shapes, nbytes, strict=True))]), K)
-    assert next(v for g, v in q.bases.items() if "scatter_add_" in g)[5] == 0.0
+    # (zero up to the solver's rounding: another BLAS leaves ~1e-23 where this one leaves 0)
+    kept = next(v for g, v in q.bases.items() if "scatter_add_" in g)
+    assert 0.0 <= kept[5] <= 1e-9 * kept[1]
 
 
 def gather_row(e, f, n, dur, **kw):
