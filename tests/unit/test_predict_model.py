@@ -388,3 +388,38 @@ def test_an_odd_width_of_an_unprofiled_layout_is_answered_by_the_odd_widths_of_a
     p = model.fit(pd.DataFrame(prof), K)
     pred, src = p.predict(pd.DataFrame([mm_nt(1024, 2048, 20, 1.0)]))
     assert model.SOURCES[src[0]] == "op" and pred[0] == pytest.approx(15.0, rel=0.15)
+
+
+def test_a_gemm_answered_from_another_context_gets_the_shift_its_own_context_shows_against_it():
+    # the GEMM study back to back; the MoE loop 25% slower at the widths both profiled (cold weights)
+    def true(shapes):
+        d = describe(pd.DataFrame([mm_row(m, k, n, 1.0) for m, k, n in shapes]))
+        slow = model.Constants(sms=132, matrix={"bfloat16": 640e6}, bandwidth=3.6e6, floor=3.0)
+        return np.asarray(model.base_us(d, slow), dtype=float)
+
+    ms = [1 << i for i in range(13)]
+    g = [(m, k, n) for m in ms for k in (1024, 2048, 4096, 8192) for n in (1024, 2048, 4096, 8192)]
+    e = [(m, k, n) for m in ms for k in (4096, 8192) for n in (4096, 8192)]
+    rows = [mm_row(*s, t, point=i, workload="gemm") for i, (s, t) in enumerate(zip(g, true(g), strict=True))]
+    rows += [mm_row(*s, 1.25 * t, point=1000 + i, workload="moe") for i, (s, t) in enumerate(zip(e, true(e), strict=True))]
+    p = model.fit(pd.DataFrame(rows), K)
+    assert [k for k in p.shifts if k.endswith("@moe")], p.shifts.keys()
+    shapes = [(8, 1024, 1024), (300, 1024, 2048), (3000, 2048, 1024)]  # widths only the GEMM study holds
+    q = pd.DataFrame([mm_row(*s, 1.0, workload="moe") for s in shapes])
+    pred, src = p.predict(q)
+    assert all(model.SOURCES[s] == "other context" for s in src)
+    np.testing.assert_allclose(pred / true(shapes), 1.25, rtol=0.03)
+    back = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
+    np.testing.assert_allclose(back.predict(q)[0], pred, rtol=1e-4)
+    # the same GEMMs in the GEMM context: answered by their own calls, no shift
+    own, _ = p.predict(pd.DataFrame([mm_row(*s, 1.0, workload="gemm") for s in shapes]))
+    np.testing.assert_allclose(own / true(shapes), 1.0, rtol=0.03)
+
+
+def test_no_context_shift_where_the_contexts_agree_or_for_memory_ops():
+    rows = [mm_row(m, k, 4096, 10.0 + m / 64, point=i, workload=w) for i, (m, k, w) in
+            enumerate((m, k, w) for m in (1, 4, 16, 64, 256, 1024) for k in (1024, 2048, 4096) for w in ("gemm", "moe"))]
+    rows += [copy_row(2 ** i, 1.0 + i * (1.5 if w == "moe" else 1.0), point=500 + i, workload=w)
+             for i in range(10, 22) for w in ("gemm", "moe")]
+    p = model.fit(pd.DataFrame(rows), K)
+    assert p.shifts == {}

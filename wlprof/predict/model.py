@@ -10,7 +10,9 @@ with the source that answered it:
 - `far`: its group was profiled but not near it: the nearest correction carried to it;
 - `other context`: its group was profiled only in other workloads or dispatches (an
   ingested trace's calls, a workload the grid does not run), or those lie nearer to it than
-  its own context's calls (by more than `CONTEXT_MARGIN`): all of those together;
+  its own context's calls (by more than `CONTEXT_MARGIN`): all of those together, plus, for a
+  GEMM whose own context the profile holds, how that context's calls differ from the others'
+  (`fit_shifts`: an MoE loop's expert GEMMs run slower than the same shapes in the GEMM grid);
 - `op`: only other layouts or scalars of its op (the relaxed group) were profiled;
 - `class`: nothing of its op: the class's correction at the call's base time;
 - `base`: nothing of its class: the physical base time alone.
@@ -350,6 +352,8 @@ class Predictor:
     meta: dict = field(default_factory=dict)
     # per group without context (index, spmm ops): the fitted base's coefficients (`fit_bases`)
     bases: dict[str, list[float]] = field(default_factory=dict)
+    # per group (with context): how its residual differs from its op's calls in other contexts (`fit_shifts`)
+    shifts: dict[str, Table] = field(default_factory=dict)
 
     def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`.
@@ -375,6 +379,9 @@ class Predictor:
                 rr[odd], dd[odd] = ra[odd], da[odd]
         own = np.isfinite(dist_g) & ~(dist_f + CONTEXT_MARGIN < dist_g)
         other = ~own & np.isfinite(dist_f)
+        if self.shifts and other.any():  # what the call's own context adds to the other contexts' time
+            r_s, _ = _query(groups, self.shifts, coords, other)
+            r_f = np.where(other & np.isfinite(r_s), r_f + np.nan_to_num(r_s), r_f)
         r = np.where(own, r_g, np.where(other, r_f, np.nan))
         src = np.full(len(d), len(SOURCES) - 1)
         src[own] = np.where(dist_g[own] <= 1e-6, 0, np.where(dist_g[own] <= NEAR * math.sqrt(NCOORDS), 1, 2))
@@ -402,7 +409,7 @@ class Predictor:
 
         return {"constants": self.constants.to_dict(), "groups": tables(self.groups), "free": tables(self.free),
                 "relaxed": tables(self.relaxed), "classes": tables(self.classes), "meta": self.meta,
-                "bases": self.bases}
+                "bases": self.bases, "shifts": tables(self.shifts)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Predictor:
@@ -410,7 +417,67 @@ class Predictor:
             return {k: Table(np.array(v["x"], dtype=float), np.array(v["r"]), np.array(v["w"])) for k, v in ts.items()}
 
         return cls(Constants.from_dict(d["constants"]), tables(d["groups"]), tables(d["free"]),
-                   tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}))
+                   tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}),
+                   tables(d.get("shifts", {})))
+
+
+SHIFT_CLASSES = ("gemm",)  # classes whose context shifts are fitted (a GEMM's operands hot or cold in the cache)
+SHIFT_MIN = 6  # distinct profiled calls a context needs (in it and near another's) for a shift of its own
+
+
+def _table(x: np.ndarray, r: np.ndarray, w: np.ndarray) -> Table:
+    """A residual table of points x [n, d]: the points at the same coordinates one (their weighted mean)."""
+    frame = pd.DataFrame(x).assign(r=r * w, w=w)
+    agg = frame.groupby(list(range(x.shape[1])), sort=False).sum()
+    xs = np.array(agg.index.to_list(), dtype=float).reshape(len(agg), x.shape[1])
+    return Table(xs, (agg.r / agg.w).to_numpy(), agg.w.to_numpy())
+
+
+def fit_shifts(free: np.ndarray, group: np.ndarray, x: np.ndarray, r: np.ndarray,
+               w: np.ndarray) -> dict[str, Table]:
+    """Per GEMM group (an op in one context) whose op was profiled in other contexts too: how its calls'
+    residuals differ from the other contexts' at the same coordinates (a call inside an MoE loop,
+    its expert's weights not yet in the cache, against the same GEMM run back to back in a grid),
+    added where `other context` answers one of its calls. Each context's differences d (its calls'
+    residuals less the other contexts' interpolated to them, where those lie within `NEAR`) give
+    nothing, their weighted median, or a table of d over the coordinates, whichever predicts the
+    left-out calls' d best (mean |error|); nothing where the context has fewer than `SHIFT_MIN`."""
+    out = {}
+    for f in pd.unique(free):
+        if str(f).split("|", 1)[0] not in SHIFT_CLASSES:
+            continue
+        at = np.flatnonzero(free == f)
+        ctx = group[at]
+        if len(pd.unique(ctx)) < 2:
+            continue
+        for g in pd.unique(ctx):
+            mine, rest = at[ctx == g], at[ctx != g]
+            if len(mine) < SHIFT_MIN:
+                continue
+            own = _table(x[mine], r[mine], w[mine])
+            pr, dist = _table(x[rest], r[rest], w[rest]).query(own.x)
+            near = dist <= NEAR * math.sqrt(NCOORDS)
+            if near.sum() < SHIFT_MIN:
+                continue
+            d, xw, ww = own.r[near] - pr[near], own.x[near], own.w[near]
+            err = {"none": float(np.mean(np.abs(d)))}
+            loo = [abs(d[i] - _wmedian(np.delete(d, i), np.delete(ww, i))) for i in range(len(d))]
+            err["median"] = float(np.mean(loo))
+            t = Table(xw, d, ww)
+            err["table"] = t.loo_error() if len(t.dims) else np.inf
+            best = min(err, key=err.get)
+            if best == "median":
+                out[str(g)] = Table(xw, np.full(len(d), _wmedian(d, ww)), ww)
+            elif best == "table":
+                out[str(g)] = t
+    return out
+
+
+def _wmedian(v: np.ndarray, w: np.ndarray) -> float:
+    """The weighted median of v."""
+    o = np.argsort(v)
+    c = np.cumsum(w[o])
+    return float(v[o][np.searchsorted(c, 0.5 * c[-1])])
 
 
 def distinct_calls(ops: pd.DataFrame, d: pd.DataFrame, point_cols=("run_id", "point")) -> pd.DataFrame:
@@ -470,9 +537,12 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     calls["free"] = _free(calls.group.to_numpy(dtype=object))
     groups = tables("group", lambda g: g[coords].to_numpy(dtype=float))
     free = tables("free", lambda g: g[coords].to_numpy(dtype=float))
+    shifts = fit_shifts(calls.free.to_numpy(dtype=object), calls.group.to_numpy(dtype=object),
+                        calls[coords].to_numpy(dtype=float), calls.r.to_numpy(dtype=float), calls.w.to_numpy(dtype=float))
     relaxed = tables("relaxed", lambda g: g[coords].to_numpy(dtype=float))
     classes = tables("cls", lambda g: _class_coords(g.base.to_numpy()))
     m = dict(meta or {})
     m.update(calls=int(len(ops)), distinct=int(len(calls)), noisy=int((calls.spread > NOISY_SPREAD).sum()),
              op_names=sorted({str(g).split("|")[1] for g in groups if "|" in str(g)}))
-    return Predictor(constants, groups, free, relaxed, classes, m, bases)
+    m.update(shifts=len(shifts))
+    return Predictor(constants, groups, free, relaxed, classes, m, bases, shifts)
