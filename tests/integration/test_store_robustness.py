@@ -193,3 +193,27 @@ def test_an_interrupt_dropped_by_a_callback_still_stops_the_sweep_at_the_next_po
     _, m = _manifest(tmp_path)
     assert m["status"] == "incomplete"
     assert [p["status"] for p in m["points"]] == ["ok", "ok", "pending", "pending"]
+
+
+def test_a_point_interrupted_while_writing_leaves_no_rows_in_any_table(tmp_path, cpu_ceilings, cli):
+    # a run killed after writing a point's ops and steps but before its kernels file (written last) and
+    # its manifest entry: every table of the run holds the finished points only
+    out = tmp_path / "traces"
+    res = cli("run", "gemm", "--shapes", "8x96x96,16x96x96", "--device", "cpu", "--traces", out, *FAST)
+    assert res.exit_code == 0, res.output
+    run, m = _manifest(out)
+    done = m["points"][1]
+    for table in ("ops", "steps"):  # point 1's files, as a point 2 that stopped before its kernels
+        src = run / done["files"][table]
+        src.with_name(src.name.replace("p001-", "p002-")).write_bytes(src.read_bytes())
+    m["points"].append({**{k: v for k, v in done.items() if k != "files"}, "index": 2, "status": "pending"})
+    (run / "_manifest.json").write_text(json.dumps(m))
+    before = {t: wlprof.load(out, table=t) for t in ("kernels", "ops", "steps")}
+    for table, frame in before.items():
+        assert sorted(frame.point.unique()) == [0, 1], table
+    # once its kernels file is there the point is whole, and counts as `pandas.read_parquet` counts it
+    # (its copied rows say point 1: they double point 1's rows)
+    k = run / done["files"]["kernels"]
+    k.with_name(k.name.replace("p001-", "p002-")).write_bytes(k.read_bytes())
+    ops = wlprof.load(out, table="ops")
+    assert len(ops) == len(before["ops"]) + int((before["ops"].point == 1).sum())

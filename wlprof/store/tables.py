@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from wlprof import schema
@@ -10,6 +11,11 @@ from wlprof.store.runs import MANIFEST, TABLE_DIRS
 
 
 def table_files(root: str | Path, table: str) -> list[Path]:
+    """The Parquet files of `table` in every run under `root` (or in one run folder).
+
+    A point's kernels file is written last: a point the manifest does not mark done or failed counts
+    only once that file is there (as `pandas.read_parquet` of the folder sees it), so a run interrupted
+    while writing a point leaves that point's other files behind, never their rows."""
     root = Path(root)
     sub = TABLE_DIRS.get(table)
     if sub is None:
@@ -20,8 +26,31 @@ def table_files(root: str | Path, table: str) -> list[Path]:
         if d.name.startswith(("_", ".")):
             continue
         base = d / sub if sub else d
-        files.extend(sorted(p for p in base.glob("*.parquet") if not p.name.startswith((".", "_"))))
+        unfinished = _unfinished_points(d) if sub and table != "collectives" else set()
+        files.extend(sorted(p for p in base.glob("*.parquet") if not p.name.startswith((".", "_"))
+                            and (_point_index(p.name) not in unfinished or (d / p.name).exists())))
     return files
+
+
+_POINT = re.compile(r"^p(\d+)-")
+
+
+def _point_index(name: str) -> int | None:
+    m = _POINT.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _unfinished_points(run_dir: Path) -> set[int]:
+    """The indices of the points a run's manifest lists as neither done nor failed (none where the
+    manifest cannot be read: every file counts)."""
+    import json
+
+    try:
+        points = json.loads((run_dir / MANIFEST).read_text()).get("points") or []
+        return {int(p["index"]) for p in points if isinstance(p, dict) and p.get("status") not in ("ok", "failed")
+                and isinstance(p.get("index"), int)}
+    except (OSError, ValueError, AttributeError):
+        return set()
 
 
 def _migrate(table, declared):
