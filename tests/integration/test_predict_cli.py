@@ -259,3 +259,12 @@ def test_a_cpu_trace_is_predicted_as_the_gpu_would_launch_it(tmp_path):
     assert "measured" not in text and "[[256],[8,64],[64,256],[],[]]" in text  # batch 4 -> 8
     ops = [line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| aten::")]
     assert sorted(ops) == ["aten::addmm", "aten::addmm", "aten::gelu"]
+
+
+@pytest.mark.parametrize("minutes, rule", [("-1", "must be a positive number of minutes (got -1.0)"),
+                                           ("0.0001", "must leave time for at least one section (got 0.0001)")])
+def test_a_budget_that_measures_nothing_is_refused_and_leaves_no_folder(tmp_path, cli, minutes, rule):
+    out = tmp_path / "new" / "prof"
+    res = cli("profile", "-o", out, "--device", "cpu", "--budget-minutes", minutes, "-q")
+    assert res.exit_code == 2 and f"--budget-minutes {rule}" in res.output
+    assert not (tmp_path / "new").exists()

@@ -17,6 +17,7 @@ flagged points stay in the profile, down-weighted where their calls spread
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -56,6 +57,8 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     from wlprof.study import versions
 
     out = Path(out)
+    if not budget_s > 0:  # the command line's unit is minutes
+        raise InputError(Key("budget_minutes", "store"), "must be a positive number of minutes", budget_s / 60)
     previous = None
     if extend:
         if not (out / PROFILE_FILE).is_file():
@@ -86,11 +89,16 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
         secs = [s for s in secs if s.name in sections]
     old_ops, old_steps = profile_tables(out) if previous is not None else (None, None)
     traces = out / "traces"
+    made = [d for d in (traces, out, *out.parents) if not d.exists()]  # inner first
     traces.mkdir(parents=True, exist_ok=True)
     started = time.time()
     done, skipped, failed, grid_s = _run_grid(secs, traces, budget_s, progress, command)
     if not done:
-        raise InputError(Key("budget", "store"), "must leave time for at least one section", budget_s)
+        for d in made:  # nothing was measured: leave no empty folder behind
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise InputError(Key("budget_minutes", "store"), "must leave time for at least one section",
+                         budget_s / 60)
     new_runs = {d["run_id"] for d in done}
     info = {"command": command, "device": {"type": dev.type, "name": _device_name(dev)}, "scale": scale,
             "ceilings": _ceilings_of(traces),
