@@ -268,3 +268,23 @@ def test_a_budget_that_measures_nothing_is_refused_and_leaves_no_folder(tmp_path
     res = cli("profile", "-o", out, "--device", "cpu", "--budget-minutes", minutes, "-q")
     assert res.exit_code == 2 and f"--budget-minutes {rule}" in res.output
     assert not (tmp_path / "new").exists()
+
+
+def test_a_trace_of_another_gpu_without_shapes_is_predicted_and_says_so(tmp_path):
+    # HTA's A100 ResNet step (no record_shapes) against the H200 profile: both weaknesses named, the
+    # step's measured kernel time beside the prediction
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    profile = fixtures.parents[1] / "benchmarks" / "profiles" / "h200"
+    res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--trace",
+                                   str(fixtures / "public" / "hta_2024_nccl.json.gz")], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "was recorded on NVIDIA A100-PG509-200, the profile on NVIDIA H200" in flat
+    assert "recorded no shapes" in flat and "(measured 13,647.9 µs)" in flat
+    # an H200 trace with shapes: neither note
+    res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--trace",
+                                   str(fixtures / "h200_zoo3" / "bert.pt.trace.json.gz")], env={"COLUMNS": "200"})
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0 and "was recorded on" not in flat and "recorded no shapes" not in flat

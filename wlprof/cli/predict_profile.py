@@ -123,8 +123,11 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         cols = dict(BREAKDOWN_COLS)
         if "measured_us" in bd:
             cols["measured_us"] = "measured µs (unscaled)"
-        msg = (f"{label}: {len(g):,} call{'' if len(g) == 1 else 's'}, kernel time {pred.sum():,.1f} µs, back to "
-               f"back {b2b:,.1f} µs/step, one call {lat:,.1f} µs{note}")
+        measured_note = ""
+        if "measured_kernel_us" in row and unscaled is None and row["measured_kernel_us"] > 0:
+            measured_note = f" (measured {row['measured_kernel_us']:,.1f} µs)"
+        msg = (f"{label}: {len(g):,} call{'' if len(g) == 1 else 's'}, kernel time {pred.sum():,.1f} µs"
+               f"{measured_note}, back to back {b2b:,.1f} µs/step, one call {lat:,.1f} µs{note}")
         con.print(msg)
         con.print(rich_table(bd, cols, wide=wide, width=con.width, priorities=BREAKDOWN_PRIORITY,
                              wrap={"shapes": 24}, formats=BREAKDOWN_FORMATS))
@@ -170,6 +173,9 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     steps = sorted(s for s in ops.step.unique() if s >= 0) if "step" in ops else []
     if steps:  # one step: the first profiled one
         ops = ops[ops.step == steps[0]]
+    for note in _trace_notes(Path(path).name, ops, info):
+        notes.append(note)
+        con.print(f"[yellow]{note}[/yellow]")
     gpu_profile = (info.get("device") or {}).get("type") == "cuda"
     if gpu_profile and len(ops) and "device_type" in ops and (ops.device_type == "cpu").all():
         ops, left_out = _cpu_calls(path, ops, predictor)
@@ -202,6 +208,25 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         title += f"\n\n{note}."
     _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide, unscaled=unscaled,
                       same_device=same_device)
+
+
+def _trace_notes(name: str, ops: pd.DataFrame, info: dict) -> list[str]:
+    """What makes a trace's prediction weaker than the profile's: a GPU other than the profile's (the
+    measured times beside the prediction are of that GPU), and ops recorded without shapes (their calls
+    cannot be sized)."""
+    out = []
+    prof = str((info.get("device") or {}).get("name") or "")
+    gpu = ops[ops.device_type.astype(str) == "cuda"] if "device_type" in ops else ops.iloc[:0]
+    names = sorted(set(gpu.device_name.dropna().astype(str))) if "device_name" in gpu else []
+    if prof and names and names != [prof]:
+        out.append(f"{name} was recorded on {', '.join(names)}, the profile on {prof}: the prediction is for "
+                   f"{prof}, the measured times beside it are of the trace's GPU")
+    if "op_input_dims" in ops and len(ops):
+        dims = ops.op_input_dims.astype(object).map(lambda v: v is not None and str(v).strip("[] ,") != "")
+        if not dims.any():
+            out.append(f"{name} recorded no shapes (profile with torch.profiler.profile(record_shapes=True)): "
+                       "its calls cannot be sized, and each is predicted from its op alone, near the launch floor")
+    return out
 
 
 def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> tuple[pd.DataFrame, pd.DataFrame]:
