@@ -7,8 +7,7 @@ The committed HEAD is cloned into a temporary folder; the quick start's first li
 line of the README's bash blocks and every `wlprof ...` command quoted in its text, in README order,
 each in `bash` with the venv active. Placeholders are filled from the runs made so far (RUN_ID: the
 latest run; RUN_A:VARIANT: two points of the MoE routing run; RUNS: the GEMM and MLP runs to train on,
-the MoE run to test); the three traces the ingest lines name are put in place first (a CPU trace of a
-small model step, the public 2-rank HTA folder, the public Kineto ResNet-50 trace); a line that reads
+the MoE run to test); the ingest lines name fixture traces of the repository; a line that reads
 `offline/` waits until a line has written it. Each line's exit status and time are recorded, with the
 lines of its stderr that are not wlprof's own (progress, notes, errors), and at the end `git status`
 says whether the clone holds anything `.gitignore` misses. The table and a log are written to --out.
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import os
 import re
@@ -34,20 +32,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EVERY_STUDY = "wlprof sweep workloads/*.toml --device cpu"
 OWN = re.compile(r"^(\[\d+/\d+\] |note: |error: |read \d+/\d+: |interrupted: |aborted)")
-
-MODEL_STEP = """
-import torch
-from torch.profiler import ProfilerActivity, profile
-
-model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256))
-x = torch.randn(64, 256)
-with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-    for _ in range(3):
-        model(x).sum().backward()
-        prof.step()
-prof.export_chrome_trace("model_step.pt.trace.json")
-"""
-
 
 def readme_lines(readme: str) -> list[tuple[str, str]]:
     """(where, command) for each line of the bash blocks and each `wlprof ...` quoted in the text."""
@@ -133,22 +117,6 @@ def fill(cmd: str, clone: Path) -> str | None:
     return filled
 
 
-def prepare_inputs(clone: Path, env: dict) -> list[str]:
-    """The traces the ingest lines name: made or copied into the clone's working folder."""
-    made = []
-    subprocess.run([str(clone / ".venv/bin/python"), "-c", MODEL_STEP], cwd=clone, env=env, check=True,
-                   capture_output=True, timeout=300)
-    raw = clone / "model_step.pt.trace.json"
-    (clone / "model_step.pt.trace.json.gz").write_bytes(gzip.compress(raw.read_bytes()))
-    raw.unlink()
-    made.append("model_step.pt.trace.json.gz: a CPU torch.profiler trace of 3 training steps of a small MLP")
-    shutil.copytree(REPO / "tests/fixtures/public/hta_2023_two_ranks", clone / "runs")
-    made.append("runs/: tests/fixtures/public/hta_2023_two_ranks (2 ranks, public HTA traces)")
-    shutil.copy(REPO / "tests/fixtures/public/kineto_2020_resnet50_array.json.gz", clone / "big.json.gz")
-    made.append("big.json.gz: tests/fixtures/public/kineto_2020_resnet50_array.json.gz")
-    return made
-
-
 def run_line(cmd: str, clone: Path, env: dict, first: bool, timeout: float) -> dict:
     script = cmd if first else f". .venv/bin/activate && {cmd}"
     t0 = time.perf_counter()
@@ -206,7 +174,6 @@ def main() -> int:
     rows, log = [], []
     load0 = os.getloadavg()[0]
     started = dt.datetime.now(dt.timezone.utc)
-    inputs: list[str] = []
     queue = order(lines)
     first = True
     while queue:
@@ -215,8 +182,6 @@ def main() -> int:
             rows.append({"where": where, "cmd": cmd, "as_run": None, "code": "not run", "seconds": None,
                          "foreign": [], "why": "the test suite (run with --with-tests; CI runs it)"})
             continue
-        if "wlprof ingest" in cmd and not inputs:
-            inputs = prepare_inputs(clone, env)
         as_run = cmd if first else fill(cmd, clone)
         if as_run is None:
             rows.append({"where": where, "cmd": cmd, "as_run": None, "code": "not run", "seconds": None,
@@ -237,9 +202,8 @@ def main() -> int:
         log += [f"$ {cmd}", f"# exit {extra['code']} in {extra['seconds']:.1f} s", "# stderr:",
                 extra["stderr"].rstrip(), "# stdout (last 40 lines):", *extra["stdout"].rstrip().splitlines()[-40:]]
         shutil.rmtree(clone / "studies_cpu", ignore_errors=True)
-    made_by_script = {"model_step.pt.trace.json.gz", "runs/", "big.json.gz"}
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True).stdout
-    left = [x[3:] for x in status.splitlines() if x[3:] not in made_by_script]
+    left = [x[3:] for x in status.splitlines()]
     load1 = os.getloadavg()[0]
 
     ran = [r for r in rows if isinstance(r["seconds"], float)]
@@ -255,7 +219,7 @@ def main() -> int:
         f"- stderr lines that are not wlprof's own (progress, notes, errors): "
         f"{sum(len(r['foreign']) for r in ran)}",
         "- files the lines left that `.gitignore` misses: " + (", ".join(left) if left else "none"),
-        "- inputs put in place for the ingest lines: " + ("; ".join(inputs) if inputs else "none"), "",
+        "- the ingest lines read the repository's own fixture traces", "",
         "| # | README line | run as | exit | seconds | ≤ limit |", "|---|---|---|---|---:|---|",
     ]
     for i, r in enumerate(rows, 1):

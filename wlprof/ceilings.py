@@ -332,8 +332,9 @@ def load_cached(device_type: str, device_name: str) -> Ceilings | None:
         return None  # a damaged cache is re-measured, not trusted
 
 
-def load_file(path: str | Path) -> Ceilings:
-    """Ceilings from a JSON file (a cache, or one written by `wlprof calibrate` elsewhere)."""
+def load_file(path: str | Path, choices: tuple[str, ...] = ("run", "current")) -> Ceilings:
+    """Ceilings from a JSON file (a cache, or one written by `wlprof calibrate` elsewhere); `choices`: the
+    words the option takes besides a file, named in its error."""
     from wlprof import jsonio
     from wlprof.errors import InputError, did_you_mean
 
@@ -343,8 +344,9 @@ def load_file(path: str | Path) -> Ceilings:
             d = d["ceilings"]  # a run manifest
         return Ceilings.from_dict(d)
     except OSError as exc:  # 'curent' is a typo of a choice more often than a missing file
-        raise InputError("--ceilings", f"must be run, current or a readable ceilings JSON file ({exc.strerror})",
-                         str(path), hint=did_you_mean(str(path), ["run", "current"])) from None
+        words = f"{', '.join(choices)} or " if choices else ""
+        raise InputError("--ceilings", f"must be {words}a readable ceilings JSON file ({exc.strerror})",
+                         str(path), hint=did_you_mean(str(path), list(choices)) if choices else None) from None
     except KeyError as exc:
         raise InputError("--ceilings", f"must be a ceilings JSON file written by wlprof (it has no {exc} field)",
                          str(path)) from None

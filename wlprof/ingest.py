@@ -106,24 +106,34 @@ def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None 
     raise InputError(arg, "must be an existing trace file or folder", str(p))
 
 
-def _ceilings(device_type: str, device_name: str):
-    """Measured ceilings for the trace's device, if this machine cached them; datasheets are never used."""
+def _ceilings(device_type: str, device_name: str, ceilings_file: str | None = None):
+    """Measured ceilings for the trace's device: from `ceilings_file` where it holds that device's, else
+    from this machine's cache; datasheets are never used."""
     from wlprof import ceilings as C
 
+    other = ""
+    if ceilings_file:
+        given = C.load_file(ceilings_file, choices=())
+        if (given.device_type, given.device_name) == (device_type, device_name):
+            return given, f"file: {ceilings_file}"
+        other = f"--ceilings {ceilings_file} holds {given.device_name}'s, not {device_name}'s; "
     cached = C.load_cached(device_type, device_name)
     if cached is not None:
-        return cached, f"cache: {C.cache_path(device_type, device_name)}"
-    return None, (f"no measured ceilings for {device_name} (run `wlprof calibrate` on that device): "
-                  "no roofline columns; datasheet values are never used in their place")
+        return cached, f"{other}cache: {C.cache_path(device_type, device_name)}"
+    return None, (f"{other}no measured ceilings for {device_name} (run `wlprof calibrate` on that device, or pass "
+                  "its ceilings with --ceilings FILE): no roofline columns; datasheet values are never used in "
+                  "their place")
 
 
 def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = None,
            chrome_top: int | None = None, command: str | None = None,
-           progress: Callable[[int, int, str], None] | None = None, jobs: int | None = None) -> IngestResult:
+           progress: Callable[[int, int, str], None] | None = None, jobs: int | None = None,
+           ceilings_file: str | Path | None = None) -> IngestResult:
     """Read every trace of `path` into a new run under `traces`; nothing is written unless all succeed.
 
     The files of a folder are read in parallel by `jobs` processes (default: one per core,
-    at most one per file).
+    at most one per file). `ceilings_file`: ceilings measured by `wlprof calibrate` (its `--out`), used
+    for the traces of the device they were measured on.
     """
     import os
 
@@ -137,6 +147,11 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise InputError(Key("chrome_top", "store"), "must be a positive number of kernels", chrome_top)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError(Key("jobs", "store"), "must be a positive number of processes", jobs)
+    if ceilings_file is not None:
+        from wlprof import ceilings as C
+
+        C.load_file(ceilings_file, choices=())  # refused now, before any file is read
+        ceilings_file = str(ceilings_file)
     skipped: list[Path] = []
     files = trace_files(path, skipped=skipped)
     made = [d for d in (Path(traces), *Path(traces).parents) if not d.exists()]  # deepest first
@@ -150,7 +165,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     }
     writer = RunWriter(root, "ingest", manifest, prefix=name or "ingest", staged=True)
     jobs = min(jobs or os.cpu_count() or 1, len(files))
-    tasks = [(writer.path, writer.run_id, i, f, chrome_top) for i, f in enumerate(files)]
+    tasks = [(writer.path, writer.run_id, i, f, chrome_top, ceilings_file) for i, f in enumerate(files)]
     done: list[IngestedFile] = []
     origin = ""
     try:
@@ -320,7 +335,8 @@ def _run_all(tasks: list, pool):
             yield fut.result()
 
 
-def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int | None):
+def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int | None,
+                 ceilings_file: str | None = None):
     """Read, join and cost one trace file and write its point into the staged run folder."""
     import pickle
 
@@ -332,7 +348,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
 
     trace = pipeline.read(f, keep_events=False)
     device_type, device_name = device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None)
-    ceilings, origin = _ceilings(device_type, device_name)
+    ceilings, origin = _ceilings(device_type, device_name, ceilings_file)
     rank = rank_of(trace.meta, i, f.name, _communicates(trace))
     variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
     ident = {"run_id": run_id, "workload": "ingest", "variant": variant, "point": i,

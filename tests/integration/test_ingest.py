@@ -384,3 +384,25 @@ def test_what_a_folder_s_json_file_must_start_with_to_be_read_as_a_trace(tmp_pat
     # read (and refused by the parser where broken): events, a truncated trace, UTF-16 text
     assert got == {"array.json": False, "empty.json": False, "text.json": False, "config.json": False,
                    "events.json": True, "truncated.json": True, "utf16.json": True}
+
+
+def test_ceilings_given_as_a_file_place_the_traces_of_their_device(tmp_path, cli, monkeypatch):
+    # an empty cache: without --ceilings nothing is placed; with the H200's file, the H200 trace is placed
+    # and the A100 one is not (its note says whose the file holds); a missing file is refused first
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "cache"))
+    ceil = FIXTURES / "h200_ceilings_2026-12-01.json"
+    h200 = FIXTURES / "h200_zoo3" / "bert.pt.trace.json.gz"
+    a100 = FIXTURES / "public" / "hta_2024_nccl.json.gz"
+    res = cli("ingest", h200, "--traces", tmp_path / "t", "--name", "plain")
+    assert res.exit_code == 0 and "no measured ceilings for NVIDIA H200" in " ".join(res.output.split())
+    res = cli("ingest", h200, "--traces", tmp_path / "t", "--name", "given", "--ceilings", ceil)
+    assert res.exit_code == 0 and f"ceilings: file: {ceil}" in " ".join(res.output.split())
+    res = cli("ingest", a100, "--traces", tmp_path / "t", "--name", "other", "--ceilings", ceil)
+    assert res.exit_code == 0
+    assert "holds NVIDIA H200's, not NVIDIA A100-PG509-200's" in " ".join(res.output.split())
+    k = wlprof.load(tmp_path / "t")
+    placed = k.groupby(k.run_id.str.split("-").str[0]).roofline_fraction.apply(lambda s: s.notna().mean())
+    assert placed["plain"] == 0 and placed["given"] == 1 and placed["other"] == 0
+    res = cli("ingest", h200, "--traces", tmp_path / "t2", "--ceilings", tmp_path / "none.json")
+    assert res.exit_code == 2 and "--ceilings must be a readable ceilings JSON file" in res.output
+    assert not (tmp_path / "t2").exists()

@@ -28,6 +28,9 @@ def ingest(
         "--jobs", "-j", help="Processes reading the files of a folder at once. Default: one per core.",
         metavar="N")] = None,
     wide: Wide = False,
+    ceilings: Annotated[Path | None, typer.Option(
+        "--ceilings", help="Ceilings measured on the traces' device (`wlprof calibrate --out FILE` there). Default: "
+        "this machine's cache.", metavar="FILE")] = None,
 ) -> None:
     """Per-kernel FLOPs, bytes and achieved rates for any torch.profiler trace, through wlprof's parser."""
     import time
@@ -42,7 +45,7 @@ def ingest(
             err.print(f"[dim]read {i}/{n}: {name_}[/dim]")
 
     res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress,
-                     jobs=jobs)
+                     jobs=jobs, ceilings_file=ceilings)
     from wlprof.cli import render
     from wlprof.cli.render import Col
 
