@@ -126,8 +126,8 @@ def test_the_gpu_calibration_assembles_its_roofs(monkeypatch):
     c = ceilings._calibrate(CPU, plan, gpu=True, quick=True)
     assert c.device_type == "cuda" and c.datasheet["source"].startswith("NVIDIA H200")
     assert set(c.bandwidth_gbps) == {"hbm_read", "hbm_write", "hbm_copy", "l2"} and c.cache_bytes == {"l2": 1 << 20}
-    assert set(c.matrix_tflops) == {"bfloat16", "float32", "tf32"} and c.measurements["matrix:tf32"].method.endswith(
-        "(TF32 on)")
+    # tf32 timed with TF32 on, sustained or in bursts (whichever measured higher on this machine)
+    assert set(c.matrix_tflops) == {"bfloat16", "float32", "tf32"} and "(TF32 on)" in c.measurements["matrix:tf32"].method
     # read: the best of torch.sum, gemv and the row-vector GEMM; L2: the best of two buffer sizes
     assert len(c.measurements["hbm_read"].alternatives) == 2 and len(c.measurements["l2"].alternatives) == 1
     # bf16: the best of two sizes, each timed sustained and in bursts at full clock; the others kept beside it
