@@ -231,12 +231,9 @@ def segment_row(e, f, n, mx, dur, **kw):
                 max_in_degree=mx, mean_in_degree=e / n, backend="segment", **kw)
 
 
-def test_a_segment_reduce_hub_costs_its_chain_of_edges_whatever_the_width():
-    # one thread per (segment, feature) walks its segment: a hub of mx edges takes 80 ns per edge
-    # at every width, on top of the bytes at 3 TB/s
-    def true(e, f, n, mx):
-        return 3.0 + (e * f + n * f) * 4 / 3e6 + 0.08 * mx
-
+def _segment_grid(true) -> pd.DataFrame:
+    """A profile of segment reductions over four graph sizes, three widths and three hub sizes, each
+    call's time `true(edges, features, nodes, max_degree)`."""
     rows, i = [], 0
     for s in (14, 16, 18, 20):
         for f in (32, 128, 512):
@@ -244,7 +241,16 @@ def test_a_segment_reduce_hub_costs_its_chain_of_edges_whatever_the_width():
             for mx in (32, 1 << (s - 2), 1 << s):
                 rows.append(segment_row(e, f, n, mx, true(e, f, n, mx), point=i))
                 i += 1
-    p = model.fit(pd.DataFrame(rows), K)
+    return pd.DataFrame(rows)
+
+
+def test_a_segment_reduce_hub_costs_its_chain_of_edges_whatever_the_width():
+    # one thread per (segment, feature) walks its segment: a hub of mx edges takes 80 ns per edge
+    # at every width, on top of the bytes at 3 TB/s
+    def true(e, f, n, mx):
+        return 3.0 + (e * f + n * f) * 4 / 3e6 + 0.08 * mx
+
+    p = model.fit(_segment_grid(true), K)
     # a hub graph at a width the profile lacks: 8 << 17 edges, 24 features, a hub of 100,000 edges
     # true = 3 + (2^20 * 24 + 2^17 * 24) * 4 / 3e6 + 0.08 * 1e5 = 3 + 37.7 + 8000 us
     case = (8 << 17, 24, 1 << 17, 100_000)
@@ -328,14 +334,7 @@ def test_a_hub_chain_steps_at_the_speed_of_the_memory_its_rows_come_from():
         hit = min(1.0, 32e6 / nbytes)
         return 3.0 + nbytes / 3e6 + mx * (0.06 * hit + 0.095 * (1 - hit))
 
-    rows, i = [], 0
-    for s in (14, 16, 18, 20):
-        for f in (32, 128, 512):
-            n, e = 1 << s, 16 << s
-            for mx in (32, 1 << (s - 2), 1 << s):
-                rows.append(segment_row(e, f, n, mx, true(e, f, n, mx), point=i))
-                i += 1
-    p = model.fit(pd.DataFrame(rows), k)
+    p = model.fit(_segment_grid(true), k)
     coef = next(v for g, v in p.bases.items() if "segment_reduce" in g)
     assert (coef[4], coef[model.MISSED]) == pytest.approx((0.06, 0.095), rel=0.02)
     # hub graphs the profile lacks: one whose bytes the L2 holds, one far larger
