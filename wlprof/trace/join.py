@@ -100,10 +100,10 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     holds = is_op | (is_ann & ~ann_skip[ann_at] if n_ann else is_op)
     is_step = is_ann & (ann_step[ann_at] >= 0) if n_ann else np.zeros(len(k_s), bool)
     top = _enclosing(t_s, start, end, holds)
-    op_of = _nearest(top, is_op)
+    op_near = _nearest(top, is_op)
     region_of = _nearest(top, is_ann & holds & ~is_step)
     step_of = _nearest(top, is_step)
-    parent_op = np.where(op_of >= 0, p_s[np.maximum(op_of, 0)], -1)
+    parent_op = np.where(op_near >= 0, p_s[np.maximum(op_near, 0)], -1)
     region_ann = np.where(region_of >= 0, ann_at[np.maximum(region_of, 0)], -1)
     step = np.where(step_of >= 0, ann_step[ann_at[np.maximum(step_of, 0)]] if n_ann else -1, -1)
     names = np.array(ann_names + [None], dtype=object)  # position -1: no region
