@@ -92,6 +92,8 @@ class Param:
             items = split(value)
             if not items:
                 raise InputError(self.key, "must list at least one value", value)
+            if isinstance(value, str) and "" in [x.strip() for x in value.split(",")][:-1]:
+                raise InputError(self.key, "must not have an empty item between commas", value)
             parsed = self.items(items, self.key) if self.items is not None else [self._one(v) for v in items]
             self._refuse_repeats(items, parsed, value)
             return parsed

@@ -55,3 +55,12 @@ def test_distinct_sweep_values_and_karate_over_scales_still_parse():
     assert [p.variant for p in points] == ["karate F32 / scatter / sum", "rmat s3 F32 / scatter / sum",
                                            "rmat s4 F32 / scatter / sum"]
     assert Param("batch", "int", "batch", many=True).parse("1,8,64") == [1, 8, 64]
+
+
+@pytest.mark.parametrize("value", ["1,,8", ",1,8", "1, ,8"])
+def test_an_empty_item_in_a_sweep_axis_is_refused(value):
+    # it was dropped silently ('1,,8' ran two points); a trailing comma stays allowed
+    with pytest.raises(InputError) as exc:
+        Param("batch", "int", "batch", many=True).parse(value)
+    assert exc.value.rule == "must not have an empty item between commas" and exc.value.value == value
+    assert Param("batch", "int", "batch", many=True).parse("1,8,") == [1, 8]
