@@ -11,6 +11,8 @@ FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
 
 
 def _wlprof(args, traces: Path, env=None, timeout=240):
+    cache = Path(os.environ["WLPROF_CACHE_DIR"])
+    assert any(cache.glob("ceilings-cpu-*.json")), "request the cpu_ceilings fixture: rank 0 would measure them"
     e = {**os.environ, "WLPROF_DIST_TIMEOUT": "60", **(env or {})}
     return subprocess.run([sys.executable, "-m", "wlprof", "run", *args, *FAST, "--traces", str(traces)], env=e,
                           capture_output=True, text=True, timeout=timeout)

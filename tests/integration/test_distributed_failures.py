@@ -8,7 +8,9 @@ import socket
 import pytest
 from distributed import FAST, _wlprof
 
-pytestmark = pytest.mark.slow  # each test launches ranks as processes (3-7 s each on 2 cores)
+# each test launches ranks as processes (3-7 s each on 2 cores); rank 0 reads the CPU ceilings from the
+# session cache, which cpu_ceilings fills (without it every run would measure them again)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cpu_ceilings")]
 
 HALO = ["halo", "--nodes", "256", "--features", "8"]
 
@@ -18,7 +20,11 @@ def test_a_rank_that_dies_leaves_nothing(tmp_path):
                   env={"WLPROF_TEST_FAIL": "1:capture"})
     assert res.returncode != 0
     assert "rank 1 exited with code 3" in res.stderr
-    assert "error: rank 0: rank 0 stopped: rank 1" in res.stderr or "rank 1" in res.stderr.split("error: rank 0")[-1]
+    # rank 0 hears it from the launcher (through the store) or from gloo, whichever comes first; each says
+    # so in one line that names the rank once, with no stack (c10d's, gloo's or Python's) around it
+    assert ("error: rank 0 stopped: rank 1 exited with code 3" in res.stderr
+            or "error: rank 0: lost the connection to another rank (it died or exited: Connection" in res.stderr)
+    assert "Traceback" not in res.stderr and "frame #" not in res.stderr and "rank 0: rank 0" not in res.stderr
     assert list(tmp_path.iterdir()) == []  # neither a run nor a staged folder
 
 
@@ -26,6 +32,7 @@ def test_rank_zero_dying_leaves_nothing(tmp_path):
     res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path,
                   env={"WLPROF_TEST_FAIL": "0:write"})
     assert res.returncode != 0 and "rank 0 exited with code 3" in res.stderr
+    assert "error: rank 1: lost the rendezvous store on rank 0" in res.stderr and "frame #" not in res.stderr
     assert list(tmp_path.iterdir()) == []
 
 

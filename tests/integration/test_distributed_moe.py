@@ -13,7 +13,9 @@ from distributed import FAST, _only_run, _wlprof
 
 import wlprof
 
-pytestmark = pytest.mark.slow  # each test launches ranks as processes (3-7 s each on 2 cores)
+# each test launches ranks as processes (3-7 s each on 2 cores); rank 0 reads the CPU ceilings from the
+# session cache, which cpu_ceilings fills (without it every run would measure them again)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("cpu_ceilings")]
 
 MOE = ["moe", "--dispatch", "alltoall", "--experts", "4", "--tokens", "16", "--top-k", "2", "--d-model", "32",
        "--d-ff", "64", "--routing", "zipf:1.2"]

@@ -43,6 +43,10 @@ def execute_rank(study, traces, quiet: bool, command: str | None) -> int:
     rank = os.environ.get("RANK", "?")
     err = console(stderr=True)
 
+    def said(message: str) -> str:
+        """The message with this rank named once (a distributed error may name it already)."""
+        return message if message.startswith((f"rank {rank}:", f"rank {rank} ")) else f"rank {rank}: {message}"
+
     def progress(done: int, total: int, variant: str, state: str) -> None:
         if not quiet:
             err.print(f"[dim]{study.workload}: {variant} ({state}) {done}/{total}[/dim]")
@@ -50,13 +54,13 @@ def execute_rank(study, traces, quiet: bool, command: str | None) -> int:
     try:
         result = run_rank(study, traces, progress, command)
     except InputError as exc:
-        typer.echo(f"error: rank {rank}: {exc.message(spell_cli)}", err=True)
+        typer.echo(f"error: {said(exc.message(spell_cli))}", err=True)
         return 2
     except TraceFormatError as exc:
-        typer.echo(f"error: rank {rank}: {exc}", err=True)
+        typer.echo(f"error: {said(str(exc))}", err=True)
         return 2
     except WlprofError as exc:
-        typer.echo(f"error: rank {rank}: {exc}", err=True)
+        typer.echo(f"error: {said(str(exc))}", err=True)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -60,8 +60,14 @@ def _post_abort(host: str, port: int, token: str, message: str) -> None:
     """Tell the surviving ranks why (best effort: rank 0, which hosts the store, may be the one gone)."""
     import datetime as dt
 
+    import socket
+
     import torch.distributed as dist
 
+    try:  # a store that is gone refuses at once; c10d's own client would retry it for seconds, loudly
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return
     with contextlib.suppress(Exception):
         store = dist.TCPStore(host, port, is_master=False, timeout=dt.timedelta(seconds=2), wait_for_workers=False)
         dist.PrefixStore(f"wlprof/{token}", store).compare_set("abort", "", message)
@@ -86,6 +92,8 @@ def launch(study, traces, world_size: int, quiet: bool = False, command: str | N
             env.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
                        LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR=host, MASTER_PORT=str(port),
                        WLPROF_RUN_TOKEN=token, **{"WLPROF_STAGING_NOTE": str(note)})
+            # c10d's warnings (each with a C++ stack) repeat what the rank's own error says when a peer dies
+            env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
             if study.device in (None, "cpu") and "OMP_NUM_THREADS" not in os.environ:
                 env["OMP_NUM_THREADS"] = str(max(1, cores // world_size))
             procs.append(subprocess.Popen([sys.executable, "-m", "wlprof.distributed.child", str(spec)], env=env))

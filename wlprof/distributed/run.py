@@ -182,12 +182,25 @@ def run_rank(study, traces="traces", progress=None, command: str | None = None):
         if writer is not None:
             writer.abort()
         if not isinstance(exc, (WlprofError, KeyboardInterrupt)):
+            if _peer_gone(exc):  # another rank died: its own error is the one to read, not this stack
+                raise W.DistributedError(f"rank {rank}: lost the connection to another rank (it died or exited: "
+                                         f"{_peer_gone(exc)})") from None
             traceback.print_exc(file=sys.stderr)
             raise W.DistributedError(f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}") \
                 from None
         raise
     finally:
         W.shutdown()
+
+
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer")  # gloo's words for a rank that died
+
+
+def _peer_gone(exc: BaseException) -> str | None:
+    """gloo's sentence saying a peer closed the connection (address included), or None."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    hit = next((w for w in PEER_GONE if w in text), None) if isinstance(exc, RuntimeError) else None
+    return text[text.index(hit):].split(". ")[0] if hit else None
 
 
 def rv_files(writer, index: int, rank: int) -> str:

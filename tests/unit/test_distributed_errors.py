@@ -1,0 +1,16 @@
+"""How a rank words the death of another: gloo's sentence found in its error, nothing else taken for it."""
+
+from wlprof.distributed.run import _peer_gone
+
+
+def test_gloo_closed_connection_is_cut_to_its_sentence():
+    exc = RuntimeError("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed "
+                       "by peer [127.0.0.1]:28288. This is typically caused by a remote worker crashing. GLHF!")
+    assert _peer_gone(exc) == "Connection closed by peer [127.0.0.1]:28288"
+    assert _peer_gone(RuntimeError("pair.cc:598] Connection reset by peer")) == "Connection reset by peer"
+
+
+def test_other_errors_are_not_a_dead_peer():
+    assert _peer_gone(RuntimeError("CUDA out of memory")) is None
+    assert _peer_gone(ValueError("Connection closed by peer")) is None  # only the backend's RuntimeError
+    assert _peer_gone(RuntimeError("")) is None
