@@ -59,7 +59,6 @@ def _port(host: str) -> int:
 def _post_abort(host: str, port: int, token: str, message: str) -> None:
     """Tell the surviving ranks why (best effort: rank 0, which hosts the store, may be the one gone)."""
     import datetime as dt
-
     import socket
 
     import torch.distributed as dist
