@@ -54,7 +54,7 @@ def _key(workload, p):
 def grid_keys():
     keys = set()
     for s in grid.sections("gpu"):
-        keys |= {_key(w, p) for w, p in _points(s.study)}
+        keys |= {(s.study.dtype, *_key(w, p)) for w, p in _points(s.study)}  # a shape in another dtype is another
     return keys
 
 
@@ -82,9 +82,10 @@ def test_moe_grid_points_stay_within_work_and_memory():
 @pytest.mark.parametrize("path", HELDOUT, ids=[p.stem for p in HELDOUT])
 def test_no_held_out_configuration_is_in_the_grid(path, grid_keys):
     study = load_study(path)
-    keys = {_key(w, p) for w, p in _points(study)}
+    assert study.dtype, f"{path.name} names no dtype: the grid's are named, so nothing would compare"
+    keys = {(study.dtype, *_key(w, p)) for w, p in _points(study)}
     if study.workload == "mlp":  # its two Linear layers are GEMMs the grid's nn.Linear section could hold
-        keys |= {("gemm", p["batch"], a, b, "linear") for _, p in _points(study)
+        keys |= {(study.dtype, "gemm", p["batch"], a, b, "linear") for _, p in _points(study)
                  for a, b in ((p["d_model"], p["d_ff"]), (p["d_ff"], p["d_model"]))}
     assert keys and not keys & grid_keys, sorted(keys & grid_keys)[:5]
 
