@@ -364,6 +364,8 @@ class _Tables:
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
         self.foreign = 0  # complete events of a category Kineto does not write
+        self.begin_end: list[tuple[int, Any]] = []  # (index, event) of B/E events, paired in `pair_begin_end`
+        self.unpaired = 0  # B events without their E, E events without their B
 
     def add(self, events: list, base: int) -> None:
         if events and type(events[0]) is structs.Event:
@@ -385,7 +387,10 @@ class _Tables:
             if type(ev) is not dict:
                 continue
             get = ev.get
-            if get("ph") != "X":
+            ph = get("ph")
+            if ph != "X":
+                if ph == "B" or ph == "E":
+                    self.begin_end.append((i, ev))
                 continue
             raw_cat = get("cat")
             cat = _CATEGORY.get(raw_cat) if type(raw_cat) is str else None
@@ -477,6 +482,8 @@ class _Tables:
         extra_raw = operator.attrgetter(*structs.RAW_ATTRS[len(INPUT_KEYS):len(ARG_KEYS)])
         for i, ev in enumerate(events, base):
             if ev.ph != "X":
+                if ev.ph == "B" or ev.ph == "E":
+                    self.begin_end.append((i, ev))
                 continue
             raw_cat = ev.cat
             cat = _CATEGORY.get(raw_cat) if type(raw_cat) is str else None
@@ -542,6 +549,61 @@ class _Tables:
                        a.grid, a.block, a.regs, a.smem, a.bps, a.wps, a.nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
 
+    def pair_begin_end(self) -> None:
+        """Read Chrome's other duration form: each B event closed by the next E on its pid and tid
+        (in time order, file order among equal times) becomes the complete event it stands for."""
+        if not self.begin_end:
+            return
+        by_thread: dict[tuple, list[tuple[Any, int, Any]]] = {}
+        for i, ev in self.begin_end:
+            key = (_field(ev, "pid"), _field(ev, "tid"))
+            by_thread.setdefault(key, []).append((_field(ev, "ts"), i, ev))
+        dicts: tuple[list, list] = ([], [])
+        structs_: tuple[list, list] = ([], [])
+        number = (float, int)
+        for items in by_thread.values():
+            items.sort(key=lambda t: (t[0] if type(t[0]) in number else float("inf"), t[1]))
+            stack: list[tuple[Any, int, Any]] = []
+            for ts, i, ev in items:
+                if _field(ev, "ph") == "B":
+                    stack.append((ts, i, ev))
+                    continue
+                if not stack:
+                    self.unpaired += 1
+                    continue
+                b_ts, b_i, b = stack.pop()
+                if type(ts) not in number or type(b_ts) not in number:
+                    dur = None  # skipped as untimed, like a complete event without a usable dur
+                else:
+                    dur = ts - b_ts
+                if type(b) is dict:
+                    x = {**b, "ph": "X", "dur": dur}
+                    if type(ev.get("args")) is dict:  # an E event's args add to its B event's
+                        x["args"] = {**(b.get("args") if type(b.get("args")) is dict else {}), **ev["args"]}
+                    out = dicts
+                else:
+                    x = _replace_struct(b, ph="X", dur=dur)
+                    out = structs_
+                out[0].append(x)
+                out[1].append(b_i)
+            self.unpaired += len(stack)
+        self.begin_end = []
+        for events, indices in (dicts, structs_):
+            if events:
+                self._add_at(events, indices)
+
+    def _add_at(self, events: list, indices: list[int]) -> None:
+        """`add` for events that are not consecutive in the file: their rows keep the file positions `indices`."""
+        counts = {t: len(p.get("idx", ())) for t, p in self.parts.items()}
+        count = self.count
+        self.add(events, 0)
+        self.count = count
+        where = np.asarray(indices, dtype=np.int64)
+        for t, p in self.parts.items():
+            idx = p.get("idx", [])
+            for j in range(counts[t], len(idx)):
+                idx[j] = where[idx[j]]
+
     def _raw_args(self, key: bytes, keys: tuple, raws: tuple) -> int:
         """The args_table index of the args whose raw fields are `raws` (named `keys`), added when new."""
         aid = self.args_ids.get(key)
@@ -605,6 +667,21 @@ class _Tables:
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
                                      for k, v in cols.items()})
         return out
+
+
+def _field(ev, name: str):
+    """An event's field, from a dict or an `Event` struct (None where it has none)."""
+    if type(ev) is dict:
+        return ev.get(name)
+    value = getattr(ev, name, None)
+    return None if value is structs.MISSING else value
+
+
+def _replace_struct(ev, **changes):
+    """A copy of an `Event` struct with `changes`."""
+    import msgspec
+
+    return msgspec.structs.replace(ev, **changes)
 
 
 def _columns(rows: list[tuple], width: int) -> list:
@@ -736,10 +813,13 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                 raise stream_error or sys.exc_info()[1] from None
             del data
             tables.add(events, 0)
+        tables.pair_begin_end()
         frames = tables.frames()
     warnings = []
     if tables.skipped:
         warnings.append(f"{tables.skipped} complete events without a usable ts/dur were skipped")
+    if tables.unpaired:
+        warnings.append(f"{tables.unpaired} begin/end (ph B/E) events without their other half were skipped")
     if tables.legacy_cuda:
         warnings.append(f"{tables.legacy_cuda} 'CUDA functions' events of the legacy autograd profiler were not read: "
                         "they time each op with CUDA events (nested ops overlap), they are not kernels")
