@@ -366,6 +366,7 @@ class _Tables:
         self.foreign = 0  # complete events of a category Kineto does not write
         self.begin_end: list[tuple[int, Any]] = []  # (index, event) of B/E events, paired in `pair_begin_end`
         self.unpaired = 0  # B events without their E, E events without their B
+        self.paired = False  # rows were added from B/E pairs, out of file order
 
     def add(self, events: list, base: int) -> None:
         if events and type(events[0]) is structs.Event:
@@ -551,46 +552,38 @@ class _Tables:
 
     def pair_begin_end(self) -> None:
         """Read Chrome's other duration form: each B event closed by the next E on its pid and tid
-        (in time order, file order among equal times) becomes the complete event it stands for."""
+        becomes the complete event it stands for. Pairs are taken in file order, or in time order
+        (file order among equal times) where file order would end an event before it began."""
         if not self.begin_end:
             return
         by_thread: dict[tuple, list[tuple[Any, int, Any]]] = {}
         for i, ev in self.begin_end:
             key = (_field(ev, "pid"), _field(ev, "tid"))
             by_thread.setdefault(key, []).append((_field(ev, "ts"), i, ev))
+        self.begin_end = []
         dicts: tuple[list, list] = ([], [])
         structs_: tuple[list, list] = ([], [])
-        number = (float, int)
         for items in by_thread.values():
-            items.sort(key=lambda t: (t[0] if type(t[0]) in number else float("inf"), t[1]))
-            stack: list[tuple[Any, int, Any]] = []
-            for ts, i, ev in items:
-                if _field(ev, "ph") == "B":
-                    stack.append((ts, i, ev))
-                    continue
-                if not stack:
-                    self.unpaired += 1
-                    continue
-                b_ts, b_i, b = stack.pop()
-                if type(ts) not in number or type(b_ts) not in number:
-                    dur = None  # skipped as untimed, like a complete event without a usable dur
-                else:
-                    dur = ts - b_ts
+            pairs, unpaired = _pairs(items)
+            if pairs is None:
+                items.sort(key=lambda t: (t[0] if type(t[0]) in (float, int) else float("inf"), t[1]))
+                pairs, unpaired = _pairs(items, strict=False)
+            self.unpaired += unpaired
+            for b_i, b, e, dur in pairs:
                 if type(b) is dict:
                     x = {**b, "ph": "X", "dur": dur}
-                    if type(ev.get("args")) is dict:  # an E event's args add to its B event's
-                        x["args"] = {**(b.get("args") if type(b.get("args")) is dict else {}), **ev["args"]}
+                    if type(e.get("args")) is dict:  # an E event's args add to its B event's
+                        x["args"] = {**(b.get("args") if type(b.get("args")) is dict else {}), **e["args"]}
                     out = dicts
                 else:
                     x = _replace_struct(b, ph="X", dur=dur)
                     out = structs_
                 out[0].append(x)
                 out[1].append(b_i)
-            self.unpaired += len(stack)
-        self.begin_end = []
         for events, indices in (dicts, structs_):
             if events:
                 self._add_at(events, indices)
+                self.paired = True
 
     def _add_at(self, events: list, indices: list[int]) -> None:
         """`add` for events that are not consecutive in the file: their rows keep the file positions `indices`."""
@@ -660,6 +653,9 @@ class _Tables:
         out = {}
         for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
             cols = {k: np.concatenate(v) if v else np.array([]) for k, v in self.parts[table].items()}
+            if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
+                order = np.argsort(cols["idx"], kind="stable")
+                cols = {k: v[order] for k, v in cols.items()}
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
@@ -667,6 +663,28 @@ class _Tables:
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
                                      for k, v in cols.items()})
         return out
+
+
+def _pairs(items: list[tuple[Any, int, Any]], strict: bool = True) -> tuple[list | None, int]:
+    """B/E events of one thread, in the order given, paired by a stack: (B index, B, E, duration) each,
+    and the count of halves left without the other. `strict`: None instead where an E comes before its B."""
+    number = (float, int)
+    stack: list[tuple[Any, int, Any]] = []
+    pairs = []
+    unpaired = 0
+    for ts, i, ev in items:
+        if _field(ev, "ph") == "B":
+            stack.append((ts, i, ev))
+            continue
+        if not stack:
+            unpaired += 1
+            continue
+        b_ts, b_i, b = stack.pop()
+        dur = ts - b_ts if type(ts) in number and type(b_ts) in number else None  # None: skipped as untimed
+        if strict and dur is not None and dur < 0:
+            return None, 0
+        pairs.append((b_i, b, ev, dur))
+    return pairs, unpaired + len(stack)
 
 
 def _field(ev, name: str):
