@@ -466,3 +466,62 @@ def test_a_b300_moe_trace_joins_its_driver_launched_gemms_and_costs_the_expert_g
     # w1[idx] with 32 int64 indices (the nested as_strided gives [32, 512, 1024]): the 32 gathered
     # experts read and written (2 * 32*512*1024 * 2 bytes) and the indices read (32 * 8), not all 64 experts
     assert o.loc[("aten::index", "[[64,512,1024],[]]"), "bytes"] == 2 * 32 * 512 * 1024 * 2 + 32 * 8
+
+
+def _as_begin_end(events, cats=None) -> list:
+    """Complete events (of `cats`, or all) rewritten as Chrome's begin/end pairs, each E right after its B."""
+    out = []
+    for e in events:
+        if isinstance(e, dict) and e.get("ph") == "X" and (cats is None or e.get("cat") in cats):
+            out.append({**{k: v for k, v in e.items() if k != "dur"}, "ph": "B"})
+            out.append({"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]})
+        else:
+            out.append(e)
+    return out
+
+
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize(("name", "n", "us"), [
+    ("tracelens_2026_b300_moe_index_gather.json.gz", 36, 231.454),
+    # whole-µs times: a kernel ends where the next on its stream begins, and the file is not in time order
+    ("hta_2023_simple_add_ext_eq_corr.json.gz", 98, 49_816.0),
+])
+def test_begin_end_pairs_read_as_the_complete_events_they_stand_for(tmp_path, keep, name, n, us):
+    # read as 'recorded no op, kernel or runtime event: nothing ran' (every B/E event dropped); the
+    # second, paired in time order, closed a kernel at the start of the next one on its stream
+    path = PUBLIC / name
+    doc, events = raw(path)
+    p = tmp_path / "be.json"
+    p.write_text(json.dumps({**doc, "traceEvents": _as_begin_end(events)}))
+    cols = ["name", "dur_us", "op_name", "op_input_dims", "flops", "bytes", "join_method", "step", "has_op"]
+    ref = pipeline.costed(pipeline.read(path))
+    got = pipeline.costed(pipeline.read(p, keep_events=keep))
+    assert raw_device(events) == (n, pytest.approx(us, abs=1e-6))
+    assert (len(got.kernels), got.kernels.dur_us.sum()) == (n, pytest.approx(us, abs=1e-6))
+    assert got.kernels[cols].equals(ref.kernels[cols])
+    assert got.ops[["op_name", "flops", "bytes", "dur_us"]].equals(ref.ops[["op_name", "flops", "bytes", "dur_us"]])
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_profiler_steps_written_as_begin_end_pairs_keep_their_steps(tmp_path, keep):
+    # only the user annotations as B/E (the ops, launches and kernels complete): the ProfilerStep#N
+    # regions were dropped, so every kernel fell into step 0
+    doc, events = raw(FIXTURES / "h200_probe_ops.json.gz")
+    steps = sorted({e["name"] for e in events if isinstance(e, dict) and str(e.get("name")).startswith("ProfilerStep#")})
+    assert steps == ["ProfilerStep#1", "ProfilerStep#2"]
+    p = tmp_path / "ann_be.json"
+    p.write_text(json.dumps({**doc, "traceEvents": _as_begin_end(events, {"user_annotation"})}))
+    ref = pipeline.costed(pipeline.read(FIXTURES / "h200_probe_ops.json.gz")).kernels
+    got = pipeline.costed(pipeline.read(p, keep_events=keep)).kernels
+    assert sorted(got.step.unique()) == [1, 2]
+    assert got[["name", "step", "region", "op_name"]].equals(ref[["name", "step", "region", "op_name"]])
+
+
+def test_a_begin_without_its_end_is_skipped_and_told(tmp_path):
+    doc, events = raw(PUBLIC / "tracelens_2026_b300_moe_index_gather.json.gz")
+    be = _as_begin_end(events)
+    last_end = max(i for i, e in enumerate(be) if isinstance(e, dict) and e.get("ph") == "E")
+    p = tmp_path / "open.json"
+    p.write_text(json.dumps({**doc, "traceEvents": be[:last_end] + be[last_end + 1:]}))
+    trace = pipeline.read(p)
+    assert any("1 begin/end (ph B/E) events without their other half were skipped" in w for w in trace.warnings)

@@ -364,6 +364,9 @@ class _Tables:
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
         self.foreign = 0  # complete events of a category Kineto does not write
+        self.begin_end: list[tuple[int, Any]] = []  # (index, event) of B/E events, paired in `pair_begin_end`
+        self.unpaired = 0  # B events without their E, E events without their B
+        self.paired = False  # rows were added from B/E pairs, out of file order
 
     def add(self, events: list, base: int) -> None:
         if events and type(events[0]) is structs.Event:
@@ -385,7 +388,10 @@ class _Tables:
             if type(ev) is not dict:
                 continue
             get = ev.get
-            if get("ph") != "X":
+            ph = get("ph")
+            if ph != "X":
+                if ph == "B" or ph == "E":
+                    self.begin_end.append((i, ev))
                 continue
             raw_cat = get("cat")
             cat = _CATEGORY.get(raw_cat) if type(raw_cat) is str else None
@@ -477,6 +483,8 @@ class _Tables:
         extra_raw = operator.attrgetter(*structs.RAW_ATTRS[len(INPUT_KEYS):len(ARG_KEYS)])
         for i, ev in enumerate(events, base):
             if ev.ph != "X":
+                if ev.ph == "B" or ev.ph == "E":
+                    self.begin_end.append((i, ev))
                 continue
             raw_cat = ev.cat
             cat = _CATEGORY.get(raw_cat) if type(raw_cat) is str else None
@@ -542,6 +550,53 @@ class _Tables:
                        a.grid, a.block, a.regs, a.smem, a.bps, a.wps, a.nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
 
+    def pair_begin_end(self) -> None:
+        """Read Chrome's other duration form: each B event closed by the next E on its pid and tid
+        becomes the complete event it stands for. Pairs are taken in file order, or in time order
+        (file order among equal times) where file order would end an event before it began."""
+        if not self.begin_end:
+            return
+        by_thread: dict[tuple, list[tuple[Any, int, Any]]] = {}
+        for i, ev in self.begin_end:
+            key = (_field(ev, "pid"), _field(ev, "tid"))
+            by_thread.setdefault(key, []).append((_field(ev, "ts"), i, ev))
+        self.begin_end = []
+        dicts: tuple[list, list] = ([], [])
+        structs_: tuple[list, list] = ([], [])
+        for items in by_thread.values():
+            pairs, unpaired = _pairs(items)
+            if pairs is None:
+                items.sort(key=lambda t: (t[0] if type(t[0]) in (float, int) else float("inf"), t[1]))
+                pairs, unpaired = _pairs(items, strict=False)
+            self.unpaired += unpaired
+            for b_i, b, e, dur in pairs:
+                if type(b) is dict:
+                    x = {**b, "ph": "X", "dur": dur}
+                    if type(e.get("args")) is dict:  # an E event's args add to its B event's
+                        x["args"] = {**(b.get("args") if type(b.get("args")) is dict else {}), **e["args"]}
+                    out = dicts
+                else:
+                    x = _replace_struct(b, ph="X", dur=dur)
+                    out = structs_
+                out[0].append(x)
+                out[1].append(b_i)
+        for events, indices in (dicts, structs_):
+            if events:
+                self._add_at(events, indices)
+                self.paired = True
+
+    def _add_at(self, events: list, indices: list[int]) -> None:
+        """`add` for events that are not consecutive in the file: their rows keep the file positions `indices`."""
+        counts = {t: len(p.get("idx", ())) for t, p in self.parts.items()}
+        count = self.count
+        self.add(events, 0)
+        self.count = count
+        where = np.asarray(indices, dtype=np.int64)
+        for t, p in self.parts.items():
+            idx = p.get("idx", [])
+            for j in range(counts[t], len(idx)):
+                idx[j] = where[idx[j]]
+
     def _raw_args(self, key: bytes, keys: tuple, raws: tuple) -> int:
         """The args_table index of the args whose raw fields are `raws` (named `keys`), added when new."""
         aid = self.args_ids.get(key)
@@ -598,6 +653,9 @@ class _Tables:
         out = {}
         for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
             cols = {k: np.concatenate(v) if v else np.array([]) for k, v in self.parts[table].items()}
+            if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
+                order = np.argsort(cols["idx"], kind="stable")
+                cols = {k: v[order] for k, v in cols.items()}
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
@@ -605,6 +663,43 @@ class _Tables:
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
                                      for k, v in cols.items()})
         return out
+
+
+def _pairs(items: list[tuple[Any, int, Any]], strict: bool = True) -> tuple[list | None, int]:
+    """B/E events of one thread, in the order given, paired by a stack: (B index, B, E, duration) each,
+    and the count of halves left without the other. `strict`: None instead where an E comes before its B."""
+    number = (float, int)
+    stack: list[tuple[Any, int, Any]] = []
+    pairs = []
+    unpaired = 0
+    for ts, i, ev in items:
+        if _field(ev, "ph") == "B":
+            stack.append((ts, i, ev))
+            continue
+        if not stack:
+            unpaired += 1
+            continue
+        b_ts, b_i, b = stack.pop()
+        dur = ts - b_ts if type(ts) in number and type(b_ts) in number else None  # None: skipped as untimed
+        if strict and dur is not None and dur < 0:
+            return None, 0
+        pairs.append((b_i, b, ev, dur))
+    return pairs, unpaired + len(stack)
+
+
+def _field(ev, name: str):
+    """An event's field, from a dict or an `Event` struct (None where it has none)."""
+    if type(ev) is dict:
+        return ev.get(name)
+    value = getattr(ev, name, None)
+    return None if value is structs.MISSING else value
+
+
+def _replace_struct(ev, **changes):
+    """A copy of an `Event` struct with `changes`."""
+    import msgspec
+
+    return msgspec.structs.replace(ev, **changes)
 
 
 def _columns(rows: list[tuple], width: int) -> list:
@@ -736,10 +831,13 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                 raise stream_error or sys.exc_info()[1] from None
             del data
             tables.add(events, 0)
+        tables.pair_begin_end()
         frames = tables.frames()
     warnings = []
     if tables.skipped:
         warnings.append(f"{tables.skipped} complete events without a usable ts/dur were skipped")
+    if tables.unpaired:
+        warnings.append(f"{tables.unpaired} begin/end (ph B/E) events without their other half were skipped")
     if tables.legacy_cuda:
         warnings.append(f"{tables.legacy_cuda} 'CUDA functions' events of the legacy autograd profiler were not read: "
                         "they time each op with CUDA events (nested ops overlap), they are not kernels")
