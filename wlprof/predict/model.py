@@ -408,8 +408,8 @@ class Predictor:
         for t, a in sorted({(str(x), str(y)) for x, y in zip(own, got, strict=True) if x != y}):
             n = int(((own == t) & (got == a)).sum())
             mt, ma = self.constants.matrix.get(t), self.constants.matrix.get(a)
-            peaks = (f"{t}'s measured matrix peak {mt / 1e6:.0f} TFLOP/s against {a}'s {ma / 1e6:.0f}"
-                     if mt and ma else f"no measured matrix peak for {t if not mt else a}: the float32 one")
+            peaks = (f"{t}'s matrix peak in the profile's ceilings ({mt / 1e6:.0f} TFLOP/s against {a}'s {ma / 1e6:.0f})"
+                     if mt and ma else f"the float32 matrix peak (the ceilings hold none for {t if not mt else a})")
             their = "their ops" if n != 1 else "its op"
             out.append(f"{n} {t} call{'s' if n != 1 else ''}: the profile holds {their} in {a} only; answered "
                        f"by {a}'s calls of the same op and layouts (GEMMs at the same shapes, memory-bound ops "
