@@ -169,3 +169,31 @@ def test_tensor_list_ops_are_memory_calls_by_their_element_counts():
     assert d.c0.iat[0] == pytest.approx(math.log2(1025 * 64)) and d.c2.iat[0] == 1.0  # two tensors
     # bytes: the formula's where recorded, else every element read and written at the run's dtype
     assert d["bytes"].tolist() == [262_272.0, 2 * 1025 * 64 * 2]
+
+
+def test_a_loop_dispatchs_mask_copy_knows_its_working_set_and_where_its_segment_starts():
+    # expert_mask[e] of a [T=100, k=2, E=16] int64 one-hot: a [2, 100] view, strides [16, 32], copied per expert
+    cp = ("aten::copy_", "[[2,100],[2,100],[]]", '["long int","long int","Scalar"]', "[[100,1],[16,32],[]]",
+          '["","",""]')
+    counts = [10] * 4 + [20] * 12  # 4 * 10 + 12 * 20 = 280 = T * k rows
+    ops = _ops([cp] * 16, workload="moe", dispatch="loop", run_id="r", point=0)
+    ops["step"] = 0
+    ops["ts_us"] = [float(i) for i in range(16)]
+    ops["experts"], ops["d_model"], ops["d_ff"], ops["activation"], ops["dtype"] = 16, 64, 128, "swiglu", "bfloat16"
+    ops["expert_counts"] = [counts] * 16
+    d = describe(ops)
+    mask = 100 * 2 * 16 * 8  # the whole one-hot, 25,600 bytes
+    weights = 3 * 64 * 128 * 2  # gate, up and down, 49,152 bytes
+
+    def acts(n):  # n tokens in and out (2 x 64) and three d_ff-wide intermediates, bf16
+        return n * (2 * 64 + 3 * 128) * 2
+
+    assert d.c2.iat[0] == pytest.approx(math.log2(mask))  # the first copy reads the mask just written
+    assert d.c2.iat[1] == pytest.approx(math.log2(mask + weights + acts(10)))
+    assert d.c2.iat[5] == pytest.approx(math.log2(mask + weights + acts(20)))
+    # expert 8's 8-byte offset is 64: a segment no copy before it fetched
+    assert d.c3.tolist() == [0.0] * 8 + [2.0] + [0.0] * 7
+    # not a loop, or experts that do not pair with the calls: the size and alignment as for any copy
+    other = describe(ops.assign(dispatch="padded"))
+    assert other.c2.iat[1] == pytest.approx(math.log2(200)) and other.c3.iat[8] == other.c3.iat[1]
+    assert describe(ops.assign(experts=17)).c2.iat[1] == pytest.approx(math.log2(200))

@@ -422,3 +422,68 @@ def test_no_context_shift_where_the_contexts_agree_or_for_memory_ops():
              for i in range(10, 22) for w in ("gemm", "moe")]
     p = model.fit(pd.DataFrame(rows), K)
     assert p.shifts == {}
+
+
+# ---------------------------------------------------------------- a dtype the profile does not hold
+
+HALF, FLOAT = "c10::Half", "float"
+K2 = model.Constants(sms=132, matrix={"bfloat16": 800e6, "float16": 400e6, "float32": 50e6}, vector=50e6,
+                     bandwidth=4e6, floor=2.0, tile=128)
+
+
+def test_a_float16_gemm_is_answered_from_bfloat16_at_float16s_matrix_peak():
+    # bf16 GEMMs profiled 10% slower than their base; float16's measured matrix peak is half bfloat16's
+    shapes = [(m, k, n) for m in (1, 16, 256, 1024, 4096, 8192) for k in (1024, 4096, 8192) for n in (1024, 4096, 8192)]
+    d = describe(pd.DataFrame([mm_row(m, k, n, 1.0) for m, k, n in shapes]))
+    true = 1.1 * model.base_us(d, K2)
+    prof = pd.DataFrame([mm_row(m, k, n, t, point=i) for i, ((m, k, n), t) in enumerate(zip(shapes, true, strict=True))])
+    p = model.fit(prof, K2)
+
+    def half(m, k, n):
+        return _row("aten::mm", [[m, k], [k, n]], [HALF, HALF], [[k, 1], [1, k]], 1.0)
+
+    q = pd.DataFrame([half(8192, 8192, 8192), half(1, 8192, 8192)])
+    dq = describe(q)
+    pred, src = p.predict(q, dq)
+    assert [model.SOURCES[s] for s in src] == ["other dtype", "other dtype"]
+    assert list(dq.answered_dtype) == ["bfloat16", "bfloat16"]
+    bf = true[shapes.index((8192, 8192, 8192))], true[shapes.index((1, 8192, 8192))]
+    # 8192^3: compute-bound, 2 * 8192^3 / 800e6 = 1374 us in bf16, twice that at float16's peak (the 2 us floor aside)
+    assert pred[0] / bf[0] == pytest.approx(2.0, rel=0.002)
+    # 1 x 8192 x 8192: its weights' 134 MB at 4 TB/s (33.6 us) outlast its tiles at either peak (11 us, 22 us)
+    assert pred[1] == pytest.approx(bf[1], rel=1e-6)
+    assert "float16's matrix peak in the profile's ceilings (400 TFLOP/s against bfloat16's 800)" in p.transfer_notes(dq)[0]
+
+
+def test_a_float32_memory_op_is_answered_from_bfloat16_at_the_same_bytes_not_the_same_elements():
+    # bf16 copies: 1.5 us, 6.4 TB/s below 32 MiB moved, 3.2 TB/s above
+    def true(nbytes):
+        return 1.5 + nbytes / (6.4e6 if nbytes < 32 * 2**20 else 3.2e6)
+
+    sizes = sorted({2 ** i for i in range(10, 27)} | {3 * 2 ** i for i in range(10, 25)})
+    prof = pd.DataFrame([copy_row(n, true(4.0 * n), point=i) for i, n in enumerate(sizes)])
+    p = model.fit(prof, K2)
+    n = 6 * 2**20  # float32: 48 MiB moved (the slow side); a bf16 copy of as many elements moves 24 MiB (the fast)
+    q = pd.DataFrame([_row("aten::copy_", [[n], [n], []], [FLOAT, FLOAT, "Scalar"], [[1], [1], []], 1.0)])
+    dq = describe(q)
+    pred, src = p.predict(q, dq)
+    assert model.SOURCES[src[0]] == "other dtype" and dq.answered_dtype.iat[0] == "bfloat16"
+    assert pred[0] == pytest.approx(1.5 + 48 * 2**20 / 3.2e6, rel=1e-3)  # 17.2 us; the same elements would say 5.4
+
+
+def test_a_call_is_answered_from_the_profiled_dtype_of_its_element_size_first():
+    assert model._nearest_dtypes("float16", ["float32", "bfloat16"]) == ["bfloat16", "float32"]
+    assert model._nearest_dtypes("float64", ["bfloat16", "float32"]) == ["float32", "bfloat16"]
+    assert model._swap_dtype("memory|aten::copy_|bfloat16,float32|cc||@moe:loop", "float32", "float16") == \
+        "memory|aten::copy_|bfloat16,float16|cc||@moe:loop"
+    assert model._swap_dtype("gemm|aten::mm|float16|nt||@gemm", "float16", "bfloat16") == "gemm|aten::mm|bfloat16|nt||@gemm"
+
+
+def test_a_dtype_the_profile_holds_answers_its_own_calls():
+    prof = pd.DataFrame([copy_row(2 ** i, 2.0 + 4.0 * 2 ** i / 2e6, point=i) for i in range(10, 26)])
+    p = model.fit(prof, K2)
+    q = pd.DataFrame([copy_row(3 * 2**15, 1.0)])
+    dq = describe(q)
+    _, src = p.predict(q, dq)
+    assert model.SOURCES[src[0]] == "near" and dq.answered_dtype.iat[0] == "bfloat16"
+    assert p.transfer_notes(dq) == []

@@ -92,7 +92,7 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
     recorded, same index): the calls the profile cannot answer anchored on their measured times
     (`scale.anchored`); `same_device`: the trace was recorded on the profile's device."""
     from wlprof.cli.markdown import rich_table, table
-    from wlprof.predict.report import breakdown, predict_calls
+    from wlprof.predict.report import breakdown, predict_calls, source_labels
     from wlprof.predict.steps import times_of
 
     lines = [title, ""]
@@ -119,7 +119,7 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         if "measured_us" in g:
             row["measured_kernel_us"] = float(pd.to_numeric(g.measured_us, errors="coerce").sum())
         rows.append(row)
-        bd = breakdown(g, pred, src, top)
+        bd = breakdown(g, pred, src, top, source_labels(d, src))
         cols = dict(BREAKDOWN_COLS)
         if "measured_us" in bd:
             cols["measured_us"] = "measured µs (unscaled)"
@@ -128,10 +128,14 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
             measured_note = f" (measured {row['measured_kernel_us']:,.1f} µs)"
         msg = (f"{label}: {len(g):,} call{'' if len(g) == 1 else 's'}, kernel time {pred.sum():,.1f} µs"
                f"{measured_note}, back to back {b2b:,.1f} µs/step, one call {lat:,.1f} µs{note}")
+        transfers = predictor.transfer_notes(d)
         con.print(msg)
+        for t in transfers:
+            con.print(t)
         con.print(rich_table(bd, cols, wide=wide, width=con.width, priorities=BREAKDOWN_PRIORITY,
                              wrap={"shapes": 24}, formats=BREAKDOWN_FORMATS))
-        lines += [f"## {label}", "", msg, "", table(bd, cols, formats=BREAKDOWN_FORMATS)]
+        lines += [f"## {label}", "", msg, "", *[x for t in transfers for x in (t, "")],
+                  table(bd, cols, formats=BREAKDOWN_FORMATS)]
     summary = pd.DataFrame(rows)
     _write(out, "\n".join(lines), con)
     return summary

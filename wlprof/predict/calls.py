@@ -373,6 +373,57 @@ def _loop_rows(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None
         coords[pos, 0] = np.log2(hit)
 
 
+SEGMENT_BYTES = 64  # the bytes one miss brings into the L2 around a strided element (two 32-byte sectors)
+
+
+def _loop_copies(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
+    """Where an MoE loop dispatch's copy of its expert's slice of the routing mask reads from, in place.
+
+    The loop copies the mask's slice of each expert in turn (`expert_mask[e]`, a view whose elements
+    lie an expert count apart), so a slice's elements share their 64-byte segments with its
+    neighbours': the copy of expert e finds its segments in the L2 where the copy before it fetched
+    them (e's offset is not a segment's start) and the expert between them streamed too little to
+    evict them (its weights and its tokens' activations, beside the mask itself). The coordinates
+    become the working set between the two copies (log2 bytes: the mask, plus the previous expert's
+    weights and activations; the mask alone for the first, which reads the mask just written) in place
+    of the second operand's size, and 2 where e starts a segment (0 else) in place of the alignment.
+    A step whose copies do not pair one to one with the experts is left as is."""
+    need = ("dispatch", "experts", "expert_counts", "d_model", "d_ff", "op_input_dims")
+    if not all(c in ops for c in need):
+        return
+    cand = np.flatnonzero((out.cls.to_numpy() == "memory") & (_text(ops["dispatch"]) == "loop")
+                          & (ops.op_name.to_numpy() == "aten::copy_") & (coords[:, 4] > 0))
+    if not len(cand):
+        return
+    keys = [c for c in ("run_id", "point", "step") if c in ops]
+    sub = ops.iloc[cand]
+    frame = pd.DataFrame({k: sub[k].to_numpy() for k in keys})
+    frame["sig"] = _text(sub["op_input_dims"]) + _text(sub["op_input_strides"]) if "op_input_strides" in sub \
+        else _text(sub["op_input_dims"])
+    frame["order"] = sub["ts_us"].to_numpy(dtype=float) if "ts_us" in sub else np.arange(len(cand), dtype=float)
+    frame["pos"] = cand
+    experts = _num(ops, "experts")
+    dm, dff = _num(ops, "d_model"), _num(ops, "d_ff")
+    gated = _text(ops["activation"]) != "gelu" if "activation" in ops else np.ones(len(ops), dtype=bool)
+    wsize = np.array([_itemsize(t) for t in _text(ops["dtype"])]) if "dtype" in ops else np.full(len(ops), 2)
+    counts = ops.expert_counts.to_numpy()
+    item = out.itemsize.to_numpy(dtype=float)
+    for _, g in frame.groupby([*keys, "sig"], sort=False, dropna=False):
+        i = g.pos.iat[0]
+        c = counts[i]
+        if c is None or (isinstance(c, float) and math.isnan(c)) or len(g) != experts[i] or len(c) != len(g):
+            continue
+        pos = g.sort_values("order", kind="stable").pos.to_numpy()
+        e = np.arange(len(pos))
+        mask = out.numel0.to_numpy(dtype=float)[pos] * experts[i] * item[pos]  # every expert's slice
+        mats = 3.0 if gated[i] else 2.0
+        prev = np.concatenate([[0.0], np.asarray(c, dtype=float)[:-1]])
+        stream = (mats * dm[i] * dff[i] + prev * (2 * dm[i] + mats * dff[i])) * wsize[i]
+        ws = mask + np.where(e > 0, stream, 0.0)
+        coords[pos, 2] = np.log2(np.maximum(ws, 1.0))
+        coords[pos, 3] = np.where((e > 0) & ((e * item[pos]) % SEGMENT_BYTES == 0), 2.0, 0.0)
+
+
 def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
     """Fill the data-dependent coordinates and group parts in place."""
     cls = out.cls.to_numpy()
@@ -398,6 +449,7 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
         coords[g, 3] = np.log2(np.maximum(out.B.to_numpy()[g], 1))
         coords[g, 4] = np.log2(np.maximum(out.M.to_numpy()[g] / np.maximum(out.B.to_numpy()[g], 1), 1))
     _loop_rows(ops, out, coords)
+    _loop_copies(ops, out, coords)
     # graphs: the skew of the in-degrees (max over mean) and the sparse matrix's nonzeros
     mx = _num(ops, "max_in_degree")
     skew = np.log2(np.maximum(mx, 1) / np.maximum(_num(ops, "mean_in_degree"), 1e-9))

@@ -13,6 +13,10 @@ with the source that answered it:
   its own context's calls (by more than `CONTEXT_MARGIN`): all of those together, plus, for a
   GEMM whose own context the profile holds, how that context's calls differ from the others'
   (`fit_shifts`: an MoE loop's expert GEMMs run slower than the same shapes in the GEMM grid);
+- `other dtype`: its op was profiled in other floating dtypes only (`transfer_dtype`): the nearest
+  one's calls of the same op, layouts and context answer, at the same shapes for a GEMM and at
+  the same bytes for a memory-bound op, their correction applied to this call's own base time
+  (its dtype's measured matrix peak, its element size);
 - `op`: only other layouts or scalars of its op (the relaxed group) were profiled;
 - `class`: nothing of its op: the class's correction at the call's base time;
 - `base`: nothing of its class: the physical base time alone.
@@ -42,10 +46,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from wlprof.predict.calls import NCOORDS, describe
+from wlprof.predict.calls import ALIGN_BITS, NCOORDS, describe
 from wlprof.predict.neighbours import Table
 
-SOURCES = ("same call", "near", "far", "other context", "op", "class", "base")
+SOURCES = ("same call", "near", "far", "other context", "other dtype", "op", "class", "base")
 NEAR = 1.0  # log2 units: within 2x of a profiled call in every coordinate
 CONTEXT_MARGIN = 0.25  # log2 units: how much closer other contexts' calls must be to answer instead
 FLOOR_US = 2.0  # a launch's floor before the profile says otherwise
@@ -359,8 +363,62 @@ class Predictor:
         """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`.
 
         A call's own context (workload and dispatch) answers first, unless the same op's calls of
-        other contexts lie closer to it by more than `CONTEXT_MARGIN`."""
+        other contexts lie closer to it by more than `CONTEXT_MARGIN`; a call whose op the profile
+        holds only in another floating dtype is answered from that dtype (`transfer_dtype`). Sets
+        `answered_dtype` on `described` (where given): the profiled dtype that answered each call."""
         d = describe(ops) if described is None else described
+        pred, src = self._predict(d)
+        answered = d.dtype.to_numpy(dtype=object).copy()
+        # only where the call's dtype holds nothing of its op: an op profiled in its dtype (other layouts or
+        # scalars, `op`) answers from its own dtype
+        todo = np.isin(src, [SOURCES.index(s) for s in ("class", "base")]) & np.isin(answered, FLOAT_DTYPES)
+        own = d.dtype.to_numpy(dtype=object)
+        profiled = self._profiled_dtypes()
+        for t in pd.unique(own[todo]):
+            at = np.flatnonzero(todo & (own == t))
+            for dst in _nearest_dtypes(str(t), profiled):
+                moved = transfer_dtype(d.iloc[at], dst)
+                p2, s2 = self._predict(moved)
+                hit = s2 <= SOURCES.index("other context")
+                pred[at[hit]], src[at[hit]] = p2[hit], SOURCES.index("other dtype")
+                answered[at[hit]] = dst
+                at = at[~hit]
+                if not len(at):
+                    break
+        if described is not None:
+            described["answered_dtype"] = answered
+        return pred, src
+
+    def _profiled_dtypes(self) -> list[str]:
+        """The floating dtypes the profile's groups hold, the most profiled first."""
+        count: dict[str, int] = {}
+        for g in self.free:
+            for t in _dtype_field(g)[1]:
+                if t in FLOAT_DTYPES:
+                    count[t] = count.get(t, 0) + 1
+        return sorted(count, key=lambda t: (-count[t], FLOAT_DTYPES.index(t)))
+
+    def transfer_notes(self, d: pd.DataFrame) -> list[str]:
+        """One line per (dtype, profiled dtype) pair that `predict` transferred in `d` (described and
+        predicted): which dtype answered, and the ceilings that rescale its times."""
+        if "answered_dtype" not in d:
+            return []
+        own, got = d.dtype.to_numpy(dtype=object), d.answered_dtype.to_numpy(dtype=object)
+        out = []
+        for t, a in sorted({(str(x), str(y)) for x, y in zip(own, got, strict=True) if x != y}):
+            n = int(((own == t) & (got == a)).sum())
+            mt, ma = self.constants.matrix.get(t), self.constants.matrix.get(a)
+            peaks = (f"{t}'s matrix peak in the profile's ceilings ({mt / 1e6:.0f} TFLOP/s against {a}'s {ma / 1e6:.0f})"
+                     if mt and ma else f"the float32 matrix peak (the ceilings hold none for {t if not mt else a})")
+            their = "their ops" if n != 1 else "its op"
+            out.append(f"{n} {t} call{'s' if n != 1 else ''}: the profile holds {their} in {a} only; answered "
+                       f"by {a}'s calls of the same op and layouts (GEMMs at the same shapes, memory-bound ops "
+                       f"at the same bytes), their times rebased on {peaks} and on {_size(t)} against "
+                       f"{_size(a)} bytes per element.")
+        return out
+
+    def _predict(self, d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """`predict` of described calls, each in its own dtype."""
         base = fitted_base(d, self.constants, self.bases)
         coords = d[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
         groups = d.group.to_numpy(dtype=object)
@@ -392,7 +450,7 @@ class Predictor:
             rr, dd = _query(keys, tables, x, todo)
             hit = todo & np.isfinite(dd)
             r[hit] = rr[hit]
-            src[hit] = {"relaxed": 4, "class": 5}[level]
+            src[hit] = SOURCES.index({"relaxed": "op", "class": "class"}[level])
             todo &= ~hit
         pred = base * np.exp(np.where(np.isnan(r), 0.0, r))
         return pred, src
@@ -419,6 +477,71 @@ class Predictor:
         return cls(Constants.from_dict(d["constants"]), tables(d["groups"]), tables(d["free"]),
                    tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}),
                    tables(d.get("shifts", {})))
+
+
+FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")  # the dtypes one can answer for another
+
+
+def _size(dtype: str) -> int:
+    return {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}.get(dtype, 4)
+
+
+def _nearest_dtypes(dtype: str, profiled: list[str]) -> list[str]:
+    """The profiled dtypes to answer `dtype` from: those of its element size first (a 16-bit float for
+    another: the same bytes, the same matrix unit), then by how far their sizes lie from it."""
+    return sorted((t for t in profiled if t != dtype), key=lambda t: abs(math.log2(_size(t) / _size(dtype))))
+
+
+def _dtype_field(key: str) -> tuple[int, list[str]]:
+    """(position, dtypes) of the field of a group key that lists its dtypes; (-1, []) where none does."""
+    from wlprof.cost.dtypes import FLOATING
+
+    for i, part in enumerate(key.split("|")):
+        names = part.split(",")
+        if part and all(n in FLOATING or n in INDEX_DTYPES for n in names) and any(n in FLOATING for n in names):
+            return i, names
+    return -1, []
+
+
+INDEX_DTYPES = frozenset(("int64", "int32", "int16", "int8", "uint8", "bool"))
+
+
+def _swap_dtype(key: str, src: str, dst: str) -> str:
+    """A group key with the dtype `src` in its dtype field replaced by `dst`."""
+    i, names = _dtype_field(key)
+    if i < 0 or src not in names:
+        return key
+    parts = key.split("|")
+    parts[i] = ",".join(sorted({dst if n == src else n for n in names}))
+    return "|".join(parts)
+
+
+def transfer_dtype(d: pd.DataFrame, dst: str) -> pd.DataFrame:
+    """Described calls (`calls.describe`) re-keyed to the groups of the profiled dtype `dst`, for
+    `predict` to answer them from: their groups name `dst`, and the coordinates that count elements
+    count them at `dst`'s element size where the bytes, not the elements, decide the time (a memory
+    op's sizes, an index or sparse op's row width). Their own dtype, element size, bytes and FLOPs
+    stay: the base time of each call is its own (its dtype's matrix peak, its bytes)."""
+    out = d.copy()
+    own = out.dtype.to_numpy(dtype=object)
+    out["group"] = [_swap_dtype(g, t, dst) for g, t in zip(out.group.to_numpy(dtype=object), own, strict=True)]
+    out["relaxed"] = [_swap_dtype(g, t, dst) for g, t in zip(out.relaxed.to_numpy(dtype=object), own, strict=True)]
+    shift = np.log2(np.array([_size(t) for t in own], dtype=float) / _size(dst))
+    cls = out.cls.to_numpy()
+    mem = cls == "memory"
+    topk = np.array(["|aten::topk|" in g for g in out.group.to_numpy(dtype=object)], dtype=bool)
+    for j in (0, 1, 2):
+        c = out[f"c{j}"].to_numpy(dtype=float).copy()
+        c[mem] = np.where(c[mem] > 0, c[mem] + shift[mem], c[mem])
+        if j == 1:
+            wide = np.isin(cls, ("index", "spmm"))
+            c[wide] = c[wide] + shift[wide]
+        out[f"c{j}"] = c
+    c3 = out["c3"].to_numpy(dtype=float).copy()  # a size's alignment moves with its bytes (not topk's k)
+    al = mem & ~topk
+    c3[al] = np.clip(c3[al] + 2.0 * shift[al] / ALIGN_BITS, 0.0, 2.0)
+    out["c3"] = c3
+    return out
 
 
 SHIFT_CLASSES = ("gemm",)  # classes whose context shifts are fitted (a GEMM's operands hot or cold in the cache)

@@ -75,11 +75,21 @@ def timeline_scores(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def breakdown(ops: pd.DataFrame, pred: np.ndarray, src: np.ndarray, top: int = 15) -> pd.DataFrame:
-    """A step's calls grouped by op and shapes: count, predicted us (total, each), share, sources."""
+def source_labels(d: pd.DataFrame, src: np.ndarray) -> list[str]:
+    """Each call's source by name; a call answered from another dtype names it: 'other dtype (bfloat16)'."""
+    got = d.answered_dtype.to_numpy(dtype=object) if "answered_dtype" in d else None
+    other = SOURCES.index("other dtype")
+    return [f"{SOURCES[i]} ({got[j]})" if i == other and got is not None else SOURCES[i]
+            for j, i in enumerate(src)]
+
+
+def breakdown(ops: pd.DataFrame, pred: np.ndarray, src: np.ndarray, top: int = 15,
+              labels: list[str] | None = None) -> pd.DataFrame:
+    """A step's calls grouped by op and shapes: count, predicted us (total, each), share, sources
+    (`labels`: each call's source as `source_labels` names it; default the source's name)."""
     frame = pd.DataFrame({"op": ops.op_name.to_numpy(), "shapes": ops.op_input_dims.to_numpy(),
                           "region": ops.region.to_numpy() if "region" in ops else None,
-                          "pred": pred, "source": [SOURCES[i] for i in src]})
+                          "pred": pred, "source": labels if labels is not None else [SOURCES[i] for i in src]})
     if "measured_us" in ops:
         frame["measured"] = pd.to_numeric(ops.measured_us, errors="coerce").to_numpy()
     agg = {"calls": ("pred", "size"), "pred_us": ("pred", "sum"), "each_us": ("pred", "median"),
