@@ -23,8 +23,9 @@ def test_a_rank_that_dies_leaves_nothing(tmp_path):
     # rank 0 hears it from the launcher (through the store) or from gloo, whichever comes first; each says
     # so in one line that names the rank once, with no stack (c10d's, gloo's or Python's) around it
     assert ("error: rank 0 stopped: rank 1 exited with code 3" in res.stderr
-            or "error: rank 0: lost the connection to another rank (it died or exited: Connection" in res.stderr)
-    assert "Traceback" not in res.stderr and "frame #" not in res.stderr and "rank 0: rank 0" not in res.stderr
+            or "error: rank 0: lost the connection to another rank (it died or exited: " in res.stderr), res.stderr
+    assert "Traceback" not in res.stderr and "frame #" not in res.stderr and "rank 0: rank 0" not in res.stderr, \
+        res.stderr
     assert list(tmp_path.iterdir()) == []  # neither a run nor a staged folder
 
 
@@ -32,7 +33,8 @@ def test_rank_zero_dying_leaves_nothing(tmp_path):
     res = _wlprof([*HALO, "--world-size", "2", "--schedule", "overlap"], tmp_path,
                   env={"WLPROF_TEST_FAIL": "0:write"})
     assert res.returncode != 0 and "rank 0 exited with code 3" in res.stderr
-    assert "error: rank 1: lost the rendezvous store on rank 0" in res.stderr and "frame #" not in res.stderr
+    assert "error: rank 1: lost the rendezvous store on rank 0" in res.stderr and "frame #" not in res.stderr, \
+        res.stderr
     assert list(tmp_path.iterdir()) == []
 
 

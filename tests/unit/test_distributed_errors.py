@@ -8,6 +8,7 @@ def test_gloo_closed_connection_is_cut_to_its_sentence():
                        "by peer [127.0.0.1]:28288. This is typically caused by a remote worker crashing. GLHF!")
     assert _peer_gone(exc) == "Connection closed by peer [127.0.0.1]:28288"
     assert _peer_gone(RuntimeError("pair.cc:598] Connection reset by peer")) == "Connection reset by peer"
+    assert _peer_gone(RuntimeError("pair.cc:589] Write error [127.0.0.1]:41236: Broken pipe")) == "Broken pipe"
 
 
 def test_other_errors_are_not_a_dead_peer():

@@ -116,7 +116,7 @@ def run_rank(study, traces="traces", progress=None, command: str | None = None):
     rv = world.rendezvous
     writer = None
     try:
-        if device_name == "cpu":
+        if device_name == "cpu" and "OMP_NUM_THREADS" not in os.environ:  # a set one is the user's (or torchrun's)
             import torch
 
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", size))))
@@ -193,7 +193,8 @@ def run_rank(study, traces="traces", progress=None, command: str | None = None):
         W.shutdown()
 
 
-PEER_GONE = ("Connection closed by peer", "Connection reset by peer")  # gloo's words for a rank that died
+# gloo's words for a rank that died: its socket closed, reset, or gone under a write
+PEER_GONE = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
 
 
 def _peer_gone(exc: BaseException) -> str | None:
