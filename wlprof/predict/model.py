@@ -29,7 +29,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
   fewer tiles than SMs;
 - grouped (`_grouped_mm`): the same over every group's tiles (each active group pads half
   a tile), against the active experts' weights;
-- spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth;
+- spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth; fitted like an index op, its
+  rows term the nonzeros times their passes (`spmm_passes`);
 - index and memory: floor + the formula's compulsory bytes / bandwidth;
 - an index or spmm group profiled at `MIN_FIT` sizes or more: fitted to its calls (`fit_bases`): a floor,
   bytes (more per byte for an index op past 32-bit offsets, where the fit finds it), rows, and a hub's
