@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -487,3 +488,34 @@ def test_a_dtype_the_profile_holds_answers_its_own_calls():
     _, src = p.predict(q, dq)
     assert model.SOURCES[src[0]] == "near" and dq.answered_dtype.iat[0] == "bfloat16"
     assert p.transfer_notes(dq) == []
+
+
+def spmm_row(e, f, n, dur, **kw):
+    return _row("aten::addmm", [[n, f], [n, n], [n, f], [], [], [0, 0]],
+                ["float", "float", "float", "Scalar", "Scalar", "float"], [[f, 1], [], [f, 1], [], [], [1, 1]], dur,
+                edges=e, max_in_degree=32, mean_in_degree=e / n, backend="csr", **kw)
+
+
+def test_spmm_passes_count_a_dense_row_in_warp_wide_vectors_of_512_bytes():
+    d = describe(pd.DataFrame([spmm_row(1000, f, 100, 1.0) for f in (32, 128, 129, 288, 512)]))
+    assert model.spmm_passes(d).tolist() == [1.0, 1.0, 2.0, 3.0, 4.0]  # ceil(4 f / 512)
+    # the bytes: per nonzero an index, a value and a dense row, the output read and written
+    assert d["bytes"].iat[0] == 1000 * (8 + 4) + 1000 * 32 * 4 + 2 * 100 * 32 * 4
+    # the rows term of the base counts every pass over every nonzero
+    assert model._terms(d)[:, 2].tolist() == [1000.0, 1000.0, 2000.0, 3000.0, 4000.0]
+
+
+def test_a_spmm_between_profiled_widths_costs_its_passes_not_a_share_of_the_width():
+    # 0.08 ns per pass over a nonzero, plus the floor: 36 features cost what 128 do, 288 three passes
+    def true(e, f):
+        return 2.0 + 8e-5 * e * math.ceil(f * 4 / 512)
+
+    rows, i = [], 0
+    for s in (14, 16, 18, 20):
+        for f in (32, 64, 128, 256, 512):
+            rows.append(spmm_row(16 << s, f, 1 << s, true(16 << s, f), point=i))
+            i += 1
+    p = model.fit(pd.DataFrame(rows), K)
+    cases = [(16 << 17, 36, 1 << 17), (16 << 17, 200, 1 << 17), (16 << 19, 288, 1 << 19), (16 << 15, 384, 1 << 15)]
+    pred, _ = p.predict(pd.DataFrame([spmm_row(*c, 1.0) for c in cases]))
+    assert pred == pytest.approx([true(e, f) for e, f, _ in cases], rel=0.02)

@@ -469,6 +469,10 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
         nnz = np.where(np.isfinite(edges) & (edges > 0), edges, nodes * 16)
         coords[sp, 0] = np.log2(np.maximum(nnz, 1))
         out.loc[out.index[sp], "L"] = nnz
+        # its bytes: the nonzeros' indices and values, a dense row gathered per nonzero, the output read and
+        # written (the cost formula counts the sparse operand as dense)
+        w, size = out.W.to_numpy(dtype=float)[sp], out.itemsize.to_numpy(dtype=float)[sp]
+        out.loc[out.index[sp], "bytes"] = nnz * (8 + size) + nnz * w * size + 2 * nodes * w * size
     # the order of the indices: an aggregation over destination-sorted edges contends less
     sorted_dst = _text(ops["dst_sorted"]) if "dst_sorted" in ops else None
     if sorted_dst is None or not (sorted_dst != "").any():

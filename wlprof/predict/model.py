@@ -29,7 +29,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
   fewer tiles than SMs;
 - grouped (`_grouped_mm`): the same over every group's tiles (each active group pads half
   a tile), against the active experts' weights;
-- spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth;
+- spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth; fitted like an index op, its
+  rows term the nonzeros times their passes (`spmm_passes`);
 - index and memory: floor + the formula's compulsory bytes / bandwidth;
 - an index or spmm group profiled at `MIN_FIT` sizes or more: fitted to its calls (`fit_bases`): a floor,
   bytes (more per byte for an index op past 32-bit offsets, where the fit finds it), rows, and a hub's
@@ -154,6 +155,17 @@ FITTED = ("index", "spmm")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
 
 
+WARP_VECTOR_BYTES = 512  # what one warp loads in one vector access: 32 lanes of 16 bytes
+
+
+def spmm_passes(d: pd.DataFrame) -> np.ndarray:
+    """A CSR SpMM's passes over each nonzero: its dense row's bytes in warp-wide vector loads
+    (`WARP_VECTOR_BYTES`), each a dependent gather whatever part of the vector the row fills."""
+    width = np.nan_to_num(d.W.to_numpy(dtype=float), nan=1.0) if "W" in d else np.ones(len(d))
+    size = np.nan_to_num(d.itemsize.to_numpy(dtype=float), nan=4.0) if "itemsize" in d else np.full(len(d), 4.0)
+    return np.maximum(np.ceil(width * size / WARP_VECTOR_BYTES), 1.0)
+
+
 INDEX_32BIT = 2**31 - 1  # the most elements a CUDA kernel indexes with 32-bit offsets
 
 
@@ -169,6 +181,7 @@ def _terms(d: pd.DataFrame, l2: float = 0.0) -> np.ndarray:
     hub = np.nan_to_num(d.hub.to_numpy(dtype=float), nan=0.0) if "hub" in d else np.zeros(len(d))
     chain = np.nan_to_num(d.chain.to_numpy(dtype=float), nan=0.0) if "chain" in d else np.zeros(len(d))
     width = np.nan_to_num(d.W.to_numpy(dtype=float), nan=0.0) if "W" in d else np.zeros(len(d))
+    rows = np.where(d.cls.to_numpy() == "spmm", rows * spmm_passes(d), rows)
     index = d.cls.to_numpy() == "index"  # a SpMM's index arithmetic follows its index dtype, not its elements
     wide = np.where(index & (rows * width > INDEX_32BIT), nbytes, 0.0)
     hit = np.minimum(1.0, 0.5 * l2 / np.maximum(nbytes, 1.0)) if l2 > 0 else np.ones(len(d))
