@@ -56,32 +56,28 @@ def test_moe_alltoall_one_rank(tmp_path):
     _check_moe(tmp_path, 1)
 
 
-def test_moe_alltoall_three_ranks(tmp_path):
-    # 6 experts over 3 ranks, two each: every rank sends to two others
-    args = [*MOE]
-    args[args.index("--experts") + 1] = "6"
-    res = _wlprof([*args, "--world-size", "3"], tmp_path)
-    assert res.returncode == 0, res.stderr[-3000:]
-    _check_moe(tmp_path, 3, experts=6)
-
-
-def test_moe_alltoall_two_ranks_under_torchrun(tmp_path):
-    # torchrun starts the ranks (wlprof reads RANK/WORLD_SIZE from it); the launcher's own 2-rank path is
-    # the halo's, its 1- and 4-rank MoE runs are above
+def test_moe_alltoall_three_ranks_under_torchrun(tmp_path):
+    # torchrun starts the ranks (wlprof reads RANK/WORLD_SIZE from it); the launcher's own multi-rank path
+    # is the halo's and the failure tests', its 1-rank MoE run is above. 6 experts over 3 ranks, two each:
+    # every rank sends to two others
     torchrun = Path(sys.executable).with_name("torchrun")
     e = {**os.environ, "WLPROF_DIST_TIMEOUT": "60"}
-    res = subprocess.run([str(torchrun), "--nproc-per-node", "2", "-m", "wlprof", "run", *MOE, *FAST, "--traces",
+    args = [*MOE]
+    args[args.index("--experts") + 1] = "6"
+    res = subprocess.run([str(torchrun), "--nproc-per-node", "3", "-m", "wlprof", "run", *args, *FAST, "--traces",
                           str(tmp_path)], env=e, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    steps = _check_moe(tmp_path, 2)
-    # zipf:1.2 over 4 experts: rank 0's experts (0, 1) get the most rows
+    steps = _check_moe(tmp_path, 3, experts=6)
+    # zipf:1.2 over 6 experts: rank 0's experts (0, 1) get the most rows, rank 2's (4, 5) the fewest; each
+    # rank routes its 16 tokens x top-2 = 32 rows, 96 in all
     by_rank = steps.ep_rows_by_rank.iloc[0]
-    assert by_rank[0] > by_rank[1] and steps.ep_rank_imbalance.iloc[0] == pytest.approx(max(by_rank) / 32)
-    assert "balanced" not in res.stdout and "(rank 1)" in res.stdout
+    assert by_rank[0] > by_rank[1] > by_rank[2] and sum(by_rank) == 96
+    assert steps.ep_rank_imbalance.iloc[0] == pytest.approx(max(by_rank) / 32)
+    assert "balanced" not in res.stdout and "(rank 2)" in res.stdout
     # the note lists the numbers, not Python lists
     note = " ".join(steps.note.dropna().iloc[0].split())
     sends = ", ".join(map(str, steps.ep_send_rows.iloc[0]))
-    assert f"(per rank: {by_rank[0]}, {by_rank[1]};" in note and f"sends {sends} rows to ranks 0..1" in note
+    assert f"(per rank: {by_rank[0]}, {by_rank[1]}, {by_rank[2]};" in note and f"sends {sends} rows to ranks 0..2" in note
 
 
 def test_bad_input_refused_before_launch(tmp_path, cli):
