@@ -525,3 +525,27 @@ def test_a_begin_without_its_end_is_skipped_and_told(tmp_path):
     p.write_text(json.dumps({**doc, "traceEvents": be[:last_end] + be[last_end + 1:]}))
     trace = pipeline.read(p)
     assert any("1 begin/end (ph B/E) events without their other half were skipped" in w for w in trace.warnings)
+
+
+def test_pytorch_1_8_cudnn_backward_halves_are_costed_from_their_callers_record():
+    # cudnn_convolution_backward(self [32,512,7,7], grad_output [32,2048,7,7], weight [2048,512,1,1]) runs
+    # _backward_input([], grad_output, weight) and _backward_weight([], grad_output, self): each half records
+    # its size argument as [], its caller the tensor. Both halves: 2 x 32 x 2048 x 512 x 7 x 7 x 1 x 1 =
+    # 3,288,334,336 FLOPs. Bytes in float32: grad_output 32*2048*49*4 = 12,845,056 read by each; the input
+    # half reads the weight (2048*512*4 = 4,194,304) and writes the input's gradient (32*512*49*4 =
+    # 3,211,264); the weight half reads the input and writes the weight's gradient: 20,250,624 each.
+    k = pipeline.costed(pipeline.read(PUBLIC / "kineto_2020_resnet50_array.json.gz", keep_events=False)).kernels
+    flops, nbytes = 2 * 32 * 2048 * 512 * 7 * 7, 12_845_056 + 4_194_304 + 3_211_264
+    for name, dims in (("aten::cudnn_convolution_backward_input", "[[],[32,2048,7,7],[2048,512,1,1]"),
+                       ("aten::cudnn_convolution_backward_weight", "[[],[32,2048,7,7],[32,512,7,7]")):
+        half = k[(k.op_name == name) & k.op_input_dims.str.startswith(dims)]
+        assert half.external_id.nunique() > 0
+        per_call = half.groupby("external_id")[["flops", "bytes"]].sum()
+        # the op's cost is shared over its kernels: their sum gives it back up to the float rounding
+        assert per_call.flops.to_numpy() == pytest.approx(flops, rel=1e-12)
+        assert per_call["bytes"].to_numpy() == pytest.approx(nbytes, rel=1e-12)
+    # every half of every layer is costed; the forward (stride and padding unrecorded) still is not
+    dev = k[k.kind == "kernel"]
+    halves = dev[dev.op_name.fillna("").str.startswith("aten::cudnn_convolution_backward_")]
+    assert len(halves) and halves.flops.notna().all()
+    assert dev[dev.op_name == "aten::cudnn_convolution"].flops.isna().all()

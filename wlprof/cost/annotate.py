@@ -19,7 +19,7 @@ import pandas as pd
 from wlprof.ceilings import Ceilings
 from wlprof.cost.attribution import ancestors
 from wlprof.cost.kernel_types import element_type
-from wlprof.cost.registry import FORMULA, Cost, OpCall, cost_of, uses_children, uses_kernels
+from wlprof.cost.registry import FORMULA, Cost, OpCall, cost_of, uses_children, uses_kernels, uses_parent
 from wlprof.cost.roofline import add_roofline
 
 WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost
@@ -61,6 +61,9 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
     # and for the calls whose trace recorded shapes without dtypes
     untyped = np.array([not dispatcher[p] and _untyped(args_table[args_id[p]]) for p in positions], dtype=bool)
+    calls_parent = np.array([not dispatcher[p] and parent[p] >= 0 and uses_parent(names[p]) for p in positions],
+                            dtype=bool)
+    untyped |= calls_parent & np.array([_untyped(args_table[args_id[parent[p]]]) for p in positions], dtype=bool)
     needs = untyped | np.array([not dispatcher[p] and uses_kernels(names[p]) for p in positions], dtype=bool)
     kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
     # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
@@ -68,6 +71,7 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     children = _children(ops, op_positions[wants]) if wants.any() else {}
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
+    with_parent = set(op_positions[calls_parent].tolist())
     for pos in positions:
         if dispatcher[pos]:
             out[pos] = None
@@ -75,13 +79,19 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
         anc = ancestors(names, parent, pos)
         kn = kernels.get(pos, ())
         ch = children.get(pos, ())
-        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch))
+        par = parent[pos] if pos in with_parent else -1
+        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch),
+               args_id[par] if par >= 0 else None)
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
             args = args_table[args_id[pos]]
             if kn and _untyped(args):
                 args = _typed_by_kernels(args, kn)
-            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested))
+            caller = None
+            if par >= 0:
+                pargs = args_table[args_id[par]]
+                caller = OpCall.from_args(names[par], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs) else pargs)
+            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested, caller))
         out[pos] = memo[key]
     return out
 

@@ -124,3 +124,42 @@ def mps_convolution_transpose_backward(call: OpCall) -> Cost | None:
         return None
     go = call.tensor(1)
     return _backward(go, call.tensor(0), call.tensor(2), True, mask, go.dims[1])
+
+
+# PyTorch 1.8-1.10's cuDNN and MIOpen backward: `*_convolution_backward` (self, grad_output, weight, ...,
+# output_mask) runs one op per gradient, and those launch the kernels. Each records its size argument
+# (the input's or the weight's, a list) as `[]`; the caller's record holds that tensor. The caller is
+# taken only where its grad_output and the half's other tensor have the half's shapes.
+_BACKWARD_CALLERS = ("aten::cudnn_convolution_backward", "aten::miopen_convolution_backward")
+
+
+def _caller(call: OpCall, go: TensorArg, other: TensorArg, other_at: int) -> OpCall | None:
+    p = call.parent
+    if p is None or p.name not in _BACKWARD_CALLERS:
+        return None
+    pgo, pother = p.tensor(1), p.tensor(other_at)
+    if pgo is None or pother is None or pgo.dims != go.dims or pother.dims != other.dims:
+        return None
+    return p
+
+
+@formula("aten::cudnn_convolution_backward_input", "aten::miopen_convolution_backward_input", uses_parent=True)
+def convolution_backward_input(call: OpCall) -> Cost | None:
+    # (self_size, grad_output, weight, padding, stride, dilation, groups, benchmark, deterministic, ...)
+    go, w = call.tensor(1), call.tensor(2)
+    if go is None or w is None:
+        return None
+    p = _caller(call, go, w, 2)
+    x = p.tensor(0) if p is not None else None
+    return None if x is None else _backward(go, x, w, False, [True, False, False], 0)
+
+
+@formula("aten::cudnn_convolution_backward_weight", "aten::miopen_convolution_backward_weight", uses_parent=True)
+def convolution_backward_weight(call: OpCall) -> Cost | None:
+    # (weight_size, grad_output, self, padding, stride, dilation, groups, benchmark, deterministic, ...)
+    go, x = call.tensor(1), call.tensor(2)
+    if go is None or x is None:
+        return None
+    p = _caller(call, go, x, 0)
+    w = p.tensor(2) if p is not None else None
+    return None if w is None else _backward(go, x, w, False, [False, True, False], 0)

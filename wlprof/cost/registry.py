@@ -103,10 +103,16 @@ class OpCall:
     # `uses_children=True`: a data-dependent size the call's own inputs do not record (the count
     # `aten::nonzero` resizes its output to, the shape `aten::index` restrides its source to).
     children: tuple[OpCall, ...] = ()
+    # The op the call is nested directly in, with its own recorded inputs (typed by the call's
+    # kernels where the trace wrote no dtypes). Filled only for formulas registered with
+    # `uses_parent=True`: inputs the call's own record leaves out that its caller's record holds
+    # (PyTorch 1.8's cuDNN backward halves record their size arguments, lists, as `[]`).
+    parent: OpCall | None = None
 
     @classmethod
     def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
-                  kernels: Sequence[str] = (), children: Sequence[OpCall] = ()) -> OpCall:
+                  kernels: Sequence[str] = (), children: Sequence[OpCall] = (),
+                  parent: OpCall | None = None) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -123,6 +129,7 @@ class OpCall:
             extra=tuple((k, v) for k, v in args.items() if k not in _INPUT_KEYS and not isinstance(v, (list, dict))),
             kernels=tuple(kernels),
             children=tuple(children),
+            parent=parent,
         )
 
     def arg(self, key: str, default=None):
@@ -190,6 +197,7 @@ class Entry:
     uses_kernels: bool = False
     aux_ops: frozenset[str] = frozenset()  # nested ops of these names only are auxiliary
     uses_children: bool = False
+    uses_parent: bool = False
 
 
 _FORMULAS: dict[str, Entry] = {}
@@ -226,21 +234,22 @@ SUPPORT_OPS: frozenset[str] = frozenset(
 
 
 def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernels: bool = False,
-            uses_children: bool = False) -> Callable[[Formula], Formula]:
+            uses_children: bool = False, uses_parent: bool = False) -> Callable[[Formula], Formula]:
     """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
 
     `aux_children`: True when any op nested inside is auxiliary work of the op's own (it
     stays costed); or the names of the nested ops that are (`("aten::sum",)`: a backward that
     sums a bias gradient with a nested op stays costed, one that runs an implementation
     op nested inside is a dispatcher). `uses_kernels`: the formula reads `OpCall.kernels`
-    (the launched kernels' names); `uses_children`: it reads `OpCall.children`.
+    (the launched kernels' names); `uses_children`: it reads `OpCall.children`; `uses_parent`:
+    it reads `OpCall.parent`.
     """
     named = frozenset() if isinstance(aux_children, bool) else frozenset(aux_children)
 
     def deco(fn: Formula) -> Formula:
         for name in names:
             _check_new(name)
-            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children)
+            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children, uses_parent)
         return fn
 
     return deco
@@ -295,6 +304,11 @@ def uses_kernels(name: str) -> bool:
 def uses_children(name: str) -> bool:
     entry = _FORMULAS.get(name)
     return bool(entry and entry.uses_children)
+
+
+def uses_parent(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.uses_parent)
 
 
 def is_wrapper(name: str) -> bool:
