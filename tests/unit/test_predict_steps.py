@@ -102,3 +102,19 @@ def test_the_fit_recovers_the_device_gap_and_the_hosts_tail():
     assert host.gap_us == pytest.approx(3.0, abs=0.5)
     assert host.tail_us == pytest.approx(20.0, abs=2.0)
     assert host.latency_us + host.tail_us == pytest.approx(25.0, abs=2.0)
+
+
+def test_a_context_whose_steps_are_all_the_devices_keeps_the_whole_fits_launch_cost():
+    # "gemm": host-bound steps of n launches of 20 us. "big": one 1 ms kernel per step, timed at the kernel
+    # and a 2 us gap, which no launch cost of under 1 ms changes: its launch cost is the whole fit's.
+    ops, described, steps = _host_bound_profile({"gemm": 20.0})
+    for point in range(10):
+        ops = pd.concat([ops, pd.DataFrame([{"run_id": "big", "point": point, "step": 0, "ts_us": 0.0,
+                                             "dur_us": 1000.0}])], ignore_index=True)
+        described = pd.concat([described, pd.DataFrame([{"cls": "memory", "sync": False,
+                                                         "group": "memory|aten::add|f|c||@big"}])],
+                              ignore_index=True)
+        steps = pd.concat([steps, pd.DataFrame([{"run_id": "big", "point": point, "back_to_back_us": 1002.0,
+                                                 "latency_us": 1012.0}])], ignore_index=True)
+    host = fit_host(ops, described, steps)
+    assert host.by_context["big"].launch_us == pytest.approx(host.launch_us, rel=0.05)

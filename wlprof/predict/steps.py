@@ -29,6 +29,7 @@ import pandas as pd
 STEP_KEYS = ["run_id", "point", "step"]
 MAX_CASES = 120
 MIN_CONTEXT_CASES = 8  # profiled points a context needs for host numbers of its own
+PULL = 0.02  # a context's numbers are pulled toward the whole fit's by this weight on their squared log ratio
 
 
 @dataclass
@@ -176,32 +177,43 @@ def fit_host(ops: pd.DataFrame, described: pd.DataFrame, steps: pd.DataFrame) ->
     for ctx in sorted({c[-1] for c in cases}):
         mine = [c for c in cases if c[-1] == ctx]
         if len(mine) >= MIN_CONTEXT_CASES:
-            host.by_context[ctx] = _fit(mine)
+            host.by_context[ctx] = _fit(mine, host)
     return host
 
 
-def _fit(cases: list) -> Host:
+def _fit(cases: list, prior: Host | None = None) -> Host:
     """The back-to-back numbers (launch, GEMM, sync, step, device gap) by least squares in log
-    back-to-back time, then the latency's lead and the host's tail in log latency."""
+    back-to-back time, then the latency's lead and the host's tail in log latency; a context's
+    fit starts from the whole fit (`prior`) and is pulled toward it where its steps leave a
+    number undecided (a context whose steps are all the device's says nothing of its launches)."""
     from scipy.optimize import minimize
 
     if len(cases) > MAX_CASES:  # a fit of five numbers needs no more; spread over the grid
         cases = [cases[i] for i in np.linspace(0, len(cases) - 1, MAX_CASES).astype(int)]
     plans = [(Plan(k, gm, s), b2b, lat) for k, gm, s, b2b, lat, _ in cases]
 
+    lam = PULL if prior is not None else 0.0
+    b2b_prior = (np.array([prior.launch_us, prior.gemm_us, prior.sync_us, prior.step_us, prior.gap_us])
+                 if prior is not None else None)
+
+    def pull(theta, ref):
+        return lam * float(np.mean(np.square(np.log((np.abs(theta) + 1.0) / (ref + 1.0))))) if lam else 0.0
+
     def loss(theta):
         h = Host(*np.abs(theta[:4]), latency_us=0.0, gap_us=abs(theta[4]))
         err = [np.log(p.times(h)[0] / b) for p, b, _ in plans]
-        return float(np.mean(np.square(err)))
+        return float(np.mean(np.square(err))) + pull(theta, b2b_prior)
 
-    best = minimize(loss, x0=[6.0, 2.0, 15.0, 5.0, 1.0], method="Nelder-Mead",
+    x0 = [6.0, 2.0, 15.0, 5.0, 1.0] if b2b_prior is None else b2b_prior
+    best = minimize(loss, x0=x0, method="Nelder-Mead",
                     options={"maxiter": 200, "xatol": 0.05, "fatol": 1e-5})
     host = Host(*np.abs(best.x[:4]), latency_us=0.0, gap_us=abs(best.x[4]))
 
     def lat_loss(theta):
         host.latency_us, host.tail_us = abs(theta[0]), abs(theta[1])
         err = [np.log(p.times(host)[1] / lat) for p, _, lat in plans]
-        return float(np.mean(np.square(err)))
+        ref = np.array([prior.latency_us, prior.tail_us]) if prior is not None else None
+        return float(np.mean(np.square(err))) + pull(theta, ref)
 
     fits = [minimize(lat_loss, x0=x0, method="Nelder-Mead", options={"maxiter": 120, "xatol": 0.05, "fatol": 1e-5})
             for x0 in ([10.0, 10.0], [2.0, 30.0], [20.0, 1.0])]
