@@ -7,12 +7,15 @@ item) waits for the device to drain, then `sync_us`. A kernel starts when it is 
 and the device is free:
 
     cpu_i = cpu_{i-1} + host_i               (cpu = gpu_i + sync_us after a sync op)
-    gpu_i = max(cpu_i, gpu_{i-1}) + kernel_i
+    gpu_i = max(cpu_i, gpu_{i-1}) + kernel_i + gap_us
 
-Back to back, steps follow one another on this timeline (the host runs ahead of the
-device until a sync); the per-step time is the second step's end minus the first's. One
-call's latency is the first step alone on an idle device, plus `latency_us` for the
-timer's events. The host numbers are fitted on the profile's own unprofiled timings
+`gap_us` is the device's time between one op's kernels and the next op's when they are
+queued. Back to back, steps follow one another on this timeline (the host runs ahead of
+the device until a sync); the per-step time is the second step's end minus the first's,
+so a step is the host's time where the host issues slower than the device runs. One
+call's latency is the first step alone on an idle device: it ends when its last kernel
+does or when the host, `tail_us` after its last launch, records the end event, whichever
+is later; plus `latency_us` for the timer's start. The host numbers are fitted on the profile's own unprofiled timings
 (`fit_host`): what is measured to separate the kernels.
 """
 
@@ -26,6 +29,7 @@ import pandas as pd
 STEP_KEYS = ["run_id", "point", "step"]
 MAX_CASES = 120
 MIN_CONTEXT_CASES = 8  # profiled points a context needs for host numbers of its own
+PULL = 0.02  # a context's numbers are pulled toward the whole fit's by this weight on their squared log ratio
 
 
 @dataclass
@@ -35,6 +39,8 @@ class Host:
     sync_us: float = 15.0
     step_us: float = 5.0
     latency_us: float = 8.0
+    gap_us: float = 0.0  # the device's time between one queued op's kernels and the next's
+    tail_us: float = 0.0  # the host's time after a call's last launch, before its end event
     # per context (workload and dispatch, `calls.describe`'s '@context'): the numbers fitted on its own
     # steps, where the profile holds enough of them (a Python loop of small launches is not a GEMM study)
     by_context: dict = field(default_factory=dict)
@@ -93,7 +99,9 @@ class Plan:
         """(cpu, gpu) at the end of the step's calls, from (cpu, gpu)."""
         for n, gm, prev, total, sync in self.segments:
             h = cpu + host.launch_us * n + host.gemm_us * gm
-            gpu = total + max(gpu, float(np.max(h - prev)))  # gpu_i = K_i + max(gpu_0, max_j (cpu_j - K_{j-1}))
+            busy = prev + host.gap_us * (n - 1)  # each kernel holds the device for its time and the gap
+            # gpu_i = K_i + max(gpu_0, max_j (cpu_j - K_{j-1}))
+            gpu = total + host.gap_us * n[-1] + max(gpu, float(np.max(h - busy)))
             cpu = float(h[-1])
             if sync:
                 cpu = gpu + host.sync_us
@@ -105,7 +113,7 @@ class Plan:
             return host.step_us, host.step_us + host.latency_us
         c1, g1 = self.run(host, host.step_us, 0.0)
         c2, g2 = self.run(host, c1 + host.step_us, g1)
-        return float(max(g2, c2) - max(g1, c1)), float(max(g1, c1) + host.latency_us)
+        return float(max(g2, c2) - max(g1, c1)), float(max(g1, c1 + host.tail_us) + host.latency_us)
 
 
 def step_times(kernel: np.ndarray, is_gemm: np.ndarray, sync: np.ndarray, host: Host) -> tuple[float, float]:
@@ -169,26 +177,46 @@ def fit_host(ops: pd.DataFrame, described: pd.DataFrame, steps: pd.DataFrame) ->
     for ctx in sorted({c[-1] for c in cases}):
         mine = [c for c in cases if c[-1] == ctx]
         if len(mine) >= MIN_CONTEXT_CASES:
-            host.by_context[ctx] = _fit(mine)
+            host.by_context[ctx] = _fit(mine, host)
     return host
 
 
-def _fit(cases: list) -> Host:
-    """The four host numbers by least squares in log back-to-back time, then the latency's extra."""
+def _fit(cases: list, prior: Host | None = None) -> Host:
+    """The back-to-back numbers (launch, GEMM, sync, step, device gap) by least squares in log
+    back-to-back time, then the latency's lead and the host's tail in log latency; a context's
+    fit starts from the whole fit (`prior`) and is pulled toward it where its steps leave a
+    number undecided (a context whose steps are all the device's says nothing of its launches)."""
     from scipy.optimize import minimize
 
-    if len(cases) > MAX_CASES:  # a fit of four numbers needs no more; spread over the grid
+    if len(cases) > MAX_CASES:  # a fit of five numbers needs no more; spread over the grid
         cases = [cases[i] for i in np.linspace(0, len(cases) - 1, MAX_CASES).astype(int)]
     plans = [(Plan(k, gm, s), b2b, lat) for k, gm, s, b2b, lat, _ in cases]
 
-    def loss(theta):
-        h = Host(*np.abs(theta[:4]), latency_us=0.0)
-        err = [np.log(p.times(h)[0] / b) for p, b, _ in plans]
-        return float(np.mean(np.square(err)))
+    lam = PULL if prior is not None else 0.0
+    b2b_prior = (np.array([prior.launch_us, prior.gemm_us, prior.sync_us, prior.step_us, prior.gap_us])
+                 if prior is not None else None)
 
-    best = minimize(loss, x0=[6.0, 2.0, 15.0, 5.0], method="Nelder-Mead",
-                    options={"maxiter": 160, "xatol": 0.05, "fatol": 1e-5})
-    host = Host(*np.abs(best.x[:4]), latency_us=0.0)
-    gaps = [lat - p.times(host)[1] for p, _, lat in plans]
-    host.latency_us = float(max(np.median(gaps), 0.0))
+    def pull(theta, ref):
+        return lam * float(np.mean(np.square(np.log((np.abs(theta) + 1.0) / (ref + 1.0))))) if lam else 0.0
+
+    def loss(theta):
+        h = Host(*np.abs(theta[:4]), latency_us=0.0, gap_us=abs(theta[4]))
+        err = [np.log(p.times(h)[0] / b) for p, b, _ in plans]
+        return float(np.mean(np.square(err))) + pull(theta, b2b_prior)
+
+    x0 = [6.0, 2.0, 15.0, 5.0, 1.0] if b2b_prior is None else b2b_prior
+    best = minimize(loss, x0=x0, method="Nelder-Mead",
+                    options={"maxiter": 200, "xatol": 0.05, "fatol": 1e-5})
+    host = Host(*np.abs(best.x[:4]), latency_us=0.0, gap_us=abs(best.x[4]))
+
+    def lat_loss(theta):
+        host.latency_us, host.tail_us = abs(theta[0]), abs(theta[1])
+        err = [np.log(p.times(host)[1] / lat) for p, _, lat in plans]
+        ref = np.array([prior.latency_us, prior.tail_us]) if prior is not None else None
+        return float(np.mean(np.square(err))) + pull(theta, ref)
+
+    fits = [minimize(lat_loss, x0=x0, method="Nelder-Mead", options={"maxiter": 120, "xatol": 0.05, "fatol": 1e-5})
+            for x0 in ([10.0, 10.0], [2.0, 30.0], [20.0, 1.0])]
+    lead, tail = np.abs(min(fits, key=lambda r: r.fun).x)
+    host.latency_us, host.tail_us = float(lead), float(tail)
     return host
