@@ -372,6 +372,14 @@ def _jsonable_roundtrip(spec) -> Any:
     return jsonio.loads(jsonio.dumps(_jsonable(spec)))
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """An interrupt that stopped a run after its writer marked it incomplete: which run, and where."""
+
+    def __init__(self, run_id: str, path: Path):
+        super().__init__(run_id)
+        self.run_id, self.path = run_id, path
+
+
 class _Interrupts:
     """SIGINT, noted as well as raised: an interrupt that lands inside a callback the interpreter runs
     for C code (a finalizer, a profiler hook) is printed and dropped there, so the sweep checks the
@@ -466,6 +474,9 @@ def _run_points_noting(writer, wl, device, dtype, points, study, ceilings, origi
             writer.write_manifest()
             if progress:
                 progress(i + 1, len(points), point.variant, entry["status"], row=rows[-1])
+    except KeyboardInterrupt:
+        writer.finish("incomplete")
+        raise RunInterrupted(writer.run_id, writer.path) from None
     except BaseException:
         writer.finish("incomplete")
         raise

@@ -161,10 +161,13 @@ def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings, signum):
     proc.send_signal(signum)
     proc.send_signal(signal.SIGCONT)
     rc = proc.wait(timeout=60)
-    assert rc == 130, proc.stderr.read().decode()[-2000:]
-    _, m = _manifest(out)
+    err = proc.stderr.read().decode()
+    assert rc == 130, err[-2000:]
+    run, m = _manifest(out)
     assert m["status"] == "incomplete" and m["finished_at"]
     assert sum(p["status"] == "ok" for p in m["points"]) < N_POINTS
+    # the message names the run and how to finish it
+    assert f"interrupted: run {run.name} keeps its finished points" in err and f"--resume {run.name}" in err, err
 
 
 def test_an_interrupt_dropped_by_a_callback_still_stops_the_sweep_at_the_next_point(tmp_path, monkeypatch,

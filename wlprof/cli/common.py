@@ -61,8 +61,13 @@ def handle_errors(fn=None, *, spelling=spell_cli):
             fail(str(exc), 2)
         except WlprofError as exc:
             fail(str(exc), 1)
-        except KeyboardInterrupt:
-            typer.echo("interrupted: finished points are kept; the run is marked incomplete", err=True)
+        except KeyboardInterrupt as exc:
+            run_id = getattr(exc, "run_id", None)
+            if run_id:
+                typer.echo(f"interrupted: run {run_id} keeps its finished points and is marked incomplete; "
+                           f"the same command with `--resume {run_id}` finishes it", err=True)
+            else:
+                typer.echo("interrupted: finished points are kept; the run is marked incomplete", err=True)
             raise typer.Exit(130) from None
 
     return wrapper

@@ -63,7 +63,8 @@ def profile(
                   f"{info['points']:,} points, {info['op_calls']:,} op calls, {info['grid_seconds'] / 60:.2f} minutes "
                   f"of grid; refitted {out}/predictor.json")
         return
-    say = None if quiet else (lambda msg: con.print(msg))
+    err = console(stderr=True)
+    say = None if quiet else (lambda msg: err.print(msg))  # progress on stderr, the summary on stdout
     info = run_profile(out, device=device, budget_s=budget_minutes * 60.0, sections=section, progress=say,
                        command=command_line(), extend=extend)
     minutes = info["grid_seconds"] / 60
