@@ -182,7 +182,10 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
                 done.append(summary)
                 comm.append(coll)
             _distinct_variants(writer.path, writer.manifest["points"], files)
-            writer.manifest["dtype"] = dominant_dtype(p.get("dtype_us") for p in writer.manifest["points"])
+            points = writer.manifest["points"]
+            # the dtype the matrix units computed in, where the trace has matrix work; else the one of most time
+            writer.manifest["dtype"] = (dominant_dtype(p.get("matrix_dtype_us") for p in points)
+                                        or dominant_dtype(p.get("dtype_us") for p in points))
             hosts = {p.get("rank"): p.get("host") for p in writer.manifest["points"]}
             variants = {p["index"]: p["variant"] for p in writer.manifest["points"]}
             _finish_collectives(writer.path, [c for c in comm if c], hosts, variants, pool)
@@ -256,10 +259,13 @@ def _distinct_variants(run_path: Path, points: list[dict], files: list[Path]) ->
             atomic_write_parquet(run_path / rel, df, table)
 
 
-def _time_by_dtype(kernels) -> dict[str, float]:
-    """Kernel time (a CPU trace: its ops' time) per dtype the cost formulas read, in us."""
+def _time_by_dtype(kernels, unit: str | None = None) -> dict[str, float]:
+    """Kernel time (a CPU trace: its ops' time) per dtype the cost formulas read, in us; `unit`: only
+    the rows of that cost unit (`matrix`)."""
     if kernels.empty or "cost_dtype" not in kernels:
         return {}
+    if unit is not None:
+        kernels = kernels[kernels.cost_unit == unit] if "cost_unit" in kernels else kernels.iloc[:0]
     t = kernels.groupby(kernels.cost_dtype.astype(object).where(kernels.cost_dtype.notna(), None)).dur_us.sum()
     return {str(k): round(float(v), 3) for k, v in t.items() if k and float(v) > 0}
 
@@ -368,7 +374,8 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     import pandas as pd
 
     entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": events,
-             "host": meta.get("host_name"), "dtype_us": _time_by_dtype(kernels)}
+             "host": meta.get("host_name"), "dtype_us": _time_by_dtype(kernels),
+             "matrix_dtype_us": _time_by_dtype(kernels, "matrix")}
 
     ops = point["ops"]
     dims = ops.op_input_dims if "op_input_dims" in ops else pd.Series([], dtype=object)

@@ -310,7 +310,7 @@ def test_ingest_of_a_gpu_trace_without_kernels_says_why(tmp_path, cli):
     assert len(ops) > 0 and ops.dur_us.isna().all() and (ops.device_type == "cuda").all()
 
 
-def test_an_ingested_run_is_listed_with_the_dtype_that_carries_its_kernel_time(tmp_path):
+def test_an_ingested_run_records_its_kernel_time_per_dtype(tmp_path):
     import pandas as pd
 
     from wlprof.ingest import dominant_dtype, ingest
@@ -325,6 +325,23 @@ def test_an_ingested_run_is_listed_with_the_dtype_that_carries_its_kernel_time(t
     # over several files the times add up before the largest is taken; no time: no dtype
     assert dominant_dtype([{"bfloat16": 5.0, "float32": 4.0}, {"float32": 2.0}, None]) == "float32"
     assert dominant_dtype([{}, None]) is None
+
+
+def test_an_ingested_run_with_matrix_work_is_listed_with_the_dtype_its_matrix_units_computed_in(tmp_path):
+    # the eager transformer step: its bf16 GEMMs take 2,810 us, its float32 elementwise and optimizer kernels
+    # 4,231 us; the run is a bf16 one
+    import pandas as pd
+
+    from wlprof.ingest import ingest
+    from wlprof.store.runs import list_runs
+
+    run = ingest(FIXTURES / "h200_training" / "transformer_eager.pt.trace.json.gz", tmp_path, jobs=1)
+    (listed,) = list_runs(tmp_path)
+    k = pd.read_parquet(run.path)
+    by = k[k.cost_unit == "matrix"].groupby("cost_dtype").dur_us.sum()
+    assert k.groupby("cost_dtype").dur_us.sum().idxmax() == "float32"
+    assert listed["dtype"] == by.idxmax() == "bfloat16"
+    assert listed["points"][0]["matrix_dtype_us"]["bfloat16"] == pytest.approx(by["bfloat16"], abs=0.01)
 
 
 def test_an_h2d_copy_of_a_real_h200_trace_goes_against_the_measured_link(tmp_path, monkeypatch):
