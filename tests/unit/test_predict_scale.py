@@ -96,3 +96,21 @@ def test_describe_names_the_value_the_calls_and_a_rounding():
     # 4096 x 2: the first addmm's weight [4096, 16384], the second's bias, output width and the mul
     line = describe(MLP, rewrite(MLP, 4096, 2.0), "4096", 4096, 2.0)
     assert "in 3 of 5 calls" in line
+
+
+def test_describe_says_when_the_step_barely_scales_and_names_the_likelier_batch():
+    import pandas as pd
+
+    from wlprof.predict.scale import describe
+
+    # a BERT-like step: the first matrix op flattens batch x sequence (16 x 128 = 2048 rows), the other four
+    # calls keep [16, 128, 768]; scaling 2048 changes 1 of 5 calls, and 16 leads the four left
+    ops = pd.DataFrame({"op_input_dims": ["[[2048,768],[768,768]]"] + ["[[16,128,768],[16,128,768]]"] * 3
+                        + ["[[16,12,128,64]]"],
+                        "op_input_strides": ["[[768,1],[768,1]]"] + ["[[98304,768,1],[98304,768,1]]"] * 3
+                        + ["[[98304,8192,64,1]]"]})
+    line = describe(ops, rewrite(ops, 2048, 2.0), "batch", 2048, 2.0)
+    assert "in 1 of 5 calls" in line and "the step barely scales" in line and "`--scale 16=2`" in line
+    # most calls changed: no such note
+    line = describe(ops, rewrite(ops, 16, 2.0), "16", 16, 2.0)
+    assert "in 4 of 5 calls" in line and "barely" not in line

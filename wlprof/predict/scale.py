@@ -151,9 +151,32 @@ def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, fa
     new_value = max(1, int(round(value * factor)))
     exact = value * factor
     rounded = "" if exact == new_value else f" ({value} x {factor:g} = {exact:g}, rounded)"
-    changed = int((before.op_input_dims.reset_index(drop=True) != after.op_input_dims.reset_index(drop=True)).sum())
-    return (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
+    moved = (before.op_input_dims.reset_index(drop=True) != after.op_input_dims.reset_index(drop=True)).to_numpy()
+    changed = int(moved.sum())
+    line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
             f"{len(after)} calls (one that only equals {value}, a feature map's side say, changes too)")
+    shaped = before.op_input_dims.reset_index(drop=True).map(_leading_dim)
+    kept = shaped[~moved & shaped.notna()]
+    if changed < 0.5 * len(after):
+        line += "; the other calls keep their sizes, so the step barely scales"
+        if len(kept):
+            other = int(kept.value_counts().idxmax())
+            line += (f": if its batch is another dimension (the most common leading one of the batched inputs "
+                     f"left is {other}), name it: `--scale {other}={factor:g}`")
+    return line
+
+
+def _leading_dim(d_s) -> int | None:
+    """The first dimension of a call's first input of three or more dimensions ([batch, sequence, width],
+    [batch, channels, height, width]): None where it has none."""
+    try:
+        dims = json.loads(d_s) if isinstance(d_s, str) else []
+    except ValueError:
+        return None
+    for t in dims:
+        if isinstance(t, list) and len(t) >= 3 and all(isinstance(x, int) for x in t):
+            return t[0]
+    return None
 
 
 ANCHOR_SOURCES = ("op", "class", "base")  # sources too far from the call to beat its own measured time
