@@ -6,13 +6,7 @@
 source "$(dirname "$0")/common.sh"
 {
 step "machine"; machine
-N=""; python3 -c "import xdist" 2>/dev/null && N="-n 8 --dist loadfile"; echo "xdist: ${N:-none}"
-step "the GPU tests"
-timeout 120 python3 -m pytest -q -m gpu -o addopts= -p no:cacheprovider > "$OUT/pytest_gpu.txt" 2>&1; echo "rc $?"
-tail -3 "$OUT/pytest_gpu.txt"
-step "the fast tier"
-timeout 300 python3 -m pytest -q -m "not slow" -o addopts= $N -p no:cacheprovider > "$OUT/pytest_fast.txt" 2>&1
-echo "rc $?"; tail -6 "$OUT/pytest_fast.txt"
+suite_steps
 step "calibrate"
 timeout 240 $WL calibrate --device cuda --out "$OUT/ceilings.json" > "$OUT/calibrate.txt" 2>&1; echo "calibrate rc $?"
 cat "$OUT/calibrate.txt"
