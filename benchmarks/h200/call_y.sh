@@ -1,25 +1,19 @@
 #!/usr/bin/env bash
-# call Y: the profile's `layers` section (training layers, forward and backward) measured into a copy of the
-# shipped H200 profile with `wlprof profile --extend`; the layers workload's defaults on the GPU.
-#   bash benchmarks/h200/call_y.sh      # on the H200, from the repository root; files under $OUT
+# call Y (2026-12-02): held-out set K (workloads/heldout/set_k, committed at 88bda80 before any model change
+# it judges) measured once; the GPU tests. Tables only come back (tgz, no Chrome traces).
+#   bash benchmarks/h200/call_y.sh      # on the H200, from the repository root
 source "$(dirname "$0")/common.sh"
 {
 step "machine"; machine
-step "profile --extend --section layers"
-rm -rf /tmp/prof && cp -r benchmarks/profiles/h200 /tmp/prof
-timeout 300 $WL profile --device cuda -o /tmp/prof --extend --section layers --budget-minutes 3 -q
-echo "profile rc $?"
-mkdir -p "$OUT/profile" && cp /tmp/prof/*.json /tmp/prof/*.parquet "$OUT/profile/"
-tar czf "$OUT/layers_runs.tgz" --exclude=_chrome -C /tmp/prof traces
-python3 -c "import json; r = json.load(open('/tmp/prof/profile.json')); print('gpu_minutes', r['gpu_minutes'], 'grid_seconds', r['grid_seconds']); [print(s['study'], s['points'], s['seconds'], s['status']) for s in r['sections'] if 'layers' in s['study']]"
-step "wlprof run layers (defaults) on the GPU"
-timeout 150 $WL run layers --traces $T/t -q > $OUT/layers_run.txt 2>&1; echo "run layers rc $?"
-timeout 60 $WL show $(ls $T/t | head -1) --traces $T/t --top 6 > $OUT/layers_show.txt 2>&1
-python3 - "$T/t" <<'PY'
-import sys, wlprof
-s = wlprof.load(sys.argv[1], table="steps")
-print(s[["variant", "kernel_us", "flops", "bytes", "unknown_time_share", "bytes_unknown_time_share"]].to_string())
-PY
+step "held-out set_k"
+timeout 420 python3 benchmarks/h200/sweep_many.py --traces "$T/heldout_k" --device cuda workloads/heldout/set_k/*.toml
+tar czf "$OUT/heldout_set_k.tgz" --exclude=_chrome -C "$T" heldout_k
+echo "set k at $SECONDS s"
+step "the GPU tests"
+timeout 120 python3 -m pytest -q -m gpu -o addopts= -p no:cacheprovider > "$OUT/pytest_gpu.txt" 2>&1; echo "rc $?"
+tail -3 "$OUT/pytest_gpu.txt"
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+ls -la "$OUT"
 echo "done at $SECONDS s"
 } 2>&1 | quiet_log | tee "$OUT/log.txt"
 rm -rf "$OUT/cache"
