@@ -287,20 +287,64 @@ def _below(low: Ceilings, ref: Ceilings, when: str) -> list[str]:
     none), each as 'name low < ref unit WHEN'."""
     from wlprof.store.selection import _rate
 
-    why = []
+    return [f"{name} {_rate(a, 1)} < {_rate(b, 1)} {unit} {when}" for name, _, _, a, b, unit in _below_items(low, ref)]
 
-    def lower(name: str, a: float, b: float, meas: Measurement | None, unit: str):
-        ratio = meas.lower_ratio if meas is not None and meas.lower_ratio is not None else 0.97
-        if a < b * min(ratio, 0.99):
-            why.append(f"{name} {_rate(a, 1)} < {_rate(b, 1)} {unit} {when}")
 
-    for k, v in ref.matrix_tflops.items():
-        if k in low.matrix_tflops:
-            lower(f"matrix {k}", low.matrix_tflops[k], v, ref.measurements.get(f"matrix:{k}"), "TFLOP/s")
-    for k, v in ref.bandwidth_gbps.items():
-        if k in low.bandwidth_gbps:
-            lower(k, low.bandwidth_gbps[k], v, ref.measurements.get(k), "GB/s")
-    return why
+def _below_items(low: Ceilings, ref: Ceilings) -> list[tuple[str, str, str, float, float, str]]:
+    """(label, table, key, low's rate, ref's rate, unit) of each rate of `low` below `ref`'s by more than
+    `ref`'s spread; table is 'matrix' or 'bandwidth'."""
+    out = []
+    for table, rates, prefix, unit in (("matrix", ref.matrix_tflops, "matrix:", "TFLOP/s"),
+                                       ("bandwidth", ref.bandwidth_gbps, "", "GB/s")):
+        mine = low.matrix_tflops if table == "matrix" else low.bandwidth_gbps
+        for k, b in rates.items():
+            if k not in mine:
+                continue
+            meas = ref.measurements.get(prefix + k)
+            ratio = meas.lower_ratio if meas is not None and meas.lower_ratio is not None else 0.97
+            if mine[k] < b * min(ratio, 0.99):
+                out.append((f"matrix {k}" if table == "matrix" else k, table, k, mine[k], b, unit))
+    return out
+
+
+def rose_above(new: Ceilings, previous: Ceilings) -> list[str]:
+    """The ceilings `new` measured higher than `previous` by more than `new`'s own spread, and those
+    `previous` lacks, each as 'name new > old unit' or 'name (new)'."""
+    from wlprof.store.selection import _rate
+
+    if new.device_name != previous.device_name:
+        return []
+    out = [f"{name} {_rate(b, 1)} > {_rate(a, 1)} {unit}" for name, _, _, a, b, unit in _below_items(previous, new)]
+    out += [f"matrix {k} (new)" for k in new.matrix_tflops if k not in previous.matrix_tflops]
+    out += [f"{k} (new)" for k in new.bandwidth_gbps if k not in previous.bandwidth_gbps]
+    return out
+
+
+def keep_higher(new: Ceilings, previous: Ceilings) -> tuple[Ceilings, list[str]]:
+    """`new` with each ceiling it measured lower than `previous` (beyond the spread) taken from `previous`,
+    its measurement included, and the labels of those kept: a ceiling that rose replaces the cached one,
+    one that fell (a busy machine) does not."""
+    import copy
+
+    items = _below_items(new, previous) if new.device_name == previous.device_name else []
+    if not items:
+        return new, []
+    merged = copy.deepcopy(new)
+    for label, table, key, _, old, _ in items:
+        if table == "matrix":
+            merged.matrix_tflops[key] = old
+            m = previous.measurements.get(f"matrix:{key}")
+            if m is not None:
+                merged.measurements[f"matrix:{key}"] = m
+        else:
+            merged.bandwidth_gbps[key] = old
+            if key in previous.measurements:
+                merged.measurements[key] = previous.measurements[key]
+            if key == f"{merged.memory}_copy":
+                merged.copy_gbps = old
+    merged.method = {**(merged.method or {}),
+                     "kept_from_cache": {label: previous.measured_at for label, *_ in items}}
+    return merged, [label for label, *_ in items]
 
 
 # --- the cache -------------------------------------------------------------------------------

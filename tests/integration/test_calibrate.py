@@ -68,3 +68,28 @@ def test_calibrate_replace_caches_lower_ceilings_and_says_what_it_lost(tmp_path,
     assert ("lower than the cache it replaces (measured 2026-12-02T00:36:48+00:00): matrix bfloat16 0.034 < 0.39 "
             "TFLOP/s before") in flat
     assert ceilings.load_cached("cpu", name).matrix_tflops == {"bfloat16": 0.034}
+
+
+def test_calibrate_caches_the_ceilings_that_rose_and_keeps_those_that_fell(tmp_path, monkeypatch, cli):
+    # bf16 falls 0.39 -> 0.034 (below the cache's p10 0.36), the copy roof rises 34 -> 51 GB/s: the cache
+    # takes 51 GB/s and keeps 0.39 TFLOP/s with its measurement
+    from wlprof.ceilings import Measurement
+
+    name = _low_calibration(tmp_path, monkeypatch)
+    now = ceilings.calibrate(None)
+    now.copy_gbps = 51.0
+    now.bandwidth_gbps = {"dram_copy": 51.0}
+    now.measurements = {"dram_copy": Measurement(51.0, "GB/s", "copy", p10=50.0, p90=51.0)}
+    res = cli("calibrate", "--device", "cpu", "--out", str(tmp_path / "new.json"))
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert ("kept these from the cache of 2026-12-02T00:36:48+00:00, which measured lower now (matrix bfloat16 "
+            "0.034 < 0.39 TFLOP/s before); cached the rest, which rose (dram_copy 51.0 > 34.0 GB/s)") in flat
+    cached = ceilings.load_cached("cpu", name)
+    assert cached.matrix_tflops == {"bfloat16": 0.39} and cached.copy_gbps == 51.0
+    assert cached.bandwidth_gbps == {"dram_copy": 51.0}
+    assert cached.measurements["matrix:bfloat16"].p10 == 0.36 and cached.measurements["dram_copy"].value == 51.0
+    assert cached.method["kept_from_cache"] == {"matrix bfloat16": "2026-12-02T00:36:48+00:00"}
+    assert cached.measured_at == "2026-12-02T02:19:36+00:00"
+    # --out writes what was measured, not the merge
+    assert jsonio.loads((tmp_path / "new.json").read_bytes())["matrix_tflops"] == {"bfloat16": 0.034}

@@ -95,18 +95,19 @@ def calibrate(
 ) -> None:
     """Measure and cache the device's ceilings; runs record which ones they used.
 
-    A calibration that measures lower than the cache (beyond the cache's spread) leaves the cache as it was
-    unless `--replace` is given: a busy machine only ever measures low.
+    A ceiling that measures lower than the cached one (beyond the cache's spread) keeps its cached value
+    unless `--replace` is given (a busy machine only ever measures low); the ceilings that rose replace theirs.
     """
     from wlprof import jsonio
-    from wlprof.ceilings import cache_path, load_cached, lower_than, save, stale_against
+    from wlprof.ceilings import cache_path, keep_higher, load_cached, lower_than, rose_above, save, stale_against
     from wlprof.ceilings import calibrate as measure
     from wlprof.device import device_name, resolve_device
     from wlprof.store.atomic import atomic_write_bytes
 
     dev = resolve_device(device)
     previous = load_cached(dev.type, device_name(dev))
-    kept = False  # the cache stays: the new ceilings measured lower and --replace was not given
+    kept = False  # the new ceilings measured lower and --replace was not given: the cached ones stay
+    risen: list[str] = []  # ... except these, which rose
     if show:
         c = previous
         if c is None:
@@ -120,11 +121,14 @@ def calibrate(
         if note:  # ceilings measured on a busy machine are low, and every later run is placed against them
             console(stderr=True).print(f"[yellow]note: {note}; ceilings measured now may be low (every later "
                                        "run is placed against them): calibrate again on a quiet machine[/yellow]")
-        c = measure(dev, quick=quick)
+        measured = c = measure(dev, quick=quick)
         low = lower_than(c, previous) if previous is not None else []
         # a format-1 cache lacks the read, write and cache roofs: the new ceilings replace it anyway
         kept = bool(low) and not replace and previous.migrated_from is None
-        path = cache_path(c.device_type, c.device_name) if kept else save(c)
+        risen = rose_above(c, previous) if kept else []
+        if kept and risen:  # the ceilings that fell keep their cached values, those that rose replace theirs
+            c, _ = keep_higher(c, previous)
+        path = cache_path(c.device_type, c.device_name) if kept and not risen else save(c)
     con = console()
     con.print(ceilings_table(c))
     if c.datasheet:
@@ -140,7 +144,12 @@ def calibrate(
         con.print(f"[yellow]the main-memory buffers ({_bytes(c.method.get('copy_bytes_each_way'))}) are not past "
                   "the last cache: the dram_* ceilings may be cache rates (a quick calibration)[/yellow]")
     if not show and previous is not None:
-        if kept:
+        if kept and risen:
+            con.print(f"[yellow]kept these from the cache of {previous.measured_at}, which measured lower now "
+                      f"({'; '.join(low)}); cached the rest, which rose ({'; '.join(risen)}). A busy machine "
+                      "measures low: calibrate again on a quiet one, or pass --replace to cache all of these "
+                      "anyway[/yellow]")
+        elif kept:
             con.print(f"[yellow]kept the cache of {previous.measured_at}: these measured lower ({'; '.join(low)}). "
                       "A busy machine measures low: calibrate again on a quiet one, or pass --replace to cache "
                       "these anyway[/yellow]")
@@ -148,16 +157,16 @@ def calibrate(
             con.print(f"[yellow]lower than the cache it replaces (measured {previous.measured_at}): "
                       f"{'; '.join(low)}. A busy machine measures low, and every later run is placed against "
                       "these: calibrate again on a quiet one[/yellow]")
-        why = [] if kept else stale_against(previous, c)
+        why = [] if kept and not risen else stale_against(previous, c)
         if why:
             con.print(f"replaces the cache of {previous.measured_at}, now stale: {'; '.join(why)}; runs placed "
                       "against it are marked ceiling_stale in `wlprof report` and `wlprof roofline`")
-    if show or not kept:
+    if show or not kept or risen:
         con.print(f"cached in {path}")
     else:
         con.print(f"the cache stays in {path}")
     if out is not None:
-        atomic_write_bytes(out, jsonio.dumps(c.to_dict(), indent=True))
+        atomic_write_bytes(out, jsonio.dumps((c if show else measured).to_dict(), indent=True))
         con.print(f"wrote {out}")
 
 
