@@ -14,7 +14,11 @@ from wlprof.workloads.gemm import shape_class
     ((64, 64, 64), "balanced"),  # small but square: nothing is skinny
     ((97, 89, 83), "balanced"),
     ((1, 1, 1), "balanced"),
-    ((4096, 1, 4096), "tall-skinny"),  # an outer product: skinny in K
+    ((4096, 1, 4096), "low-K"),  # an outer product: skinny in K alone
+    ((4096, 64, 4096), "low-K"),  # 64 <= 4096 / 8, and M and N are not small
+    ((8, 64, 4096), "medium-skinny"),  # M is the smallest: skinny in M
+    ((64, 64, 4096), "medium-skinny"),  # M ties K: skinny in M first
+    ((1, 1, 4096), "tall-skinny"),
     ((4, 128, 96), "medium-skinny"),  # 4 <= 128 / 8
     ((16, 32, 64), "balanced"),  # 64 < 8 x 16
     ((200, 8192, 8192), "balanced"),  # skinny by ratio, but not small

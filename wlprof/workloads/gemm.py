@@ -23,14 +23,16 @@ SKINNY = 8  # a dimension is skinny when the largest is at least this many times
 
 
 def shape_class(m: int, k: int, n: int) -> str:
-    """tall-skinny: the smallest dimension is 1 (a matrix-vector product or an outer product);
-    medium-skinny: under 128 and an eighth of the largest or less; else balanced (64x64x64 is)."""
+    """Skinny in M or N: tall-skinny when that dimension is 1 (a matrix-vector product), medium-skinny when
+    it is under 128 and an eighth of the largest or less. low-K: the reduction dimension alone is that small
+    (an outer product at K = 1: each output element takes few products, so writing C decides the time).
+    Else balanced (64x64x64 is)."""
     small, large = min(m, k, n), max(m, k, n)
-    if large < SKINNY * small:
+    if large < SKINNY * small or small >= 128:
         return "balanced"
-    if small == 1:
-        return "tall-skinny"
-    return "medium-skinny" if small < 128 else "balanced"
+    if min(m, n) == small:
+        return "tall-skinny" if small == 1 else "medium-skinny"
+    return "low-K"
 
 
 def parse_shape(item: Any, key: Key) -> tuple[int, int, int]:
@@ -76,7 +78,7 @@ class Gemm(Workload):
         Column("m", I64, "rows", "GEMM: rows of A and C"),
         Column("k", I64, "", "GEMM: inner dimension"),
         Column("n", I64, "", "GEMM: columns of B and C; matvec/matmul micro-kernels: matrix side"),
-        Column("shape_class", S, "", "GEMM: balanced, medium-skinny, tall-skinny"),
+        Column("shape_class", S, "", "GEMM: balanced, medium-skinny, tall-skinny, low-K"),
         Column("layout", S, "", "GEMM: operand layout (nn: A @ B; nt: A @ W.T; linear: with a bias)"),
     )
     examples = (
