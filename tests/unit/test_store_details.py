@@ -265,7 +265,8 @@ def test_load_runs_error_texts(tmp_path):
         load_runs(tmp_path / "empty", "steps", arg="--runs")
     assert (e.value.arg, e.value.value) == ("--runs", f"the runs in {tmp_path / 'empty'}/")
     assert err("steps", [ids["A"], ids["B"]]) == (
-        "RUNS", "must come from one device, or pass --allow-mixed-devices", ["dev0", "dev1"], None)
+        "RUNS", "must come from one device, or pass --allow-mixed-devices", ["dev0", "dev1"],
+        f"to keep to one device, name its runs as RUNS (dev0: {ids['A']}; dev1: {ids['B']})")
 
 
 # ---------------------------------------------------------------- run_ceilings, describe

@@ -61,8 +61,20 @@ def load_runs(root: str | Path, table: str, runs: list[str] | None = None, arg: 
                          (f" with workload {workload}" if workload else ""))
     devices = sorted(df.device_name.dropna().unique())
     if len(devices) > 1 and not allow_mixed_devices:
-        raise InputError(arg, "must come from one device, or pass --allow-mixed-devices", devices)
+        raise InputError(arg, "must come from one device, or pass --allow-mixed-devices", devices,
+                         hint=_runs_by_device(df, arg))
     return df
+
+
+def _runs_by_device(df: pd.DataFrame, arg: str) -> str:
+    """Which runs hold each device, so that the user can name one device's runs."""
+    per = df.dropna(subset=["device_name"]).groupby("device_name").run_id.unique()
+    parts = []
+    for dev, ids in per.items():
+        ids = sorted(ids)
+        more = f" and {len(ids) - 3} more" if len(ids) > 3 else ""
+        parts.append(f"{dev}: {' '.join(ids[:3])}{more}")
+    return f"to keep to one device, name its runs as {arg} ({'; '.join(parts)})"
 
 
 def ceilings_of(root: str | Path, run_id: str) -> dict:
