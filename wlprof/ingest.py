@@ -309,6 +309,26 @@ def prestart_workers() -> None:
     del multiprocessing
 
 
+def stop_workers() -> None:
+    """Stop the fork server `prestart_workers` started, at once (a process about to exit need not
+    wait while it unloads its modules). Only once no pool uses it; a later pool starts a new one."""
+    import sys
+
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(forkserver, "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None or not hasattr(server, "_stop"):
+        return
+    import os
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    server._stop()  # closes its pipe and reaps it
+
+
 def _pool(jobs: int):
     """The worker processes for `jobs` > 1 (a context manager), else a context holding None: one
     job runs in this process."""

@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES, files_under, h200_manifest, h200_run
 
 import wlprof
+from wlprof.errors import TraceFormatError
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -293,6 +294,25 @@ def test_streamed_and_whole_parses_agree(tmp_path):
         pd.testing.assert_frame_equal(getattr(a, name).drop(columns=["args_id"], errors="ignore"),
                                       getattr(b, name).drop(columns=["args_id"], errors="ignore"))
     assert [a.args_table[i] for i in a.ops.args_id] == [b.args_table[i] for i in b.ops.args_id]
+
+
+def test_a_truncated_trace_of_many_chunks_names_its_last_byte(tmp_path, monkeypatch):
+    # the offset counts every chunk read before the end, not one byte too many per chunk
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    from big_trace import replicate
+
+    import wlprof.trace.parse as P
+
+    monkeypatch.setattr(P, "CHUNK_BYTES", 4096)  # many chunks past the first MB, read whole
+    whole, cut = tmp_path / "whole.json", tmp_path / "cut.json"
+    replicate(_raw("moe"), whole, 12000)
+    data = whole.read_bytes()
+    cut.write_bytes(data[:len(data) * 2 // 3])
+    with pytest.raises(TraceFormatError, match=rf"ends at byte {len(data) * 2 // 3 - 1} before its event list"):
+        P.read_trace(cut, keep_events=False)
 
 
 def test_ingest_of_a_gpu_trace_without_kernels_says_why(tmp_path, cli):

@@ -32,3 +32,22 @@ def test_errors_survive_the_trip_from_a_worker_process():
     assert (e.path, e.problem, str(e)) == ("x.json", "ends at byte 7", "x.json: ends at byte 7")
     i = pickle.loads(pickle.dumps(InputError(Key("jobs", "store"), "must be positive", 0, hint="try 2")))
     assert (i.arg, i.value, i.hint) == (Key("jobs", "store"), 0, "try 2")
+
+
+@pytest.mark.slow
+def test_a_stopped_fork_server_is_gone_and_the_next_pool_starts_another(tmp_path):
+    import os
+    from multiprocessing import forkserver
+
+    from wlprof.ingest import prestart_workers, stop_workers
+
+    prestart_workers()
+    pid = forkserver._forkserver._forkserver_pid
+    assert pid is not None
+    stop_workers()
+    assert forkserver._forkserver._forkserver_pid is None
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left behind
+        os.waitpid(pid, os.WNOHANG)
+    stop_workers()  # nothing to stop: no error
+    two = ingest(RANKS, tmp_path / "two", jobs=2)
+    assert [f.rank for f in two.files] == [0, 1]

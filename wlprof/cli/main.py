@@ -56,14 +56,21 @@ def _ingests_a_folder(argv: list[str]) -> bool:
 
 
 def main() -> None:
-    if _ingests_a_folder(sys.argv):  # the workers' fork server loads their modules while the commands load
+    folder = _ingests_a_folder(sys.argv)
+    if folder:  # the workers' fork server loads their modules while the commands load
         from wlprof.ingest import prestart_workers
 
         prestart_workers()
     # a command other than `run` is parsed by an app without the workloads' commands (it loads in half the time)
     app = _build(with_run=False) if sys.argv[1:2] and sys.argv[1] in COMMANDS else __getattr__("app")
-    # "wlprof" however it was started (`python -m wlprof`, torchrun -m wlprof): messages name the command to type
-    app(prog_name="wlprof")
+    try:
+        # "wlprof" however it was started (`python -m wlprof`, torchrun -m wlprof): messages name the command to type
+        app(prog_name="wlprof")
+    finally:
+        if folder:
+            from wlprof.ingest import stop_workers
+
+            stop_workers()
 
 
 if __name__ == "__main__":

@@ -274,7 +274,7 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                 yield consumed, chunk
                 del chunk
                 del buf[1:stop + 1]  # keep the spare byte; the next chunk starts after the comma
-                consumed += stop + 1
+                consumed += stop  # buf[1] was at consumed + 1, now buf[stop + 1] is there
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
 
