@@ -299,7 +299,8 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
                                      "kernel_count", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
                                      "cost_unit", "cost_dtype"])
     g = with_op.groupby("_op_pos", sort=True)
-    first = g.first()
+    first = g[["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
+               "op_concrete_inputs", "region", "flops_source", "cost_unit", "cost_dtype"]].first()
     pos = first.index.to_numpy()
     o = pd.DataFrame({
         "step": first.step.to_numpy(),
