@@ -387,8 +387,9 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     point = {"kernels": kernels, "ops": tables.ops, "steps": tables.steps, "overlap": tables.overlap}
     del trace, tables  # the event tables and the join are not written: free them before the writing does
     release()
-    unknown = kernels[kernels.flops_source == "unknown"]
-    no_flops = kernels[kernels.flops.isna()]
+    some = kernels[[c for c in ("dur_us", "op_name", "join_method") if c in kernels]]  # what the summary reads
+    unknown = some[(kernels.flops_source == "unknown").to_numpy()]
+    no_flops = some[kernels.flops.isna().to_numpy()]
     top_unknown = no_flops.groupby(unknown_labels(no_flops)).dur_us.sum().sort_values(ascending=False).head(5)
     files = write_point(run_path, i, variant, point, chrome)
     import pandas as pd

@@ -45,7 +45,7 @@ def match(rows: pd.DataFrame, hosts: dict | None = None) -> pd.DataFrame:
     # instances: (pg, seq) seen on more than one rank with one collective name
     key = ["_pg", "seq"]
     counts = coll.groupby(key)["rank"].transform("nunique")
-    same = coll.groupby(key)["collective"].transform(lambda s: s.fillna("?").nunique() == 1)
+    same = coll.assign(_name=coll["collective"].fillna("?")).groupby(key)["_name"].transform("nunique") == 1
     matched = coll[(counts > 1) & same]
     end = matched.ts_us + matched.dur_us
     offsets: dict[int, float] = {r: 0.0 for r in ranks}

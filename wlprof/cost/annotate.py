@@ -251,7 +251,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     for pos in launching:
         dims_s[pos], types_s[pos], strides_s[pos], conc_s[pos] = by_args[args_ids[pos]]
 
-    k = pd.DataFrame({
+    cols = {  # one frame of every column: a frame grown column by column copies its index each time
         "step": rows.step.to_numpy().astype(np.int32),
         "kind": _obj(kinds),
         "name": _obj(names),
@@ -259,30 +259,31 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
         "device_index": rows.device_index.to_numpy().astype(np.int32),
         "ts_us": rows.ts_ns.to_numpy() / 1000.0,
         "dur_us": dur / 1000.0,
-    })
+    }
     for c in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread"):
-        k[c] = rows[c].to_numpy().astype(np.int32)
+        cols[c] = rows[c].to_numpy().astype(np.int32)
     for c in ("shared_memory_bytes", "blocks_per_sm", "warps_per_sm", "correlation", "has_op"):
-        k[c] = rows[c].to_numpy()
-    k["launch_api"] = _obj(rows["launch_api"].to_numpy(dtype=object))
-    k["join_method"] = _obj(rows["join_method"].to_numpy(dtype=object))
-    k["external_id"] = rows.ext_id.to_numpy()
-    k["op_name"] = _obj([op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    k["op_input_dims"] = _obj([dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    k["op_input_types"] = _obj([types_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    k["op_input_strides"] = _obj([strides_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    k["op_concrete_inputs"] = _obj([conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    k["region"] = _obj(rows.region.to_numpy(dtype=object))
-    k["op_kernel_count"] = np.where(has_op, np.nan_to_num(n_rows_per_op, nan=1), 1).astype(np.int32)
-    k["cost_share"] = share
-    k["flops"] = flops
-    k["bytes"] = nbytes
-    k["bytes_written"] = written
-    k["flops_source"] = _obj(source)
-    k["cost_unit"] = _obj(unit)
-    k["cost_dtype"] = _obj(cdtype)
-    k["_op_pos"] = np.where(has_op, op_pos, -1)
-    k["_event_idx"] = rows.idx.to_numpy()
+        cols[c] = rows[c].to_numpy()
+    cols["launch_api"] = _obj(rows["launch_api"].to_numpy(dtype=object))
+    cols["join_method"] = _obj(rows["join_method"].to_numpy(dtype=object))
+    cols["external_id"] = rows.ext_id.to_numpy()
+    cols["op_name"] = _obj([op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    cols["op_input_dims"] = _obj([dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    cols["op_input_types"] = _obj([types_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    cols["op_input_strides"] = _obj([strides_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    cols["op_concrete_inputs"] = _obj([conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    cols["region"] = _obj(rows.region.to_numpy(dtype=object))
+    cols["op_kernel_count"] = np.where(has_op, np.nan_to_num(n_rows_per_op, nan=1), 1).astype(np.int32)
+    cols["cost_share"] = share
+    cols["flops"] = flops
+    cols["bytes"] = nbytes
+    cols["bytes_written"] = written
+    cols["flops_source"] = _obj(source)
+    cols["cost_unit"] = _obj(unit)
+    cols["cost_dtype"] = _obj(cdtype)
+    cols["_op_pos"] = np.where(has_op, op_pos, -1)
+    cols["_event_idx"] = rows.idx.to_numpy()
+    k = pd.DataFrame(cols)
     add_roofline(k, ceilings, tf32)
 
     o = _ops_table(k, ops)
@@ -298,7 +299,8 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
                                      "kernel_count", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
                                      "cost_unit", "cost_dtype"])
     g = with_op.groupby("_op_pos", sort=True)
-    first = g.first()
+    first = g[["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
+               "op_concrete_inputs", "region", "flops_source", "cost_unit", "cost_dtype"]].first()
     pos = first.index.to_numpy()
     o = pd.DataFrame({
         "step": first.step.to_numpy(),

@@ -478,7 +478,11 @@ class _Tables:
         missing = structs.MISSING
         no_args = structs.NO_ARGS
         join = b"\x00".join
-        op_raw = operator.attrgetter(*structs.RAW_ATTRS[:len(ARG_KEYS)])
+        fields = structs.fields  # an Args struct's fields as one tuple: the values, then the raw fields
+        inputs = len(structs.VALUE_KEYS)  # where the raw fields start: the inputs, then the extras
+        extras, end = inputs + len(INPUT_KEYS), inputs + len(ARG_KEYS)
+        rest = len(structs.RAW_KEYS) - len(INPUT_KEYS)  # the extras and PyTorch 1.8-1.10's "Input dims"
+        absent = structs.ABSENT
         input_raw = operator.attrgetter(*structs.RAW_ATTRS[:len(INPUT_KEYS)])
         extra_raw = operator.attrgetter(*structs.RAW_ATTRS[len(INPUT_KEYS):len(ARG_KEYS)])
         for i, ev in enumerate(events, base):
@@ -522,12 +526,14 @@ class _Tables:
                 if name.startswith("ProfilerStep#"):  # PyTorch 1.8-1.10 record the step as an op
                     a_add((i, code, ev.pid, ev.tid, ts, dur, -1))
                     continue
-                raws = op_raw(a)
-                if not raws[0] and a.r20:  # PyTorch 1.8-1.10's "Input dims"
-                    raws = (a.r20, *raws[1:])
-                key = b"o" + join(raws)
+                t = fields(a)
+                # most ops record no extras: their key is their inputs alone (four fields joined, not 21)
+                key = b"o" + join(t[inputs:extras]) if t[extras:].count(absent) == rest else b"O" + join(t[inputs:])
                 aid = args_ids.get(key)
                 if aid is None:
+                    raws = t[inputs:end]
+                    if not raws[0] and a.r20:  # PyTorch 1.8-1.10's "Input dims"
+                        raws = (a.r20, *raws[1:])
                     aid = self._raw_args(key, ARG_KEYS, raws)
                 o_add((i, code, ev.pid, ev.tid, ts, dur, ext, aid))
             elif cat == "launch":

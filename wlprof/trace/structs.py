@@ -53,10 +53,14 @@ if msgspec is not None:
                                         ("args", Args | None, None)], gc=False, module=__name__)
     _DECODER = msgspec.json.Decoder(list[Event])
     NO_ARGS = Args()  # an event without args
+    ABSENT = _EMPTY  # the raw field of an arg the event does not have
+    fields = msgspec.structs.astuple  # an Args struct's fields, in VALUE_KEYS then RAW_KEYS order
     DecodeError: tuple = (msgspec.DecodeError, *jsonio.JSONDecodeError)
 else:  # pragma: no cover
     Event = None
     NO_ARGS = None
+    ABSENT = None
+    fields = None
     _DECODER = None
     DecodeError = jsonio.JSONDecodeError
 
