@@ -67,7 +67,8 @@ def _ops_of(j):
 #   k_kernel_ext: corr 103, no launch in the trace, the kernel's own External id 3 (C)
 #   k_alone: corr 104, no launch, no External id
 #   launch corr 105 at 150: in the step, outside every op -> k_outside
-#   E aten::empty on thread 2 [10, 15) ext 5: no parent, region or step (its thread has no step annotation)
+#   E aten::empty on thread 2 [10, 15) ext 5: no parent or region (its thread has no annotation); its
+#     step is the one whose span holds its start (a backward op on the autograd thread)
 STEP_TRACE = [
     ann("ProfilerStep#3", 0, 200), ann("fwd", 5, 100),
     op("aten::linear", 10, 30, ext=1), op("aten::mm", 12, 8, ext=2), launch(14, 100, ext=2),
@@ -86,10 +87,19 @@ def test_ops_nest_in_their_parent_region_and_step_on_their_own_thread(tmp_path):
     assert j.ops.name.tolist() == ["aten::linear", "aten::mm", "aten::add", "aten::copy_", "aten::empty"]
     assert parent == [-1, 0, -1, -1, -1]
     assert region == ["fwd", "fwd", "fwd", None, None]
-    assert step == [3, 3, 3, 3, -1]
+    assert step == [3, 3, 3, 3, 3]
     assert has_children == [True, False, False, False, False]
     # A: 30 us less its child's 8; the others have no children
     assert self_ns == [22_000, 8_000, 10_000, 10_000, 5_000]
+
+
+def test_an_op_on_a_thread_without_steps_takes_the_step_that_holds_its_start(tmp_path):
+    # the autograd thread (2) runs backward ops inside step 1 and step 2; one starts after both
+    j = join(_trace(tmp_path, [ann("ProfilerStep#1", 0, 100), ann("ProfilerStep#2", 100, 100),
+                               op("aten::mm", 10, 5, ext=1), op("aten::mm", 150, 5, ext=2),
+                               op("aten::mm", 20, 5, ext=3, tid=2), op("aten::mm", 100, 5, ext=4, tid=2),
+                               op("aten::mm", 250, 5, ext=5, tid=2)]))
+    assert j.ops.step.tolist() == [1, 2, 1, 2, -1]
 
 
 def test_each_device_row_finds_its_op_by_launch_kernel_id_or_time(tmp_path):

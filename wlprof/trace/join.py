@@ -54,6 +54,32 @@ def external_ids_name_ops(trace: RawTrace) -> bool:
     return False
 
 
+def _steps_by_time(step: np.ndarray, events: pd.DataFrame, ann: pd.DataFrame, ann_step: np.ndarray) -> None:
+    """In place: the events (ops, launches) left without a step (-1) because their thread holds no step
+    annotation (the autograd engine's backward thread, a side stream's thread) are given the step of
+    their process whose span holds their start."""
+    todo = np.flatnonzero(step < 0)
+    marked = np.flatnonzero(ann_step >= 0)
+    if not len(todo) or not len(marked):
+        return
+    s_pid = ann.pid.to_numpy()[marked].astype(np.int64)
+    s_start = ann.ts_ns.to_numpy()[marked].astype(np.int64)
+    s_end = s_start + ann.dur_ns.to_numpy()[marked].astype(np.int64)
+    s_num = ann_step[marked]
+    e_pid = events.pid.to_numpy()[todo].astype(np.int64)
+    e_ts = events.ts_ns.to_numpy()[todo].astype(np.int64)
+    for pid in np.unique(s_pid):
+        mine = s_pid == pid
+        order = np.argsort(s_start[mine], kind="stable")
+        st, en, num = s_start[mine][order], s_end[mine][order], s_num[mine][order]
+        sel = np.flatnonzero(e_pid == pid)
+        if not len(sel):
+            continue
+        k = np.searchsorted(st, e_ts[sel], side="right") - 1
+        ok = (k >= 0) & (e_ts[sel] < en[np.maximum(k, 0)])
+        step[todo[sel[ok]]] = num[k[ok]]
+
+
 def _sweep(trace: RawTrace, trust_ext: bool):
     """Nest ops, annotations and launches per thread, by time containment.
 
@@ -116,6 +142,7 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     op_parent[p_s[o]] = parent_op[o]
     op_step[p_s[o]] = step[o]
     op_region_arr[p_s[o]] = region[o]
+    _steps_by_time(op_step, ops, ann, ann_step)
     n_all = len(lau_all)
     lau_parent = np.full(n_all, -1, np.int64)
     lau_region = np.full(n_all, None, dtype=object)
@@ -125,6 +152,7 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     lau_parent[q] = parent_op[la]
     lau_step[q] = step[la]
     lau_region[q] = region[la]
+    _steps_by_time(lau_step, lau_all, ann, ann_step)
     # launches placed by their op
     ext_to_op = pd.Series(np.arange(n_ops), index=ops.ext_id.to_numpy())
     ext_to_op = ext_to_op[~ext_to_op.index.duplicated() & (ext_to_op.index != NO_ID)]
