@@ -114,3 +114,81 @@ def test_describe_says_when_the_step_barely_scales_and_names_the_likelier_batch(
     # most calls changed: no such note
     line = describe(ops, rewrite(ops, 16, 2.0), "16", 16, 2.0)
     assert "in 4 of 5 calls" in line and "barely" not in line
+
+
+def _dims(frame):
+    return [json.loads(x) for x in frame.op_input_dims]
+
+
+# A transformer block's step at batch 4, sequence 1024, width 1024, d_ff 4096: batch x sequence (4096
+# rows) equals d_ff, so only positions and layouts tell an activation from a weight
+BLOCK = ops(
+    ("aten::native_layer_norm", [[4, 1024, 1024], [], [1024], [1024], []],
+     [[1048576, 1024, 1], [], [1], [1], []]),
+    # x @ W1.T + b1: the bias [4096] and the weight view [1024, 4096] are parameters
+    ("aten::addmm", [[4096], [4096, 1024], [1024, 4096], [], []], [[1], [1024, 1], [1, 1024], [], []]),
+    ("aten::gelu", [[4, 1024, 4096], []], [[4194304, 4096, 1], []]),
+    ("aten::_cudnn_attention_forward", [[4, 16, 1024, 64]] * 3, [[1048576, 64, 1024, 1]] * 3),
+    # backward: the weight gradient grad.T @ x (K = 4096 rows), then grad @ W1 (M = 4096 rows)
+    ("aten::mm", [[4096, 4096], [4096, 1024]], [[1, 4096], [1024, 1]]),
+    ("aten::mm", [[4096, 4096], [4096, 1024]], [[4096, 1], [1024, 1]]),
+    # an AMP cast of W1 and the optimizer over the parameters
+    ("aten::copy_", [[4096, 1024], [4096, 1024], []], [[1024, 1], [1024, 1], []]),
+    ("aten::_foreach_add_", [[[4096, 1024], [4096]], []], [[[1024, 1], [1]], []]))
+
+
+def test_batch_scales_activations_and_their_flattening_but_not_weights():
+    from wlprof.predict.scale import batch_mapping, rewrite_batch
+
+    batch, mapping = batch_mapping(BLOCK, 4)
+    # the batch leads the 3-D and 4-D activations; 4 x 1024 = 4096 is its flattening with the sequence,
+    # held as [4096, 1024] rows
+    assert batch == 4 and mapping == {4: 16, 4096: 16384}
+    d = _dims(rewrite_batch(BLOCK, batch, mapping))
+    assert d[0][0] == [16, 1024, 1024] and d[0][2:4] == [[1024], [1024]]
+    assert d[1][:3] == [[4096], [16384, 1024], [1024, 4096]]  # rows x4; bias and weight kept
+    assert d[2][0] == [16, 1024, 4096]
+    assert d[3] == [[16, 16, 1024, 64]] * 3
+    # grad.T [d_ff, rows] is a transposed view: its outermost dimension in memory, the rows, grows; x's
+    # rows are K and follow it; the weight gradient's M and N stay d_ff and width
+    assert d[4] == [[4096, 16384], [16384, 1024]]
+    # grad @ W1: M grows, K (d_ff) and the weight stay
+    assert d[5] == [[16384, 4096], [4096, 1024]]
+    assert d[6][:2] == [[4096, 1024], [4096, 1024]]  # a cast of a parameter
+    assert d[7][0] == [[4096, 1024], [4096]]
+
+
+def test_batch_of_a_seq_first_layout_and_a_convnet_whose_channels_equal_it():
+    from wlprof.predict.scale import batch_mapping, rewrite_batch
+
+    # seq-first attention (sequence 197, batch 64, width 384): [64, 197, *] leads most elements (the
+    # MLP's 1536 wide ones), the in-projection's [197, 64, 1152] and the stacked q, k, v [3, 197, 64, 384]
+    # hold the batch behind the sequence
+    vit = ops(("aten::native_layer_norm", [[64, 197, 384], [], [384], [384], []], [[75648, 384, 1], [], [1], [1], []]),
+              ("aten::gelu", [[64, 197, 1536], []], [[302592, 1536, 1], []]),
+              ("aten::add_", [[197, 64, 1152], [1152], []], [[73728, 1152, 1], [1], []]),
+              ("aten::copy_", [[3, 197, 64, 384], [3, 197, 64, 384], []],
+               [[4841472, 24576, 384, 1], [4841472, 24576, 384, 1], []]))
+    batch, mapping = batch_mapping(vit, 2)
+    d = _dims(rewrite_batch(vit, batch, mapping))
+    assert batch == 64 and d[0][0] == [128, 197, 384] and d[2][:2] == [[197, 128, 1152], [1152]]
+    assert d[1][0] == [128, 197, 1536] and d[3][0] == [3, 197, 128, 384]
+    # batch 64 and 64 channels on a 64 x 64 image: only the batch grows; the weight [64, 3, 3, 3] stays
+    conv = ops(("aten::cudnn_convolution", [[64, 3, 64, 64], [64, 3, 3, 3], []],
+                [[12288, 4096, 64, 1], [27, 9, 3, 1], []]),
+               ("aten::native_batch_norm", [[64, 64, 64, 64], [64], [64], [64], [64], []],
+                [[262144, 4096, 64, 1], [1], [1], [1], [1], []]))
+    batch, mapping = batch_mapping(conv, 4)
+    d = _dims(rewrite_batch(conv, batch, mapping))
+    assert batch == 64 and mapping == {64: 256}
+    assert d[0][:2] == [[256, 3, 64, 64], [64, 3, 3, 3]] and d[1][:2] == [[256, 64, 64, 64], [64]]
+
+
+def test_batch_without_activations_of_three_dimensions_is_the_first_matrix_ops_rows():
+    from wlprof.predict.scale import batch_mapping, rewrite_batch
+
+    batch, mapping = batch_mapping(MLP, 4)
+    assert batch == 64 and mapping == {64: 256}
+    d = _dims(rewrite_batch(MLP, batch, mapping))
+    assert d[0][:3] == [[16384], [256, 4096], [4096, 16384]] and d[2][:3] == [[4096], [256, 16384], [16384, 4096]]
+    assert d[3] == [[256, 4096], [1, 4096]] and d[4][0] == [[256, 32], [256, 32]]

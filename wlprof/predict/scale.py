@@ -1,12 +1,21 @@
 """`--trace FILE --scale DIM=FACTOR`: an ingested step's op calls with one dimension rewritten.
 
-`DIM` names the dimension to rewrite: `batch` (or `rows`, `tokens`) is the rows of the
-step's first matrix op (an MLP's batch, a transformer's batch x sequence), a number is
-that dimension's value itself (`--scale 4096=2` rewrites every dim of 4096). Every input
-dimension equal to it becomes FACTOR times it (rounded, at least 1); strides follow the
-new sizes in the order their tensor was laid out (a broadcast stays a broadcast). Other
-scalars (view sizes, k) are kept. The calls keep their op, dtypes and order; their
-durations are dropped, the original ones kept as `measured_us` for the unscaled step.
+`DIM` names the dimension to rewrite:
+
+- `batch` (or `rows`, `tokens`): the step's batch, the leading dimension most of its activations
+  of three or more dimensions share in memory (a transformer's [batch, sequence, width], a
+  convolution's [batch, channels, height, width]), or, where it has none, the rows of its first
+  matrix op (an MLP's batch). That batch becomes FACTOR times it wherever it is a tensor's outermost
+  dimension in memory, and so do its flattenings with the next dimension (batch x sequence rows, batch
+  x heads) that the trace holds: weights and biases (by their position in the ops that take them), the
+  optimizer's tensor lists and a matrix op's output width N keep their sizes, and a matrix op's inner K
+  follows its first operand's.
+- a number: that dimension's value itself (`--scale 4096=2` rewrites every dim of 4096).
+
+New sizes are rounded (at least 1); strides follow the new sizes in the order their tensor was laid
+out (a broadcast stays a broadcast). Other scalars (view sizes, k) are kept. The calls keep their op,
+dtypes and order; their durations are dropped, the original ones kept as `measured_us` for the
+unscaled step.
 
 `anchored` then predicts the calls the profile holds nothing of (answered from their op's
 other layouts, their class or the base alone) and those whose work their shapes do not say
@@ -46,10 +55,15 @@ def parse_scale(text: str, arg: str = "--scale") -> tuple[str, float]:
 
 
 def batch_dim(ops: pd.DataFrame) -> int | None:
-    """The rows of the first matrix op of the step (M of its first mm, addmm, bmm or linear)."""
+    """The rows of the first matrix op of the step (M of its first mm, addmm, bmm or linear, in time order;
+    a grouped GEMM's rows are its groups')."""
     from wlprof.analysis.models import matrix_dims
 
+    if "ts_us" in ops:
+        ops = ops.sort_values("ts_us", kind="stable")
     for name, dims in zip(ops.op_name, ops.op_input_dims, strict=True):
+        if name == "aten::_grouped_mm":
+            continue
         m = matrix_dims(str(name), dims)[0]
         if not math.isnan(m):
             return int(m)
@@ -115,6 +129,238 @@ def rewrite(ops: pd.DataFrame, value: int, factor: float) -> pd.DataFrame:
     return out
 
 
+# inputs that are parameters (weights, biases, norm statistics), by position, in the ops that take them
+PARAM_POSITIONS = {
+    "aten::addmm": (0, 2), "aten::linear": (1, 2), "aten::_grouped_mm": (1,), "aten::embedding": (0,), "aten::embedding_bag": (0,),
+    "aten::_embedding_bag": (0,), "aten::_cudnn_rnn": (1, 3), "aten::conv1d": (1, 2), "aten::conv2d": (1, 2), "aten::conv3d": (1, 2),
+    "aten::convolution": (1, 2), "aten::_convolution": (1, 2), "aten::cudnn_convolution": (1,),
+    "aten::conv_transpose1d": (1, 2), "aten::conv_transpose2d": (1, 2), "aten::conv_transpose3d": (1, 2),
+    "aten::cudnn_convolution_transpose": (1,), "aten::convolution_backward": (2,),
+    "aten::layer_norm": (2, 3), "aten::native_layer_norm": (2, 3), "aten::native_layer_norm_backward": (5, 6),
+    "aten::rms_norm": (2,), "aten::_fused_rms_norm": (2,), "aten::group_norm": (2, 3),
+    "aten::native_group_norm": (1, 2), "aten::native_group_norm_backward": (4,),
+    "aten::batch_norm": (1, 2, 3, 4), "aten::native_batch_norm": (1, 2, 3, 4),
+    "aten::_native_batch_norm_legit": (1, 2, 3, 4), "aten::_native_batch_norm_legit_no_training": (1, 2, 3, 4),
+    "aten::cudnn_batch_norm": (1, 2, 3, 4), "aten::native_batch_norm_backward": (2, 3, 4, 5, 6),
+    "aten::cudnn_batch_norm_backward": (2, 3, 4, 5, 6),
+}
+MATRIX_OPERANDS = {"aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::matmul": (0, 1), "aten::addmm": (1, 2),
+                   "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2), "aten::_grouped_mm": (0, 1)}
+
+
+def _optimizer(name: str) -> bool:
+    """An optimizer's op over tensor lists (its tensors are parameters and their states)."""
+    return "_foreach_" in name or name.startswith("aten::_fused_adam") or name.startswith("aten::_fused_sgd")
+
+
+def _int_list(t) -> bool:
+    return isinstance(t, list) and all(isinstance(x, int) for x in t)
+
+
+def _outermost(dims: list[int], strides) -> int | None:
+    """The index of a tensor's outermost dimension in memory (the largest stride; size-1 and broadcast
+    dimensions skipped; without strides the first one); None for a scalar."""
+    idx = [j for j, x in enumerate(dims) if x != 1] or list(range(len(dims)))
+    if not idx:
+        return None
+    if _int_list(strides) and len(strides) == len(dims):
+        real = [j for j in idx if strides[j] != 0]
+        if real:
+            return max(real, key=lambda j: (strides[j], -j))
+    return idx[0]
+
+
+def _tensors(ops: pd.DataFrame):
+    """Per call: (op name, [(input position, member, dims, strides)] of its tensor inputs that are not
+    parameters, each member of a tensor list on its own (member None: a plain tensor))."""
+    for name, d_s, s_s in zip(ops.op_name.astype(str), ops.op_input_dims, ops.op_input_strides, strict=True):
+        try:
+            dims = json.loads(d_s) if isinstance(d_s, str) else []
+            strides = json.loads(s_s) if isinstance(s_s, str) else []
+        except ValueError:
+            yield name, []
+            continue
+        if _optimizer(name) or not isinstance(dims, list):
+            yield name, []
+            continue
+        skip = PARAM_POSITIONS.get(name, ())
+        out = []
+        for i, t in enumerate(dims):
+            st = strides[i] if isinstance(strides, list) and i < len(strides) else []
+            if i in skip or not isinstance(t, list):
+                continue
+            if _int_list(t):
+                if t:
+                    out.append((i, None, t, st))
+            else:
+                out += [(i, j, m, st[j] if isinstance(st, list) and j < len(st) else [])
+                        for j, m in enumerate(t) if _int_list(m) and m]
+        yield name, out
+
+
+def _memory_order(dims: list[int], strides) -> list[int]:
+    """A tensor's sizes from its outermost dimension in memory to its innermost (as recorded without
+    strides)."""
+    if not (_int_list(strides) and len(strides) == len(dims)):
+        return list(dims)
+    return [dims[j] for j in sorted(range(len(dims)), key=lambda j: (-strides[j], j))]
+
+
+def _parameters(ops: pd.DataFrame) -> set[tuple[int, ...]]:
+    """The step's parameter shapes, in memory order: the tensors of its optimizer's lists and those at the
+    parameter positions of the ops that take weights."""
+    out: set[tuple[int, ...]] = set()
+    for name, d_s, s_s in zip(ops.op_name.astype(str), ops.op_input_dims, ops.op_input_strides, strict=True):
+        pos = PARAM_POSITIONS.get(name)
+        if not (pos or _optimizer(name)) or not isinstance(d_s, str):
+            continue
+        try:
+            dims = json.loads(d_s)
+            strides = json.loads(s_s) if isinstance(s_s, str) else []
+        except ValueError:
+            continue
+        for i, t in enumerate(dims if isinstance(dims, list) else []):
+            if pos and i not in pos:
+                continue
+            st = strides[i] if isinstance(strides, list) and i < len(strides) else []
+            if name == "aten::_grouped_mm" and not (_int_list(t) and len(t) == 3):
+                continue  # a 2-D second operand is an activation (the weight gradient's)
+            members = [(t, st)] if _int_list(t) else [
+                (m, st[j] if isinstance(st, list) and j < len(st) else []) for j, m in enumerate(t)
+                if _int_list(m)] if isinstance(t, list) else []
+            out |= {tuple(_memory_order(m, ms)) for m, ms in members if m}
+    return out
+
+
+def batch_mapping(ops: pd.DataFrame, factor: float) -> tuple[int | None, dict[int, int]]:
+    """(the step's batch, {old size: new size}) for `--scale batch=FACTOR`: the batch is the first dimension
+    that leads most of the elements of the activations of three or more dimensions (else the first matrix op's rows); the mapping
+    holds it and each flattening of it with the next dimension in memory that the trace holds (a [batch,
+    sequence, ...] activation and a [batch x sequence, ...] one)."""
+    from collections import Counter
+
+    calls = list(_tensors(ops))
+    params = _parameters(ops)
+    lead, lead2 = Counter(), Counter()  # elements led, by a call's distinct tensors of 3+ and of 2 dimensions
+    for name, ts in calls:
+        first = MATRIX_OPERANDS.get(name, (None,))[0]
+        for t in {tuple(t) for i, _, t, st in ts if i == first or tuple(_memory_order(t, st)) not in params}:
+            (lead if len(t) >= 3 else lead2)[t[0]] += math.prod(t)
+    top = max(lead.values(), default=0)
+    tied = [v for v, w in lead.items() if w >= 0.99 * top]  # a tie: the leader of the 2-D ones (a loss's rows)
+    batch = max(tied, key=lambda v: (lead2[v], lead[v])) if lead else batch_dim(ops)
+    if batch is None:
+        return None, {}
+    new = max(1, int(round(batch * factor)))
+    mapping = {batch: new}
+    ordered = {mo for _, ts in calls for _, _, t, st in ts if (mo := tuple(_memory_order(t, st))) not in params}
+    for _, ts in calls:
+        for _, _, t, st in ts:
+            mo = _memory_order(t, st)
+            if len(mo) >= 2 and mo[0] == batch and mo[1] > 1:
+                flat = batch * mo[1]
+                if flat not in mapping and (flat, *mo[2:]) in ordered:
+                    mapping[flat] = new * mo[1]
+    return batch, mapping
+
+
+STACKED = 3  # a leading dimension this small before the batch stacks tensors (q, k and v), it does not lead
+
+
+def _rewritten(t: list[int], st, batch: int, mapping: dict[int, int], inner: set[int]) -> list[int]:
+    """One activation's new sizes: the batch at one dimension, the outermost in memory if it is the batch,
+    else the first, else the first that only `inner` sizes (those that follow the batch in the step's
+    activations: a sequence before its batch) or a stacking precede; a flattening where it is the
+    outermost dimension in memory."""
+    out = list(t)
+    outer = _outermost(t, st)
+    if outer is None:
+        return out
+    if batch != 1:
+        if t[outer] == batch:
+            out[outer] = mapping[batch]
+        elif t[0] == batch:
+            out[0] = mapping[batch]
+        else:
+            for j, x in enumerate(t):
+                if x == batch and all(y in inner or y <= STACKED for y in t[:j]):
+                    out[j] = mapping[batch]
+                    break
+    if t[outer] != batch and t[outer] in mapping and t[outer] != 1:
+        out[outer] = mapping[t[outer]]
+    return out
+
+
+def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.DataFrame:
+    """`ops` with each activation rewritten by `mapping` (`batch_mapping`, `_rewritten`): parameters (by
+    position, and tensors of a parameter's shape other than a matrix op's first operand) kept; within a
+    call, tensors of a rewritten one's shape rewritten alike; in a matrix op the second operand's N kept
+    and its K (and a batched one's batch) following the first's."""
+    out = ops.copy()
+    params = _parameters(ops)
+    inner = {mo[1] for _, ts in _tensors(ops) for _, _, t, st in ts
+             if len(mo := _memory_order(t, st)) >= 3 and mo[0] == batch}
+    dims_col, strides_col = [], []
+    for (name, ts), d_s, s_s in zip(_tensors(ops), ops.op_input_dims, ops.op_input_strides, strict=True):
+        if not ts:
+            dims_col.append(d_s)
+            strides_col.append(s_s)
+            continue
+        dims = json.loads(d_s)
+        strides = json.loads(s_s) if isinstance(s_s, str) else []
+        new_dims = json.loads(d_s)
+        operands = MATRIX_OPERANDS.get(name)
+        first = operands[0] if operands else None
+        moved: dict[tuple, list] = {}
+        kept = []
+        for i, member, t, st in ts:
+            if i != first and tuple(_memory_order(t, st)) in params:
+                continue
+            t_new = _rewritten(t, st, batch, mapping, inner)
+            if t_new != t:
+                moved.setdefault(tuple(t), t_new)
+                _put(new_dims, i, member, t_new)
+            else:
+                kept.append((i, member, t))
+        for i, member, t in kept:  # the same shape as a rewritten tensor of the call: the same new shape
+            if tuple(t) in moved:
+                _put(new_dims, i, member, moved[tuple(t)])
+        if operands and all(a < len(dims) and _int_list(dims[a]) and len(dims[a]) >= 2 for a in operands):
+            a, b = operands
+            a_old, a_new, b_old = dims[a], new_dims[a], dims[b]
+            b_new = list(b_old)  # N never follows the batch; K and a batch dimension follow the first operand
+            if b_old[-2] == a_old[-1]:
+                b_new[-2] = a_new[-1]
+            if len(b_old) == len(a_old) == 3 and b_old[0] == a_old[0]:
+                b_new[0] = a_new[0]
+            new_dims[b] = b_new
+        ns = []
+        for i, t in enumerate(dims):
+            st = strides[i] if isinstance(strides, list) and i < len(strides) else []
+            nt = new_dims[i]
+            if _int_list(t):
+                ns.append(_strides(t, st, nt) if nt != t else st)
+            elif isinstance(t, list):
+                ns.append([_strides(m, st[j] if isinstance(st, list) and j < len(st) else [], nt[j])
+                           if _int_list(m) and nt[j] != m else (st[j] if isinstance(st, list) and j < len(st)
+                                                                else []) for j, m in enumerate(t)])
+            else:
+                ns.append(st)
+        dims_col.append(json.dumps(new_dims, separators=(",", ":")))
+        strides_col.append(json.dumps(ns, separators=(",", ":")))
+    out["op_input_dims"] = dims_col
+    out["op_input_strides"] = strides_col
+    out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
+    out["dur_us"] = np.nan
+    return out
+
+
+def _put(new_dims: list, i: int, member: int | None, t_new: list[int]) -> None:
+    if member is None:
+        new_dims[i] = t_new
+    else:
+        new_dims[i][member] = t_new
+
 def ingest_trace(path: str) -> pd.DataFrame:
     """The op calls of a torch.profiler trace (the pipeline's ops table, no store written)."""
     from wlprof import pipeline
@@ -134,13 +380,15 @@ def ingest_trace(path: str) -> pd.DataFrame:
 def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> tuple[pd.DataFrame, int]:
     """(the calls rewritten, the dimension's value that was scaled)."""
     if dim in ROW_NAMES:
-        value = batch_dim(ops)
+        value, mapping = batch_mapping(ops, factor)
         if value is None:
-            raise InputError(arg, "must name a dimension by its value: the trace has no matrix op to take the "
-                             "batch from", dim)
+            raise InputError(arg, "must name a dimension by its value: the trace has no activation of three or "
+                             "more dimensions and no matrix op to take the batch from", dim)
+        new = rewrite_batch(ops, value, mapping)
+        new.attrs["scale_mapping"] = mapping
     else:
         value = int(dim)
-    new = rewrite(ops, value, factor)
+        new = rewrite(ops, value, factor)
     if value != max(1, int(round(value * factor))) and new.op_input_dims.equals(ops.op_input_dims):
         raise InputError(arg, f"must name a dimension the trace has: no input dimension equals {value}", dim)
     return new, value
@@ -153,8 +401,16 @@ def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, fa
     rounded = "" if exact == new_value else f" ({value} x {factor:g} = {exact:g}, rounded)"
     moved = (before.op_input_dims.reset_index(drop=True) != after.op_input_dims.reset_index(drop=True)).to_numpy()
     changed = int(moved.sum())
-    line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
-            f"{len(after)} calls (one that only equals {value}, a feature map's side say, changes too)")
+    mapping = after.attrs.get("scale_mapping")
+    if dim in ROW_NAMES and mapping:
+        flats = ", ".join(f"{k} -> {v}" for k, v in mapping.items() if k != value)
+        line = (f"--scale {dim}: the batch, {value}, becomes {new_value}{rounded}"
+                + (f" (and its flattenings: {flats})" if flats else "")
+                + f", in {changed} of {len(after)} calls (where it leads an activation; weights, biases, "
+                "optimizer states and a matrix op's output width keep their sizes)")
+    else:
+        line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
+                f"{len(after)} calls (one that only equals {value}, a feature map's side say, changes too)")
     shaped = before.op_input_dims.reset_index(drop=True).map(_leading_dim)
     kept = shaped[~moved & shaped.notna()]
     if changed < 0.5 * len(after):
