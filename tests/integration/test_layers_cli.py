@@ -155,3 +155,23 @@ def test_every_size_parse_accepts_builds_and_every_one_it_refuses_torch_refuses(
     assert sorted(refused) == sorted(
         [("batch_norm", 1, c, 1) for c in (1, 3, 4)] + [("group_norm", 1, c, 1) for c in (1, 4)]
         + [("avg_pool", n, c, 1) for n in (1, 2) for c in (1, 3, 4)])
+
+
+def test_batch_norm_with_float32_weights_beside_bfloat16_activations():
+    wl = workloads.get("layers")
+    spec = wl.parse({"layers": ["batch_norm", "conv2d"], "batch": [2], "channels": [4], "size": [3],
+                     "norm_weights": "float32"}, torch.device("cpu"), torch.bfloat16).spec
+    pts = wl.points(spec)
+    # only the batch norm takes float32 weights (and says so in its variant); the convolution is unchanged
+    assert [p.variant for p in pts] == ["batch_norm N2 C4 S3 w32", "conv2d N2 C4 S3"]
+    assert pts[0].params["norm_weights"] == "float32" and "norm_weights" not in pts[1].params
+    gx, gw, gb = wl.build(pts[0], torch.device("cpu"), torch.bfloat16).step()
+    assert gx.dtype == torch.bfloat16 and gw.dtype == gb.dtype == torch.float32 and gw.shape == (4,)
+
+
+def test_float32_norm_weights_need_a_batch_norm(cli, tmp_path):
+    res = cli("run", "layers", "--layers", "conv2d", "--norm-weights", "float32", "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert "error: --norm-weights applies to batch_norm only, and --layers holds none (got 'float32')" in \
+        " ".join(res.output.split())
+    assert not any(tmp_path.iterdir())

@@ -39,6 +39,7 @@ class LayersSpec:
     kernel_size: int
     head_dim: int
     vocab: int
+    norm_weights: str = "dtype"
 
 
 class Layers(Workload):
@@ -58,6 +59,9 @@ class Layers(Workload):
         Param("head_dim", "int", "attention: width of one head (C must be a multiple of it)",
               default=PerDevice(64, 16)),
         Param("vocab", "int", "embedding: rows of the table", default=PerDevice(32000, 1000)),
+        Param("norm_weights", "str", "batch_norm: its weight, bias and running statistics in the run's dtype "
+              "(dtype) or in float32 beside activations in the run's dtype (float32: what a float32 module "
+              "under torch.autocast runs, another kernel)", choices=("dtype", "float32"), default="dtype"),
     )
     columns = (
         Column("layer", S, "", "training layer: " + ", ".join(LAYERS)),
@@ -67,6 +71,7 @@ class Layers(Workload):
         Column("kernel_size", I64, "", "training layer: conv2d kernel side"),
         Column("head_dim", I64, "", "training layer: attention head width"),
         Column("vocab", I64, "", "training layer: embedding table rows"),
+        Column("norm_weights", S, "", "training layer: batch_norm's weights in the run's dtype or in float32"),
     )
     examples = (
         "wlprof run layers --layers conv2d,batch_norm --batch 2 --channels 16,32 --size 8",
@@ -109,9 +114,12 @@ class Layers(Workload):
                         raise InputError(Key("batch"), (f"must be at least 2 for {layer} at ", Key("size"), *where), n)
         if device.type != "cuda" and not {"batch", "channels", "size"} & values.given:
             notes.append("CPU: batch 2, channels 32, size 8 (GPU default 8,32 / 64,256 / 32)")
+        if values["norm_weights"] != "dtype" and "batch_norm" not in layers:
+            raise InputError(Key("norm_weights"), ("applies to batch_norm only, and ", Key("layers"),
+                                                   " holds none"), values["norm_weights"])
         return Parsed(LayersSpec(tuple(values["layers"]), tuple(values["batch"]), tuple(values["channels"]),
-                                 tuple(values["size"]), values["kernel_size"], values["head_dim"], values["vocab"]),
-                      tuple(notes))
+                                 tuple(values["size"]), values["kernel_size"], values["head_dim"], values["vocab"],
+                                 values["norm_weights"]), tuple(notes))
 
     def points(self, spec: LayersSpec) -> list[Point]:
         out = []
@@ -126,7 +134,10 @@ class Layers(Workload):
                             p["head_dim"] = spec.head_dim
                         elif layer == "embedding":
                             p["vocab"] = spec.vocab
-                        out.append(Point(f"{layer} N{n} C{c} S{s}", p))
+                        mixed = layer == "batch_norm" and spec.norm_weights == "float32"
+                        if mixed:
+                            p["norm_weights"] = "float32"
+                        out.append(Point(f"{layer} N{n} C{c} S{s}" + (" w32" if mixed else ""), p))
         return out
 
     def size_params(self) -> tuple[str, ...]:
@@ -152,8 +163,8 @@ class Layers(Workload):
         n, c, s = p["batch"], p["channels"], p["spatial"]
         gen = torch.Generator(device=device).manual_seed(0)
 
-        def randn(*shape, grad=True):
-            return torch.randn(*shape, device=device, dtype=dtype, generator=gen).requires_grad_(grad)
+        def randn(*shape, grad=True, dt=dtype):
+            return torch.randn(*shape, device=device, dtype=dt, generator=gen).requires_grad_(grad)
 
         layer = p["layer"]
         if layer in IMAGE:
@@ -163,9 +174,10 @@ class Layers(Workload):
             w = randn(c, c, k, k)
             inputs, fwd = (x, w), lambda: F.conv2d(x, w, padding=k // 2)
         elif layer == "batch_norm":
-            w, b = randn(c), randn(c)
-            mean = torch.zeros(c, device=device, dtype=dtype)
-            var = torch.ones(c, device=device, dtype=dtype)
+            wt = torch.float32 if p.get("norm_weights") == "float32" else dtype
+            w, b = randn(c, dt=wt), randn(c, dt=wt)
+            mean = torch.zeros(c, device=device, dtype=wt)
+            var = torch.ones(c, device=device, dtype=wt)
             inputs, fwd = (x, w, b), lambda: F.batch_norm(x, mean, var, w, b, training=True)
         elif layer == "group_norm":
             w, b = randn(c), randn(c)
