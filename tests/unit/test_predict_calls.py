@@ -197,3 +197,24 @@ def test_a_loop_dispatchs_mask_copy_knows_its_working_set_and_where_its_segment_
     other = describe(ops.assign(dispatch="padded"))
     assert other.c2.iat[1] == pytest.approx(math.log2(200)) and other.c3.iat[8] == other.c3.iat[1]
     assert describe(ops.assign(experts=17)).c2.iat[1] == pytest.approx(math.log2(200))
+
+
+def test_a_batch_norm_is_placed_by_its_channels_forward_and_backward():
+    f32 = '"float"'
+    fwd = call("aten::native_batch_norm", "[[64,64,32,32],[64],[64],[64],[64],[],[],[]]",
+               f'[{BF},{f32},{f32},{f32},{f32},"Scalar","Scalar","Scalar"]',
+               "[[65536,1024,32,1],[1],[1],[1],[1],[],[],[]]")
+    bwd = call("aten::native_batch_norm_backward", "[[64,64,32,32],[64,64,32,32],[64],[64],[64],[64],[64],[],[],[]]",
+               f'[{BF},{BF},{f32},{f32},{f32},{f32},{f32},"Scalar","Scalar","ScalarList"]',
+               "[[65536,1024,32,1],[65536,1024,32,1],[1],[1],[1],[1],[1],[],[],[]]")
+    # 64 x 64 x 32 x 32 = 2^22 values over 64 = 2^6 channels: coordinates 22 and 6 for both directions
+    # (the backward's second tensor is the input's gradient, 2^22 values, not its channels)
+    assert fwd[3][0] == bwd[3][0] == 22.0 and fwd[3][2] == bwd[3][2] == 6.0
+    # float32 weights beside bfloat16 activations (torch.autocast) are a group of their own, but the relaxed
+    # group is the op in bfloat16, which the same op with bfloat16 weights shares
+    same = call("aten::native_batch_norm", "[[64,64,32,32],[64],[64],[64],[64],[],[],[]]",
+                f'[{BF},{BF},{BF},{BF},{BF},"Scalar","Scalar","Scalar"]',
+                "[[65536,1024,32,1],[1],[1],[1],[1],[],[],[]]")
+    assert fwd[1] == "memory|aten::native_batch_norm|bfloat16,float32|crrrr|"
+    assert same[1] == "memory|aten::native_batch_norm|bfloat16|crrrr|"
+    assert fwd[2] == same[2] == "memory|aten::native_batch_norm|bfloat16"

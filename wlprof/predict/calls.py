@@ -213,6 +213,11 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     d0 = tensors[0][1]
     inner = d0[-1] if d0 else 1
     n1 = stored[1] if len(stored) > 1 else 0
+    if "batch_norm" in name and len(d0) >= 2:
+        # a batch norm reduces N x spatial per channel, its channels the units it runs in parallel: the
+        # forward's second tensor is a [C] weight, the backward's the input's gradient, so C is taken from
+        # the first tensor's shape for both
+        n1 = d0[1]
     extra = 0.0
     if name == "aten::topk" and len(concrete) > 1:
         try:
@@ -230,7 +235,9 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         extra = _alignment(numel0)
     coords = (_log2(numel0), _log2(inner), _log2(n1), extra, _log2(max((_spread(d, st) for _, d, _, st in tensors),
                                                                         default=1.0)))
-    return cls, group, f"{cls}|{name}|{type_sig}", coords, q
+    # the relaxed group keeps the first floating dtype only: a batch norm's float32 weights beside bfloat16
+    # activations (torch.autocast) and its bfloat16 ones run the same per-element work
+    return cls, group, f"{cls}|{name}|{dtype}", coords, q
 
 
 ALIGN_BITS = 10  # a size that is a multiple of 2^10 ends on a kernel's block as a power of two does
