@@ -158,6 +158,13 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
 LAYER_STUDIES = (
     ("images", "bfloat16", {"layers": ["conv2d", "batch_norm", "group_norm", "max_pool", "avg_pool"],
                             "batch": [8, 32], "channels": [64, 256], "size": [28]}),
+    # a batch norm's time follows its channels (the blocks it runs in parallel) and the N x S x S values each
+    # reduces, from a few hundred to a quarter million, with float32 weights as a float32 module under
+    # torch.autocast runs it; convolutions and pooling over larger batches and images
+    ("images amp", "bfloat16", {"layers": ["batch_norm"], "batch": [4, 32, 256], "channels": [64, 256],
+                                "size": [8, 32], "norm_weights": "float32"}),
+    ("images large", "bfloat16", {"layers": ["conv2d", "max_pool"], "batch": [128], "channels": [64, 256],
+                                  "size": [16, 32]}),
     ("conv fp32", "float32", {"layers": ["conv2d"], "batch": [8, 32], "channels": [128], "size": [32]}),
     ("sequences", "bfloat16", {"layers": ["layer_norm", "attention", "cross_entropy", "embedding"],
                                "batch": [4, 16], "channels": [1024], "size": [256, 1024]}),
