@@ -215,6 +215,6 @@ def test_a_batch_norm_is_placed_by_its_channels_forward_and_backward():
     same = call("aten::native_batch_norm", "[[64,64,32,32],[64],[64],[64],[64],[],[],[]]",
                 f'[{BF},{BF},{BF},{BF},{BF},"Scalar","Scalar","Scalar"]',
                 "[[65536,1024,32,1],[1],[1],[1],[1],[],[],[]]")
-    assert fwd[1] == "memory|aten::native_batch_norm|bfloat16,float32|crrrr|"
-    assert same[1] == "memory|aten::native_batch_norm|bfloat16|crrrr|"
-    assert fwd[2] == same[2] == "memory|aten::native_batch_norm|bfloat16"
+    assert fwd[1] == "norm|aten::native_batch_norm|bfloat16,float32|crrrr|"
+    assert same[1] == "norm|aten::native_batch_norm|bfloat16|crrrr|"
+    assert fwd[2] == same[2] == "norm|aten::native_batch_norm|bfloat16"

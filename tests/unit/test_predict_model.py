@@ -519,3 +519,27 @@ def test_a_spmm_between_profiled_widths_costs_its_passes_not_a_share_of_the_widt
     cases = [(16 << 17, 36, 1 << 17), (16 << 17, 200, 1 << 17), (16 << 19, 288, 1 << 19), (16 << 15, 384, 1 << 15)]
     pred, _ = p.predict(pd.DataFrame([spmm_row(*c, 1.0) for c in cases]))
     assert pred == pytest.approx([true(e, f) for e, f, _ in cases], rel=0.02)
+
+
+def test_a_norm_profiled_only_with_other_dtypes_beside_it_is_answered_from_its_op_in_that_dtype():
+    # a bf16 layer norm backward profiled with float32 mean and rstd (bfloat16,float32), 3x slower than its
+    # base; the same op in float32 throughout (under torch.autocast) has neither its group nor its dtype's
+    # relaxed group in the profile: its op in bfloat16 (the relaxed group) answers, not the norm class
+    def ln_bwd(rows, t, dur, **kw):
+        x = [rows, 1024]
+        return _row("aten::native_layer_norm_backward", [x, x, [], [rows, 1], [rows, 1], [1024], [1024], []],
+                    [t, t, "ScalarList", FLOAT, FLOAT, t, t, "ScalarList"],
+                    [[1024, 1], [1024, 1], [], [1, 1], [1, 1], [1], [1], []], dur, **kw)
+
+    sizes = [2 ** i for i in range(6, 16)]
+    d = describe(pd.DataFrame([ln_bwd(r, BF, 1.0) for r in sizes]))
+    assert set(d.cls) == {"norm"} and set(d.relaxed) == {"norm|aten::native_layer_norm_backward|bfloat16"}
+    true = 3.0 * model.base_us(d, K2)
+    p = model.fit(pd.DataFrame([ln_bwd(r, BF, t, point=i) for i, (r, t) in enumerate(zip(sizes, true, strict=True))]),
+                  K2)
+    q = pd.DataFrame([ln_bwd(2048, FLOAT, 1.0)])
+    dq = describe(q)
+    pred, src = p.predict(q, dq)
+    assert model.SOURCES[src[0]] == "other dtype" and dq.answered_dtype.iat[0] == "bfloat16"
+    # its own base (float32 bytes) times the 3x its op in bfloat16 was measured at
+    assert pred[0] == pytest.approx(3.0 * model.base_us(dq, K2)[0], rel=0.02)

@@ -23,7 +23,7 @@ try:  # orjson parses the recorded JSON 5-10x faster; the standard module where 
 except ImportError:  # pragma: no cover
     from json import loads as _loads
 
-CLASSES = ("gemm", "grouped", "spmm", "index", "compute", "memory", "other")
+CLASSES = ("gemm", "grouped", "spmm", "index", "compute", "norm", "memory", "other")
 NCOORDS = 5  # coordinates per call (log2 sizes), zero-padded per class
 
 GEMM_OPS = frozenset("aten::" + n for n in "mm addmm bmm baddbmm mv addmv addmv_ _scaled_mm".split())
@@ -44,6 +44,13 @@ SYNC_OPS = frozenset("aten::" + n for n in (
     "repeat_interleave").split())
 INDEX_TYPES = frozenset(("long int", "long", "int64_t", "int", "short int", "signed char", "unsigned char",
                          "bool"))
+
+
+def _is_norm(name: str) -> bool:
+    """A normalization layer, forward or backward (batch, layer, group, RMS norm): a reduction per channel
+    or row and a pass over it, slower per byte than a stream, so a class of its own."""
+    op = name.removeprefix("aten::")
+    return name not in DIM_OPS and ("batch_norm" in op or op.endswith(("_norm", "_norm_backward")))
 
 
 def _log2(x: float) -> float:
@@ -229,7 +236,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
                       for j, (_, d, _, st) in enumerate(tensors))
     # an op on the matrix unit that is no GEMM (a convolution, attention, an RNN) is a class of its own:
     # its time follows its FLOPs, and it must not stand in for the memory-bound ops
-    cls = "compute" if q["matrix_unit"] else "memory"
+    cls = "compute" if q["matrix_unit"] else "norm" if _is_norm(name) else "memory"
     group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
     if name != "aten::topk":
         extra = _alignment(numel0)

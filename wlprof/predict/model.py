@@ -14,7 +14,8 @@ with the source that answered it:
   GEMM whose own context the profile holds, how that context's calls differ from the others'
   (`fit_shifts`: an MoE loop's expert GEMMs run slower than the same shapes in the GEMM grid);
 - `other dtype`: its op was profiled in other floating dtypes only (`transfer_dtype`): the nearest
-  one's calls of the same op, layouts and context answer, at the same shapes for a GEMM and at
+  one's calls of the same op, layouts and context answer (or of its other layouts and scalars, the
+  relaxed group, where only those were profiled there), at the same shapes for a GEMM and at
   the same bytes for a memory-bound op, their correction applied to this call's own base time
   (its dtype's measured matrix peak, its element size);
 - `op`: only other layouts or scalars of its op (the relaxed group) were profiled;
@@ -31,7 +32,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
   a tile), against the active experts' weights;
 - spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth; fitted like an index op, its
   rows term the nonzeros times their passes (`spmm_passes`);
-- index and memory: floor + the formula's compulsory bytes / bandwidth;
+- index, norm and memory: floor + the formula's compulsory bytes / bandwidth (a norm, forward or backward,
+  is a class of its own: its per-channel or per-row reductions make it slower per byte than a stream);
 - an index or spmm group profiled at `MIN_FIT` sizes or more: fitted to its calls (`fit_bases`): a floor,
   bytes (more per byte for an index op past 32-bit offsets, where the fit finds it), rows, and a hub's
   chain (its steps from the L2 and from memory at costs of their own, where the fit finds them); bytes
@@ -107,9 +109,9 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     nbytes = d["bytes"].to_numpy(dtype=float)
     out = k.floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
     peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
-    # an op of the compute or memory class: its FLOPs at the peak of the unit it runs on (the matrix unit for a
+    # an op of the compute, norm or memory class: its FLOPs at the peak of the unit it runs on (the matrix unit for a
     # convolution, attention), where they take longer than its bytes
-    mem = np.isin(d.cls.to_numpy(), ("compute", "memory"))
+    mem = np.isin(d.cls.to_numpy(), ("compute", "norm", "memory"))
     if mem.any():
         fl = d.flops.to_numpy(dtype=float)[mem]
         unit = d.matrix_unit.to_numpy(dtype=bool)[mem] if "matrix_unit" in d else np.zeros(mem.sum(), bool)
@@ -392,7 +394,7 @@ class Predictor:
             for dst in _nearest_dtypes(str(t), profiled):
                 moved = transfer_dtype(d.iloc[at], dst)
                 p2, s2 = self._predict(moved)
-                hit = s2 <= SOURCES.index("other context")
+                hit = s2 <= SOURCES.index("op")  # its op in that dtype, at least: nearer than the class
                 pred[at[hit]], src[at[hit]] = p2[hit], SOURCES.index("other dtype")
                 answered[at[hit]] = dst
                 at = at[~hit]
@@ -541,7 +543,7 @@ def transfer_dtype(d: pd.DataFrame, dst: str) -> pd.DataFrame:
     out["relaxed"] = [_swap_dtype(g, t, dst) for g, t in zip(out.relaxed.to_numpy(dtype=object), own, strict=True)]
     shift = np.log2(np.array([_size(t) for t in own], dtype=float) / _size(dst))
     cls = out.cls.to_numpy()
-    mem = cls == "memory"
+    mem = np.isin(cls, ("norm", "memory"))
     topk = np.array(["|aten::topk|" in g for g in out.group.to_numpy(dtype=object)], dtype=bool)
     for j in (0, 1, 2):
         c = out[f"c{j}"].to_numpy(dtype=float).copy()
