@@ -101,6 +101,12 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["predict", "--profile", PROFILE, "--test", "b", "--allow-mixed-devices"],
      "error: --allow-mixed-devices does not apply with --profile, --spec or --trace (a profile is of one device) "
      "(got True)"),
+    # the unknown workload of a --spec was named WORKLOAD, an argument predict does not have
+    (["predict", "--profile", PROFILE, "--spec", "foo"],
+     "error: --spec must start with a workload, one of gemm, mlp, elementwise, moe, gnn, halo, layers (got 'foo')"),
+    (["predict", "--profile", PROFILE, "--spec", "mop tokens=4"], "(got 'mop'); did you mean 'moe'?"),
+    (["predict", "--profile", PROFILE, "--test", "b", "--scale", "batch=2"],
+     "error: --scale applies only with --trace (it rescales the trace's shapes) (got 'batch=2')"),
     (["predict", "--profile", PROFILE, "--test", "b", "--top", "3"],
      "error: --top applies only with --spec or --trace (the op rows of their breakdown) (got 3)"),
     (["run", "moe", "--routing", "dispresed"], "did you mean 'dispersed'?"),

@@ -100,7 +100,7 @@ def predict(
             raise InputError("--profile", "takes exactly one of --test RUN..., --spec SPEC and --trace FILE",
                              ", ".join(given) or "none of them")
         if scale is not None and trace is None:
-            raise InputError("--scale", "applies to --trace", scale)
+            raise InputError("--scale", "applies only with --trace (it rescales the trace's shapes)", scale)
         if dtype is not None and spec is None:
             raise InputError("--dtype", "applies to --spec (a trace or a run keeps its own dtypes)", dtype)
         if top is not None and top < 0:
