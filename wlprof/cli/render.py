@@ -202,6 +202,12 @@ def _col(df: pd.DataFrame, name: str) -> list:
     return list(df[name]) if name in df else [None] * len(df)
 
 
+def flagged(v) -> bool:
+    """Whether a flag cell is set: True or numpy's True (a nullable boolean column); null is not."""
+    numpy = sys.modules.get("numpy")  # a cell can only be numpy's bool where numpy is loaded
+    return v is True or (numpy is not None and isinstance(v, numpy.bool_) and bool(v))
+
+
 def _any(values) -> bool:
     return any(not _missing(v) for v in values)
 
@@ -317,9 +323,9 @@ def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int 
     if any(why):
         cols.append(Col("above roof:\nwhy", masked(why, str), 6, "left", wrap=18,
                         styles=["red" if w == NO_REASON else None for w in why]))
-    if any(v is True for v in _col(steps, "noisy")):
+    if any(flagged(v) for v in _col(steps, "noisy")):
         cols.append(Col("spread", masked(_col(steps, "timing_spread"), lambda v: percent(v)), 7))
-    styles = ["red" if f else ("yellow" if n is True else None) for f, n in zip(failed, _col(steps, "noisy"),
+    styles = ["red" if f else ("yellow" if flagged(n) else None) for f, n in zip(failed, _col(steps, "noisy"),
                                                                                 strict=True)]
     return table(cols, title, width, wide, styles)
 
