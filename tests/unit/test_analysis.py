@@ -272,3 +272,24 @@ def test_the_same_sweep_point_answers_before_the_same_call_elsewhere():
     # in its own point the GEMM took 40 and 44 us (median 42); elsewhere, the median of all three is 40
     assert ladder.predict(test)["L3 profile"].tolist() == [42.0, 40.0]
     assert ladder.sources(test) == {"same point": 0.5, "same call": 0.5, "nearest": 0.0, "regression": 0.0}
+
+
+def test_two_points_give_no_rank_correlation_or_r2_and_the_tables_say_why():
+    from wlprof.analysis.spectrum import FEW_POINTS_NOTE
+    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, spectrum_cells, table
+
+    x = np.array([1.0, 2.0])
+    y = np.array([5.0, 3.0])  # any two points: a line through them fits exactly, their ranks correlate -1
+    assert np.isnan(spearman(x, y)) and np.isnan(r2_linear(x, y)) and np.isnan(r2_flops_only(x, y))
+    three = np.array([1.0, 2.0, 3.0])
+    assert spearman(three, -three) == pytest.approx(-1.0) and r2_linear(three, 2 * three) == pytest.approx(1.0)
+    s = spectrum(pd.concat([_steps("gemm", [1e9, 2e9], [10.0, 30.0]),
+                            _steps("mlp", [1e9, 2e9, 4e9], [1.0, 2.0, 4.0], batch=[1024, 2048, 4096])]))
+    gemm = s[s.family == "GEMM shapes"].iloc[0]
+    assert np.isnan(gemm.spearman) and np.isnan(gemm.r2_linear) and np.isnan(gemm.r2_flops_only)
+    shown, note = spectrum_cells(s)
+    assert note == FEW_POINTS_NOTE and note.startswith("n/a: fewer than 3 points")
+    md = table(shown, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS)
+    assert "| GEMM shapes | 2 | n/a | n/a | n/a |" in md
+    assert "| dense MLP (large batch) | 3 | 1.00 | 1.00 | 1.00 |" in md
+    assert spectrum_cells(s[s.points >= 3])[1] is None

@@ -75,9 +75,11 @@ def ratio(v) -> str:
 
 
 def coef(v) -> str:
-    """A correlation or an R²: two decimals (an R² of -2.22e-16 is 0.00)."""
+    """A correlation or an R²: two decimals (an R² of -2.22e-16 is 0.00); text (why there is none) as is."""
     if _missing(v):
         return "-"
+    if isinstance(v, str):
+        return v
     text = f"{float(v):.2f}"
     return "0.00" if text == "-0.00" else text
 
