@@ -381,11 +381,13 @@ def runs_table(runs: pd.DataFrame, wide: bool = False, width: int | None = None)
     status = [text(s) for s in _col(runs, "status")]
     cols = [Col("run_id", cells(_col(runs, "run_id"), text), 10, "left"),
             Col("workload", cells(_col(runs, "workload"), text), 8, "left"),
+            Col("source", cells(_col(runs, "source"), text), 7, "left"),
             Col("device", cells(_col(runs, "device"), text), 5, "left", wrap=16),
             Col("dtype", cells(_col(runs, "dtype"), text), 6, "left"),
             Col("points", cells(_col(runs, "points"), text), 8),
             Col("status", status, 9, "left", styles=[colour.get(s, "white") for s in status]),
-            Col("created (UTC)", cells(_col(runs, "created"), text), 4, "left")]
+            Col("created (UTC)", cells(_col(runs, "created"), text), 4, "left"),
+            Col("from", cells(_col(runs, "from"), text), 3, "left", wrap=28)]
     return table(cols, None, width, wide)
 
 
