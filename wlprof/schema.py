@@ -312,7 +312,9 @@ def _pandas_metadata(table: str) -> bytes:
     """The `pandas` schema metadata Arrow writes for a DataFrame of this table's pandas types.
 
     Every reader that goes through pyarrow's to_pandas (`pandas.read_parquet` of a file or a folder,
-    `wlprof.load`) then gives the integer parameters pandas' nullable Int64/Int32 dtypes.
+    `wlprof.load`) then gives the integer parameters pandas' nullable Int64/Int32 dtypes, and every
+    boolean column pandas' nullable `boolean` (null where unknown: a point with no timings is neither
+    noisy nor not), never object.
     """
     import numpy as np
     import pandas as pd
@@ -322,7 +324,9 @@ def _pandas_metadata(table: str) -> bytes:
     for c in columns(table):  # empty arrays, not Series: a frame of them is built several times faster
         if pa.types.is_integer(c.type) and c.name in nullable:
             frame[c.name] = pd.array([], dtype="Int32" if c.type == I32 else "Int64")
-        elif pa.types.is_integer(c.type) or pa.types.is_floating(c.type) or pa.types.is_boolean(c.type):
+        elif pa.types.is_boolean(c.type):
+            frame[c.name] = pd.array([], dtype="boolean")
+        elif pa.types.is_integer(c.type) or pa.types.is_floating(c.type):
             frame[c.name] = np.empty(0, dtype=c.type.to_pandas_dtype())
         else:
             frame[c.name] = np.empty(0, dtype=object)

@@ -229,3 +229,24 @@ def test_a_report_refused_after_its_folder_check_leaves_no_empty_folder(tmp_path
 def test_ls_of_a_folder_that_does_not_exist_says_so(tmp_path, cli):
     res = cli("ls", "--traces", tmp_path / "nope")
     assert res.exit_code == 2 and "--traces must be an existing traces folder" in res.output
+
+
+def test_ls_says_whether_a_run_was_generated_or_ingested_and_from_what(tmp_path, cli):
+    import shutil
+
+    from conftest import FIXTURES, h200_run
+
+    gemm = h200_run("gemm")
+    shutil.copytree(gemm, tmp_path / gemm.name)  # `wlprof sweep` of a study file
+    trace = FIXTURES / "h200_zoo3" / "ddp.pt.trace.json.gz"
+    assert cli("ingest", trace, "--traces", tmp_path, "-q", "--name", "ddp").exit_code == 0
+    res = cli("ls", "--traces", tmp_path, "--wide")
+    assert res.exit_code == 0, res.output
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in res.output.splitlines() if line.startswith("│")}
+    head = [c.strip() for c in next(x for x in res.output.splitlines() if x.startswith("┃")).split("┃")[2:-1]]
+    ingested = next(r for r in rows if r.startswith("ddp-"))
+    got = {run: dict(zip(head, cells, strict=True)) for run, cells in rows.items()}
+    assert (got[gemm.name]["source"], got[gemm.name]["from"]) == ("generated", "h200_fixture_gemm.toml")
+    assert (got[ingested]["source"], got[ingested]["from"]) == ("ingested", "ddp.pt.trace.json.gz")
+    assert "source" in cli("ls", "--traces", tmp_path).output  # shown at the default width too

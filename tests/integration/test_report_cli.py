@@ -52,6 +52,19 @@ def test_compare_top_zero_lists_every_kernel_row(traces, cli):
     assert "moe/router" in every.output and "moe/combine" in every.output
 
 
+def test_compare_says_which_statistic_each_number_is(traces, cli):
+    # kernel_us (a median over the profiled steps) stood beside per-category means, neither named
+    moe = h200_run("moe").name
+    res = cli("compare", f"{moe}:concentrated / grouped", f"{moe}:dispersed / grouped", "--traces", traces, "--wide")
+    assert res.exit_code == 0, res.output
+    lines = {line.split("│")[1].strip(): line for line in res.output.splitlines() if line.startswith("│")}
+    assert "median of single calls" in lines["latency_us"] and "median of profiled steps" in lines["kernel_us"]
+    assert "mean of profiled steps" in lines["flops"]
+    assert "kernel time below: the mean of profiled steps (their sum can differ from kernel_us, a median)" \
+        in res.output
+    assert res.output.count("A mean") == 3 * 2  # µs/step and kernels in each of the three tables
+
+
 @pytest.mark.slow
 def test_predict_scores_the_ladder_on_unseen_runs(traces, cli):
     tr = f"{h200_run('gemm').name},{h200_run('mlp').name}"

@@ -39,8 +39,9 @@ def test_sweep_set_overrides_a_study_parameter(tmp_path, cli, cpu_ceilings):
 @pytest.mark.parametrize(("setting", "needle"), [
     ("seed", "--set must be KEY=VALUE"),
     ("=3", "--set must be KEY=VALUE"),
-    ("seed=-2", "params.seed must be an integer >= 0 (got -2)"),
-    ("colour=red", "params.colour is not a parameter of the moe workload"),
+    # a value given with --set is named as given there, not as the study file's params.seed
+    ("seed=-2", "error: --set seed must be an integer >= 0 (got -2)"),
+    ("colour=red", "error: --set colour is not a parameter of the moe workload"),
 ])
 def test_sweep_bad_set_is_refused_and_writes_nothing(tmp_path, cli, setting, needle):
     study = tmp_path / "s.toml"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from wlprof.analysis import models
-from wlprof.analysis.compare import compare_kernels, negative_overhead_note
+from wlprof.analysis.compare import compare_kernels, compare_steps, negative_overhead_note
 from wlprof.analysis.families import add_family, op_category
 from wlprof.analysis.spectrum import equal_flops_spread, r2_flops_only, r2_linear, spearman, spectrum
 
@@ -81,6 +81,29 @@ def test_compare_attributes_the_extra_time():
     # per step: matmul 10 -> 30 (+20), gather/scatter 0 -> 20 (+20): each half of the +40 us
     assert t.loc["matmul", "diff_us"] == 20 and t.loc["matmul", "ratio"] == 3
     assert t.loc["gather/scatter", "dur_us_a"] == 0 and t.loc["gather/scatter", "share_of_diff"] == 0.5
+
+
+def test_compare_puts_communication_in_a_category_of_its_own():
+    # NCCL's kernels (launched under c10d's ops or record_param_comms) and gloo's work were "other" or the
+    # category of the op that happened to launch them
+    assert op_category("c10d::allreduce_") == "communication" and op_category("record_param_comms") == "communication"
+    assert op_category("nccl:all_reduce") == "communication" and op_category("aten::mm") == "matmul"
+    rows = [(s, "aten::mm", None, 10.0, 100.0, 10.0, "ampere_bf16_gemm", None) for s in (0, 1)]
+    a = pd.DataFrame(rows, columns=["step", "op_name", "region", "dur_us", "flops", "bytes", "name", "comm_class"])
+    b = pd.concat([a, pd.DataFrame(
+        [(0, "record_param_comms", None, 8.0, None, None, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "collective"),
+         (1, "aten::copy_", None, 6.0, None, None, "ncclDevKernel_SendRecv", None),  # named by its kernel alone
+         (1, "c10d::send", None, 2.0, None, None, "gloo:send", "p2p"),
+         (1, "aten::copy_", None, 1.0, None, None, "Memcpy DtoD (Device -> Device)", "memcpy")],
+        columns=a.columns)], ignore_index=True)
+    t = compare_kernels(a, b, ["category"]).set_index("category")
+    assert t.loc["communication", "dur_us_b"] == pytest.approx((8 + 6 + 2) / 2)
+    assert t.loc["communication", "kernels_b"] == 1.5 and t.loc["copy/fill", "dur_us_b"] == 0.5
+    assert t.loc["matmul", "diff_us"] == 0
+    steps = compare_steps(pd.Series({"latency_us": 2.0, "flops": 10.0}), pd.Series({"latency_us": 4.0, "flops": 10.0}))
+    said = dict(zip(steps.metric, steps.statistic, strict=True))
+    assert said["latency_us"] == "median of single calls" and said["kernel_us"] == "median of profiled steps"
+    assert said["flops"] == "mean of profiled steps" and said["achieved_tflops"] == "mean FLOPs / median kernel time"
 
 
 def _ops(n, seed, scale=1.0):
@@ -272,3 +295,24 @@ def test_the_same_sweep_point_answers_before_the_same_call_elsewhere():
     # in its own point the GEMM took 40 and 44 us (median 42); elsewhere, the median of all three is 40
     assert ladder.predict(test)["L3 profile"].tolist() == [42.0, 40.0]
     assert ladder.sources(test) == {"same point": 0.5, "same call": 0.5, "nearest": 0.0, "regression": 0.0}
+
+
+def test_two_points_give_no_rank_correlation_or_r2_and_the_tables_say_why():
+    from wlprof.analysis.spectrum import FEW_POINTS_NOTE
+    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, spectrum_cells, table
+
+    x = np.array([1.0, 2.0])
+    y = np.array([5.0, 3.0])  # any two points: a line through them fits exactly, their ranks correlate -1
+    assert np.isnan(spearman(x, y)) and np.isnan(r2_linear(x, y)) and np.isnan(r2_flops_only(x, y))
+    three = np.array([1.0, 2.0, 3.0])
+    assert spearman(three, -three) == pytest.approx(-1.0) and r2_linear(three, 2 * three) == pytest.approx(1.0)
+    s = spectrum(pd.concat([_steps("gemm", [1e9, 2e9], [10.0, 30.0]),
+                            _steps("mlp", [1e9, 2e9, 4e9], [1.0, 2.0, 4.0], batch=[1024, 2048, 4096])]))
+    gemm = s[s.family == "GEMM shapes"].iloc[0]
+    assert np.isnan(gemm.spearman) and np.isnan(gemm.r2_linear) and np.isnan(gemm.r2_flops_only)
+    shown, note = spectrum_cells(s)
+    assert note == FEW_POINTS_NOTE and note.startswith("n/a: fewer than 3 points")
+    md = table(shown, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS)
+    assert "| GEMM shapes | 2 | n/a | n/a | n/a |" in md
+    assert "| dense MLP (large batch) | 3 | 1.00 | 1.00 | 1.00 |" in md
+    assert spectrum_cells(s[s.points >= 3])[1] is None

@@ -40,3 +40,31 @@ def test_model_roles_come_from_the_workloads():
     assert {"expert_counts", "seed", "graph", "backend", "dispatch"} <= set(schema.columns_with("data"))
     assert {"routing", "tokens", "experts", "graph", "scale"} <= set(schema.columns_with("distribution"))
     assert {"imbalance", "mean_in_degree", "max_in_degree"} == set(schema.columns_with("feature"))
+
+
+def test_boolean_columns_read_back_as_nullable_booleans_and_show_as_set(tmp_path):
+    import io
+
+    import numpy as np
+    import pandas as pd
+    import pyarrow.parquet as pq
+    from rich.console import Console
+
+    from wlprof.cli.execute import _noisy_suffix
+    from wlprof.cli.render import steps_table
+    from wlprof.schema import conform
+
+    # `noisy` is null where a point has no timings (an ingested trace): read back, the column was object
+    steps = pd.DataFrame({"run_id": "r", "workload": "gemm", "variant": ["a", "b", "c"], "point": [0, 1, 2],
+                          "status": "ok", "kernel_us": 10.0, "timing_spread": [0.5, np.nan, 0.1],
+                          "timing_spread_of": "kernel", "noisy": [True, None, False]})
+    pq.write_table(conform(steps, "steps"), tmp_path / "s.parquet")
+    back = pd.read_parquet(tmp_path / "s.parquet")
+    assert str(back.noisy.dtype) == "boolean"
+    assert back.noisy.tolist()[::2] == [True, False] and back.noisy.isna().tolist() == [False, True, False]
+    assert isinstance(back.noisy.iloc[0], np.bool_)
+    out = io.StringIO()
+    Console(file=out, width=300).print(steps_table(back, "t", wide=True))
+    assert "spread" in out.getvalue() and "50%" in out.getvalue()
+    assert _noisy_suffix(back.iloc[0].to_dict()) == " (noisy: kernel samples spread 50%)"
+    assert _noisy_suffix(back.iloc[1].to_dict()) == "" and _noisy_suffix(back.iloc[2].to_dict()) == ""

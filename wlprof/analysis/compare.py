@@ -8,8 +8,23 @@ import pandas as pd
 from wlprof.analysis.families import add_category
 from wlprof.analysis.summary import profiled_steps
 
-STEP_COLUMNS = ["latency_us", "back_to_back_us", "graph_us", "kernel_us", "host_overhead_us", "kernels_per_step",
-                "flops", "useful_flops", "executed_flops", "bytes", "achieved_tflops", "achieved_gbps"]
+# The steps-table numbers compared, and the statistic each one is (wlprof.steps.summarize)
+STEP_COLUMNS = {
+    "latency_us": "median of single calls",
+    "back_to_back_us": "median of batches",
+    "graph_us": "median of graph replays",
+    "kernel_us": "median of profiled steps",
+    "host_overhead_us": "median latency - median kernel time",
+    "kernels_per_step": "mean of profiled steps",
+    "flops": "mean of profiled steps",
+    "useful_flops": "mean of profiled steps",
+    "executed_flops": "mean of profiled steps",
+    "bytes": "mean of profiled steps",
+    "achieved_tflops": "mean FLOPs / median kernel time",
+    "achieved_gbps": "mean bytes / median kernel time",
+}
+# What the per-group tables hold: totals over the profiled steps divided by their count
+GROUP_STATISTIC = "mean of profiled steps"
 
 
 def per_step(kernels: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -41,13 +56,13 @@ def compare_kernels(a: pd.DataFrame, b: pd.DataFrame, by: list[str]) -> pd.DataF
 
 
 def compare_steps(a: pd.Series, b: pd.Series) -> pd.DataFrame:
-    """The steps-table numbers of two sweep points, with B / A."""
+    """The steps-table numbers of two sweep points, the statistic each is, and B / A."""
     rows = []
-    for c in STEP_COLUMNS:
+    for c, statistic in STEP_COLUMNS.items():
         va, vb = a.get(c), b.get(c)
         va = float(va) if va is not None and pd.notna(va) else np.nan
         vb = float(vb) if vb is not None and pd.notna(vb) else np.nan
-        rows.append({"metric": c, "a": va, "b": vb, "ratio": vb / va if va else np.nan})
+        rows.append({"metric": c, "statistic": statistic, "a": va, "b": vb, "ratio": vb / va if va else np.nan})
     return pd.DataFrame(rows)
 
 

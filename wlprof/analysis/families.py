@@ -51,19 +51,36 @@ _CATEGORIES = {
     "sort/select": {"sort", "topk", "argsort", "nonzero", "unique", "_unique2", "bincount", "histc"},
 }
 _LOOKUP = {f"aten::{op}": cat for cat, ops in _CATEGORIES.items() for op in ops}
+COMMUNICATION = "communication"  # collectives and P2P: c10d's ops, NCCL's kernels, gloo's work
+_COMM_CLASSES = ("collective", "p2p")  # the kernels table's comm_class values that are communication
 
 
 def op_category(op_name) -> str:
+    """What kind of work an op does: matmul, elementwise, ..., communication, other."""
     if op_name is None or (isinstance(op_name, float) and np.isnan(op_name)):
         return "no op (graph replay)"
+    from wlprof.collectives import is_comm_op
     from wlprof.cost.inductor import gemm_template
 
     if gemm_template(str(op_name)) is not None:  # an Inductor GEMM template launch is a matmul
         return "matmul"
+    if is_comm_op(str(op_name)):
+        return COMMUNICATION
     return _LOOKUP.get(str(op_name), "other")
 
 
 def add_category(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `df` (ops or kernels) with a `category` column; a kernels row that communicates (its
+    comm_class, or a communication kernel's name) is communication whatever op launched it."""
+    from wlprof.collectives import is_comm_kernel
+
     out = df.copy()
-    out["category"] = [op_category(x) for x in out["op_name"]]
+    category = np.array([op_category(x) for x in out["op_name"]], dtype=object)
+    comm = np.zeros(len(out), dtype=bool)
+    if "comm_class" in out:
+        comm |= out["comm_class"].isin(_COMM_CLASSES).to_numpy(dtype=bool)
+    if "name" in out:
+        comm |= np.array([isinstance(n, str) and is_comm_kernel(n) for n in out["name"]], dtype=bool)
+    category[comm] = COMMUNICATION
+    out["category"] = category
     return out

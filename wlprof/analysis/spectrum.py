@@ -10,6 +10,13 @@ import pandas as pd
 
 from wlprof.analysis.families import add_family, workload_label
 
+# The fewest points a rank correlation or an R² is computed from: through two points a line fits exactly and
+# their ranks correlate +-1, whatever the points are.
+MIN_FIT_POINTS = 3
+FEW_POINTS = "n/a"  # what the tables show in their place, with FEW_POINTS_NOTE below
+FEW_POINTS_NOTE = (f"n/a: fewer than {MIN_FIT_POINTS} points, too few for a rank correlation or an R² (through "
+                   "two points a line fits exactly)")
+
 
 def r2(y: np.ndarray, pred: np.ndarray) -> float:
     ss_res = float(np.sum((y - pred) ** 2))
@@ -20,15 +27,17 @@ def r2(y: np.ndarray, pred: np.ndarray) -> float:
 
 
 def r2_linear(x: np.ndarray, y: np.ndarray) -> float:
-    if len(x) < 2 or np.ptp(x) == 0:
+    """R^2 of the least-squares line y = a x + b (NaN below MIN_FIT_POINTS points)."""
+    if len(x) < MIN_FIT_POINTS or np.ptp(x) == 0:
         return float("nan")
     slope, intercept = np.polyfit(x, y, 1)
     return r2(y, slope * x + intercept)
 
 
 def r2_flops_only(x: np.ndarray, y: np.ndarray) -> float:
-    """R^2 of y = x / T with T fitted by least squares through the origin (Level 0, fitted)."""
-    if len(x) < 2 or not np.any(x):
+    """R^2 of y = x / T with T fitted by least squares through the origin (Level 0, fitted); NaN below
+    MIN_FIT_POINTS points."""
+    if len(x) < MIN_FIT_POINTS or not np.any(x):
         return float("nan")
     a = float(np.dot(x, y) / np.dot(x, x))
     return r2(y, a * x)
@@ -63,7 +72,8 @@ def equal_flops_spread(flops: np.ndarray, latency: np.ndarray, rel_tol: float = 
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    if len(x) < 2:
+    """Spearman's rank correlation (NaN below MIN_FIT_POINTS points)."""
+    if len(x) < MIN_FIT_POINTS:
         return float("nan")
     return float(pd.Series(x).rank().corr(pd.Series(y).rank()))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,16 @@ def kernel_summary(kernels: pd.DataFrame) -> pd.DataFrame:
                                                                       ignore_index=True)
 
 
+def run_source(manifest: dict[str, Any]) -> tuple[str, str | None]:
+    """Where a run came from: 'ingested' (`wlprof ingest`) or 'generated' (a workload run by wlprof), and the
+    file it came from (the trace or folder ingested, the study file swept; None for `wlprof run`)."""
+    study = manifest.get("study") or {}
+    named = Path(str(study["source"])).name if study.get("source") else None
+    return ("ingested" if manifest.get("workload") == "ingest" else "generated"), named
+
+
 def runs_overview(manifests: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run: what `wlprof ls` lists."""
     rows = []
     for m in manifests:
         pts = m.get("points", [])
@@ -81,10 +91,12 @@ def runs_overview(manifests: list[dict[str, Any]]) -> pd.DataFrame:
         rows.append({
             "run_id": m.get("run_id"),
             "workload": m.get("workload"),
+            "source": run_source(m)[0],
+            "from": run_source(m)[1],
             "device": (m.get("device") or {}).get("name", "?"),
             "dtype": m.get("dtype", "?"),
             "points": f"{ok}/{len(pts)}",
             "status": m.get("status", "?"),
             "created": (m.get("created_at") or "").replace("+00:00", ""),
         })
-    return pd.DataFrame(rows, columns=["run_id", "workload", "device", "dtype", "points", "status", "created"])
+    return pd.DataFrame(rows, columns=["run_id", "workload", "source", "from", "device", "dtype", "points", "status", "created"])

@@ -60,7 +60,7 @@ def compare(
     wide: Wide = False,
 ) -> None:
     """Timings, then kernel time per step by op category, by phase and by kernel, with B - A and B / A."""
-    from wlprof.analysis.compare import compare_kernels, compare_steps, negative_overhead_note
+    from wlprof.analysis.compare import GROUP_STATISTIC, compare_kernels, compare_steps, negative_overhead_note
     from wlprof.analysis.summary import short_kernel_name
     from wlprof.cli.markdown import rich_table
     from wlprof.errors import InputError
@@ -77,16 +77,20 @@ def compare(
     con = console(wide=wide)
     con.print(f"A: {la}\nB: {lb}", markup=False, highlight=False)
     opts = {"wide": wide, "width": con.width}
-    con.print(rich_table(compare_steps(sa, sb), {"metric": "per step", "a": "A", "b": "B", "ratio": "B / A"},
-                         title="timings and totals", formats={"ratio": render.ratio}, text={"metric"}, **opts))
+    con.print(rich_table(compare_steps(sa, sb), {"metric": "per step", "statistic": "statistic", "a": "A", "b": "B",
+                                                "ratio": "B / A"},
+                         title="timings and totals", formats={"ratio": render.ratio}, text={"metric", "statistic"},
+                         priorities={"metric": 10, "a": 9, "b": 9, "ratio": 8, "statistic": 7}, **opts))
     note = negative_overhead_note({"A": sa, "B": sb})
     if note:
         con.print(note, markup=False, highlight=False)
-    cols = {"dur_us_a": "A\nµs/step", "dur_us_b": "B\nµs/step", "diff_us": "B - A\nµs", "ratio": "B / A",
-            "share_of_diff": "share of\nthe diff.", "kernels_a": "A\nkernels", "kernels_b": "B\nkernels"}
+    cols = {"dur_us_a": "A mean\nµs/step", "dur_us_b": "B mean\nµs/step", "diff_us": "B - A\nµs", "ratio": "B / A",
+            "share_of_diff": "share of\nthe diff.", "kernels_a": "A mean\nkernels", "kernels_b": "B mean\nkernels"}
     formats = {"ratio": render.ratio, "share_of_diff": render.percent}
     prio = {"dur_us_a": 9, "dur_us_b": 9, "diff_us": 8, "ratio": 7, "share_of_diff": 8, "kernels_a": 4,
             "kernels_b": 4}
+    con.print(f"kernel time below: the {GROUP_STATISTIC} (their sum can differ from kernel_us, a median)",
+              markup=False, highlight=False)
     for by, title in ((["category"], "by op category"), (["region"], "by phase (record_function region)")):
         t = compare_kernels(ka, kb, by)
         con.print(rich_table(t.head(rows), {by[0]: by[0], **cols}, title=title, formats=formats, priorities=prio,

@@ -83,7 +83,9 @@ class PointProgress:
 
 
 def _noisy_suffix(row: dict) -> str:
-    if row.get("noisy") is True:
+    from wlprof.cli.render import flagged
+
+    if flagged(row.get("noisy")):
         return f" (noisy: {_spread_text(row)})"
     return ""
 

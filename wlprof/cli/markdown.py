@@ -82,6 +82,20 @@ SPECTRUM_FORMATS: Formats = {
     "equal_flops_spread": render.ratio, "median_peak_fraction": render.percent,
     "median_roofline_fraction": render.percent,
 }
+FIT_COLUMNS = ("spearman", "r2_linear", "r2_flops_only")
+
+
+def spectrum_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The spectrum as its tables show it, and the note to print below them: a family of too few points
+    shows n/a where its rank correlation and R² would be."""
+    from wlprof.analysis.spectrum import FEW_POINTS, FEW_POINTS_NOTE, MIN_FIT_POINTS
+
+    out = frame.astype({c: object for c in FIT_COLUMNS if c in frame})
+    few = out.points < MIN_FIT_POINTS if "points" in out else pd.Series(False, index=out.index)
+    out.loc[few, [c for c in FIT_COLUMNS if c in out]] = FEW_POINTS
+    return out, FEW_POINTS_NOTE if few.any() else None
+
+
 SPECTRUM_PRIORITY = {"family": 10, "points": 4, "spearman": 8, "r2_linear": 6, "r2_flops_only": 8,
                      "equal_flops_spread": 9, "median_peak_fraction": 7, "median_roofline_fraction": 7,
                      "above_roof": 5}

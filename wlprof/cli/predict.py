@@ -18,6 +18,33 @@ EXAMPLES = epilog("wlprof predict --train RUN_A --test RUN_B",
                   "wlprof predict --profile benchmarks/profiles/h200 --trace step.pt.trace.json.gz --scale batch=4")
 
 
+DEFAULT_TOP = 15  # op rows in a --spec or --trace breakdown
+
+# The options one mode takes and the other would ignore: (option, its parameter, the rule)
+PROFILE_ONLY = (("--scale", "scale", "applies only with --profile and --trace (it rescales the trace's shapes)"),
+                ("--top", "top", "applies only with --profile and --spec or --trace (the op rows of their "
+                 "breakdown)"),
+                ("--refit", "refit", "applies only with --profile (it fits the profile's runs again)"),
+                ("--dtype", "dtype", "applies only with --profile and --spec (a run keeps its own dtypes)"))
+TRAIN_ONLY = (("--train", "train", "does not apply with --profile, --spec or --trace (they predict from the "
+               "profile)"),
+              ("--train-traces", "train_traces", "does not apply with --profile, --spec or --trace (they predict "
+               "from the profile)"),
+              ("--allow-mixed-devices", "allow_mixed_devices", "does not apply with --profile, --spec or --trace "
+               "(a profile is of one device)"))
+
+
+def _refuse_other_mode(with_profile: bool, **given) -> None:
+    """Refuse an option the chosen mode would ignore: a --profile option when fitting on --train runs, a
+    --train option with --profile, --spec or --trace."""
+    from wlprof.errors import InputError
+
+    for flag, name, rule in TRAIN_ONLY if with_profile else PROFILE_ONLY:
+        value = given[name]
+        if value is not None and value is not False:
+            raise InputError(flag, rule, str(value) if isinstance(value, Path) else value)
+
+
 @handle_errors
 def predict(
     test: Annotated[list[str] | None, typer.Option(
@@ -43,7 +70,8 @@ def predict(
         "every input dimension equal to its value, so one that only equals it changes too. Default: none.",
         metavar="DIM=FACTOR")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="With --spec: the dtype. Default: bfloat16.")] = None,
-    top: Annotated[int, typer.Option("--top", help="With --spec or --trace: op rows in the breakdown (0: all).")] = 15,
+    top: Annotated[int | None, typer.Option(
+        "--top", help="With --spec or --trace: op rows in the breakdown (0: all). Default: 15.")] = None,
     refit: Annotated[bool, typer.Option("--refit", help="With --profile: fit the profile's runs again.")] = False,
     wide: Wide = False,
 ) -> None:
@@ -59,7 +87,10 @@ def predict(
     from wlprof.store.runs import list_runs
     from wlprof.store.selection import load_runs, ls_hint, split_runs
 
-    if profile is not None or spec is not None or trace is not None:
+    with_profile = profile is not None or spec is not None or trace is not None
+    _refuse_other_mode(with_profile, scale=scale, top=top, refit=refit, dtype=dtype, train=train,
+                       train_traces=train_traces, allow_mixed_devices=allow_mixed_devices)
+    if with_profile:
         from wlprof.cli import predict_profile
 
         if profile is None:
@@ -69,11 +100,14 @@ def predict(
             raise InputError("--profile", "takes exactly one of --test RUN..., --spec SPEC and --trace FILE",
                              ", ".join(given) or "none of them")
         if scale is not None and trace is None:
-            raise InputError("--scale", "applies to --trace", scale)
+            raise InputError("--scale", "applies only with --trace (it rescales the trace's shapes)", scale)
         if dtype is not None and spec is None:
             raise InputError("--dtype", "applies to --spec (a trace or a run keeps its own dtypes)", dtype)
-        if top < 0:
+        if top is not None and top < 0:
             raise InputError("--top", "must be 0 (all) or a positive number", top)
+        if top is not None and spec is None and trace is None:
+            raise InputError("--top", "applies only with --spec or --trace (the op rows of their breakdown)", top)
+        top = DEFAULT_TOP if top is None else top
         if spec is not None:
             return predict_profile.spec(profile, spec, dtype, top, out, refit, wide)
         if trace is not None:

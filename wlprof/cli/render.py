@@ -75,9 +75,11 @@ def ratio(v) -> str:
 
 
 def coef(v) -> str:
-    """A correlation or an R²: two decimals (an R² of -2.22e-16 is 0.00)."""
+    """A correlation or an R²: two decimals (an R² of -2.22e-16 is 0.00); text (why there is none) as is."""
     if _missing(v):
         return "-"
+    if isinstance(v, str):
+        return v
     text = f"{float(v):.2f}"
     return "0.00" if text == "-0.00" else text
 
@@ -202,6 +204,12 @@ def _col(df: pd.DataFrame, name: str) -> list:
     return list(df[name]) if name in df else [None] * len(df)
 
 
+def flagged(v) -> bool:
+    """Whether a flag cell is set: True or numpy's True (a nullable boolean column); null is not."""
+    numpy = sys.modules.get("numpy")  # a cell can only be numpy's bool where numpy is loaded
+    return v is True or (numpy is not None and isinstance(v, numpy.bool_) and bool(v))
+
+
 def _any(values) -> bool:
     return any(not _missing(v) for v in values)
 
@@ -317,9 +325,9 @@ def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int 
     if any(why):
         cols.append(Col("above roof:\nwhy", masked(why, str), 6, "left", wrap=18,
                         styles=["red" if w == NO_REASON else None for w in why]))
-    if any(v is True for v in _col(steps, "noisy")):
+    if any(flagged(v) for v in _col(steps, "noisy")):
         cols.append(Col("spread", masked(_col(steps, "timing_spread"), lambda v: percent(v)), 7))
-    styles = ["red" if f else ("yellow" if n is True else None) for f, n in zip(failed, _col(steps, "noisy"),
+    styles = ["red" if f else ("yellow" if flagged(n) else None) for f, n in zip(failed, _col(steps, "noisy"),
                                                                                 strict=True)]
     return table(cols, title, width, wide, styles)
 
@@ -373,11 +381,13 @@ def runs_table(runs: pd.DataFrame, wide: bool = False, width: int | None = None)
     status = [text(s) for s in _col(runs, "status")]
     cols = [Col("run_id", cells(_col(runs, "run_id"), text), 10, "left"),
             Col("workload", cells(_col(runs, "workload"), text), 8, "left"),
+            Col("source", cells(_col(runs, "source"), text), 7, "left"),
             Col("device", cells(_col(runs, "device"), text), 5, "left", wrap=16),
             Col("dtype", cells(_col(runs, "dtype"), text), 6, "left"),
             Col("points", cells(_col(runs, "points"), text), 8),
             Col("status", status, 9, "left", styles=[colour.get(s, "white") for s in status]),
-            Col("created (UTC)", cells(_col(runs, "created"), text), 4, "left")]
+            Col("created (UTC)", cells(_col(runs, "created"), text), 4, "left"),
+            Col("from", cells(_col(runs, "from"), text), 3, "left", wrap=28)]
     return table(cols, None, width, wide)
 
 

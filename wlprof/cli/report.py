@@ -43,7 +43,13 @@ def _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide) ->
     from rich.markup import escape
 
     from wlprof.analysis.report import EMPTY_SPECTRUM, build_report
-    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, SPECTRUM_PRIORITY, rich_table
+    from wlprof.cli.markdown import (
+        SPECTRUM_COLUMNS,
+        SPECTRUM_FORMATS,
+        SPECTRUM_PRIORITY,
+        rich_table,
+        spectrum_cells,
+    )
     from wlprof.store.selection import load_runs, split_runs
 
     ids = split_runs(runs)
@@ -66,9 +72,12 @@ def _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide) ->
             # an ingested trace has kernel time but no single-call latency: say so, not an empty table
             con.print(f"{title}: {EMPTY_SPECTRUM}", markup=False, highlight=False)
             continue
-        con.print(rich_table(frame, SPECTRUM_COLUMNS, title=title, formats=SPECTRUM_FORMATS, wide=wide,
+        shown, note = spectrum_cells(frame)
+        con.print(rich_table(shown, SPECTRUM_COLUMNS, title=title, formats=SPECTRUM_FORMATS, wide=wide,
                              width=con.width, text={"family", "above_roof"}, wrap={"family": 18, "above_roof": 16},
                              priorities=SPECTRUM_PRIORITY))
+        if note:
+            con.print(note, markup=False, highlight=False)
     if out is not None:
         from wlprof.cli.report_files import write_report
 

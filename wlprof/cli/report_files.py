@@ -169,9 +169,12 @@ def _ceilings_lines(ctx: Context) -> list[str]:
 
 def _spectrum_md(frame: pd.DataFrame) -> str:
     """The spectrum as a Markdown table, or the sentence that says why it has no row."""
-    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, table
+    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, spectrum_cells, table
 
-    return f"{EMPTY_SPECTRUM}.\n" if frame.empty else table(frame, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS)
+    if frame.empty:
+        return f"{EMPTY_SPECTRUM}.\n"
+    shown, note = spectrum_cells(frame)
+    return table(shown, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS) + (f"\n{note}.\n" if note else "")
 
 
 def write_report(rep: Report, out: Path, traces: Path) -> Path:
@@ -217,6 +220,15 @@ def _phase_frame(t: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _spectrum_html(frame: pd.DataFrame) -> str:
+    """The spectrum as an HTML table, with the note on families of too few points."""
+    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS, spectrum_cells
+
+    shown, note = spectrum_cells(frame)
+    return (f"<div class=scroll>{_html_table(shown, SPECTRUM_COLUMNS, SPECTRUM_FORMATS, text={'family'})}</div>"
+            + (f"<p class=meta>{html.escape(note)}.</p>" if note else ""))
+
+
 def _html_table(df: pd.DataFrame, columns: dict[str, str] | None = None, formats: dict | None = None,
                 text: set[str] = frozenset()) -> str:
     from wlprof.cli.markdown import fmt
@@ -253,7 +265,6 @@ figcaption{font-size:14px;color:#444;margin-top:4px}
 
 def html_page(ctx: Context, runs_df: pd.DataFrame, pngs: list[tuple[Figure, bytes]]) -> str:
     """One self-contained page: the provenance of every run, the tables, every figure embedded."""
-    from wlprof.cli.markdown import SPECTRUM_COLUMNS, SPECTRUM_FORMATS
 
     rep = ctx.rep
     esc = html.escape
@@ -268,8 +279,7 @@ def html_page(ctx: Context, runs_df: pd.DataFrame, pngs: list[tuple[Figure, byte
     phases = "".join(f"<h3>{esc(wl)}: kernel time per step by phase (µs)</h3><div class=scroll>"
                      f"{_html_table(_phase_frame(t), text={'variant'})}</div>" for wl, t in rep.phases.items())
     spectrum = "".join(
-        f"<h3>{esc(title)}</h3>" + (f"<p>{esc(EMPTY_SPECTRUM)}.</p>" if frame.empty else f"<div class=scroll>"
-        f"{_html_table(frame, SPECTRUM_COLUMNS, SPECTRUM_FORMATS, text={'family'})}</div>")
+        f"<h3>{esc(title)}</h3>" + (f"<p>{esc(EMPTY_SPECTRUM)}.</p>" if frame.empty else _spectrum_html(frame))
         for title, frame in (("Latency of one call, as a caller sees it", rep.spectrum_latency),
                              ("Kernel time per step", rep.spectrum_kernel)))
     ceilings = "".join(f"<p class=meta>{esc(line)}</p>" for line in _ceilings_lines(ctx))

@@ -59,6 +59,7 @@ def sweep(
     if resume is not None and len(study_files) > 1:
         raise InputError(Key("resume", "store"), "finishes one run: pass one study file with it",
                          [str(f) for f in study_files])
+    set_keys = {Key(a.partition("=")[0].strip()) for a in set_ or []}  # the [params] --set overrides
     studies = []
     for f in study_files:
         study = load_study(f)
@@ -76,6 +77,8 @@ def sweep(
     except InputError as exc:  # an override given as a flag is named as the flag
         if device is not None and exc.arg == Key("device", "study"):
             raise exc.spelled(spell_cli) from None
+        if isinstance(exc.arg, Key) and exc.arg in set_keys:
+            raise exc.spelled(lambda k: f"--set {k.name}" if k in set_keys else spell_study(k)) from None
         raise
     if any(s != "complete" for s in statuses):
         raise SystemExit(1)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from wlprof.errors import InputError, Key
+from wlprof.errors import InputError, Key, did_you_mean
 
 _SPEC_KEY = "--spec"
 BIG = 1 << 16  # floating tensors with more elements live on the meta device
@@ -54,7 +54,9 @@ def parse_spec(text: str, arg: str = "--spec") -> Spec:
     if not parts:
         raise InputError(arg, "must name a workload and its parameters, e.g. 'moe tokens=4096 experts=32'", text)
     name = parts[0]
-    workloads.get(name)  # refuses an unknown workload, naming the choices
+    if name not in workloads.names():
+        raise InputError(arg, f"must start with a workload, one of {', '.join(workloads.names())}", name,
+                         hint=did_you_mean(name, workloads.names()))
     params: dict[str, Any] = {}
     for p in parts[1:]:
         key, sep, raw = p.partition("=")
