@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import wlprof
 from wlprof import pipeline
@@ -544,8 +545,50 @@ def test_pytorch_1_8_cudnn_backward_halves_are_costed_from_their_callers_record(
         # the op's cost is shared over its kernels: their sum gives it back up to the float rounding
         assert per_call.flops.to_numpy() == pytest.approx(flops, rel=1e-12)
         assert per_call["bytes"].to_numpy() == pytest.approx(nbytes, rel=1e-12)
-    # every half of every layer is costed; the forward (stride and padding unrecorded) still is not
+    # every half of every layer is costed
     dev = k[k.kind == "kernel"]
     halves = dev[dev.op_name.fillna("").str.startswith("aten::cudnn_convolution_backward_")]
     assert len(halves) and halves.flops.notna().all()
-    assert dev[dev.op_name == "aten::cudnn_convolution"].flops.isna().all()
+
+
+def test_pytorch_1_8_convolution_forwards_take_their_output_from_the_backwards_grad_output():
+    # cudnn_convolution(self, weight, ...) records no stride, padding or output. Its backward
+    # cudnn_convolution_backward(self, grad_output, weight) records the output's dims as grad_output's:
+    # the stem [32,3,224,224] x [64,3,7,7] has grad_output [32,64,112,112], so
+    # 2 x 32 x 64 x 112 x 112 x 3 x 7 x 7 = 7,552,892,928 FLOPs per call; bytes in float32:
+    # input 32*3*224*224*4 = 19,267,584, weight 64*3*49*4 = 37,632, output 32*64*112*112*4 = 102,760,448.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    _, events = raw(PUBLIC / "kineto_2020_resnet50_array.json.gz")
+    k = pipeline.costed(pipeline.read(PUBLIC / "kineto_2020_resnet50_array.json.gz", keep_events=False)).kernels
+    dev = k[k.kind == "kernel"]
+    conv = dev[dev.op_name == "aten::cudnn_convolution"]
+    stem = conv[conv.op_input_dims.str.startswith("[[32,3,224,224],[64,3,7,7]")].groupby("external_id").sum()
+    assert len(stem) == 6  # the inner of each nested pair, six steps
+    assert stem.flops.to_numpy() == pytest.approx(7_552_892_928, rel=1e-12)
+    assert stem["bytes"].to_numpy() == pytest.approx(19_267_584 + 37_632 + 102_760_448, rel=1e-12)
+    # every costed forward against FlopCounterMode on meta tensors of the same shapes (the counts
+    # depend on the shapes only): the stride and padding that give the backward's output dims
+    outputs = {}
+    for e in events:
+        if isinstance(e, dict) and e.get("name") == "aten::cudnn_convolution_backward":
+            x, go, w = e["args"]["Input dims"][:3]
+            outputs.setdefault((tuple(x), tuple(w)), set()).add(tuple(go))
+    checked = 0
+    for dims, calls in conv[conv.flops.notna()].groupby("op_input_dims"):
+        x, w = json.loads(dims)[:2]
+        (out,) = outputs[(tuple(x), tuple(w))]
+        kh = w[2]
+        xt, wt = torch.empty(x, device="meta"), torch.empty(w, device="meta")
+        with FlopCounterMode(display=False) as counter:
+            y = torch.nn.functional.conv2d(xt, wt, stride=x[2] // out[2], padding=(kh - 1) // 2)
+        assert tuple(y.shape) == out, dims
+        per_call = calls.groupby("external_id").flops.sum().to_numpy()
+        assert per_call == pytest.approx(counter.get_total_flops(), rel=1e-12), dims
+        checked += 1
+    assert checked == 21
+    # two shapes launch kernels naming two element types (im2col4d_kernel<float, long>): no dtype, uncosted.
+    # The forwards' other 120,345 us of 130,507 us are costed: 451,507 + 120,345 = 571,852 us of the
+    # 649,603 us of kernel time have FLOPs (88.0%; 69.5% without the forwards)
+    assert conv.dur_us[conv.flops.notna()].sum() == pytest.approx(130_507 - 10_162)
+    assert dev.dur_us[dev.flops.notna()].sum() == pytest.approx(571_852)
