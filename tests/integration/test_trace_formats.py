@@ -331,6 +331,62 @@ def test_an_event_whose_category_is_not_a_string_is_skipped_not_fatal(tmp_path):
         assert trace.ops.name.tolist() == ["aten::add"] and trace.foreign_events == 2
 
 
+# libkineto/include/ActivityType.h (pytorch/kineto @ 114171dfba68, 2026): every category Kineto writes
+KINETO_ACTIVITY_TYPES = (
+    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel",
+    "external_correlation", "cuda_runtime", "cuda_driver", "cpu_instant_event", "python_function", "overhead",
+    "mtia_runtime", "mtia_ccp_events", "mtia_insight", "cuda_sync", "cuda_event", "mtia_counters",
+    "glow_runtime", "cuda_profiler_range", "hpu_op", "xpu_runtime", "xpu_driver", "collective_comm",
+    "privateuse1_runtime", "privateuse1_driver", "xpu_scope_profiler", "xpu_sync", "hardware_counters",
+    # names the same table held in earlier commits (2021-2025)
+    "gpu_user_Annotation", "mtia_workloadd", "mtia_collective_comm")
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_every_kineto_category_is_read_or_ignored_as_kineto_writes_it(tmp_path, keep):
+    # One aten::mm([64, 32], [32, 16]) per host runtime Kineto knows (CUDA, XPU, PrivateUse1, MTIA; runtime
+    # and driver), each launching one kernel by correlation; MTIA's device work is an mtia_ccp_events
+    # event. Beside them one complete event of every other category on the device's stream or a host
+    # thread: none of them is a row, none is foreign. Each mm: 2 x 64 x 32 x 16 = 65,536 FLOPs.
+    from wlprof.trace.parse import _CATEGORY, KINETO_CATEGORIES
+
+    assert all(c in _CATEGORY or c in KINETO_CATEGORIES for c in KINETO_ACTIVITY_TYPES)
+    runtimes = [("cuda_runtime", "cudaLaunchKernel", "kernel"), ("cuda_driver", "cuLaunchKernel", "kernel"),
+                ("xpu_runtime", "urEnqueueKernelLaunch", "kernel"), ("xpu_driver", "zeCommandListAppendLaunchKernel",
+                                                                      "kernel"),
+                ("privateuse1_runtime", "aclrtLaunchKernel", "kernel"),
+                ("privateuse1_driver", "LaunchKernel", "kernel"), ("mtia_runtime", "mtiaLaunchKernel", "mtia_ccp_events")]
+    events = []
+    for i, (cat, api, dev_cat) in enumerate(runtimes, 1):
+        t = 100 * i
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t, "dur": 20,
+             "args": {"External id": i, "Input Dims": [[64, 32], [32, 16]], "Input type": ["float", "float"]}},
+            {"ph": "X", "cat": cat, "name": api, "pid": 1, "tid": 1, "ts": t + 5, "dur": 3,
+             "args": {"External id": i, "correlation": 1000 + i}},
+            {"ph": "X", "cat": dev_cat, "name": f"gemm_{cat}", "pid": 0, "tid": 7, "ts": t + 30, "dur": 4,
+             "args": {"External id": i, "correlation": 1000 + i, "device": 0, "stream": 7}}]
+    read = set(_CATEGORY)
+    for j, cat in enumerate(c for c in KINETO_ACTIVITY_TYPES if c not in read):
+        events.append({"ph": "X", "cat": cat, "name": f"other_{cat}", "pid": 0, "tid": 7, "ts": 1000 + j,
+                       "dur": 0.5, "args": {"correlation": 5000 + j}})
+    events.append({"ph": "C", "cat": "hardware_counters", "name": "sm__cycles", "pid": "GPU 0 Counters",
+                   "tid": 0, "ts": 1100, "args": {"": 7}})
+    p = tmp_path / "every_category.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    trace = pipeline.read(p, keep_events=keep)
+    assert trace.foreign_events == 0
+    k = pipeline.costed(trace).kernels
+    assert sorted(k.name) == sorted(f"gemm_{c}" for c, _, _ in runtimes)
+    assert (k.kind == "kernel").all() and (k.join_method == "external_id").all()
+    assert (k.op_name == "aten::mm").all() and (k.flops == 2 * 64 * 32 * 16).all()
+    assert sorted(k.launch_api) == sorted(api for _, api, _ in runtimes)
+    # a category Kineto does not write is foreign, and read as nothing
+    p.write_text(json.dumps({"traceEvents": events[:3] + [{**events[2], "cat": "npu_kernel"}]}))
+    trace = pipeline.read(p, keep_events=keep)
+    assert trace.foreign_events == 1 and len(pipeline.costed(trace).kernels) == 1
+
+
 def test_fsdp2_collectives_without_record_param_comms_are_sized_by_their_ops():
     # torch 2.3's FSDP2 on 2 ranks: _c10d_functional::reduce_scatter_tensor(float [4096, 8, 1024]) around
     # c10d::reduce_scatter_tensor_coalesced_(out [[2048, 8, 1024]], in [[4096, 8, 1024]]), and the all_gather

@@ -788,18 +788,24 @@ GPU_WORK_API = r"Launch|Memcpy|Memset"
 # calls (nn.LSTM on the CPU asks it): it runs no GPU work.
 GPU_ONLY_OPS = r"^aten::_?(?:cudnn|miopen)_(?!is_acceptable$)"
 
-# Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
 # The categories Kineto writes that are not read (Python frames, the profiler's own spans, GPU-side
-# annotations, other devices' runtimes): an event of any other category is no torch.profiler event.
+# annotations, synchronization and CUDA-event records, counters, host-side collectives of XPU's oneCCL):
+# an event of any other category is no torch.profiler event.
 KINETO_CATEGORIES = frozenset({
     "python_function", "Trace", "overhead", "gpu_user_annotation", "cpu_instant_event", "cuda_sync",
-    "external_correlation", "cuda_profiler_range", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
-    "glow_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver", "hpu_op",
-    "collective_comm", "gpu_pm_counter", "Python", "User annotation", "cuda_runtime_api", "ac2g", "fwdbwd",
-    "async_cpu_to_gpu"})
+    "cuda_event", "external_correlation", "cuda_profiler_range", "mtia_insight", "mtia_counters",
+    "glow_runtime", "hpu_op", "collective_comm", "xpu_sync", "xpu_scope_profiler", "hardware_counters",
+    "gpu_pm_counter", "Python", "User annotation", "cuda_runtime_api", "ac2g", "fwdbwd", "async_cpu_to_gpu",
+    "gpu_user_Annotation", "mtia_workloadd", "mtia_collective_comm"})  # the last three: older Kineto's names
+# Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones.
+# Every device's host-side runtime and driver calls are launches (XPU's urEnqueueKernelLaunch, a
+# PrivateUse1 backend's, MTIA's), its device work kernels (MTIA's on-device CCP events).
 _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
-             "kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
+             "xpu_runtime": "launch", "xpu_driver": "launch", "privateuse1_runtime": "launch",
+             "privateuse1_driver": "launch", "mtia_runtime": "launch",
+             "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
+             "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
              "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
 def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     """Parse a Chrome trace written by torch.profiler into event tables.
