@@ -31,7 +31,10 @@ def raw(path: Path):
 
 
 def raw_device(events) -> tuple[int, float]:
-    dev = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in DEVICE_CATS]
+    # MTIA's device events: kernels and DMA copies; its event records and waits are synchronization
+    dev = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and (
+        e.get("cat") in DEVICE_CATS
+        or e.get("cat") == "mtia_ccp_events" and e.get("name") not in ("event_record", "event_wait"))]
     return len(dev), float(sum(e.get("dur", 0) for e in dev))
 
 
@@ -385,6 +388,33 @@ def test_every_kineto_category_is_read_or_ignored_as_kineto_writes_it(tmp_path, 
     p.write_text(json.dumps({"traceEvents": events[:3] + [{**events[2], "cat": "npu_kernel"}]}))
     trace = pipeline.read(p, keep_events=keep)
     assert trace.foreign_events == 1 and len(pipeline.costed(trace).kernels) == 1
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_mtia_device_events_are_kernels_and_dma_copies_and_their_waits_are_skipped(keep):
+    # HTA's MTIA training trace (Nov 2024; no deviceProperties): `mtia_runtime` runFunction calls carry the
+    # correlation of their `mtia_ccp_events` kernel and no External id, so the kernel takes the op its launch
+    # lies in. fc-dtype_Float (45,577.336 us) runs in addmm.out(bias [256], x [1024,1463], w [1463,256], 1, 1,
+    # out [1024,256]): 2 x 1024 x 1463 x 256 = 767,033,344 FLOPs; bytes 256*4 + 1024*1463*4 + 1463*256*4
+    # read + 1024*256*4 written = 1,024 + 5,992,448 + 1,498,112 + 1,048,576 = 8,540,160. mul.out of three
+    # float [1024,256]: 262,144 FLOPs, 2 reads + 1 write = 3,145,728 bytes. Two dma_request copies move
+    # their `size` (16 and 163,840 bytes).
+    t = pipeline.read(PUBLIC / "hta_2024_mtia_training_trimmed.json.gz", keep_events=keep)
+    assert device_of(t.meta, t.device) == ("cuda", "unknown GPU") and t.foreign_events == 0
+    k = pipeline.costed(t).kernels.sort_values("ts_us")
+    assert k.kind.tolist() == ["memcpy", "memcpy", "kernel", "kernel"]
+    assert k.dur_us.tolist() == pytest.approx([8.136, 48.024, 45_577.336, 150.552])
+    assert k["bytes"].tolist() == [16, 163_840, 8_540_160, 3_145_728]
+    assert k.flops.tolist()[2:] == [767_033_344, 262_144]
+    assert k.op_name.tolist()[2:] == ["aten::addmm", "aten::mul"] and k.join_method.tolist()[2:] == ["time"] * 2
+    # HTA's MTIA inference trace (Jan 2026, an ARTEMIS device): an event_wait of 15,863.105 us and an
+    # event_record are no rows; a dma_request of 1,024 bytes and a merge kernel (no op launched it) are
+    t = pipeline.read(PUBLIC / "hta_2026_mtia_inference_event_wait.json.gz", keep_events=keep)
+    assert device_of(t.meta, t.device) == ("cuda", "ARTEMIS") and t.foreign_events == 0
+    k = pipeline.costed(t).kernels.sort_values("ts_us")
+    assert list(zip(k.kind, k.name, k.dur_us, strict=True)) == [("memcpy", "dma_request", 5.24),
+                                                                ("kernel", "merge", 7_606.409)]
+    assert k["bytes"].tolist()[0] == 1_024 and not k.has_op.any()
 
 
 def test_fsdp2_collectives_without_record_param_comms_are_sized_by_their_ops():

@@ -451,6 +451,12 @@ class _Tables:
                         args_table.append({k: g(k) for k in INPUT_KEYS if g(k) is not None})
                 a_add((i, code, get("pid"), get("tid"), ts, dur, aid))
             else:
+                nbytes = g("bytes")
+                if raw_cat == "mtia_ccp_events":
+                    if name in MTIA_SYNC:
+                        continue
+                    if name == MTIA_DMA:
+                        cat, nbytes = "gpu_memcpy", g("size")
                 aid = -1
                 if g("Collective name") is not None:  # a collective's message, recorded on its kernel
                     key = dumps([g(k) for k in EXTRA_KEYS])
@@ -461,7 +467,7 @@ class _Tables:
                 d_add((i, cat, code, get("pid"), get("tid"), ts, dur, g("correlation"), ext,
                        g("stream", get("tid")), g("device", get("pid")), g("grid"), g("block"),
                        g("registers per thread"), g("shared memory"), g("blocks per SM"), g("warps per SM"),
-                       g("bytes"), aid))
+                       nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
 
     def _add_structs(self, events: list, base: int) -> None:
@@ -545,6 +551,12 @@ class _Tables:
                     aid = self._raw_args(b"g" + join(raws), INPUT_KEYS, raws)
                 a_add((i, code, ev.pid, ev.tid, ts, dur, aid))
             else:
+                nbytes = a.nbytes
+                if raw_cat == "mtia_ccp_events":
+                    if name in MTIA_SYNC:
+                        continue
+                    if name == MTIA_DMA:
+                        cat, nbytes = "gpu_memcpy", a.size
                 aid = -1
                 if a.r7 and bytes(a.r7) != b"null":  # a collective's message, recorded on its kernel
                     raws = extra_raw(a)
@@ -553,7 +565,7 @@ class _Tables:
                 device = a.device
                 d_add((i, cat, code, ev.pid, ev.tid, ts, dur, a.correlation, ext,
                        ev.tid if stream is missing else stream, ev.pid if device is missing else device,
-                       a.grid, a.block, a.regs, a.smem, a.bps, a.wps, a.nbytes, aid))
+                       a.grid, a.block, a.regs, a.smem, a.bps, a.wps, nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
 
     def pair_begin_end(self) -> None:
@@ -797,9 +809,13 @@ KINETO_CATEGORIES = frozenset({
     "glow_runtime", "hpu_op", "collective_comm", "xpu_sync", "xpu_scope_profiler", "hardware_counters",
     "gpu_pm_counter", "Python", "User annotation", "cuda_runtime_api", "ac2g", "fwdbwd", "async_cpu_to_gpu",
     "gpu_user_Annotation", "mtia_workloadd", "mtia_collective_comm"})  # the last three: older Kineto's names
+# MTIA's on-device events (`mtia_ccp_events`) are kernels, DMA copies (their bytes in `size`) and event
+# records and waits, which are synchronization, not work: those are skipped
+MTIA_DMA = "dma_request"
+MTIA_SYNC = frozenset({"event_record", "event_wait"})
 # Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones.
 # Every device's host-side runtime and driver calls are launches (XPU's urEnqueueKernelLaunch, a
-# PrivateUse1 backend's, MTIA's), its device work kernels (MTIA's on-device CCP events).
+# PrivateUse1 backend's, MTIA's), its device work kernels (MTIA's on-device events, but for the above).
 _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
              "xpu_runtime": "launch", "xpu_driver": "launch", "privateuse1_runtime": "launch",
