@@ -166,6 +166,10 @@ def _split(doc: Any, path: Path) -> tuple[dict, list]:
         return {}, doc
     if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         return {k: v for k, v in doc.items() if k != "traceEvents"}, doc["traceEvents"]
+    if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "schema" in doc:
+        raise TraceFormatError(str(path), "is a PyTorch execution trace (ExecutionTraceObserver's 'nodes'), not a "
+                                          "Chrome trace: ingest the Kineto trace recorded beside it (the profiler's "
+                                          "export_chrome_trace or tensorboard_trace_handler file)")
     raise TraceFormatError(str(path), "not a Chrome trace: expected an object with a 'traceEvents' list")
 
 
