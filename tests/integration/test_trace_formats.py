@@ -391,7 +391,7 @@ def test_every_kineto_category_is_read_or_ignored_as_kineto_writes_it(tmp_path, 
 
 
 @pytest.mark.parametrize("keep", [False, True])
-def test_mtia_device_events_are_kernels_and_dma_copies_and_their_waits_are_skipped(keep):
+def test_mtia_device_events_are_kernels_and_dma_copies_and_their_waits_are_skipped(tmp_path, keep):
     # HTA's MTIA training trace (Nov 2024; no deviceProperties): `mtia_runtime` runFunction calls carry the
     # correlation of their `mtia_ccp_events` kernel and no External id, so the kernel takes the op its launch
     # lies in. fc-dtype_Float (45,577.336 us) runs in addmm.out(bias [256], x [1024,1463], w [1463,256], 1, 1,
@@ -400,17 +400,23 @@ def test_mtia_device_events_are_kernels_and_dma_copies_and_their_waits_are_skipp
     # float [1024,256]: 262,144 FLOPs, 2 reads + 1 write = 3,145,728 bytes. Two dma_request copies move
     # their `size` (16 and 163,840 bytes).
     t = pipeline.read(PUBLIC / "hta_2024_mtia_training_trimmed.json.gz", keep_events=keep)
-    assert device_of(t.meta, t.device) == ("cuda", "unknown GPU") and t.foreign_events == 0
+    assert t.mtia_events == 4 and t.foreign_events == 0
+    assert device_of(t.meta, t.device, mtia=True) == ("cuda", "unknown MTIA")  # it read "unknown GPU"
     k = pipeline.costed(t).kernels.sort_values("ts_us")
     assert k.kind.tolist() == ["memcpy", "memcpy", "kernel", "kernel"]
     assert k.dur_us.tolist() == pytest.approx([8.136, 48.024, 45_577.336, 150.552])
     assert k["bytes"].tolist() == [16, 163_840, 8_540_160, 3_145_728]
     assert k.flops.tolist()[2:] == [767_033_344, 262_144]
     assert k.op_name.tolist()[2:] == ["aten::addmm", "aten::mul"] and k.join_method.tolist()[2:] == ["time"] * 2
+    if keep:  # `wlprof ingest` names the device so
+        from wlprof.ingest import ingest
+
+        run = ingest(PUBLIC / "hta_2024_mtia_training_trimmed.json.gz", traces=tmp_path, jobs=1)
+        assert set(wlprof.load(run.path).device_name) == {"unknown MTIA"}
     # HTA's MTIA inference trace (Jan 2026, an ARTEMIS device): an event_wait of 15,863.105 us and an
     # event_record are no rows; a dma_request of 1,024 bytes and a merge kernel (no op launched it) are
     t = pipeline.read(PUBLIC / "hta_2026_mtia_inference_event_wait.json.gz", keep_events=keep)
-    assert device_of(t.meta, t.device) == ("cuda", "ARTEMIS") and t.foreign_events == 0
+    assert t.mtia_events == 2 and device_of(t.meta, t.device, mtia=True) == ("cuda", "ARTEMIS")
     k = pipeline.costed(t).kernels.sort_values("ts_us")
     assert list(zip(k.kind, k.name, k.dur_us, strict=True)) == [("memcpy", "dma_request", 5.24),
                                                                 ("kernel", "merge", 7_606.409)]

@@ -53,6 +53,7 @@ class RawTrace:
     event_count: int = 0
     legacy_device_events: int = 0  # the legacy autograd profiler's "CUDA functions" intervals (not read)
     foreign_events: int = 0  # complete events of a category torch.profiler does not write
+    mtia_events: int = 0  # device rows of MTIA (mtia_ccp_events): the device is an MTIA, not a GPU
     untimed_example: str | None = None  # the first skipped event with a non-numeric ts/dur, described
 
     @property
@@ -368,6 +369,7 @@ class _Tables:
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
         self.foreign = 0  # complete events of a category Kineto does not write
+        self.mtia = 0  # device rows read from MTIA's mtia_ccp_events
         self.begin_end: list[tuple[int, Any]] = []  # (index, event) of B/E events, paired in `pair_begin_end`
         self.unpaired = 0  # B events without their E, E events without their B
         self.paired = False  # rows were added from B/E pairs, out of file order
@@ -459,6 +461,7 @@ class _Tables:
                 if raw_cat == "mtia_ccp_events":
                     if name in MTIA_SYNC:
                         continue
+                    self.mtia += 1
                     if name == MTIA_DMA:
                         cat, nbytes = "gpu_memcpy", g("size")
                 aid = -1
@@ -559,6 +562,7 @@ class _Tables:
                 if raw_cat == "mtia_ccp_events":
                     if name in MTIA_SYNC:
                         continue
+                    self.mtia += 1
                     if name == MTIA_DMA:
                         cat, nbytes = "gpu_memcpy", a.size
                 aid = -1
@@ -875,7 +879,7 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                         "they time each op with CUDA events (nested ops overlap), they are not kernels")
     raw = RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
                    args_table=tables.args_table, warnings=warnings, event_count=tables.count,
-                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign,
+                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign, mtia_events=tables.mtia,
                    untimed_example=tables.untimed_example, **frames)
     lost = raw.gpu_work_without_device
     if lost:
