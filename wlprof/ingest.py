@@ -373,7 +373,8 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     from wlprof.trace.identity import device_of, rank_of
 
     trace = pipeline.read(f, keep_events=False)
-    device_type, device_name = device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None)
+    device_type, device_name = device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None,
+                                         trace.mtia_events > 0)
     ceilings, origin = _ceilings(device_type, device_name, ceilings_file)
     rank = rank_of(trace.meta, i, f.name, _communicates(trace))
     variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name

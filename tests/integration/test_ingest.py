@@ -205,6 +205,11 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
     (b'{"schemaVersion": 1, "displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "cat": "Line 55", '
      b'"name": "tl.load", "ts": 1, "dur": 2, "pid": 0, "tid": 0}, {"ph": "X", "cat": ["odd"], "name": "x", '
      b'"ts": 3, "dur": 1}]}', "has no torch.profiler events (cpu_op, kernel, cuda_runtime): not a torch.profiler"),
+    # a PyTorch execution trace (HTA's and param's test data keep them beside their Kineto traces): it read
+    # "not a Chrome trace: expected an object with a 'traceEvents' list"
+    (b'{"schema": "1.0.1", "pid": 563677, "time": "2023-07-14 11:53:07", "start_ts": 6278907328, "nodes": [{'
+     b'"name": "aten::empty", "id": 5, "rf_id": 3, "parent": 4, "inputs": [], "input_shapes": []}]}',
+     "is a PyTorch execution trace (ExecutionTraceObserver's 'nodes'), not a Chrome trace: ingest the Kineto trace"),
     # Ascend's torch_npu writes ts as a string (its trace_view.json): cpu_op events there, none read;
     # the first one is named, not called "no torch.profiler events"
     (b'[{"ph": "X", "name": "aten::empty", "pid": 7, "tid": 7, "ts": "1704161511420306.491", "dur": 13.08, '

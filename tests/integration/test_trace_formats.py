@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import wlprof
 from wlprof import pipeline
@@ -30,7 +31,10 @@ def raw(path: Path):
 
 
 def raw_device(events) -> tuple[int, float]:
-    dev = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in DEVICE_CATS]
+    # MTIA's device events: kernels and DMA copies; its event records and waits are synchronization
+    dev = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and (
+        e.get("cat") in DEVICE_CATS
+        or e.get("cat") == "mtia_ccp_events" and e.get("name") not in ("event_record", "event_wait"))]
     return len(dev), float(sum(e.get("dur", 0) for e in dev))
 
 
@@ -330,6 +334,95 @@ def test_an_event_whose_category_is_not_a_string_is_skipped_not_fatal(tmp_path):
         assert trace.ops.name.tolist() == ["aten::add"] and trace.foreign_events == 2
 
 
+# libkineto/include/ActivityType.h (pytorch/kineto @ 114171dfba68, 2026): every category Kineto writes
+KINETO_ACTIVITY_TYPES = (
+    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel",
+    "external_correlation", "cuda_runtime", "cuda_driver", "cpu_instant_event", "python_function", "overhead",
+    "mtia_runtime", "mtia_ccp_events", "mtia_insight", "cuda_sync", "cuda_event", "mtia_counters",
+    "glow_runtime", "cuda_profiler_range", "hpu_op", "xpu_runtime", "xpu_driver", "collective_comm",
+    "privateuse1_runtime", "privateuse1_driver", "xpu_scope_profiler", "xpu_sync", "hardware_counters",
+    # names the same table held in earlier commits (2021-2025)
+    "gpu_user_Annotation", "mtia_workloadd", "mtia_collective_comm")
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_every_kineto_category_is_read_or_ignored_as_kineto_writes_it(tmp_path, keep):
+    # One aten::mm([64, 32], [32, 16]) per host runtime Kineto knows (CUDA, XPU, PrivateUse1, MTIA; runtime
+    # and driver), each launching one kernel by correlation; MTIA's device work is an mtia_ccp_events
+    # event. Beside them one complete event of every other category on the device's stream or a host
+    # thread: none of them is a row, none is foreign. Each mm: 2 x 64 x 32 x 16 = 65,536 FLOPs.
+    from wlprof.trace.parse import _CATEGORY, KINETO_CATEGORIES
+
+    assert all(c in _CATEGORY or c in KINETO_CATEGORIES for c in KINETO_ACTIVITY_TYPES)
+    runtimes = [("cuda_runtime", "cudaLaunchKernel", "kernel"), ("cuda_driver", "cuLaunchKernel", "kernel"),
+                ("xpu_runtime", "urEnqueueKernelLaunch", "kernel"), ("xpu_driver", "zeCommandListAppendLaunchKernel",
+                                                                      "kernel"),
+                ("privateuse1_runtime", "aclrtLaunchKernel", "kernel"),
+                ("privateuse1_driver", "LaunchKernel", "kernel"), ("mtia_runtime", "mtiaLaunchKernel", "mtia_ccp_events")]
+    events = []
+    for i, (cat, api, dev_cat) in enumerate(runtimes, 1):
+        t = 100 * i
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t, "dur": 20,
+             "args": {"External id": i, "Input Dims": [[64, 32], [32, 16]], "Input type": ["float", "float"]}},
+            {"ph": "X", "cat": cat, "name": api, "pid": 1, "tid": 1, "ts": t + 5, "dur": 3,
+             "args": {"External id": i, "correlation": 1000 + i}},
+            {"ph": "X", "cat": dev_cat, "name": f"gemm_{cat}", "pid": 0, "tid": 7, "ts": t + 30, "dur": 4,
+             "args": {"External id": i, "correlation": 1000 + i, "device": 0, "stream": 7}}]
+    read = set(_CATEGORY)
+    for j, cat in enumerate(c for c in KINETO_ACTIVITY_TYPES if c not in read):
+        events.append({"ph": "X", "cat": cat, "name": f"other_{cat}", "pid": 0, "tid": 7, "ts": 1000 + j,
+                       "dur": 0.5, "args": {"correlation": 5000 + j}})
+    events.append({"ph": "C", "cat": "hardware_counters", "name": "sm__cycles", "pid": "GPU 0 Counters",
+                   "tid": 0, "ts": 1100, "args": {"": 7}})
+    p = tmp_path / "every_category.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    trace = pipeline.read(p, keep_events=keep)
+    assert trace.foreign_events == 0
+    k = pipeline.costed(trace).kernels
+    assert sorted(k.name) == sorted(f"gemm_{c}" for c, _, _ in runtimes)
+    assert (k.kind == "kernel").all() and (k.join_method == "external_id").all()
+    assert (k.op_name == "aten::mm").all() and (k.flops == 2 * 64 * 32 * 16).all()
+    assert sorted(k.launch_api) == sorted(api for _, api, _ in runtimes)
+    # a category Kineto does not write is foreign, and read as nothing
+    p.write_text(json.dumps({"traceEvents": events[:3] + [{**events[2], "cat": "npu_kernel"}]}))
+    trace = pipeline.read(p, keep_events=keep)
+    assert trace.foreign_events == 1 and len(pipeline.costed(trace).kernels) == 1
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_mtia_device_events_are_kernels_and_dma_copies_and_their_waits_are_skipped(tmp_path, keep):
+    # HTA's MTIA training trace (Nov 2024; no deviceProperties): `mtia_runtime` runFunction calls carry the
+    # correlation of their `mtia_ccp_events` kernel and no External id, so the kernel takes the op its launch
+    # lies in. fc-dtype_Float (45,577.336 us) runs in addmm.out(bias [256], x [1024,1463], w [1463,256], 1, 1,
+    # out [1024,256]): 2 x 1024 x 1463 x 256 = 767,033,344 FLOPs; bytes 256*4 + 1024*1463*4 + 1463*256*4
+    # read + 1024*256*4 written = 1,024 + 5,992,448 + 1,498,112 + 1,048,576 = 8,540,160. mul.out of three
+    # float [1024,256]: 262,144 FLOPs, 2 reads + 1 write = 3,145,728 bytes. Two dma_request copies move
+    # their `size` (16 and 163,840 bytes).
+    t = pipeline.read(PUBLIC / "hta_2024_mtia_training_trimmed.json.gz", keep_events=keep)
+    assert t.mtia_events == 4 and t.foreign_events == 0
+    assert device_of(t.meta, t.device, mtia=True) == ("cuda", "unknown MTIA")  # it read "unknown GPU"
+    k = pipeline.costed(t).kernels.sort_values("ts_us")
+    assert k.kind.tolist() == ["memcpy", "memcpy", "kernel", "kernel"]
+    assert k.dur_us.tolist() == pytest.approx([8.136, 48.024, 45_577.336, 150.552])
+    assert k["bytes"].tolist() == [16, 163_840, 8_540_160, 3_145_728]
+    assert k.flops.tolist()[2:] == [767_033_344, 262_144]
+    assert k.op_name.tolist()[2:] == ["aten::addmm", "aten::mul"] and k.join_method.tolist()[2:] == ["time"] * 2
+    if keep:  # `wlprof ingest` names the device so
+        from wlprof.ingest import ingest
+
+        run = ingest(PUBLIC / "hta_2024_mtia_training_trimmed.json.gz", traces=tmp_path, jobs=1)
+        assert set(wlprof.load(run.path).device_name) == {"unknown MTIA"}
+    # HTA's MTIA inference trace (Jan 2026, an ARTEMIS device): an event_wait of 15,863.105 us and an
+    # event_record are no rows; a dma_request of 1,024 bytes and a merge kernel (no op launched it) are
+    t = pipeline.read(PUBLIC / "hta_2026_mtia_inference_event_wait.json.gz", keep_events=keep)
+    assert t.mtia_events == 2 and device_of(t.meta, t.device, mtia=True) == ("cuda", "ARTEMIS")
+    k = pipeline.costed(t).kernels.sort_values("ts_us")
+    assert list(zip(k.kind, k.name, k.dur_us, strict=True)) == [("memcpy", "dma_request", 5.24),
+                                                                ("kernel", "merge", 7_606.409)]
+    assert k["bytes"].tolist()[0] == 1_024 and not k.has_op.any()
+
+
 def test_fsdp2_collectives_without_record_param_comms_are_sized_by_their_ops():
     # torch 2.3's FSDP2 on 2 ranks: _c10d_functional::reduce_scatter_tensor(float [4096, 8, 1024]) around
     # c10d::reduce_scatter_tensor_coalesced_(out [[2048, 8, 1024]], in [[4096, 8, 1024]]), and the all_gather
@@ -544,8 +637,50 @@ def test_pytorch_1_8_cudnn_backward_halves_are_costed_from_their_callers_record(
         # the op's cost is shared over its kernels: their sum gives it back up to the float rounding
         assert per_call.flops.to_numpy() == pytest.approx(flops, rel=1e-12)
         assert per_call["bytes"].to_numpy() == pytest.approx(nbytes, rel=1e-12)
-    # every half of every layer is costed; the forward (stride and padding unrecorded) still is not
+    # every half of every layer is costed
     dev = k[k.kind == "kernel"]
     halves = dev[dev.op_name.fillna("").str.startswith("aten::cudnn_convolution_backward_")]
     assert len(halves) and halves.flops.notna().all()
-    assert dev[dev.op_name == "aten::cudnn_convolution"].flops.isna().all()
+
+
+def test_pytorch_1_8_convolution_forwards_take_their_output_from_the_backwards_grad_output():
+    # cudnn_convolution(self, weight, ...) records no stride, padding or output. Its backward
+    # cudnn_convolution_backward(self, grad_output, weight) records the output's dims as grad_output's:
+    # the stem [32,3,224,224] x [64,3,7,7] has grad_output [32,64,112,112], so
+    # 2 x 32 x 64 x 112 x 112 x 3 x 7 x 7 = 7,552,892,928 FLOPs per call; bytes in float32:
+    # input 32*3*224*224*4 = 19,267,584, weight 64*3*49*4 = 37,632, output 32*64*112*112*4 = 102,760,448.
+    from torch.utils.flop_counter import FlopCounterMode
+
+    _, events = raw(PUBLIC / "kineto_2020_resnet50_array.json.gz")
+    k = pipeline.costed(pipeline.read(PUBLIC / "kineto_2020_resnet50_array.json.gz", keep_events=False)).kernels
+    dev = k[k.kind == "kernel"]
+    conv = dev[dev.op_name == "aten::cudnn_convolution"]
+    stem = conv[conv.op_input_dims.str.startswith("[[32,3,224,224],[64,3,7,7]")].groupby("external_id").sum()
+    assert len(stem) == 6  # the inner of each nested pair, six steps
+    assert stem.flops.to_numpy() == pytest.approx(7_552_892_928, rel=1e-12)
+    assert stem["bytes"].to_numpy() == pytest.approx(19_267_584 + 37_632 + 102_760_448, rel=1e-12)
+    # every costed forward against FlopCounterMode on meta tensors of the same shapes (the counts
+    # depend on the shapes only): the stride and padding that give the backward's output dims
+    outputs = {}
+    for e in events:
+        if isinstance(e, dict) and e.get("name") == "aten::cudnn_convolution_backward":
+            x, go, w = e["args"]["Input dims"][:3]
+            outputs.setdefault((tuple(x), tuple(w)), set()).add(tuple(go))
+    checked = 0
+    for dims, calls in conv[conv.flops.notna()].groupby("op_input_dims"):
+        x, w = json.loads(dims)[:2]
+        (out,) = outputs[(tuple(x), tuple(w))]
+        kh = w[2]
+        xt, wt = torch.empty(x, device="meta"), torch.empty(w, device="meta")
+        with FlopCounterMode(display=False) as counter:
+            y = torch.nn.functional.conv2d(xt, wt, stride=x[2] // out[2], padding=(kh - 1) // 2)
+        assert tuple(y.shape) == out, dims
+        per_call = calls.groupby("external_id").flops.sum().to_numpy()
+        assert per_call == pytest.approx(counter.get_total_flops(), rel=1e-12), dims
+        checked += 1
+    assert checked == 21
+    # two shapes launch kernels naming two element types (im2col4d_kernel<float, long>): no dtype, uncosted.
+    # The forwards' other 120,345 us of 130,507 us are costed: 451,507 + 120,345 = 571,852 us of the
+    # 649,603 us of kernel time have FLOPs (88.0%; 69.5% without the forwards)
+    assert conv.dur_us[conv.flops.notna()].sum() == pytest.approx(130_507 - 10_162)
+    assert dev.dur_us[dev.flops.notna()].sum() == pytest.approx(571_852)

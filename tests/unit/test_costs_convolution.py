@@ -146,3 +146,33 @@ def test_a_forward_convolution_whose_stride_and_padding_were_not_recorded_is_unk
     # _convolution's transposed (arg 6) decides; its output padding (arg 7) matters only when transposed
     assert cost_of(op("aten::_convolution", x, w, NONE, *args[:3], NONE, *args[4:])) is None
     assert cost_of(op("aten::_convolution", x, w, NONE, *args[:4], NONE, args[5])).flops == known.flops
+
+
+def test_an_unrecorded_forward_takes_its_output_dims_from_the_backwards_that_agree():
+    from wlprof.cost.convolution import forward_outputs
+
+    x, w, go = [5, 3, 224, 224], [64, 3, 7, 7], [5, 64, 112, 112]
+    bwd = {"Input Dims": [x, go, w, [], [], []]}  # cudnn_convolution_backward(self, grad_output, weight, ...)
+    assert forward_outputs([("aten::cudnn_convolution_backward", bwd)] * 2) == {(tuple(x), tuple(w)): tuple(go)}
+    # convolution_backward(grad_output, input, weight, ...) orders them otherwise
+    assert forward_outputs([("aten::convolution_backward", {"Input Dims": [go, x, w]})]) == \
+        {(tuple(x), tuple(w)): tuple(go)}
+    # two strides over the same shapes: backwards that disagree say nothing
+    other = {"Input Dims": [x, [5, 64, 218, 218], w]}
+    assert forward_outputs([("aten::cudnn_convolution_backward", bwd),
+                            ("aten::cudnn_convolution_backward", other)]) == {}
+    # a grad_output whose channels are not the weight's output channels is not this forward's output
+    assert forward_outputs([("aten::cudnn_convolution_backward", {"Input Dims": [x, [5, 32, 112, 112], w]})]) == {}
+    # the forward: 2 x 5 x 64 x 112^2 x 3 x 49 = 1,180,139,520 FLOPs, as with stride 2 and padding 3
+    unrecorded = [NONE] * 6  # (bias?, padding, stride, dilation, groups, benchmark, ...) of PyTorch 1.8
+    call = op("aten::cudnn_convolution", T(x), T(w), *unrecorded)
+    assert cost_of(call) is None
+    c = cost_of(replace(call, output_dims=tuple(go)))
+    assert c.flops == 2 * 5 * 64 * 112 * 112 * 3 * 49
+    # reads x 3,010,560 and w 37,632 bytes, writes 5*64*112*112*4 = 16,056,320
+    assert (c.bytes, c.written) == (3_010_560 + 37_632 + 16_056_320, 16_056_320)
+    # dims of another batch or channel count are refused
+    assert cost_of(replace(call, output_dims=(5, 32, 112, 112))) is None
+    # a transposed convolution needs its groups and output padding, which the dims do not replace
+    assert cost_of(replace(op("aten::cudnn_convolution_transpose", T(x), T(w), *unrecorded),
+                           output_dims=tuple(go))) is None

@@ -19,7 +19,9 @@ import pandas as pd
 from wlprof.ceilings import Ceilings
 from wlprof.cost.attribution import ancestors
 from wlprof.cost.kernel_types import element_type
-from wlprof.cost.registry import FORMULA, Cost, OpCall, cost_of, uses_children, uses_kernels, uses_parent
+from wlprof.cost.convolution import forward_outputs
+from wlprof.cost.registry import (FORMULA, Cost, OpCall, cost_of, uses_backward, uses_children, uses_kernels,
+                                  uses_parent)
 from wlprof.cost.roofline import add_roofline
 
 WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost
@@ -69,6 +71,11 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
     wants = np.array([not dispatcher[p] and uses_children(names[p]) for p in positions], dtype=bool)
     children = _children(ops, op_positions[wants]) if wants.any() else {}
+    # a forward's output dims from its backward's grad_output, only for the formulas that read them
+    outputs = {}
+    if any(not dispatcher[p] and uses_backward(names[p]) for p in positions):
+        outputs = forward_outputs((n, args_table[a]) for n, a in zip(names, args_id, strict=True)
+                                  if n.endswith("convolution_backward"))
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
     with_parent = set(op_positions[calls_parent].tolist())
@@ -91,9 +98,21 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
             if par >= 0:
                 pargs = args_table[args_id[par]]
                 caller = OpCall.from_args(names[par], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs) else pargs)
-            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested, caller))
+            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested, caller,
+                                                 _output_of(outputs, names[pos], args)))
         out[pos] = memo[key]
     return out
+
+
+def _output_of(outputs: dict, name: str, args: dict) -> tuple:
+    """The output dims `outputs` (forward_outputs) holds for a call's first two inputs, or ()."""
+    dims = args.get("Input Dims") if outputs and uses_backward(name) else None
+    if not isinstance(dims, list) or len(dims) < 2 or not all(isinstance(d, list) for d in dims[:2]):
+        return ()
+    try:
+        return outputs.get((tuple(dims[0]), tuple(dims[1])), ())
+    except TypeError:  # a nested list in a foreign trace: not a shape
+        return ()
 
 
 def _untyped(args: dict) -> bool:

@@ -163,3 +163,36 @@ def convolution_backward_weight(call: OpCall) -> Cost | None:
     p = _caller(call, go, x, 0)
     w = p.tensor(2) if p is not None else None
     return None if w is None else _backward(go, x, w, False, [False, True, False], 0)
+
+
+# Backwards whose grad_output has their forward's output dims: name -> positions of (input, grad_output, weight)
+_BACKWARD_AT = {
+    "aten::cudnn_convolution_backward": (0, 1, 2),
+    "aten::miopen_convolution_backward": (0, 1, 2),
+    "aten::convolution_backward": (1, 0, 2),
+}
+
+
+def _dims(d) -> bool:
+    return isinstance(d, list) and bool(d) and all(isinstance(v, int) for v in d)
+
+
+def forward_outputs(calls) -> dict[tuple, tuple]:
+    """(input dims, weight dims) -> output dims, from the grad_output of each convolution backward.
+
+    `calls`: (name, recorded args) pairs. A pair of dims whose backwards record different grad_output
+    dims, or a grad_output whose batch and channels are not the input's batch and the weight's output
+    channels, is left out.
+    """
+    seen: dict[tuple, set] = {}
+    for name, args in calls:
+        at = _BACKWARD_AT.get(name)
+        dims = args.get("Input Dims") if at is not None else None
+        if not isinstance(dims, list) or len(dims) <= max(at):
+            continue
+        x, go, w = (dims[i] for i in at)
+        if not (_dims(x) and _dims(go) and _dims(w)) or not len(go) == len(x) == len(w):
+            continue
+        if go[0] == x[0] and go[1] == w[0]:
+            seen.setdefault((tuple(x), tuple(w)), set()).add(tuple(go))
+    return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}

@@ -18,6 +18,7 @@ _TYPES: dict[str, tuple[str, int]] = {
     "c10::Float8_e4m3fnuz": ("float8_e4m3fnuz", 1),
     "c10::Float8_e5m2fnuz": ("float8_e5m2fnuz", 1),
     "c10::Float8_e8m0fnu": ("float8_e8m0fnu", 1),
+    "c10::Float4_e2m1fn_x2": ("float4_e2m1fn_x2", 1),  # two FP4 values per element
     "c10::complex<float>": ("complex64", 8),
     "c10::complex<double>": ("complex128", 16),
     "c10::complex<c10::Half>": ("complex32", 4),
@@ -31,8 +32,10 @@ _TYPES: dict[str, tuple[str, int]] = {
     "unsigned char": ("uint8", 1),
     "bool": ("bool", 1),
     "unsigned short": ("uint16", 2),
+    "short unsigned int": ("uint16", 2),  # as torch 2.x records uint16
     "unsigned int": ("uint32", 4),
     "unsigned long": ("uint64", 8),
+    "long unsigned int": ("uint64", 8),  # as torch 2.x records uint64
     "c10::qint8": ("qint8", 1),
     "c10::quint8": ("quint8", 1),
     "c10::qint32": ("qint32", 4),
@@ -46,11 +49,11 @@ SCALAR_TYPE_CODES: dict[int, str] = {
     0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
     7: "float64", 8: "complex32", 9: "complex64", 10: "complex128", 11: "bool", 15: "bfloat16",
     23: "float8_e5m2", 24: "float8_e4m3fn", 25: "float8_e5m2fnuz", 26: "float8_e4m3fnuz",
-    27: "uint16", 28: "uint32", 29: "uint64", 44: "float8_e8m0fnu",
+    27: "uint16", 28: "uint32", 29: "uint64", 44: "float8_e8m0fnu", 45: "float4_e2m1fn_x2",
 }
 
 FLOATING = {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-            "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"}
+            "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2"}
 
 
 def is_tensor_type(type_str: str) -> bool:

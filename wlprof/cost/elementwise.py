@@ -109,11 +109,12 @@ _BOOL_OUT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "l
 # has 1 unless listed, a binary op 2. The trace names the op without its overload
 # (aten::exp, never aten::exp.out) and records `out=` as one more tensor input after
 # these, often still empty ([0], resized by the kernel): tensors past this count are
-# outputs, never operands.
+# outputs, never operands. div's third argument is `rounding_mode` (a string) or, in
+# div.out, the out tensor: div has two operands.
 _ARITY: dict[str, int] = {
     "clamp_min": 2, "clamp_max": 2, "clamp": 3, "threshold": 3, "hardtanh": 3, "leaky_relu": 2,
     "gelu": 2, "elu": 4, "softplus": 3, "nan_to_num": 4,
-    "add": 3, "sub": 3, "rsub": 3, "div": 3, "masked_fill": 3, "where": 3, "lerp": 3,
+    "add": 3, "sub": 3, "rsub": 3, "masked_fill": 3, "where": 3, "lerp": 3,
     "addcmul": 4, "addcdiv": 4, "threshold_backward": 3, "gelu_backward": 3,
 }
 _ALPHA_ARG = {"add": 2, "sub": 2, "rsub": 2}  # position of `alpha`: alpha != 1 costs a multiply more

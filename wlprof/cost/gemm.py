@@ -252,8 +252,10 @@ def convolution(call: OpCall) -> Cost | None:
     x, w = call.tensor(0), call.tensor(1)
     si, pi, di, gi, transposed, opi = _CONV_ARGS[call.name]
     # stride, padding and dilation set the output size: a trace that did not record their values
-    # (no `Concrete Inputs` before PyTorch 1.13) leaves it, so the FLOPs, unknown
-    if any(i is not None and call.scalar(i) is None for i in (si, pi, di)):
+    # (no `Concrete Inputs` before PyTorch 1.13) leaves it unknown, unless the trace's backwards of
+    # the same shapes give it (`output_dims`, a convolution that is not transposed)
+    unrecorded = any(i is not None and call.scalar(i) is None for i in (si, pi, di))
+    if unrecorded and (transposed is not False or not call.output_dims):
         return None
     if transposed is None:  # convolution_overrideable and _convolution carry `transposed`
         if call.scalar(6) is None:
@@ -279,6 +281,12 @@ def convolution(call: OpCall) -> Cost | None:
         ]
         # each input position scatters into a kernel window of the output
         flops = 2 * batch * math.prod(x.dims[2:]) * c_in * w.dims[1] * math.prod(kernel)
+    elif unrecorded:
+        c_out, out = w.dims[0], call.output_dims
+        if len(out) != len(x.dims) or out[0] != batch or out[1] != c_out:
+            return None
+        out_sp = list(out[2:])
+        flops = 2 * batch * math.prod(out_sp) * c_out * w.dims[1] * math.prod(kernel)
     else:
         c_out = w.dims[0]
         out_sp = [
@@ -294,8 +302,8 @@ def convolution(call: OpCall) -> Cost | None:
 # An implementation's nested ops (the bias added by an aten::add_ in slow_conv_transpose2d,
 # zero_, copies) are auxiliary work: they must not make it a dispatcher. _convolution is
 # the exception: with an implementation nested inside, it is the dispatcher.
-formula(*(n for n in _CONV_ARGS if n != "aten::_convolution"), aux_children=True)(convolution)
-formula("aten::_convolution")(convolution)
+formula(*(n for n in _CONV_ARGS if n != "aten::_convolution"), aux_children=True, uses_backward=True)(convolution)
+formula("aten::_convolution", uses_backward=True)(convolution)
 
 
 @formula("aten::_int_mm")

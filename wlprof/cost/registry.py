@@ -108,11 +108,16 @@ class OpCall:
     # `uses_parent=True`: inputs the call's own record leaves out that its caller's record holds
     # (PyTorch 1.8's cuDNN backward halves record their size arguments, lists, as `[]`).
     parent: OpCall | None = None
+    # The output's dims where the call's record holds neither them nor what sets them (a PyTorch
+    # 1.8-1.12 convolution records no stride or padding): the grad_output dims of every backward of
+    # the same input and weight dims in the trace, where they all agree. Filled only for formulas
+    # registered with `uses_backward=True`.
+    output_dims: tuple[int, ...] = ()
 
     @classmethod
     def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
                   kernels: Sequence[str] = (), children: Sequence[OpCall] = (),
-                  parent: OpCall | None = None) -> OpCall:
+                  parent: OpCall | None = None, output_dims: Sequence[int] = ()) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -130,6 +135,7 @@ class OpCall:
             kernels=tuple(kernels),
             children=tuple(children),
             parent=parent,
+            output_dims=tuple(output_dims),
         )
 
     def arg(self, key: str, default=None):
@@ -198,6 +204,7 @@ class Entry:
     aux_ops: frozenset[str] = frozenset()  # nested ops of these names only are auxiliary
     uses_children: bool = False
     uses_parent: bool = False
+    uses_backward: bool = False
 
 
 _FORMULAS: dict[str, Entry] = {}
@@ -234,7 +241,8 @@ SUPPORT_OPS: frozenset[str] = frozenset(
 
 
 def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernels: bool = False,
-            uses_children: bool = False, uses_parent: bool = False) -> Callable[[Formula], Formula]:
+            uses_children: bool = False, uses_parent: bool = False,
+            uses_backward: bool = False) -> Callable[[Formula], Formula]:
     """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
 
     `aux_children`: True when any op nested inside is auxiliary work of the op's own (it
@@ -242,14 +250,15 @@ def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernel
     sums a bias gradient with a nested op stays costed, one that runs an implementation
     op nested inside is a dispatcher). `uses_kernels`: the formula reads `OpCall.kernels`
     (the launched kernels' names); `uses_children`: it reads `OpCall.children`; `uses_parent`:
-    it reads `OpCall.parent`.
+    it reads `OpCall.parent`; `uses_backward`: it reads `OpCall.output_dims`.
     """
     named = frozenset() if isinstance(aux_children, bool) else frozenset(aux_children)
 
     def deco(fn: Formula) -> Formula:
         for name in names:
             _check_new(name)
-            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children, uses_parent)
+            _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children, uses_parent,
+                                    uses_backward)
         return fn
 
     return deco
@@ -309,6 +318,11 @@ def uses_children(name: str) -> bool:
 def uses_parent(name: str) -> bool:
     entry = _FORMULAS.get(name)
     return bool(entry and entry.uses_parent)
+
+
+def uses_backward(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.uses_backward)
 
 
 def is_wrapper(name: str) -> bool:

@@ -368,7 +368,7 @@ def ingest_trace(path: str) -> pd.DataFrame:
     from wlprof.trace.identity import device_of
 
     trace = pipeline.read(path, keep_events=False)
-    device_type, device_name = device_of(trace.meta, trace.device)
+    device_type, device_name = device_of(trace.meta, trace.device, mtia=trace.mtia_events > 0)
     ceilings, _ = _ceilings(device_type, device_name)
     ident = {"run_id": "trace", "workload": "ingest", "variant": str(path), "point": 0,
              "device_type": device_type, "device_name": device_name}

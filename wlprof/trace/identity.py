@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 
 
-def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False) -> tuple[str, str]:
+def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False, mtia: bool = False) -> tuple[str, str]:
     """(device type, device name) of a trace: the GPU most of its kernels ran on, named by the
     trace's `deviceProperties` (or `computeProperties`, PyTorch 1.9); a CPU trace is this machine's
     CPU only when its host name is this machine's. `gpu_work`: the trace ran GPU work but lost its
-    device events (`RawTrace.gpu_work_without_device`): a GPU, named as above."""
+    device events (`RawTrace.gpu_work_without_device`): a GPU, named as above. `mtia`: the device rows
+    are MTIA's (`RawTrace.mtia_events`): one that `deviceProperties` does not name is an unknown MTIA."""
     if len(device) or gpu_work:
         props = meta.get("deviceProperties") or meta.get("computeProperties") or []
         names = {p.get("id"): p.get("name") for p in props if isinstance(p, dict)}
@@ -21,7 +22,7 @@ def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False) -> tuple
         idx = idx[idx >= 0]
         main = int(np.bincount(idx).argmax()) if len(idx) else 0
         name = names.get(main) or next((n for n in names.values() if n), None)
-        return "cuda", str(name) if name else "unknown GPU"
+        return "cuda", str(name) if name else "unknown MTIA" if mtia else "unknown GPU"
     host = meta.get("host_name")
     if host == socket.gethostname():
         from wlprof.device import cpu_model

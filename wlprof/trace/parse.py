@@ -53,6 +53,7 @@ class RawTrace:
     event_count: int = 0
     legacy_device_events: int = 0  # the legacy autograd profiler's "CUDA functions" intervals (not read)
     foreign_events: int = 0  # complete events of a category torch.profiler does not write
+    mtia_events: int = 0  # device rows of MTIA (mtia_ccp_events): the device is an MTIA, not a GPU
     untimed_example: str | None = None  # the first skipped event with a non-numeric ts/dur, described
 
     @property
@@ -166,6 +167,10 @@ def _split(doc: Any, path: Path) -> tuple[dict, list]:
         return {}, doc
     if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
         return {k: v for k, v in doc.items() if k != "traceEvents"}, doc["traceEvents"]
+    if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "schema" in doc:
+        raise TraceFormatError(str(path), "is a PyTorch execution trace (ExecutionTraceObserver's 'nodes'), not a "
+                                          "Chrome trace: ingest the Kineto trace recorded beside it (the profiler's "
+                                          "export_chrome_trace or tensorboard_trace_handler file)")
     raise TraceFormatError(str(path), "not a Chrome trace: expected an object with a 'traceEvents' list")
 
 
@@ -364,6 +369,7 @@ class _Tables:
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
         self.foreign = 0  # complete events of a category Kineto does not write
+        self.mtia = 0  # device rows read from MTIA's mtia_ccp_events
         self.begin_end: list[tuple[int, Any]] = []  # (index, event) of B/E events, paired in `pair_begin_end`
         self.unpaired = 0  # B events without their E, E events without their B
         self.paired = False  # rows were added from B/E pairs, out of file order
@@ -451,6 +457,13 @@ class _Tables:
                         args_table.append({k: g(k) for k in INPUT_KEYS if g(k) is not None})
                 a_add((i, code, get("pid"), get("tid"), ts, dur, aid))
             else:
+                nbytes = g("bytes")
+                if raw_cat == "mtia_ccp_events":
+                    if name in MTIA_SYNC:
+                        continue
+                    self.mtia += 1
+                    if name == MTIA_DMA:
+                        cat, nbytes = "gpu_memcpy", g("size")
                 aid = -1
                 if g("Collective name") is not None:  # a collective's message, recorded on its kernel
                     key = dumps([g(k) for k in EXTRA_KEYS])
@@ -461,7 +474,7 @@ class _Tables:
                 d_add((i, cat, code, get("pid"), get("tid"), ts, dur, g("correlation"), ext,
                        g("stream", get("tid")), g("device", get("pid")), g("grid"), g("block"),
                        g("registers per thread"), g("shared memory"), g("blocks per SM"), g("warps per SM"),
-                       g("bytes"), aid))
+                       nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
 
     def _add_structs(self, events: list, base: int) -> None:
@@ -545,6 +558,13 @@ class _Tables:
                     aid = self._raw_args(b"g" + join(raws), INPUT_KEYS, raws)
                 a_add((i, code, ev.pid, ev.tid, ts, dur, aid))
             else:
+                nbytes = a.nbytes
+                if raw_cat == "mtia_ccp_events":
+                    if name in MTIA_SYNC:
+                        continue
+                    self.mtia += 1
+                    if name == MTIA_DMA:
+                        cat, nbytes = "gpu_memcpy", a.size
                 aid = -1
                 if a.r7 and bytes(a.r7) != b"null":  # a collective's message, recorded on its kernel
                     raws = extra_raw(a)
@@ -553,7 +573,7 @@ class _Tables:
                 device = a.device
                 d_add((i, cat, code, ev.pid, ev.tid, ts, dur, a.correlation, ext,
                        ev.tid if stream is missing else stream, ev.pid if device is missing else device,
-                       a.grid, a.block, a.regs, a.smem, a.bps, a.wps, a.nbytes, aid))
+                       a.grid, a.block, a.regs, a.smem, a.bps, a.wps, nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
 
     def pair_begin_end(self) -> None:
@@ -788,18 +808,28 @@ GPU_WORK_API = r"Launch|Memcpy|Memset"
 # calls (nn.LSTM on the CPU asks it): it runs no GPU work.
 GPU_ONLY_OPS = r"^aten::_?(?:cudnn|miopen)_(?!is_acceptable$)"
 
-# Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones
 # The categories Kineto writes that are not read (Python frames, the profiler's own spans, GPU-side
-# annotations, other devices' runtimes): an event of any other category is no torch.profiler event.
+# annotations, synchronization and CUDA-event records, counters, host-side collectives of XPU's oneCCL):
+# an event of any other category is no torch.profiler event.
 KINETO_CATEGORIES = frozenset({
     "python_function", "Trace", "overhead", "gpu_user_annotation", "cpu_instant_event", "cuda_sync",
-    "external_correlation", "cuda_profiler_range", "mtia_runtime", "mtia_ccp_events", "mtia_insight",
-    "glow_runtime", "xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver", "hpu_op",
-    "collective_comm", "gpu_pm_counter", "Python", "User annotation", "cuda_runtime_api", "ac2g", "fwdbwd",
-    "async_cpu_to_gpu"})
+    "cuda_event", "external_correlation", "cuda_profiler_range", "mtia_insight", "mtia_counters",
+    "glow_runtime", "hpu_op", "collective_comm", "xpu_sync", "xpu_scope_profiler", "hardware_counters",
+    "gpu_pm_counter", "Python", "User annotation", "cuda_runtime_api", "ac2g", "fwdbwd", "async_cpu_to_gpu",
+    "gpu_user_Annotation", "mtia_workloadd", "mtia_collective_comm"})  # the last three: older Kineto's names
+# MTIA's on-device events (`mtia_ccp_events`) are kernels, DMA copies (their bytes in `size`) and event
+# records and waits, which are synchronization, not work: those are skipped
+MTIA_DMA = "dma_request"
+MTIA_SYNC = frozenset({"event_record", "event_wait"})
+# Event category -> the table it goes to: torch.profiler's names, PyTorch 1.8-1.10's capitalized ones.
+# Every device's host-side runtime and driver calls are launches (XPU's urEnqueueKernelLaunch, a
+# PrivateUse1 backend's, MTIA's), its device work kernels (MTIA's on-device events, but for the above).
 _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_annotation",
              "cuda_runtime": "launch", "cuda_driver": "launch", "Runtime": "launch",
-             "kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
+             "xpu_runtime": "launch", "xpu_driver": "launch", "privateuse1_runtime": "launch",
+             "privateuse1_driver": "launch", "mtia_runtime": "launch",
+             "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
+             "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
              "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
 def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
     """Parse a Chrome trace written by torch.profiler into event tables.
@@ -849,7 +879,7 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                         "they time each op with CUDA events (nested ops overlap), they are not kernels")
     raw = RawTrace(path=str(path), meta=meta, events=events if keep_events else None,
                    args_table=tables.args_table, warnings=warnings, event_count=tables.count,
-                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign,
+                   legacy_device_events=tables.legacy_cuda, foreign_events=tables.foreign, mtia_events=tables.mtia,
                    untimed_example=tables.untimed_example, **frames)
     lost = raw.gpu_work_without_device
     if lost:

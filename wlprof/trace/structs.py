@@ -39,7 +39,8 @@ RAW_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs",
 VALUE_KEYS = (("ext", "External id", None), ("ext_old", "external id", None), ("correlation", "correlation", None),
               ("stream", "stream", MISSING), ("device", "device", MISSING), ("grid", "grid", None),
               ("block", "block", None), ("regs", "registers per thread", None), ("smem", "shared memory", None),
-              ("bps", "blocks per SM", None), ("wps", "warps per SM", None), ("nbytes", "bytes", None))
+              ("bps", "blocks per SM", None), ("wps", "warps per SM", None), ("nbytes", "bytes", None),
+              ("size", "size", None))  # the last: an MTIA DMA copy's bytes
 RAW_ATTRS = tuple(f"r{i}" for i in range(len(RAW_KEYS)))
 
 if msgspec is not None:
