@@ -192,3 +192,24 @@ def test_batch_without_activations_of_three_dimensions_is_the_first_matrix_ops_r
     d = _dims(rewrite_batch(MLP, batch, mapping))
     assert d[0][:3] == [[16384], [256, 4096], [4096, 16384]] and d[2][:3] == [[4096], [256, 16384], [16384, 4096]]
     assert d[3] == [[256, 4096], [1, 4096]] and d[4][0] == [[256, 32], [256, 32]]
+
+
+def test_a_loss_s_targets_scale_with_the_batch_though_a_weight_has_their_shape():
+    from wlprof.predict.scale import batch_mapping, rewrite_batch
+
+    # batch 64 and a batch norm over 64 channels: the norm's weight [64] is a parameter and stays; the loss's
+    # 64 int64 targets are the batch's and grow with it
+    f, i64 = "c10::BFloat16", "long int"
+    step = pd.DataFrame([
+        {"op_name": "aten::native_batch_norm",
+         "op_input_dims": "[[64,64,32,32],[64],[64],[64],[64],[],[],[]]",
+         "op_input_strides": "[[65536,1024,32,1],[1],[1],[1],[1],[],[],[]]",
+         "op_input_types": json.dumps([f, "float", "float", "float", "float", "Scalar", "Scalar", "Scalar"]),
+         "dur_us": 40.0},
+        {"op_name": "aten::nll_loss_forward", "op_input_dims": "[[64,100],[64],[],[],[]]",
+         "op_input_strides": "[[100,1],[1],[],[],[]]",
+         "op_input_types": json.dumps(["float", i64, "", "Scalar", "Scalar"]), "dur_us": 3.0}])
+    batch, mapping = batch_mapping(step, 0.25)
+    d = _dims(rewrite_batch(step, batch, mapping))
+    assert batch == 64 and mapping == {64: 16}
+    assert d[0][:2] == [[16, 64, 32, 32], [64]] and d[1][:2] == [[16, 100], [16]]

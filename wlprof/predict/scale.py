@@ -301,7 +301,9 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
     inner = {mo[1] for _, ts in _tensors(ops) for _, _, t, st in ts
              if len(mo := _memory_order(t, st)) >= 3 and mo[0] == batch}
     dims_col, strides_col = [], []
-    for (name, ts), d_s, s_s in zip(_tensors(ops), ops.op_input_dims, ops.op_input_strides, strict=True):
+    types_col = ops.op_input_types if "op_input_types" in ops else pd.Series([None] * len(ops), index=ops.index)
+    for (name, ts), d_s, s_s, ty_s in zip(_tensors(ops), ops.op_input_dims, ops.op_input_strides, types_col,
+                                          strict=True):
         if not ts:
             dims_col.append(d_s)
             strides_col.append(s_s)
@@ -313,8 +315,10 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
         first = operands[0] if operands else None
         moved: dict[tuple, list] = {}
         kept = []
+        indices = _index_inputs(ty_s)
         for i, member, t, st in ts:
-            if i != first and tuple(_memory_order(t, st)) in params:
+            # a parameter's shape (a [C] weight) held by an index tensor is no parameter (a loss's [N] targets)
+            if i != first and i not in indices and tuple(_memory_order(t, st)) in params:
                 continue
             t_new = _rewritten(t, st, batch, mapping, inner)
             if t_new != t:
@@ -353,6 +357,17 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
     out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
     out["dur_us"] = np.nan
     return out
+
+
+def _index_inputs(types_s) -> set[int]:
+    """The input positions whose recorded type is an integer or bool tensor (never a parameter)."""
+    from wlprof.predict.calls import INDEX_TYPES
+
+    try:
+        types = json.loads(types_s) if isinstance(types_s, str) else []
+    except ValueError:
+        return set()
+    return {i for i, t in enumerate(types if isinstance(types, list) else []) if t in INDEX_TYPES}
 
 
 def _put(new_dims: list, i: int, member: int | None, t_new: list[int]) -> None:
