@@ -73,6 +73,20 @@ def test_a_rescaled_call_the_profile_cannot_answer_is_anchored_on_its_measured_t
     assert pred.tolist() == [20.0, 28.0, 9.0, 5.0] and mask.tolist() == [False, True, False, False]
 
 
+def test_an_anchored_ratio_neither_moves_against_the_work_nor_by_more_than_it():
+    from wlprof.predict.model import SOURCES
+    from wlprof.predict.scale import anchored
+
+    op = SOURCES.index("op")
+    measured = np.array([50.0, 50.0, 50.0, 50.0])
+    # the model says: 1.5x slower at a quarter of the work, 8x at twice it, 0.5x at a quarter, 1.5x at twice
+    pred_u, pred_s = np.array([10.0, 10.0, 10.0, 10.0]), np.array([15.0, 80.0, 5.0, 15.0])
+    base_ratio = np.array([0.25, 2.0, 0.25, 2.0])  # the rescaled calls' physical base over the recorded ones'
+    pred, mask = anchored(pred_s, pred_u, np.full(4, op), measured, None, base_ratio)
+    # bounded to [0.25, 1] and [1, 2]: 50 x 1, 50 x 2; inside the bounds the model's ratio stays
+    assert mask.all() and pred.tolist() == [50.0, 100.0, 25.0, 75.0]
+
+
 def test_a_scale_of_a_dimension_the_trace_does_not_have_is_refused():
     from wlprof.predict.scale import scaled
 

@@ -106,8 +106,12 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         if unscaled is not None and "measured_us" in g:
             from wlprof.predict.scale import anchored
 
-            _, pred_u, _ = predict_calls(predictor, unscaled.loc[g.index])
-            pred, mask = anchored(pred, pred_u, src, g.measured_us.to_numpy(), d.rows_unknown.to_numpy(dtype=bool))
+            from wlprof.predict.model import base_us
+
+            d_u, pred_u, _ = predict_calls(predictor, unscaled.loc[g.index])
+            rb = base_us(d, predictor.constants) / base_us(d_u, predictor.constants)
+            pred, mask = anchored(pred, pred_u, src, g.measured_us.to_numpy(), d.rows_unknown.to_numpy(dtype=bool),
+                                  rb)
             if mask.any():
                 note = (f"; {int(mask.sum())} of {len(g)} calls (ops the profile holds nothing of, or cannot "
                         "size) scaled from their measured times" + ("" if same_device else

@@ -454,10 +454,13 @@ ANCHOR_SOURCES = ("op", "class", "base")  # sources too far from the call to bea
 
 
 def anchored(pred_scaled: np.ndarray, pred_unscaled: np.ndarray, src: np.ndarray, measured: np.ndarray,
-             unknown_size: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+             unknown_size: np.ndarray | None = None,
+             base_ratio: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(predicted us, which calls were anchored): for the calls whose source is one of ANCHOR_SOURCES
     or whose work the shapes do not say (`unknown_size`: an index op whose index tensors are not
-    recorded), the call's measured time x the ratio of its rescaled prediction to its unscaled one."""
+    recorded), the call's measured time x the ratio of its rescaled prediction to its unscaled one.
+    `base_ratio` (per call, the rescaled call's physical base time over the recorded one's) bounds that
+    ratio between 1 and it: a weak source's time neither moves against its work nor by more than it."""
     from wlprof.predict.model import SOURCES
 
     measured = np.asarray(measured, dtype=float)
@@ -467,5 +470,10 @@ def anchored(pred_scaled: np.ndarray, pred_unscaled: np.ndarray, src: np.ndarray
         far |= np.asarray(unknown_size, dtype=bool)
     ok = far & np.isfinite(measured) & (measured > 0) & np.isfinite(pu) & (pu > 0)
     out = np.asarray(pred_scaled, dtype=float).copy()
-    out[ok] = measured[ok] * out[ok] / pu[ok]
+    ratio = out / np.where(pu > 0, pu, 1.0)
+    if base_ratio is not None:
+        rb = np.asarray(base_ratio, dtype=float)
+        known = np.isfinite(rb) & (rb > 0)
+        ratio = np.where(known, np.clip(ratio, np.minimum(1.0, rb), np.maximum(1.0, rb)), ratio)
+    out[ok] = measured[ok] * ratio[ok]
     return out, ok
