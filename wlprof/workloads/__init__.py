@@ -17,6 +17,7 @@ MODULES = (
     "wlprof.workloads.gnn",
     "wlprof.workloads.halo",
     "wlprof.workloads.layers",
+    "wlprof.workloads.optim",
 )
 
 
