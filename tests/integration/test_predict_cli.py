@@ -78,6 +78,8 @@ def test_profile_writes_its_record_and_predictor(profiled):
     assert info["points"] > 10 and info["op_calls"] > 100
     assert {s["section"] for s in info["sections"]} <= {"gemm nn", "moe"}
     assert (root / "profile" / "predictor.json").is_file() and (root / "profile" / "ops.parquet").is_file()
+    # the ceilings are taken before the grid (here from the cache), their time apart from the sections'
+    assert info["calibration"]["origin"].startswith("cache: ") and info["calibration"]["seconds"] >= 0
 
 
 def test_drop_leaves_studies_out_and_refits(profiled, tmp_path):

@@ -91,6 +91,13 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     traces = out / "traces"
     made = [d for d in (traces, out, *out.parents) if not d.exists()]  # inner first
     traces.mkdir(parents=True, exist_ok=True)
+    # the device's ceilings before the grid (measured now where none are cached): the calibration is
+    # recorded on its own, not in the first section's seconds
+    from wlprof.ceilings import get_ceilings
+
+    t_c = time.monotonic()
+    _, origin = get_ceilings(dev)
+    calibration = {"origin": origin, "seconds": round(time.monotonic() - t_c, 1)}
     started = time.time()
     done, skipped, failed, grid_s = _run_grid(secs, traces, budget_s, progress, command)
     if not done:
@@ -104,8 +111,8 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
             "ceilings": _ceilings_of(traces),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "grid_seconds": round(grid_s, 1), "gpu_minutes": round(grid_s / 60, 2) if dev.type == "cuda" else None,
-            "budget_seconds": budget_s, "versions": versions(), "sections": done, "skipped": skipped,
-            "failed": failed}
+            "budget_seconds": budget_s, "calibration": calibration, "versions": versions(), "sections": done,
+            "skipped": skipped, "failed": failed}
     t1 = time.monotonic()
     ops, steps = _load(traces, "ops"), _load(traces, "steps")
     if previous is not None:
@@ -119,7 +126,7 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
                 "skipped": _still_skipped(previous.get("skipped", []), done, skipped),
                 "failed": [*previous.get("failed", []), *failed],
                 "extended": [*previous.get("extended", []), {k: info[k] for k in (
-                    "command", "started", "grid_seconds", "budget_seconds", "versions")}],
+                    "command", "started", "grid_seconds", "budget_seconds", "calibration", "versions")}],
                 "ceilings": previous.get("ceilings") or info["ceilings"]}
     _write_parquet(compact(ops), out / OPS_FILE)  # what predict needs, to ship
     _write_parquet(steps, out / STEPS_FILE)
