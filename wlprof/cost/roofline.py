@@ -158,7 +158,7 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
                   "working_set_bytes"):
             df[c] = np.nan
         for c in ("bound", "roof", "compute_roof", "memory_roof", "roof_note"):
-            df[c] = _obj([None] * n, df.index)
+            df[c] = _obj(np.full(n, None, dtype=object), df.index)
         return
     mem = ceilings.memory
 
