@@ -11,7 +11,9 @@ fresh process whose wall time and peak memory are measured:
     HolisticTraceAnalysis installed; for a rank folder HTA parses ranks in a process pool).
 Memory: the peak, sampled every 100 ms, of the proportional set size (Pss) summed over the
 command's whole process tree (its workers and their server included; shared pages counted
-once), the memory the command held at once.
+once), the memory the command held at once. Both tools' modules are byte-compiled before the
+first run, and the repeats alternate (wlprof, HTA, wlprof, HTA, ...) so that a change in the
+machine's load falls on both; each tool's best run is compared.
 
     python benchmarks/ingest.py --hta-python /path/to/hta/bin/python --out benchmarks/results/.../ingest.md
 """
@@ -101,9 +103,21 @@ print("HTA rows", sum(len(a.t.get_trace(r)) for r in a.t.get_all_traces()))
 """
 
 
+_PACKAGE_DIR = ("import os, sys, importlib.util; "
+                "print(os.path.dirname(importlib.util.find_spec(sys.argv[1]).origin))")
+
+
 def measure(cmd: list[str]) -> dict:
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
     return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+
+def byte_compile(python: str, package: str) -> None:
+    """Write the .pyc files of `package` as `python` imports it, so that no measured run compiles them."""
+    where = subprocess.run([python, "-c", _PACKAGE_DIR, package], capture_output=True, text=True, check=True,
+                           cwd=ROOT).stdout.strip()
+    subprocess.run([python, "-m", "compileall", "-q", where], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
 
 def cpu_model() -> str:
@@ -140,27 +154,30 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import wlprof
 
+    byte_compile(sys.executable, "wlprof")
+    if args.hta_python:
+        byte_compile(args.hta_python, "hta")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.makeups.split(","):
             label, source = MAKEUPS[name]
             folder, n, size_mb = make(name, source, args.events, Path(tmp))
             target = folder if name == "ranks" else next(folder.iterdir())
-            runs = []
-            for i in range(args.repeats):
+            runs, hta_runs = [], []
+            for i in range(args.repeats):  # alternating, so that the machine's load falls on both alike
                 traces = Path(tmp) / f"traces-{name}-{i}"
                 runs.append(measure([sys.executable, "-m", "wlprof.cli.main", "ingest", str(target), "--traces",
                                      str(traces), "-q"]))
                 if runs[-1]["rc"] != 0:
                     raise SystemExit(f"wlprof ingest failed on {name}: {runs[-1]['tail']}")
+                if args.hta_python:
+                    hta_runs.append(measure([args.hta_python, "-c", _HTA, str(folder)]))
+                    if hta_runs[-1]["rc"] != 0:
+                        raise SystemExit(f"HTA failed on {name}: {hta_runs[-1]['tail']}")
             best = min(runs, key=lambda r: r["wall_s"])
+            hta = min(hta_runs, key=lambda r: r["wall_s"]) if hta_runs else None
             k = wlprof.load(Path(tmp) / f"traces-{name}-0")
-            hta = None
-            if args.hta_python:
-                hta = measure([args.hta_python, "-c", _HTA, str(folder)])
-                if hta["rc"] != 0:
-                    raise SystemExit(f"HTA failed on {name}: {hta['tail']}")
-            rows.append((name, label, n, size_mb, runs, best, hta, len(k)))
+            rows.append((name, label, n, size_mb, runs, best, hta_runs, hta, len(k)))
             for p in folder.iterdir():
                 p.unlink()
     lines = [
@@ -170,16 +187,17 @@ def main(argv=None) -> int:
         f"- machine: {cpu_model()}, {os.cpu_count()} cores; Python {platform.python_version()}; wlprof {wlprof.__version__}",
         "- traces: real traces replicated with fresh ids to the event count (benchmarks/big_trace.py); each tool in a "
         "fresh process, its wall time and its peak memory: the proportional set size summed over its process tree "
-        "(workers included), sampled every 100 ms",
+        "(workers included), sampled every 100 ms; both tools byte-compiled first, their repeats alternating; "
+        "the best run of each compared",
         f"- command: `python benchmarks/ingest.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
         "",
-        "| make-up | JSON | wlprof wall (runs) | wlprof peak (largest process) | peak / JSON | HTA wall | HTA peak "
-        "(largest process) | wlprof faster |",
+        "| make-up | JSON | wlprof wall (runs) | wlprof peak (largest process) | peak / JSON | "
+        "HTA wall (runs) | HTA peak (largest process) | wlprof faster |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for _name, label, n, size_mb, runs, best, hta, nk in rows:
+    for _name, label, n, size_mb, runs, best, hta_runs, hta, nk in rows:
         walls = ", ".join(f"{r['wall_s']:.1f}" for r in runs)
-        h_wall = f"{hta['wall_s']:.1f} s" if hta else "-"
+        h_wall = ", ".join(f"{r['wall_s']:.1f}" for r in hta_runs) + " s" if hta else "-"
         h_peak = f"{hta['peak_mb']:,.0f} MB ({hta['largest_mb']:,.0f} MB)" if hta else "-"
         speed = f"{hta['wall_s'] / best['wall_s']:.1f}x" if hta else "-"
         lines.append(f"| {label} ({n:,} events, {nk:,} kernel rows) | {size_mb:,.0f} MB | {walls} s | "

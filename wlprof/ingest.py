@@ -401,7 +401,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
 
     ops = point["ops"]
     dims = ops.op_input_dims if "op_input_dims" in ops else pd.Series([], dtype=object)
-    shapes = bool(dims.fillna("").astype(str).str.strip("[] ").ne("").any()) or ops.empty
+    shapes = any(str(d).strip("[] ") for d in pd.unique(dims.dropna())) or ops.empty  # per distinct dims
     replayed = float(unknown.dur_us[_replayed(unknown)].sum())
     if replayed > 0 and kernels.dur_us.sum() > 0:
         notes.append(f"{replayed / kernels.dur_us.sum():.1%} of kernel time was replayed from CUDA/HIP graphs: a "
@@ -437,7 +437,9 @@ def unknown_labels(kernels):
 
     fill = np.where(_replayed(kernels), "(graph replay)", "(no op)")
     ops = pd.Series(kernels.op_name.astype(object).to_numpy(), index=kernels.index)
-    ops = ops.where(~ops.astype(str).str.startswith("triton_"), "Triton kernels")
+    codes, names = pd.factorize(ops)  # the test per distinct op, not per row
+    triton = np.append([str(n).startswith("triton_") for n in names], False).astype(bool)[codes]  # -1: no op
+    ops = ops.where(~triton, "Triton kernels")
     return ops.where(kernels.op_name.notna(), pd.Series(fill, index=kernels.index))
 
 

@@ -29,8 +29,15 @@ class PointTables:
 
 def set_columns(df: pd.DataFrame, values: Mapping[str, Any]) -> None:
     """Broadcast per-point values (identity, parameters, facts) onto every row of `df`, in place."""
+    from wlprof.columns import object_column
+
     for name, value in values.items():
-        df[name] = pd.Series([value] * len(df), index=df.index, dtype=object) if isinstance(value, list) else value
+        if isinstance(value, list):
+            df[name] = pd.Series([value] * len(df), index=df.index, dtype=object)
+        elif isinstance(value, str):  # one string object on every row, not pandas' Arrow copy of it per row
+            df[name] = object_column([value] * len(df), df.index)
+        else:
+            df[name] = value
 
 
 def read(path: str | Path, keep_events: bool = True) -> RawTrace:

@@ -1,7 +1,9 @@
 """The golden comparison: a fixed CPU study and two ingests, reduced to what does not depend on timing.
 
 `python tests/golden/golden.py` rewrites the golden files (commit them with the reason);
-`tests/integration/test_golden.py` runs the same study and compares. Kept are the
+`tests/integration/test_golden.py` runs the same study and compares; `--digests` rewrites only
+`ingest_digests.json`, the whole tables (timings included) of a few ingested traces, which
+`tests/integration/test_ingest_digests.py` compares. Kept are the
 tables' columns and Arrow types, and every value that is a function of the code
 and the recorded shapes: op names, shapes, regions, FLOPs, bytes and their sources,
 parameters and workload facts. Dropped are times and what is derived from them
@@ -37,6 +39,15 @@ INGESTS = [
     FIXTURES / "h200_probe_ops.json.gz",
 ]
 TRACES_OPTION = "--traces"  # the option naming the traces folder
+# Traces whose ingested tables are kept whole, timings included, as one digest per column: a
+# rank folder, the NCCL trace the benchmark's rank folder is made of, a training step, graph replays.
+PUBLIC = FIXTURES / "public"
+DIGESTED = [PUBLIC / "hta_2023_two_ranks", PUBLIC / "hta_2024_nccl.json.gz", *INGESTS,
+            FIXTURES / "h200_training" / "transformer_eager.pt.trace.json.gz",
+            PUBLIC / "tracelens_mi300_hip_graph.json.gz"]
+DIGESTS = HERE / "ingest_digests.json"
+# what names the run or the place of its input, not its content
+PLACE = {"run_id", "source_file"}
 
 # Columns whose values depend on timing, this machine's ceilings or the process.
 VOLATILE = {
@@ -138,6 +149,48 @@ def reduce(root: Path) -> dict:
     return out
 
 
+def _canonical(v):
+    """A value as JSON can hold it exactly (arrays as lists, numpy scalars as Python ones)."""
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_canonical(x) for x in v]
+    return v
+
+
+def digests(root: Path) -> dict[str, dict]:
+    """Per table of the one run under `root`: its row count, its columns without a value (with their dtypes),
+    and per other column the SHA-256 of its dtype and its values in row order."""
+    import hashlib
+
+    import wlprof
+
+    out = {}
+    for table in ("kernels", "ops", "steps", "overlap", "collectives"):
+        df = wlprof.load(root, table=table)
+        cols, empty = {}, []
+        for c in sorted(set(df.columns) - PLACE) if len(df) else ():
+            if df[c].isna().all():  # named, not hashed: most tables carry many columns no trace fills
+                empty.append(f"{c}: {df[c].dtype}")
+                continue
+            values = [_canonical(v) for v in df[c].tolist()]
+            text = json.dumps([str(df[c].dtype), values], default=repr, allow_nan=True)
+            cols[c] = hashlib.sha256(text.encode()).hexdigest()[:16]
+        out[table] = {"rows": len(df), "empty": empty, **cols}
+    return out
+
+
+def ingest_digests(tmp: Path) -> dict[str, dict]:
+    """`digests` of each DIGESTED trace, ingested under `tmp`."""
+    from wlprof.ingest import ingest
+
+    out = {}
+    for path in DIGESTED:
+        run = ingest(path, tmp / path.name)
+        out[path.relative_to(FIXTURES).as_posix()] = digests(run.path)
+    return out
+
+
 def write(tmp: Path) -> None:
     from typer.testing import CliRunner
 
@@ -166,5 +219,8 @@ if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
-        write(Path(d))
+        if sys.argv[1:] == ["--digests"]:  # only the ingests' digests
+            DIGESTS.write_text(json.dumps(ingest_digests(Path(d)), indent=1, sort_keys=True) + "\n")
+        else:
+            write(Path(d))
     print(f"wrote the golden files under {HERE}")

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.ceilings import Ceilings
+from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors
 from wlprof.cost.kernel_types import element_type
 from wlprof.cost.convolution import forward_outputs
@@ -25,16 +26,6 @@ from wlprof.cost.registry import (FORMULA, Cost, OpCall, cost_of, uses_backward,
 from wlprof.cost.roofline import add_roofline
 
 WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost
-
-
-def _obj(values) -> pd.Series | np.ndarray:
-    """A column of Python strings kept as object dtype: rows share their string objects.
-
-    pandas 3 would otherwise copy every row's string into an Arrow buffer (a kernel's
-    250-character name, once per row), which on a million-event trace costs hundreds
-    of MB; the Parquet writer builds Arrow strings once per file instead.
-    """
-    return pd.Series(np.asarray(values, dtype=object), dtype=object)
 
 
 def _json(v) -> str | None:

@@ -73,7 +73,7 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
             has_costed_desc[i] = found
     child = np.flatnonzero(parent >= 0)
     same_name_parent = np.zeros(n, bool)
-    same_name_parent[parent[child][names[child] == names[parent[child]]]] = True
+    same_name_parent[parent[child][codes[child] == codes[parent[child]]]] = True  # names compared by code
     out = ops.copy()
     out["is_view"] = view
     out["is_wrapper"] = wrapper

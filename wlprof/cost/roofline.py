@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.ceilings import ABOVE_ROOF_NOTES, NOTES, Ceilings
+from wlprof.columns import object_column as _obj
 
 READ_SHARE_MAX = 0.1  # written <= 10% of the bytes: read-dominated
 WRITE_SHARE_MIN = 0.9  # written >= 90%: write-dominated
@@ -30,12 +31,6 @@ INDEXED_OPS = frozenset("aten::" + n for n in (
     "index_put_ _index_put_impl_").split())
 PLACEMENT_COLUMNS = ("ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte", "roofline_us", "roofline_fraction",
                      "bound", "roof", "compute_roof", "memory_roof", "roof_note", "working_set_bytes")
-
-
-def _obj(values, index=None) -> pd.Series:
-    """An object column of Python strings (or None), on `index` (a table's own: a slice of a stored
-    table keeps its row labels, and a Series is assigned by label)."""
-    return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
 
 
 def compute_key(unit: str | None, dtype: str | None, tf32: bool = False) -> str | None:
@@ -163,7 +158,7 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
                   "working_set_bytes"):
             df[c] = np.nan
         for c in ("bound", "roof", "compute_roof", "memory_roof", "roof_note"):
-            df[c] = _obj([None] * n, df.index)
+            df[c] = _obj(np.full(n, None, dtype=object), df.index)
         return
     mem = ceilings.memory
 

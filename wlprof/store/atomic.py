@@ -52,14 +52,19 @@ ROW_GROUP = 16_384  # rows converted to Arrow at a time: a wide kernels row is ~
 def atomic_write_parquet(path: Path, df, table: str) -> None:
     """Write DataFrame `df` as wlprof table `table`, converted and written one row group at a time
     (a million-row table never exists twice in memory), to a temporary name then renamed."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from wlprof import schema
 
     fd, tmp = _temp(path)
     os.close(fd)
+    arrow_schema = schema.arrow_schema(table)
+    # dictionary pages for the string columns only: numbers rarely repeat, and hashing them costs
+    # more than it saves (the files are smaller and written faster)
+    strings = [f.name for f in arrow_schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     try:
-        with pq.ParquetWriter(tmp, schema.arrow_schema(table), compression="zstd") as writer:
+        with pq.ParquetWriter(tmp, arrow_schema, compression="zstd", use_dictionary=strings) as writer:
             for start in range(0, max(len(df), 1), ROW_GROUP):
                 writer.write_table(schema.conform(df.iloc[start:start + ROW_GROUP], table))
                 if len(df) > ROW_GROUP:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from wlprof.columns import object_column
 from wlprof.trace.parse import NO_ID, RawTrace
 
 STEP_RE = re.compile(r"^(?:wlprof/step|ProfilerStep)#(\d+)$")
@@ -239,7 +240,7 @@ def join(trace: RawTrace) -> Joined:
         if (len(trace.ops) or len(trace.device)) and NO_STEP_MARKERS not in trace.warnings:
             trace.warnings.append(NO_STEP_MARKERS)
     ops = _nest(trace.ops, op_parent)
-    ops["region"] = op_region.tolist()
+    ops["region"] = object_column(op_region, ops.index)
     ops["step"] = op_step
     # a trace that ran GPU work but lost its device events has no rows, not its ops' host times
     device = trace.has_device_activity or trace.gpu_work_without_device is not None
@@ -298,11 +299,11 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     step = np.where(~has_launch & has_op, op_step[np.maximum(op_pos, 0)] if len(ops) else -1, step)
 
     rows = dev.copy()
-    rows["launch_api"] = api
-    rows["join_method"] = method
+    rows["launch_api"] = object_column(api, rows.index)
+    rows["join_method"] = object_column(method, rows.index)
     rows["op_pos"] = op_pos
     rows["has_op"] = has_op
-    rows["region"] = region
+    rows["region"] = object_column(region, rows.index)
     rows["step"] = step.astype(np.int64)
     rows["ext_id"] = np.where(has_op, op_ext, NO_ID)
     return rows.reset_index(drop=True)
