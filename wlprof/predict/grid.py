@@ -142,11 +142,6 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
     for name, dtype, params in LAYER_STUDIES:
         n = len(params["layers"]) * len(params["batch"]) * len(params["channels"]) * len(params["size"])
         out.append(Section("layers", 2, _study(f"layers {name}", "layers", params, dtype, device), n, 0.4))
-    # a training step's optimizer over float32 parameters (what torch.autocast trains): its _foreach_* kernels
-    # (a launch per chunk of tensors) and its fused one, over few and many tensors, small to large
-    params = {"optimizer": ["adamw", "sgd"], "impl": ["foreach", "fused"], "tensors": [4, 32],
-              "numel": [4096, 524288, 33554432]}
-    out.append(Section("optim", 2, _study("optim", "optim", params, "float32", device), 24, 0.3))
     for i, (tokens, experts, top_k, d_model, d_ff, routings) in enumerate(moe_configs()):
         for routing in routings:
             dispatches = moe_dispatches(tokens, experts, top_k, d_model, d_ff, routing)
