@@ -103,7 +103,7 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
      "(got True)"),
     # the unknown workload of a --spec was named WORKLOAD, an argument predict does not have
     (["predict", "--profile", PROFILE, "--spec", "foo"],
-     "error: --spec must start with a workload, one of gemm, mlp, elementwise, moe, gnn, halo, layers (got 'foo')"),
+     "error: --spec must start with a workload, one of gemm, mlp, elementwise, moe, gnn, halo, layers, optim (got 'foo')"),
     (["predict", "--profile", PROFILE, "--spec", "mop tokens=4"], "(got 'mop'); did you mean 'moe'?"),
     (["predict", "--profile", PROFILE, "--test", "b", "--scale", "batch=2"],
      "error: --scale applies only with --trace (it rescales the trace's shapes) (got 'batch=2')"),
@@ -113,7 +113,7 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["run", "gnn", "--graph", "rmta"], "did you mean 'rmat'?"),
     (["run", "gemm", "--device", "cdua"], "did you mean 'cuda'?"),
     (["sweep", "workloads/gem_same_flops.toml"], "did you mean 'workloads/gemm_same_flops.toml'?"),
-    (["report", "--workload", "mo"], "--workload must be one of elementwise, gemm, gnn, halo, ingest, layers, mlp, moe (got 'mo')"),
+    (["report", "--workload", "mo"], "--workload must be one of elementwise, gemm, gnn, halo, ingest, layers, mlp, moe, optim (got 'mo')"),
 ])
 def test_usage_errors_are_one_line_with_a_close_match(args, needle, tmp_path):
     res = invoke(*args, *(["--traces", tmp_path] if args[0] in ("report", "show") else []))
