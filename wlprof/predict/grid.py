@@ -59,6 +59,9 @@ RAGGED_LINEAR = [(1536, 5120), (5120, 1536), (2816, 12288), (12288, 2816), (7168
 # between 2^k and 2^(k+1), k = 10..24: odd sizes and round decimal ones (multiples of 8 to 32 only)
 IRREGULAR_NUMEL = [1_400, 2_897, 5_800, 11_587, 23_000, 46_341, 93_000, 185_365, 370_000, 741_455, 1_480_000,
                    2_965_821, 5_930_000, 11_863_283, 23_730_000]
+# narrow K (a head's or a low-rank projection's 64..512) and wide N (a vocabulary past 16384)
+NARROW_M = [1, 4, 16, 64, 256, 1024, 4096, 8192]
+NARROW_KN = [(k, n) for k in (128, 512) for n in KN_MAIN] + [(k, 32768) for k in (1024, 4096)]
 MLP_WIDTHS = ((1024, 4096, "gelu"), (2048, 8192, "silu"), (5120, 20480, "gelu"), (8192, 28672, "silu"))
 MLP_BATCHES = ([1, 4, 16, 64, 256, 1024, 4096], [2, 8, 32, 128, 512, 2048])  # pass 1, pass 2
 
@@ -101,6 +104,9 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
         shapes = _shapes(RAGGED_M, kns)
         out.append(Section("gemm ragged", 2, _study(f"gemm ragged {layout} pass 2", "gemm", {
             "shapes": shapes, "layout": layout}, "bfloat16", device), len(shapes), 0.4))
+    shapes = _shapes(NARROW_M, NARROW_KN)
+    out.append(Section("gemm narrow", 2, _study("gemm narrow nn pass 2", "gemm", {"shapes": shapes, "layout": "nn"},
+                                                "bfloat16", device), len(shapes), 0.15))
     sizes = [1 << i for i in range(10, 29)]
     vector_ops = ["copy", "relu", "gelu", "silu", "mul", "add", "dot"]
     params = {"ops": [*vector_ops, "matvec", "matmul"], "numel": sizes, "matvec_n": [1024, 2048, 4096, 8192, 16384],
@@ -142,6 +148,12 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
     for name, dtype, params in LAYER_STUDIES:
         n = len(params["layers"]) * len(params["batch"]) * len(params["channels"]) * len(params["size"])
         out.append(Section("layers", 2, _study(f"layers {name}", "layers", params, dtype, device), n, 0.4))
+    # a training step's optimizer over float32 parameters (what torch.autocast trains): its _foreach_* kernels
+    # (a launch per chunk of tensors) and its fused one, over few to many tensors, every other power of two
+    # of elements from 4,096 to 16,777,216 per tensor
+    params = {"optimizer": ["adamw", "sgd"], "impl": ["foreach", "fused"], "tensors": [4, 16, 64],
+              "numel": [1 << i for i in range(12, 25, 2)]}
+    out.append(Section("optim", 2, _study("optim", "optim", params, "float32", device), 84, 0.3))
     for i, (tokens, experts, top_k, d_model, d_ff, routings) in enumerate(moe_configs()):
         for routing in routings:
             dispatches = moe_dispatches(tokens, experts, top_k, d_model, d_ff, routing)
@@ -163,6 +175,9 @@ LAYER_STUDIES = (
     # torch.autocast runs it; convolutions and pooling over larger batches and images
     ("images amp", "bfloat16", {"layers": ["batch_norm"], "batch": [4, 32, 256], "channels": [64, 256],
                                 "size": [8, 32], "norm_weights": "float32"}),
+    # batch norms from a stem's 32 channels to a late stage's 2048
+    ("images bn channels", "bfloat16", {"layers": ["batch_norm"], "batch": [16, 96], "channels": [32, 128, 512, 2048],
+                                        "size": [12, 24], "norm_weights": "float32"}),
     ("images large", "bfloat16", {"layers": ["conv2d", "max_pool"], "batch": [128], "channels": [64, 256],
                                   "size": [16, 32]}),
     ("conv fp32", "float32", {"layers": ["conv2d"], "batch": [8, 32], "channels": [128], "size": [32]}),
@@ -272,7 +287,7 @@ def cpu_sections(device: str | None = "cpu") -> list[Section]:
 
 
 # the fill-in's order: where a budget that runs out costs least last
-PASS2_ORDER = ("moe", "mlp", "gnn raw", "gemm odd", "gemm ragged", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "layers",
+PASS2_ORDER = ("moe", "mlp", "gnn raw", "optim", "gemm odd", "gemm narrow", "gemm ragged", "gemm nt", "gemm linear", "gnn pyg", "gnn", "gemm nn", "layers",
                "elementwise")
 
 
