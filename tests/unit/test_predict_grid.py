@@ -105,3 +105,13 @@ def test_an_extended_profile_lists_what_it_still_lacks():
     done = [{"study": "profile:gnn raw uniform pass 2", "points": 24}]
     now = [{"study": "b", "points": 3}, {"study": "profile:mlp d1024 pass 2", "points": 6}]
     assert _still_skipped(before, done, now) == [before[0], before[2], now[1]]
+
+
+def test_the_profile_command_names_every_section_of_the_grid():
+    import inspect
+
+    from wlprof.cli import profile as cli_profile
+
+    text = " ".join(inspect.getsource(cli_profile.profile).split())
+    names = {s.name for s in grid.sections("gpu")} | {s.name for s in grid.sections("cpu")}
+    assert names and all(n in text for n in names), sorted(n for n in names if n not in text)

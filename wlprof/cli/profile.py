@@ -27,7 +27,8 @@ def profile(
         "of every section first).", metavar="MIN", show_default=True)] = 6.0,
     section: Annotated[list[str] | None, typer.Option(
         "--section", help="Profile only these sections of the grid (repeatable): gemm nn, gemm nt, gemm linear, "
-        "gemm odd, elementwise, gnn raw, gnn pyg, moe, mlp, layers (a CPU's grid: gnn, no layers). Default: every "
+        "gemm odd, gemm ragged, gemm narrow, elementwise, gnn raw, gnn pyg, moe, mlp, layers, optim (a CPU's grid: "
+        "gnn, no layers or optim). Default: every "
         "section.", metavar="NAME")] = None,
     extend: Annotated[bool, typer.Option(
         "--extend", help="-o names an existing profile: run the studies its budget left out (within this "
