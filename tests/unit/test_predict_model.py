@@ -543,3 +543,34 @@ def test_a_norm_profiled_only_with_other_dtypes_beside_it_is_answered_from_its_o
     assert model.SOURCES[src[0]] == "other dtype" and dq.answered_dtype.iat[0] == "bfloat16"
     # its own base (float32 bytes) times the 3x its op in bfloat16 was measured at
     assert pred[0] == pytest.approx(3.0 * model.base_us(dq, K2)[0], rel=0.02)
+
+
+def _list_row(name, tensors, numel, dtype, dur, point=0):
+    # a _foreach_ op over one list: the trace records the shapes, its kernels name the dtype; the bytes
+    # are the formula's (each element read and written once)
+    size = {"float32": 4, "bfloat16": 2}[dtype]
+    return _row(name, [[[numel]] * tensors, []], ["TensorList", "Scalar"], [[[1]] * tensors, []], dur,
+                point=point, cost_dtype=dtype, flops_source="formula", bytes=2.0 * size * tensors * numel)
+
+
+def test_a_bfloat16_tensor_list_is_its_own_group_answered_from_float32_lists_at_the_same_bytes():
+    # float32 lists: 1.5 us, 6.4 TB/s below 24 MiB moved, 3.2 TB/s above
+    def true(nbytes):
+        return 1.5 + nbytes / (6.4e6 if nbytes < 24 * 2**20 else 3.2e6)
+
+    pts = [(t, 2 ** i) for t in (4, 16) for i in range(10, 25)]
+    prof = pd.DataFrame([_list_row("aten::_foreach_mul_", t, n, "float32", true(8.0 * t * n), point=j)
+                         for j, (t, n) in enumerate(pts)])
+    p = model.fit(prof, K2)
+    q = pd.DataFrame([_list_row("aten::_foreach_mul_", 4, 2**20, "bfloat16", 1.0)])
+    dq = describe(q)
+    assert "|bfloat16" in dq.group.iat[0] and dq.dtype.iat[0] == "bfloat16"
+    assert dq.bytes.iat[0] == 2 * 2 * 4 * 2**20  # 16 MiB: 4 tensors of 2^20 two-byte elements, read and written
+    moved = model.transfer_dtype(dq, "float32")
+    assert moved.c2.iat[0] == dq.c2.iat[0] == 2.0  # log2 of 4 tensors: a count, not a size
+    assert moved.c0.iat[0] == dq.c0.iat[0] - 1.0  # as many float32 elements as bytes hold
+    pred, src = p.predict(q, dq)
+    assert model.SOURCES[src[0]] == "other dtype" and dq.answered_dtype.iat[0] == "float32"
+    # 16 MiB moves at the fast side: 1.5 + 16.8e6 / 6.4e6 = 4.12 us (as many float32 elements move 32 MiB,
+    # on the slow side)
+    assert pred[0] == pytest.approx(true(16 * 2**20), rel=1e-3)

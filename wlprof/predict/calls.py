@@ -320,13 +320,38 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
         rec = _num(ops, "bytes")[lst]
         if "flops_source" in ops:  # a formula's bytes (from the shapes and kernel names), never a stated cost
             rec = np.where(_text(ops["flops_source"])[lst] == "formula", rec, np.nan)
-        size = np.array([_itemsize(t) for t in _text(ops["dtype"])[lst]]) if "dtype" in ops else np.full(len(lst), 4)
+        listed = _list_dtypes(ops, lst)
+        if listed is not None:
+            # the list's dtype (named by its kernels): a bfloat16 list streams fewer bytes per block than a
+            # float32 one, so the two are groups of their own, and one answers the other as another dtype
+            known = np.flatnonzero(listed != "")
+            rows = lst[known]
+            tag = "|" + listed[known]
+            for c in ("group", "relaxed"):
+                out.iloc[rows, out.columns.get_loc(c)] = out[c].to_numpy(dtype=object)[rows] + tag
+            out.iloc[rows, out.columns.get_loc("dtype")] = listed[known]
+        run_dtype = _text(ops["dtype"])[lst] if "dtype" in ops else np.full(len(lst), "float32", dtype=object)
+        if listed is not None:
+            run_dtype = np.where(listed != "", listed, run_dtype)
+        size = np.array([_itemsize(t) for t in run_dtype]) if len(lst) else np.zeros(0)
         out.iloc[lst, out.columns.get_loc("bytes")] = np.where(
             np.isfinite(rec) & (rec > 0), rec, 2 * out.list_elements.to_numpy(dtype=float)[lst] * size)
     _data_features(ops, out, coords)
     for j in range(NCOORDS):
         out[f"c{j}"] = coords[:, j]
     return out
+
+
+def _list_dtypes(ops: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:
+    """The floating dtype of the tensor-list calls at `rows` from the cost's dtype (the one their kernels
+    name), '' where it is not known; None where the table has no cost dtype."""
+    if "cost_dtype" not in ops or not len(rows):
+        return None
+    from wlprof.cost.dtypes import FLOATING, canonical
+
+    named = _text(ops["cost_dtype"])[rows]
+    out = np.array([t if t in FLOATING else canonical(t) or "" for t in named], dtype=object)
+    return np.where(np.isin(out, list(FLOATING)), out, "")
 
 
 def _itemsize(dtype: str) -> int:

@@ -545,9 +545,11 @@ def transfer_dtype(d: pd.DataFrame, dst: str) -> pd.DataFrame:
     cls = out.cls.to_numpy()
     mem = np.isin(cls, ("norm", "memory"))
     topk = np.array(["|aten::topk|" in g for g in out.group.to_numpy(dtype=object)], dtype=bool)
+    lists = np.array(["|list" in g for g in out.group.to_numpy(dtype=object)], dtype=bool)
     for j in (0, 1, 2):
         c = out[f"c{j}"].to_numpy(dtype=float).copy()
-        c[mem] = np.where(c[mem] > 0, c[mem] + shift[mem], c[mem])
+        m = mem & ~lists if j == 2 else mem  # a tensor list's third coordinate counts tensors, not elements
+        c[m] = np.where(c[m] > 0, c[m] + shift[m], c[m])
         if j == 1:
             wide = np.isin(cls, ("index", "spmm"))
             c[wide] = c[wide] + shift[wide]
