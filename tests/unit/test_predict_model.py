@@ -574,3 +574,24 @@ def test_a_bfloat16_tensor_list_is_its_own_group_answered_from_float32_lists_at_
     # 16 MiB moves at the fast side: 1.5 + 16.8e6 / 6.4e6 = 4.12 us (as many float32 elements move 32 MiB,
     # on the slow side)
     assert pred[0] == pytest.approx(true(16 * 2**20), rel=1e-3)
+
+
+def test_a_gemm_far_larger_than_the_l2_is_never_predicted_faster_than_its_bytes_at_the_read_bandwidth():
+    # skinny GEMMs profiled at a quarter of their base time (their weights stayed in a cache); the ceilings hold an
+    # L2 of 1 MiB and a read bandwidth of 4e6 bytes/us
+    k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128,
+                        l2=2**20, read=4e6)
+    shapes = [(m, kk, n) for m in (1, 2, 4) for kk in (1024, 4096) for n in (1024, 4096)]
+    d = describe(pd.DataFrame([mm_row(m, kk, n, 1.0) for m, kk, n in shapes]))
+    fast = 0.25 * model.base_us(d, k)
+    p = model.fit(pd.DataFrame([mm_row(m, kk, n, t, point=i) for i, ((m, kk, n), t)
+                                in enumerate(zip(shapes, fast, strict=True))]), k)
+    q = pd.DataFrame([mm_row(2, 2048, 2048, 1.0), mm_row(2, 512, 512, 1.0)])
+    dq = describe(q)
+    pred, _ = p.predict(q, dq)
+    # 2 x 2048 x 2048: (2*2048 + 2048*2048 + 2*2048) * 2 bytes = 8.4 MB, 8x the L2: at least 8.4e6 / 4e6 = 2.1 us
+    assert dq.bytes.iat[0] == (2 * 2048 + 2048 * 2048 + 2 * 2048) * 2
+    assert pred[0] == pytest.approx(dq.bytes.iat[0] / 4e6, rel=1e-9)
+    # 2 x 512 x 512: 0.5 MB fits the L2: the profile's faster time stands
+    assert pred[1] == pytest.approx(0.25 * model.base_us(dq, k)[1], rel=0.05)
+    assert model.Constants.from_dict(k.to_dict()).read == 4e6

@@ -74,15 +74,17 @@ class Constants:
     floor: float = FLOOR_US
     tile: int = 128  # a GEMM tile's side (a CPU has no tiles to pad: 1)
     l2: float = 0.0  # the last-level cache's bytes (0: unknown)
+    read: float = 0.0  # the memory's read bandwidth, bytes/us (0: unknown)
 
     def to_dict(self) -> dict:
         return {"sms": self.sms, "matrix": dict(self.matrix), "vector": self.vector, "bandwidth": self.bandwidth,
-                "floor": self.floor, "tile": self.tile, "l2": self.l2}
+                "floor": self.floor, "tile": self.tile, "l2": self.l2, "read": self.read}
 
     @classmethod
     def from_dict(cls, d: dict) -> Constants:
         return cls(int(d["sms"]), {k: float(v) for k, v in d["matrix"].items()}, float(d["vector"]),
-                   float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)), float(d.get("l2", 0.0)))
+                   float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)), float(d.get("l2", 0.0)),
+                   float(d.get("read", 0.0)))
 
     @classmethod
     def from_ceilings(cls, ceilings: dict, sms: int | None = None) -> Constants:
@@ -92,6 +94,7 @@ class Constants:
             c.vector = float(ceilings.get("vector_tflops") or 50.0) * 1e6
             c.bandwidth = float(ceilings.get("copy_gbps") or 4200.0) * 1e3
             c.l2 = float((ceilings.get("cache_bytes") or {}).get("l2") or 0.0)
+            c.read = float((ceilings.get("bandwidth_gbps") or {}).get("hbm_read") or 0.0) * 1e3
             if ceilings.get("device_type") == "cpu":
                 c.sms, c.tile, c.floor = 1, 1, 1.0
         if sms:
@@ -468,7 +471,21 @@ class Predictor:
             src[hit] = SOURCES.index({"relaxed": "op", "class": "class"}[level])
             todo &= ~hit
         pred = base * np.exp(np.where(np.isnan(r), 0.0, r))
-        return pred, src
+        return np.maximum(pred, self._stream_floor(d)), src
+
+    def _stream_floor(self, d: pd.DataFrame) -> np.ndarray:
+        """The least time of a GEMM whose operands are far larger than the L2 (`STREAM_L2` times): its
+        compulsory bytes at the memory's measured read bandwidth (0 elsewhere, or where the profile's
+        ceilings hold no read bandwidth or L2 size). Neighbours whose operands partly stayed in the L2
+        must not carry a faster time to it."""
+        k = self.constants
+        out = np.zeros(len(d))
+        if not (k.read > 0 and k.l2 > 0) or not len(d):
+            return out
+        nbytes = d.bytes.to_numpy(dtype=float)
+        big = np.isin(d.cls.to_numpy(dtype=object), ("gemm", "grouped")) & (np.nan_to_num(nbytes) > STREAM_L2 * k.l2)
+        out[big] = nbytes[big] / k.read
+        return out
 
     def sources(self, src: np.ndarray) -> dict[str, float]:
         return {s: float((src == i).mean()) if len(src) else float("nan") for i, s in enumerate(SOURCES)}
@@ -493,6 +510,8 @@ class Predictor:
                    tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}),
                    tables(d.get("shifts", {})))
 
+
+STREAM_L2 = 2.0  # a GEMM moving this many times the L2's bytes streams them from memory
 
 FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")  # the dtypes one can answer for another
 
