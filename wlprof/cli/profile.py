@@ -60,7 +60,7 @@ def profile(
         from wlprof.predict.profile import drop_studies
 
         info, left = drop_studies(out, drop, reason)
-        con.print(f"left out {len(left)} studies ({', '.join(left)}); the profile now holds "
+        con.print(f"left out {len(left)} stud{'y' if len(left) == 1 else 'ies'} ({', '.join(left)}); the profile now holds "
                   f"{info['points']:,} points, {info['op_calls']:,} op calls, {info['grid_seconds'] / 60:.2f} minutes "
                   f"of grid; refitted {out}/predictor.json")
         return
