@@ -9,7 +9,7 @@ context as in a study):
   skinny M (1..64) is the weight-streaming regime, large M the tile-and-wave one; and
   widths whose rows are not 16-byte multiples (12, 36, 1001, 2050, 50257), which cuBLAS
   runs with other kernels; ragged shapes (M and widths between the powers of two and the
-  midpoints, whose tiles do not divide them evenly);
+  midpoints, whose tiles do not divide them evenly); narrow K (128, 512) and a wide N (32768);
 - elementwise and copies (workload `elementwise`): 2^10..2^28 elements, and sizes between
   them that are odd or round decimal numbers, L2-resident to far past the 60 MB L2; matvec
   and matmul sides;
@@ -25,7 +25,9 @@ context as in a study):
   linear` section repeats one layer, whose weights stay in the L2 when they fit);
 - training layers (workload `layers`), forward and backward: convolutions, batch and group
   norm, pooling over images; layer norm, causal attention, cross entropy and embeddings over
-  sequences.
+  sequences; batch norms from 32 to 2048 channels;
+- optimizer steps (workload `optim`): AdamW and SGD, foreach and fused, over 4, 16 and 64 float32
+  tensors of 4,096 to 16,777,216 elements each.
 
 Sections run coarse first: `pass 1` holds every section's coarse points, `pass 2` the
 rest; a budget that runs out in pass 2 leaves every section covered. `scale="cpu"` is a
