@@ -349,7 +349,8 @@ def conform(df, table: str) -> pa.Table:
 
     schema = arrow_schema(table)
     # columns starting with "_" are a caller's private bookkeeping, never written
-    extra = [c for c in df.columns if c not in schema.names and not str(c).startswith("_")]
+    declared = set(schema.names)
+    extra = [c for c in df.columns if c not in declared and not str(c).startswith("_")]
     if extra:
         raise ValueError(f"columns not declared in wlprof.schema ({table}): {extra}")
     arrays = []

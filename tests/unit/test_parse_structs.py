@@ -133,3 +133,18 @@ def test_chunks_of_other_shapes_fall_back_to_dicts(tmp_path, monkeypatch):
     _assert_same(typed, plain)
     assert len(seen) > 3 and typed.event_count == len(events)  # typed chunks before and after the odd one
     assert list(typed.ops.name).count("aten::zero_") == 1
+
+
+def test_flow_and_metadata_events_decode_without_fields_and_unknown_phases_fall_back(tmp_path, monkeypatch):
+    """The phases never read decode as field-less structs (still counted); an event of an unlisted
+    phase, or with none, makes its chunk decode as dicts, read the same."""
+    flow = structs.decode(b'[{"ph": "s", "cat": "ac2g", "id": 9, "pid": 1, "tid": 2, "ts": 3}, {"ph": "M"}]')
+    assert [type(e) in structs.EVENT_TYPES for e in flow] == [True, True] and flow[0].ph == "s"
+    assert type(structs.decode(b'[{"ph": "Z"}]')[0]) is dict
+    assert type(structs.decode(b'[{"name": "no phase"}]')[0]) is dict
+    for extra in ({"ph": "Z", "name": "z", "pid": 1, "tid": 2, "ts": 1}, {"name": "no phase", "ts": 2}):
+        path = tmp_path / "phases.json"
+        path.write_text(json.dumps({"traceEvents": [*_odd_events(), extra]}))
+        typed, plain = _read_both(path, monkeypatch)
+        _assert_same(typed, plain)
+        assert typed.event_count == len(_odd_events()) + 1

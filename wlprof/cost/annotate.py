@@ -51,22 +51,40 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     names, args_id = ops.name.to_numpy(dtype=object).tolist(), ops.args_id.to_numpy().tolist()
     dispatcher, parent = ops.dispatcher.to_numpy().tolist(), ops.parent.to_numpy().tolist()
     positions = op_positions.tolist()
+    # the tests below, once per distinct name and per distinct recorded args (not once per op)
+    distinct = set(names[p] for p in positions)
+    by_parent = {n: uses_parent(n) for n in distinct}
+    by_kernels = {n: uses_kernels(n) for n in distinct}
+    by_children = {n: uses_children(n) for n in distinct}
+    by_backward = {n: uses_backward(n) for n in distinct}
+    untyped_of: dict[int, bool] = {}
+
+    def untyped_args(a: int) -> bool:
+        u = untyped_of.get(a)
+        if u is None:
+            u = untyped_of[a] = _untyped(args_table[a])
+        return u
+
     # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
     # and for the calls whose trace recorded shapes without dtypes
-    untyped = np.array([not dispatcher[p] and _untyped(args_table[args_id[p]]) for p in positions], dtype=bool)
-    calls_parent = np.array([not dispatcher[p] and parent[p] >= 0 and uses_parent(names[p]) for p in positions],
+    untyped = np.array([not dispatcher[p] and untyped_args(args_id[p]) for p in positions], dtype=bool)
+    calls_parent = np.array([not dispatcher[p] and parent[p] >= 0 and by_parent[names[p]] for p in positions],
                             dtype=bool)
-    untyped |= calls_parent & np.array([_untyped(args_table[args_id[parent[p]]]) for p in positions], dtype=bool)
-    needs = untyped | np.array([not dispatcher[p] and uses_kernels(names[p]) for p in positions], dtype=bool)
+    untyped |= calls_parent & np.array([calls_parent[j] and untyped_args(args_id[parent[p]])
+                                        for j, p in enumerate(positions)], dtype=bool)
+    needs = untyped | np.array([not dispatcher[p] and by_kernels[names[p]] for p in positions], dtype=bool)
     kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
     # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
-    wants = np.array([not dispatcher[p] and uses_children(names[p]) for p in positions], dtype=bool)
+    wants = np.array([not dispatcher[p] and by_children[names[p]] for p in positions], dtype=bool)
     children = _children(ops, op_positions[wants]) if wants.any() else {}
     # a forward's output dims from its backward's grad_output, only for the formulas that read them
     outputs = {}
-    if any(not dispatcher[p] and uses_backward(names[p]) for p in positions):
-        outputs = forward_outputs((n, args_table[a]) for n, a in zip(names, args_id, strict=True)
-                                  if n.endswith("convolution_backward"))
+    if any(by_backward[names[p]] and not dispatcher[p] for p in positions):
+        backward = [n for n in pd.unique(ops.name.to_numpy(dtype=object)) if n.endswith("convolution_backward")]
+        sel = np.flatnonzero(ops.name.isin(backward).to_numpy()) if backward else []
+        # each distinct (name, recorded args) once: the result is the same for repeats
+        pairs = dict.fromkeys((names[i], args_id[i]) for i in sel.tolist()) if len(sel) else {}
+        outputs = forward_outputs((n, args_table[a]) for n, a in pairs)
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
     with_parent = set(op_positions[calls_parent].tolist())
@@ -220,9 +238,14 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     names = rows.name.to_numpy(dtype=object)
     tb = rows.transfer_bytes.to_numpy()
     copies = (kinds == "memcpy") | (kinds == "memset")
-    for i in np.flatnonzero(copies & (source == UNKNOWN) & (tb >= 0)):
-        flops[i], nbytes[i], source[i], unit[i] = 0.0, _memcpy_bytes(names[i], tb[i]), FORMULA, "vector"
-        written[i] = _memcpy_written(names[i], tb[i])
+    moved = np.flatnonzero(copies & (source == UNKNOWN) & (tb >= 0))
+    if len(moved):
+        copy_names = names[moved]
+        counted = {n: (_memcpy_bytes(n, 1), _memcpy_written(n, 1)) for n in set(copy_names.tolist())}
+        moved_bytes = tb[moved].astype(float)
+        flops[moved], source[moved], unit[moved] = 0.0, FORMULA, "vector"
+        nbytes[moved] = moved_bytes * np.array([counted[n][0] for n in copy_names], dtype=float)
+        written[moved] = moved_bytes * np.array([counted[n][1] for n in copy_names], dtype=float)
 
     op_names = ops.name.to_numpy(dtype=object)
     # workload-stated costs override the formulas of the ops they name, split per (region, step) over
@@ -257,9 +280,18 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
         args = table[a]
         by_args[a] = (_json(args.get("Input Dims")), _json(args.get("Input type")),
                       _json(args.get("Input Strides")), _json(args.get("Concrete Inputs")))
-    dims_s, types_s, strides_s, conc_s = {}, {}, {}, {}
-    for pos in launching:
-        dims_s[pos], types_s[pos], strides_s[pos], conc_s[pos] = by_args[args_ids[pos]]
+    # each op's recorded inputs as JSON (None for the ops that launched nothing), then per row
+    op_inputs = [np.full(n_ops, None, dtype=object) for _ in range(4)]
+    if len(launching):
+        per_op = [by_args[a] for a in args_ids[launching].tolist()]
+        for j, col in enumerate(op_inputs):
+            col[launching] = [v[j] for v in per_op]
+    row_op_pos = op_pos[has_op]
+
+    def per_row(per_op_values: np.ndarray) -> np.ndarray:
+        out = np.full(n, None, dtype=object)
+        out[has_op] = per_op_values[row_op_pos]
+        return out
 
     cols = {  # one frame of every column: a frame grown column by column copies its index each time
         "step": rows.step.to_numpy().astype(np.int32),
@@ -277,11 +309,11 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     cols["launch_api"] = _obj(rows["launch_api"].to_numpy(dtype=object))
     cols["join_method"] = _obj(rows["join_method"].to_numpy(dtype=object))
     cols["external_id"] = rows.ext_id.to_numpy()
-    cols["op_name"] = _obj([op_names[p] if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    cols["op_input_dims"] = _obj([dims_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    cols["op_input_types"] = _obj([types_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    cols["op_input_strides"] = _obj([strides_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
-    cols["op_concrete_inputs"] = _obj([conc_s.get(p) if h else None for p, h in zip(op_pos, has_op, strict=True)])
+    cols["op_name"] = _obj(per_row(op_names))
+    cols["op_input_dims"] = _obj(per_row(op_inputs[0]))
+    cols["op_input_types"] = _obj(per_row(op_inputs[1]))
+    cols["op_input_strides"] = _obj(per_row(op_inputs[2]))
+    cols["op_concrete_inputs"] = _obj(per_row(op_inputs[3]))
     cols["region"] = _obj(rows.region.to_numpy(dtype=object))
     cols["op_kernel_count"] = np.where(has_op, np.nan_to_num(n_rows_per_op, nan=1), 1).astype(np.int32)
     cols["cost_share"] = share

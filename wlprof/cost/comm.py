@@ -285,6 +285,12 @@ def _group_from_meta(meta: dict, pg: str | None) -> tuple[int | None, str | None
     return (ws if isinstance(ws, int) else None), pg
 
 
+def _per_distinct(values: np.ndarray, test) -> np.ndarray:
+    """`test` of each value as a bool array, called once per distinct value (None and NaN: once)."""
+    codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
+    return np.array([bool(test(u)) for u in uniq], dtype=bool)[codes] if len(codes) else np.zeros(0, bool)
+
+
 def annotate_comm(k: pd.DataFrame, rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict],
                   meta: dict) -> None:
     """The communication columns on the kernels table `k` (row i is rows' row i), in place."""
@@ -307,7 +313,7 @@ def annotate_comm(k: pd.DataFrame, rows: pd.DataFrame, ops: pd.DataFrame, args_t
     else:
         comm_kernel = np.zeros(0, bool)
     work = comm_kernel | (kinds == "comm")
-    host = (kinds == "cpu_op") & np.array([isinstance(o, str) and C.is_comm_op(o) for o in op_names], dtype=bool) \
+    host = (kinds == "cpu_op") & _per_distinct(op_names, lambda o: isinstance(o, str) and C.is_comm_op(o)) \
         if n else np.zeros(0, bool)
     for i in np.flatnonzero(host):  # the host op that enqueued a collective: classed, not costed
         coll = C.normalize(op_names[i])
@@ -363,7 +369,7 @@ def zero_comm_flops(k: pd.DataFrame) -> None:
     if not len(k) or "comm_class" not in k:
         return
     colls = k["collective"].to_numpy(dtype=object)
-    known = np.array([isinstance(c, str) and c not in C.REDUCING for c in colls], dtype=bool)
+    known = _per_distinct(colls, lambda c: isinstance(c, str) and c not in C.REDUCING)
     rows = (k["comm_class"].isin(["collective", "p2p"]).to_numpy() & known & k["flops"].isna().to_numpy()
             & (k["flops_source"] == "unknown").to_numpy())
     if rows.any():

@@ -375,7 +375,7 @@ class _Tables:
         self.paired = False  # rows were added from B/E pairs, out of file order
 
     def add(self, events: list, base: int) -> None:
-        if events and type(events[0]) is structs.Event:
+        if events and type(events[0]) in structs.EVENT_TYPES:
             self._add_structs(events, base)
             return
         self.count += len(events)
@@ -498,9 +498,10 @@ class _Tables:
         absent = structs.ABSENT
         input_raw = operator.attrgetter(*structs.RAW_ATTRS[:len(INPUT_KEYS)])
         extra_raw = operator.attrgetter(*structs.RAW_ATTRS[len(INPUT_KEYS):len(ARG_KEYS)])
+        complete, begin_type, end_type = structs.Event, structs.Begin, structs.End
         for i, ev in enumerate(events, base):
-            if ev.ph != "X":
-                if ev.ph == "B" or ev.ph == "E":
+            if type(ev) is not complete:
+                if type(ev) is begin_type or type(ev) is end_type:
                     self.begin_end.append((i, ev))
                 continue
             raw_cat = ev.cat
@@ -602,7 +603,7 @@ class _Tables:
                         x["args"] = {**(b.get("args") if type(b.get("args")) is dict else {}), **e["args"]}
                     out = dicts
                 else:
-                    x = _replace_struct(b, ph="X", dur=dur)
+                    x = structs.complete(b, dur)
                     out = structs_
                 out[0].append(x)
                 out[1].append(b_i)
@@ -719,13 +720,6 @@ def _field(ev, name: str):
         return ev.get(name)
     value = getattr(ev, name, None)
     return None if value is structs.MISSING else value
-
-
-def _replace_struct(ev, **changes):
-    """A copy of an `Event` struct with `changes`."""
-    import msgspec
-
-    return msgspec.structs.replace(ev, **changes)
 
 
 def _columns(rows: list[tuple], width: int) -> list:
