@@ -576,7 +576,7 @@ def test_a_bfloat16_tensor_list_is_its_own_group_answered_from_float32_lists_at_
     assert pred[0] == pytest.approx(true(16 * 2**20), rel=1e-3)
 
 
-def test_a_gemm_far_larger_than_the_l2_is_never_predicted_faster_than_its_bytes_at_the_read_bandwidth():
+def test_a_gemm_larger_than_the_l2_is_never_predicted_faster_than_its_bytes_at_the_read_bandwidth():
     # skinny GEMMs profiled at a quarter of their base time (their weights stayed in a cache); the ceilings hold an
     # L2 of 1 MiB and a read bandwidth of 4e6 bytes/us
     k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128,

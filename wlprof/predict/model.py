@@ -474,10 +474,10 @@ class Predictor:
         return np.maximum(pred, self._stream_floor(d)), src
 
     def _stream_floor(self, d: pd.DataFrame) -> np.ndarray:
-        """The least time of a GEMM whose operands are far larger than the L2 (`STREAM_L2` times): its
-        compulsory bytes at the memory's measured read bandwidth (0 elsewhere, or where the profile's
-        ceilings hold no read bandwidth or L2 size). Neighbours whose operands partly stayed in the L2
-        must not carry a faster time to it."""
+        """The least time of a GEMM whose operands the L2 cannot hold (more than `STREAM_L2` times its
+        bytes: read over and over, they miss it): its compulsory bytes at the memory's measured read
+        bandwidth (0 elsewhere, or where the profile's ceilings hold no read bandwidth or L2 size).
+        Neighbours whose operands stayed in the L2 must not carry a faster time to it."""
         k = self.constants
         out = np.zeros(len(d))
         if not (k.read > 0 and k.l2 > 0) or not len(d):
@@ -511,7 +511,7 @@ class Predictor:
                    tables(d.get("shifts", {})))
 
 
-STREAM_L2 = 2.0  # a GEMM moving this many times the L2's bytes streams them from memory
+STREAM_L2 = 1.0  # a GEMM moving more than this many times the L2's bytes streams them from memory
 
 FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")  # the dtypes one can answer for another
 
