@@ -569,6 +569,9 @@ def test_a_bfloat16_tensor_list_is_its_own_group_answered_from_float32_lists_at_
     moved = model.transfer_dtype(dq, "float32")
     assert moved.c2.iat[0] == dq.c2.iat[0] == 2.0  # log2 of 4 tensors: a count, not a size
     assert moved.c0.iat[0] == dq.c0.iat[0] - 1.0  # as many float32 elements as bytes hold
+    # a `--spec` step names no kernels: the run's dtype keys its lists
+    spec = q.drop(columns=["cost_dtype", "flops_source", "bytes"]).assign(dtype="float32")
+    assert "|float32" in describe(spec).group.iat[0]
     pred, src = p.predict(q, dq)
     assert model.SOURCES[src[0]] == "other dtype" and dq.answered_dtype.iat[0] == "float32"
     # 16 MiB moves at the fast side: 1.5 + 16.8e6 / 6.4e6 = 4.12 us (as many float32 elements move 32 MiB,

@@ -343,15 +343,21 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def _list_dtypes(ops: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:
-    """The floating dtype of the tensor-list calls at `rows` from the cost's dtype (the one their kernels
-    name), '' where it is not known; None where the table has no cost dtype."""
-    if "cost_dtype" not in ops or not len(rows):
+    """The floating dtype of the tensor-list calls at `rows`: the cost's dtype (the one their kernels
+    name), else the run's dtype (a `--spec` step lists no kernels); '' where neither is a floating dtype;
+    None where the table has neither column."""
+    if not len(rows) or not ({"cost_dtype", "dtype"} & set(ops.columns)):
         return None
     from wlprof.cost.dtypes import FLOATING, canonical
 
-    named = _text(ops["cost_dtype"])[rows]
-    out = np.array([t if t in FLOATING else canonical(t) or "" for t in named], dtype=object)
-    return np.where(np.isin(out, list(FLOATING)), out, "")
+    def floating(col):
+        if col not in ops:
+            return np.full(len(rows), "", dtype=object)
+        out = np.array([t if t in FLOATING else canonical(t) or "" for t in _text(ops[col])[rows]], dtype=object)
+        return np.where(np.isin(out, list(FLOATING)), out, "")
+
+    named = floating("cost_dtype")
+    return np.where(named != "", named, floating("dtype"))
 
 
 def _itemsize(dtype: str) -> int:
