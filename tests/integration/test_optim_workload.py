@@ -30,10 +30,11 @@ def test_a_step_applies_the_optimizer_to_every_tensor():
     drawn = [torch.randn(5, generator=gen) for _ in range(4)]  # each parameter, then its gradient
     w0, g = drawn[0::2], drawn[1::2]
     built.step()
-    # the first SGD step with momentum: the buffer is the gradient, w = w0 - lr * g (lr 1e-4)
+    # build took the first SGD step (its momentum buffer is the gradient: w1 = w0 - lr * g, lr 1e-4); this one
+    # is the second: buffer 0.9 * g + g = 1.9 * g, w2 = w1 - lr * 1.9 * g = w0 - lr * 2.9 * g
     after = _params_of(built)
     for w, a, b in zip(after, w0, g, strict=True):
-        torch.testing.assert_close(w.detach(), a - 1e-4 * b)
+        torch.testing.assert_close(w.detach(), a - 2.9e-4 * b)
 
 
 def _params_of(built):

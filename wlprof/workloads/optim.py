@@ -3,8 +3,8 @@ with their gradients set, in torch's foreach or fused implementation: the `_fore
 `_fused_*` kernels a training step ends with, over as many tensors and elements as a model has.
 
 The parameters (`--tensors` tensors of `--numel` elements each) and their gradients are in the run's
-dtype; the optimizer's states are created by the warm-up steps, so the profiled steps update them in
-place as a training step does; region optim/step.
+dtype; the optimizer's states are created by a step when the point is built, so every step measured
+(or listed by `predict --spec`) updates them in place as a training step does; region optim/step.
 """
 
 from __future__ import annotations
@@ -91,6 +91,11 @@ class Optim(Workload):
         except (RuntimeError, TypeError, ValueError) as e:
             raise InputError(Key("impl"), f"{p['impl']} is not available for {p['optimizer']} on "
                              f"{device.type} in {dtype} with this torch ({e})", p["impl"]) from e
+
+        # one step now: the optimizer creates its states (zeroed moments, momentum buffers) on its first step,
+        # so that every step measured or listed updates them in place
+        with torch.inference_mode(False), torch.no_grad():
+            opt.step()
 
         def step():
             from torch.profiler import record_function
