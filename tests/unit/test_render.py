@@ -139,3 +139,15 @@ def test_a_predicted_steps_breakdown_reads_its_shares_as_percentages():
     # (it read 0.999 and 0.000999)
     assert "| aten::mm | [[2,3],[3,4]] | 2 | 60.0 | 30.0 | 100% | same call |" in text
     assert "| aten::gelu | [[2,4]] | 1 | 0.0600 | 0.0600 | 0.10% | near |" in text
+
+
+def test_a_fraction_above_its_roof_is_never_shown_without_its_reason():
+    # the reason column (priority 6) goes before the roofline (7); the roofline goes with it
+    why = Col("above roof:\nwhy", ["l2_resident"], 6, "left", wrap=18)
+    roof = Col("roof-\nline", ["138%"], 7, needs=why)
+    cols = [Col("name", ["a" * 70], 10, "left"), Col("n1", ["123,456,789"], 8), roof, why]
+    headers = lambda kept: [c.header for c, _ in kept]  # noqa: E731
+    assert headers(render.fit(cols, 200)[0]) == ["name", "n1", "roof-\nline", "above roof:\nwhy"]
+    # 73 + 14 + 8 + 14 + 1 = 110 columns wide: the reason does not fit in 100, and the roofline goes with it
+    kept, dropped = render.fit(cols, 100)
+    assert headers(kept) == ["name", "n1"] and dropped == ["roof-line", "above roof: why"]

@@ -123,6 +123,7 @@ class Col:
     justify: str = "right"
     wrap: int | None = None  # a text column that may wrap to this width instead of widening the table
     styles: list[str | None] | None = None  # a rich style per cell
+    needs: Col | None = None  # a column this one is never shown without (a fraction above 100% and its reason)
 
     def natural(self) -> int:
         lines = [*self.header.split("\n"), *(x for c in self.cells for x in c.split("\n"))]
@@ -161,6 +162,7 @@ def fit(cols: Sequence[Col], width: int | None, wide: bool = False) -> tuple[lis
         hopeless = [c for c in droppable if c.least() + 3 > room]
         victim = min(reversed(hopeless or droppable), key=lambda c: c.priority)  # lowest priority, rightmost first
         kept.remove(victim)
+        kept = [c for c in kept if c.needs is None or any(c.needs is k for k in kept)]
     # give wrapping columns back the room that is left, up to their natural width
     sizes = [c.least() for c in kept]
     spare = width - total(kept, sizes)
@@ -319,12 +321,14 @@ def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int 
     cols += [Col("GB/s", masked(known(_col(steps, "achieved_gbps"), no_bytes), sig), 6),
              Col("FLOP/B", masked(known(_col(steps, "intensity_flop_per_byte"), either), sig), 4)]
     optional("bound", Col("bound", masked(_col(steps, "bound"), lambda v: "-" if _missing(v) else str(v)), 5, "left"))
-    optional("roofline_fraction", Col("roof-\nline", masked(_col(steps, "roofline_fraction"), percent), 7))
+    roofline = Col("roof-\nline", masked(_col(steps, "roofline_fraction"), percent), 7)
+    optional("roofline_fraction", roofline)
     why = [above_roof_text(f, n) for f, n in zip(_col(steps, "roofline_fraction"), _col(steps, "roof_note"),
                                                  strict=True)]
     if any(why):
-        cols.append(Col("above roof:\nwhy", masked(why, str), 6, "left", wrap=18,
-                        styles=["red" if w == NO_REASON else None for w in why]))
+        roofline.needs = Col("above roof:\nwhy", masked(why, str), 6, "left", wrap=18,
+                             styles=["red" if w == NO_REASON else None for w in why])
+        cols.append(roofline.needs)
     if any(flagged(v) for v in _col(steps, "noisy")):
         cols.append(Col("spread", masked(_col(steps, "timing_spread"), lambda v: percent(v)), 7))
     styles = ["red" if f else ("yellow" if flagged(n) else None) for f, n in zip(failed, _col(steps, "noisy"),
@@ -358,12 +362,15 @@ def kernel_table(summary: pd.DataFrame, title: str, wide: bool = False, width: i
         cols.append(Col("bound", cells(_col(summary, "bound"), text), 5, "left"))
         if _any(_col(summary, "roof")):
             cols.append(Col("roof", cells(_col(summary, "roof"), text), 4, "left", wrap=12))
-        cols.append(Col("roof-\nline", cells(_col(summary, "roofline_fraction"), percent), 7))
+        roofline = Col("roof-\nline", cells(_col(summary, "roofline_fraction"), percent), 7)
+        cols.append(roofline)
         notes = [_note(f, n) for f, n in zip(_col(summary, "roofline_fraction"), _col(summary, "roof_note"),
                                              strict=True)]
         if any(notes):
             cols.append(Col("roof note", notes, 5, "left", wrap=16,
                             styles=["red" if NO_REASON in x else None for x in notes]))
+            if any(not _missing(f) and f > 1 for f in _col(summary, "roofline_fraction")):
+                roofline.needs = cols[-1]
     cols.append(Col("source", cells(_col(summary, "flops_source"), text), 3, "left"))
     return table(cols, title, width, wide)
 
