@@ -93,3 +93,19 @@ def test_calibrate_caches_the_ceilings_that_rose_and_keeps_those_that_fell(tmp_p
     assert cached.measured_at == "2026-12-02T02:19:36+00:00"
     # --out writes what was measured, not the merge
     assert jsonio.loads((tmp_path / "new.json").read_bytes())["matrix_tflops"] == {"bfloat16": 0.034}
+
+
+@pytest.mark.parametrize("where", ["missing/dir/c.json", "afile/c.json", "adir"])
+def test_calibrate_refuses_an_unwritable_out_before_measuring(tmp_path, monkeypatch, cli, where):
+    # a bad --out is refused up front (status 2, named), not with a traceback after minutes of measuring
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "missing").write_text("x")  # 'missing/dir' cannot be created under a file
+    measured = []
+    monkeypatch.setattr(ceilings, "calibrate", lambda dev, quick=False: measured.append(dev))
+    res = cli("calibrate", "--device", "cpu", "--out", str(tmp_path / where))
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and "error: --out must be a JSON file" in flat, flat
+    assert measured == [] and not (tmp_path / "cache").exists()

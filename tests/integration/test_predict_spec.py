@@ -99,3 +99,14 @@ def test_a_large_csr_graph_is_listed():
     ops = record(parse_spec("gnn graph=uniform scale=13 edge_factor=16 features=8 backend=csr dtype=float32"))
     spmm = ops[ops.op_name == "aten::addmm"]
     assert len(spmm) == 1 and spmm.op_input_dims.iat[0].startswith("[[8192,8],[8192,8192],[8192,8]")
+
+
+def test_a_step_the_meta_device_cannot_list_is_refused_with_torchs_whole_reason():
+    # torch's fused AdamW refuses meta tensors: its reason ends with the dtype and device, not cut at 160
+    # characters mid-word ("... but torch.")
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        record(parse_spec("optim optimizer=adamw impl=fused tensors=2 numel=131072"))
+    text = str(info.value.rule)
+    assert "adamw fused T2 n=131072" in text and text.endswith("but torch.bfloat16 and meta)"), text

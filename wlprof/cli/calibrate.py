@@ -83,6 +83,22 @@ def ceilings_table(c):
     return t
 
 
+def _check_out(out: Path) -> None:
+    """An InputError naming --out when the ceilings JSON cannot be written there."""
+    from wlprof.errors import InputError
+    from wlprof.store.runs import check_writable
+
+    if out.is_dir():
+        raise InputError("--out", "must be a JSON file, not a folder", str(out))
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        check_writable(folder, "--out", "the ceilings")
+    except InputError as exc:  # named as given ('afile/c.json'), not as its folder ('afile')
+        why = f"{str(folder)!r} is a file" if folder.is_file() else str(exc.rule).split("(", 1)[-1].rstrip(")")
+        raise InputError("--out", f"must be a JSON file in a folder wlprof can write into ({why})",
+                         str(out)) from None
+
+
 @handle_errors
 def calibrate(
     device: Device = None,
@@ -104,6 +120,8 @@ def calibrate(
     from wlprof.device import device_name, resolve_device
     from wlprof.store.atomic import atomic_write_bytes
 
+    if out is not None:  # checked before measuring (minutes on a GPU), not after
+        _check_out(out)
     dev = resolve_device(device)
     previous = load_cached(dev.type, device_name(dev))
     kept = False  # the new ceilings measured lower and --replace was not given: the cached ones stay

@@ -260,9 +260,11 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
                     with record_function("wlprof/step#0"):
                         built.step()
             except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:
+                first = (str(exc).splitlines() or [""])[0]  # torch's reason, whole where it is short
+                why = first if len(first) <= 300 else first[:300].rsplit(" ", 1)[0] + " ..."
                 raise InputError(Key("spec", "store"), f"must be a configuration whose step can be listed on the "
                                  f"meta device (point '{point.variant}': {type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0][:160]})", spec.text) from None
+                                 f"{why})", spec.text) from None
         fd, path = tempfile.mkstemp(suffix=".json")
         os.close(fd)
         try:
