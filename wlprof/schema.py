@@ -103,7 +103,7 @@ COST = [
                                 "arithmetic: 0 FLOPs), unknown"),
     _c("cost_unit", S, "", "matrix or vector: which compute ceiling applies"),
     _c("cost_dtype", S, "", "dtype of the arithmetic, for the ceiling lookup"),
-    _c("intensity_flop_per_byte", F64, "FLOP/byte", "flops / bytes"),
+    _c("intensity_flop_per_byte", F64, "FLOP/byte", "flops / bytes (a step's: of its kernels whose FLOPs and bytes are both known)"),
     _c("achieved_tflops", F64, "TFLOP/s", "flops / dur"),
     _c("achieved_gbps", F64, "GB/s", "bytes / dur"),
     _c("ceiling_tflops", F64, "TFLOP/s", "compute ceiling used (measured; the compute_roof's)"),

@@ -116,6 +116,11 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
     flops = float(known.flops.sum()) / n_steps if len(known) else math.nan
     has_bytes = k[k["bytes"].notna()]
     nbytes = float(has_bytes["bytes"].sum()) / n_steps if len(has_bytes) else math.nan
+    # the intensity of the kernels whose FLOPs and bytes are both known (a fused optimizer on the CPU has
+    # FLOPs and no bytes: its FLOPs over the other kernels' bytes would be no intensity at all)
+    both = k[k.flops.notna() & k["bytes"].notna()]
+    both_bytes = float(both["bytes"].sum())
+    intensity = float(both.flops.sum()) / both_bytes if both_bytes > 0 else math.nan
     if executed_regions is None:
         executed = flops
     else:
@@ -151,7 +156,7 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
             "executed_flops": executed,
             "unknown_time_share": unknown_share,
             "bytes_unknown_time_share": bytes_unknown,
-            "intensity_flop_per_byte": flops / nbytes if nbytes and nbytes > 0 else math.nan,
+            "intensity_flop_per_byte": intensity,
             "achieved_tflops": flops / kernel_us / 1e6 if kernel_us > 0 else math.nan,
             "achieved_gbps": nbytes / kernel_us / 1e3 if kernel_us > 0 else math.nan,
             "achieved_tflops_latency": flops / lat / 1e6 if lat > 0 else math.nan,  # NaN > 0 is False

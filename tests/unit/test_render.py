@@ -89,8 +89,8 @@ def test_a_step_whose_costs_are_all_unknown_shows_no_zero_totals():
              .splitlines()]
     row_a = next(line for line in lines if line.startswith("a "))
     row_b = next(line for line in lines if line.startswith("b "))
-    assert row_a == "a 190 - - - 100% - -"
-    assert row_b == "b 100 1.00 G 200 MB 10.0 25% 2,000 5.00"
+    assert row_a == "a 190 - - - 100% 100% - -"  # FLOPs and bytes unknown for all of its time
+    assert row_b == "b 100 1.00 G 200 MB 10.0 25% 0% 2,000 5.00"
 
 
 def test_ceilings_text_without_measured_ceilings():

@@ -44,7 +44,9 @@ def test_summarize_by_hand():
     assert row["flops"] == pytest.approx(500 / 3)
     # bytes per step: rows with both FLOPs and bytes, 50 + 100 + 20 = 170 over 3 steps
     assert row["bytes"] == pytest.approx(170 / 3)
-    assert row["intensity_flop_per_byte"] == pytest.approx(500 / 170)
+    # intensity over the rows whose FLOPs and bytes are both known: (100 + 300 + 40) / 170, not the 60 FLOPs
+    # of the row without bytes over the others' bytes
+    assert row["intensity_flop_per_byte"] == pytest.approx(440 / 170)
     # executed: region a's known FLOPs 100 + 300 + 60 = 460 over 3; useful defaults to executed
     assert row["executed_flops"] == pytest.approx(460 / 3) and row["useful_flops"] == pytest.approx(460 / 3)
     assert row["flops_source"] == "formula,unknown,workload"

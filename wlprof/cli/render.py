@@ -313,6 +313,8 @@ def steps_table(steps: pd.DataFrame, title: str, wide: bool = False, width: int 
              Col(r_unit, masked(known(_col(steps, "achieved_tflops"), no_flops), rt), 8)]
     if any(not _missing(u) and float(u) > 0 for u in _col(ok, "unknown_time_share")):
         cols.append(Col("FLOPs\nunknown", masked(_col(steps, "unknown_time_share"), percent), 7))
+    if any(not _missing(u) and float(u) > 0 for u in _col(ok, "bytes_unknown_time_share")):
+        cols.append(Col("bytes\nunknown", masked(_col(steps, "bytes_unknown_time_share"), percent), 7))
     if useful:
         cols += [Col("useful\nFLOPs", masked(_col(steps, "useful_flops"), si), 4),
                  Col(f"{r_unit}\nuseful", masked(_col(steps, "achieved_tflops_useful"), rt), 4),
