@@ -53,8 +53,8 @@ def _select(traces: Path, spec: str, arg: str):
 
 @handle_errors
 def compare(
-    a: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT (the baseline)")],
-    b: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT")],
+    a: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT (the baseline)", metavar="RUN_A")],
+    b: Annotated[str, typer.Argument(help="RUN or RUN:VARIANT", metavar="RUN_B")],
     traces: Traces = DEFAULT_TRACES,
     top: Annotated[int, typer.Option("--top", help="Rows per table (0: all).")] = 12,
     wide: Wide = False,
@@ -68,10 +68,10 @@ def compare(
     if top < 0:
         raise InputError("--top", "must be 0 (all) or a positive number", top)
     rows = top or None  # 0: every row
-    sa, ka, la = _select(traces, a, "A")
-    sb, kb, lb = _select(traces, b, "B")
+    sa, ka, la = _select(traces, a, "RUN_A")
+    sb, kb, lb = _select(traces, b, "RUN_B")
     if sa.device_name != sb.device_name:
-        raise InputError("B", f"must come from the same device as A ({sa.device_name})", sb.device_name)
+        raise InputError("RUN_B", f"must come from the same device as RUN_A ({sa.device_name})", sb.device_name)
     from wlprof.cli import render
 
     con = console(wide=wide)

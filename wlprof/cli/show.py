@@ -58,7 +58,9 @@ def show(
     con.print(f"command: {escape(str(manifest.get('command')))}")
     rc = run_ceilings(traces, [run_id])[run_id]
     if rc.ceilings is not None:
-        con.print(escape(f"ceilings ({cei.get('source')}, {cei.get('origin')}): {rc.describe()}"))
+        origin = str(cei.get("origin") or "")
+        where = origin if origin.startswith(str(cei.get("source"))) else f"{cei.get('source')}, {origin}"
+        con.print(escape(f"ceilings ({where}): {rc.describe()}"))
     else:  # an ingested trace of a device never calibrated here: say so, not copy 0 GB/s
         con.print(escape(f"ceilings: {render.ceilings_text(cei)}"))
     placed = place(traces, "run", None, kernels, steps)
