@@ -79,6 +79,8 @@ def test_predict_scores_the_ladder_on_unseen_runs(traces, cli):
     shares = dict((k, int(v)) for k, v in re.findall(r"(same point|same call|nearest|regression) (\d+)%", line))
     assert set(shares) == {"same point", "same call", "nearest", "regression"}
     assert 98 <= sum(shares.values()) <= 102  # each rounded to a whole percent
+    # no MoE run in --train: said, with the training runs' workloads
+    assert "note: --train holds no run of moe (it holds gemm, mlp)" in " ".join(res.output.split())
     res = cli("predict", "--train", tr, "--test", h200_run("gemm").name, "--traces", traces)
     assert res.exit_code == 2 and "--test must not overlap --train" in res.output
 

@@ -164,6 +164,12 @@ def predict(
               + " (same point: the call profiled in the same sweep point of --train; same call: profiled "
               f"elsewhere there; nearest: shapes within {models.NEAREST_MAX_RATIO:g}x; regression: none of these). "
               "The noise floor: the same call in the other profiled steps of its run.")
+    unseen = sorted(set(f_te.workload.dropna()) - set(f_tr.workload.dropna())) if "workload" in f_te else []
+    if unseen:
+        con.print(f"[yellow]note: --train holds no run of {', '.join(unseen)} (it holds "
+                  f"{', '.join(sorted(set(f_tr.workload.dropna()))) or 'none'}): those calls are extrapolated "
+                  "from other workloads' ops, mostly by the regression (`wlprof predict --profile` answers any "
+                  "workload from the profile grid)[/yellow]")
     con.print(rich_table(merged, cols, title="Level 0-3 performance models on held-out runs", formats=formats,
                          priorities=prio, text={"model", "family"}, wrap={"family": 20}, wide=wide,
                          width=con.width))
