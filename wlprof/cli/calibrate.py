@@ -86,17 +86,11 @@ def ceilings_table(c):
 def _check_out(out: Path) -> None:
     """An InputError naming --out when the ceilings JSON cannot be written there."""
     from wlprof.errors import InputError
-    from wlprof.store.runs import check_writable
+    from wlprof.store.runs import check_writable_file
 
     if out.is_dir():
         raise InputError("--out", "must be a JSON file, not a folder", str(out))
-    folder = out.parent if str(out.parent) else Path(".")
-    try:
-        check_writable(folder, "--out", "the ceilings")
-    except InputError as exc:  # named as given ('afile/c.json'), not as its folder ('afile')
-        why = f"{str(folder)!r} is a file" if folder.is_file() else str(exc.rule).split("(", 1)[-1].rstrip(")")
-        raise InputError("--out", f"must be a JSON file in a folder wlprof can write into ({why})",
-                         str(out)) from None
+    check_writable_file(out, "--out", "a JSON file", "the ceilings")
 
 
 @handle_errors

@@ -29,19 +29,13 @@ def roofline(
     from wlprof.cli.report_files import _save
     from wlprof.errors import InputError
     from wlprof.plots import figures
-    from wlprof.store.runs import check_writable
+    from wlprof.store.runs import check_writable_file
     from wlprof.store.selection import load_runs, split_runs
 
     ids = split_runs(runs)
     if output.suffix.lower() != ".png":
         raise InputError("--out", "must be a .png file", str(output))
-    folder = output.parent if str(output.parent) else Path(".")
-    try:
-        check_writable(folder, "--out", "the figure")
-    except InputError as exc:  # named as given ('afile/r.png'), not as its folder ('afile')
-        why = f"{str(folder)!r} is a file" if folder.is_file() else str(exc.rule).split("(", 1)[-1].rstrip(")")
-        raise InputError("--out", f"must be a .png file in a folder wlprof can write into ({why})",
-                         str(output)) from None
+    check_writable_file(output, "--out", "a .png file", "the figure")
     ops = load_runs(traces, "ops", ids, "RUNS", None, allow_mixed_devices)
     placed = place(traces, ceilings, ops)
     for line in placed.findings:

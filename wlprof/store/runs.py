@@ -49,6 +49,18 @@ def check_writable(root: str | Path, arg: str | Key = Key("traces", "store"), wh
     return root
 
 
+def check_writable_file(out: str | Path, arg: str, kind: str, what: str) -> None:
+    """An InputError naming `arg` when the file `out` (`kind`: 'a JSON file') cannot be written: its folder
+    is created if needed; the error names the file as given ('afile/c.json'), not its folder ('afile')."""
+    out = Path(out)
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        check_writable(folder, arg, what)
+    except InputError as exc:
+        why = f"{str(folder)!r} is a file" if folder.is_file() else str(exc.rule).split("(", 1)[-1].rstrip(")")
+        raise InputError(arg, f"must be {kind} in a folder wlprof can write into ({why})", str(out)) from None
+
+
 def run_dir(root: str | Path, run_id: str) -> Path:
     """The folder of `run_id` under `root`; refuses ids that would leave it."""
     if not RUN_ID_RE.match(run_id) or run_id in (".", ".."):
