@@ -141,7 +141,7 @@ def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, 
     out = CliRunner().invoke(app, ["compare", f"{run}:balanced 16x8x8", f"{run}:balanced 8x8x8", "--traces",
                                    str(tmp_path)], terminal_width=300)
     assert out.exit_code == 2
-    assert (f"error: A must name a sweep point that finished; 'balanced 16x8x8' of {run} is failed: "
+    assert (f"error: RUN_A must name a sweep point that finished; 'balanced 16x8x8' of {run} is failed: "
             "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB (got 'balanced 16x8x8')") in out.output
 
 
