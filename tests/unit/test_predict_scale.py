@@ -227,3 +227,18 @@ def test_a_loss_s_targets_scale_with_the_batch_though_a_weight_has_their_shape()
     d = _dims(rewrite_batch(step, batch, mapping))
     assert batch == 64 and mapping == {64: 16}
     assert d[0][:2] == [[16, 64, 32, 32], [64]] and d[1][:2] == [[16, 100], [16]]
+
+
+def test_an_optimizers_ops_on_convolution_weights_do_not_read_as_a_step_that_barely_scales():
+    import pandas as pd
+
+    from wlprof.predict.scale import describe
+
+    # a conv net's step at batch 8: two convolutions (input [8, 16, 32, 32], weight [16, 16, 3, 3]) and a
+    # single-tensor AdamW's lerp_ on each 4-D weight, three times: 2 of 5 calls change, and the three
+    # unchanged ones are the weights' (their leading 16 is channels, not a batch), so no hint
+    conv = ("aten::convolution", "[[8,16,32,32],[16,16,3,3],[16]]", "[[16384,1024,32,1],[144,9,3,1],[1]]")
+    lerp = ("aten::lerp_", "[[16,16,3,3],[16,16,3,3],[]]", "[[144,9,3,1],[144,9,3,1],[]]")
+    ops = pd.DataFrame([conv, conv, lerp, lerp, lerp], columns=["op_name", "op_input_dims", "op_input_strides"])
+    line = describe(ops, rewrite(ops, 8, 2.0), "batch", 8, 2.0)
+    assert "in 2 of 5 calls" in line and "barely" not in line and "--scale 16" not in line

@@ -426,9 +426,13 @@ def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, fa
     else:
         line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
                 f"{len(after)} calls (one that only equals {value}, a feature map's side say, changes too)")
-    shaped = before.op_input_dims.reset_index(drop=True).map(_leading_dim)
-    kept = shaped[~moved & shaped.notna()]
-    if changed < 0.5 * len(after):
+    # the calls with a batched input (of three or more dimensions, not a parameter: an optimizer's op on a
+    # convolution's weight keeps its size, as it should)
+    params = _parameters(before.reset_index(drop=True)) if dim in ROW_NAMES and "op_name" in before else set()
+    shaped = before.op_input_dims.reset_index(drop=True).map(lambda d: _leading_dim(d, params))
+    batched = shaped.notna().to_numpy()
+    kept = shaped[~moved & batched]
+    if (moved & batched).sum() < 0.5 * batched.sum() or not batched.any() and changed < 0.5 * len(after):
         line += "; the other calls keep their sizes, so the step barely scales"
         if len(kept):
             other = int(kept.value_counts().idxmax())
@@ -437,15 +441,15 @@ def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, fa
     return line
 
 
-def _leading_dim(d_s) -> int | None:
+def _leading_dim(d_s, params: set[tuple[int, ...]] = frozenset()) -> int | None:
     """The first dimension of a call's first input of three or more dimensions ([batch, sequence, width],
-    [batch, channels, height, width]): None where it has none."""
+    [batch, channels, height, width]) whose shape is none of `params`: None where it has none."""
     try:
         dims = json.loads(d_s) if isinstance(d_s, str) else []
     except ValueError:
         return None
     for t in dims:
-        if isinstance(t, list) and len(t) >= 3 and all(isinstance(x, int) for x in t):
+        if isinstance(t, list) and len(t) >= 3 and all(isinstance(x, int) for x in t) and tuple(t) not in params:
             return t[0]
     return None
 
