@@ -110,3 +110,18 @@ def test_a_step_the_meta_device_cannot_list_is_refused_with_torchs_whole_reason(
         record(parse_spec("optim optimizer=adamw impl=fused tensors=2 numel=131072"))
     text = str(info.value.rule)
     assert "adamw fused T2 n=131072" in text and text.endswith("but torch.bfloat16 and meta)"), text
+
+
+def test_a_foreach_optimizer_step_lists_its_kernels_and_not_its_host_side_step_reads():
+    # AdamW foreach over 3 tensors: the 8 _foreach_ calls a CUDA step launches on the parameters and states
+    # (mul_ twice, lerp_, addcmul_, sqrt, div_, add_, addcdiv_) and one add_ on the step counters; the counters
+    # live on the host, so their reads (_local_scalar_dense, 3 per step) launch nothing and are not listed,
+    # nor the states' zero fills of a first step
+    foreach = frozenset(f"aten::_foreach_{n}" for n in ("mul_", "lerp_", "addcmul_", "sqrt", "div_", "add_",
+                                                         "addcdiv_"))  # as a profile's launching ops name them
+    ops = record(parse_spec("optim optimizer=adamw impl=foreach tensors=3 numel=131072 dtype=float32"),
+                 launching=foreach)
+    names = ops.op_name.value_counts().to_dict()
+    assert "aten::_local_scalar_dense" not in names and "aten::fill_" not in names and "aten::zero_" not in names
+    assert names.get("aten::_foreach_mul_") == 2 and names.get("aten::_foreach_add_") == 2
+    assert sum(v for k, v in names.items() if k.startswith("aten::_foreach_")) == 9 == len(ops)

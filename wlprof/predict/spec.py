@@ -272,12 +272,26 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
             ops = calls_of_trace(path, launching)
         finally:
             os.unlink(path)
+        ops = _without_host_step_reads(ops)
         ident = {"run_id": f"spec:{spec.workload}", "workload": wl.name, "variant": point.variant, "point": i,
                  "device_type": "cuda", "device_name": device_name, "dtype": dtype_name(dt)}
         for k, v in {**ident, **point.params, **built.facts}.items():
             ops[k] = [v] * len(ops) if isinstance(v, list) else v
         frames.append(ops)
     return pd.concat(frames, ignore_index=True)
+
+
+def _without_host_step_reads(ops: pd.DataFrame) -> pd.DataFrame:
+    """`ops` without torch.optim's reads of its step counters (`aten::_local_scalar_dense` in an
+    `Optimizer.step` region). It reads them only where it keeps them on the host (the foreach and for-loop
+    implementations without `capturable`); kept on the device (fused, capturable), they are never read. On
+    a CUDA step such a read launches nothing, and the listing, which holds every small tensor on the CPU,
+    cannot tell it from a device sync."""
+    if ops.empty or "region" not in ops:
+        return ops
+    region = ops.region.astype(object).where(ops.region.notna(), "").map(str)
+    host = (ops.op_name == "aten::_local_scalar_dense") & region.str.startswith("Optimizer.step")
+    return ops[~host.to_numpy()].reset_index(drop=True)
 
 
 _CPP_TYPES = {"float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float64": "double",
