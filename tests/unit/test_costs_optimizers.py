@@ -142,3 +142,21 @@ def test_tensor_lists_whose_shapes_were_not_recorded_are_unknown_not_free():
     # the lists recorded: 26 adds and alpha's 26 multiplies, 2 x 26 x 3 bytes
     c = cost_of(op("aten::_foreach_add_", TL([4, 5], [6]), TL([4, 5], [6]), S(-0.001), kernels=k))
     assert (c.flops, c.bytes) == (52, 156)
+
+
+def test_amp_unscale_reads_and_writes_the_gradients():
+    # _amp_foreach_non_finite_check_and_unscale_(grads [4,5] and [6] fp32, found_inf, inv_scale): 26 elements x
+    # (finiteness compare + multiply) = 52 FLOPs; reads the grads 4*26 = 104 and inv_scale 4, writes the grads 104
+    k = (mta_kernel("float", "UnaryOpFunctor", 1),)
+    c = cost_of(op("aten::_amp_foreach_non_finite_check_and_unscale_", TL([4, 5], [6]), T([]), T([]), kernels=k))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (52, 104 + 4 + 104, 104, "float32")
+    # without the kernels (a CPU trace) the dtype and so the bytes are unknown
+    c = cost_of(op("aten::_amp_foreach_non_finite_check_and_unscale_", TL([4, 5], [6]), T([]), T([])))
+    assert (c.flops, c.bytes) == (52, None)
+
+
+def test_amp_update_scale_reads_three_scalars_and_writes_two():
+    # _amp_update_scale_(scale fp32, growth_tracker int32, found_inf fp32, 2.0, 0.5, 2000): reads 3 x 4 bytes,
+    # writes the scale and the tracker 2 x 4; one multiply
+    c = cost_of(op("aten::_amp_update_scale_", T([]), T([], "int"), T([]), S(2.0), S(0.5), S(2000)))
+    assert (c.flops, c.bytes, c.written) == (1, 20, 8)

@@ -218,3 +218,38 @@ def fused_adagrad(call: OpCall) -> Cost | None:
     maximize, scaled = _flag(call, 8), _has_tensor(call, 9)
     per = 7 + (2 if wd else 0) + maximize + scaled
     return _fused(call, [0, 1, 2], [0, 2] + ([1] if scaled else []), per, steps=3)
+
+
+# ---------------------------------------------------------------- AMP gradient scaling
+
+
+@formula("aten::_amp_foreach_non_finite_check_and_unscale_", uses_kernels=True)
+def amp_unscale(call: OpCall) -> Cost | None:
+    """_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale): every gradient
+    element tested for finiteness (a compare: 1) and multiplied by inv_scale (1) in place, 2 FLOPs
+    per element. Reads the gradients and inv_scale, writes the gradients (found_inf is written only
+    when a value is not finite: not compulsory)."""
+    numels = _self_numels(call, 0)
+    if numels is None:
+        return None
+    n = sum(numels)
+    dt = multi_tensor_dtype(call.kernels)
+    if dt is None:
+        return Cost(2 * n, None, VECTOR, None)
+    size = dtypes.size_of_dtype(dt)
+    scale = call.tensor(2)
+    reads = n * size + (scale.nbytes_read if scale is not None else 0)
+    return Cost(2 * n, reads + n * size, VECTOR, dt, written=n * size)
+
+
+@formula("aten::_amp_update_scale_", "aten::_amp_update_scale")
+def amp_update_scale(call: OpCall) -> Cost | None:
+    """_amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
+    growth_interval): one thread reads the three 0-d tensors and writes the scale and the tracker;
+    1 FLOP (the scale multiplied by the growth or the backoff factor)."""
+    scale, tracker, found = call.tensor(0), call.tensor(1), call.tensor(2)
+    if scale is None or tracker is None or found is None:
+        return None
+    written = scale.nbytes_read + tracker.nbytes_read
+    return Cost(1, scale.nbytes_read + tracker.nbytes_read + found.nbytes_read + written, VECTOR, scale.dtype,
+                written=written)
