@@ -112,7 +112,7 @@ def test_every_column_of_a_kernels_row_and_its_op(tmp_path):
 
 
 OPS_COLUMNS = ["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
-               "op_concrete_inputs", "region", "ts_us", "cpu_dur_us", "kernel_count", "dur_us", "flops", "bytes",
+               "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us", "kernel_count", "dur_us", "flops", "bytes",
                "bytes_written", "flops_source", "cost_unit", "cost_dtype"]
 
 
@@ -435,7 +435,8 @@ def test_an_op_with_one_row_of_unknown_flops_has_unknown_flops():
     k = pd.DataFrame({"_op_pos": [0, 0, 1], "step": [1, 1, 1], "external_id": [5, 5, 6],
                       "op_name": ["c10d::allreduce_", "c10d::allreduce_", "aten::add"],
                       "op_input_dims": [None] * 3, "op_input_types": [None] * 3, "op_input_strides": [None] * 3,
-                      "op_concrete_inputs": [None] * 3, "region": [None] * 3, "dur_us": [1.0, 2.0, 3.0],
+                      "op_concrete_inputs": [None] * 3, "op_input_dims_source": ["trace"] * 3, "region": [None] * 3,
+                      "dur_us": [1.0, 2.0, 3.0],
                       "flops": [768.0, np.nan, 10.0], "bytes": [100.0, 50.0, 12.0],
                       "bytes_written": [40.0, 20.0, 4.0], "flops_source": ["formula"] * 3,
                       "cost_unit": ["vector"] * 3, "cost_dtype": ["float32"] * 3})

@@ -24,6 +24,8 @@ from wlprof.cost.convolution import forward_outputs
 from wlprof.cost.registry import (FORMULA, Cost, OpCall, cost_of, uses_backward, uses_children, uses_kernels,
                                   uses_parent)
 from wlprof.cost.roofline import add_roofline
+from wlprof.cost.tensor_lists import GRADIENTS, TRACE
+from wlprof.cost.tensor_lists import recover as recover_lists
 
 WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost
 
@@ -188,6 +190,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     `rows`: the device activities (or a CPU trace's working ops) from the join; `ops`: every
     op, flagged by `attribution.flag_ops`; `stated`: the workload's `Stated` costs.
     """
+    args_table, ops, recovered = recover_lists(ops, args_table, rows)
     has_op = rows.has_op.to_numpy()
     op_pos = rows.op_pos.to_numpy()
     dur = rows.dur_ns.to_numpy().astype(float)
@@ -314,6 +317,10 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     cols["op_input_types"] = _obj(per_row(op_inputs[1]))
     cols["op_input_strides"] = _obj(per_row(op_inputs[2]))
     cols["op_concrete_inputs"] = _obj(per_row(op_inputs[3]))
+    dims_source = np.full(n_ops, TRACE, dtype=object)
+    if recovered is not None:
+        dims_source[recovered] = GRADIENTS
+    cols["op_input_dims_source"] = _obj(per_row(dims_source))
     cols["region"] = _obj(rows.region.to_numpy(dtype=object))
     cols["op_kernel_count"] = np.where(has_op, np.nan_to_num(n_rows_per_op, nan=1), 1).astype(np.int32)
     cols["cost_share"] = share
@@ -337,12 +344,12 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     with_op = k[k._op_pos >= 0]
     if with_op.empty:
         return pd.DataFrame(columns=["step", "external_id", "op_name", "op_input_dims", "op_input_types",
-                                     "op_input_strides", "op_concrete_inputs", "region", "ts_us", "cpu_dur_us",
+                                     "op_input_strides", "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us",
                                      "kernel_count", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
                                      "cost_unit", "cost_dtype"])
     g = with_op.groupby("_op_pos", sort=True)
     first = g[["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
-               "op_concrete_inputs", "region", "flops_source", "cost_unit", "cost_dtype"]].first()
+               "op_concrete_inputs", "op_input_dims_source", "region", "flops_source", "cost_unit", "cost_dtype"]].first()
     pos = first.index.to_numpy()
     o = pd.DataFrame({
         "step": first.step.to_numpy(),
@@ -352,6 +359,7 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         "op_input_types": _obj(first.op_input_types.to_numpy(dtype=object)),
         "op_input_strides": _obj(first.op_input_strides.to_numpy(dtype=object)),
         "op_concrete_inputs": _obj(first.op_concrete_inputs.to_numpy(dtype=object)),
+        "op_input_dims_source": _obj(first.op_input_dims_source.to_numpy(dtype=object)),
         "region": _obj(first.region.to_numpy(dtype=object)),
         "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,
         "cpu_dur_us": ops.dur_ns.to_numpy()[pos] / 1000.0,

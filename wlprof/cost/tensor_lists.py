@@ -1,0 +1,199 @@
+"""Shapes of the tensor lists a trace left unrecorded, recovered from the backward's gradients.
+
+torch.profiler records a long TensorList argument as `[]`: a real model's optimizer step
+(`_fused_adamw_`, every `_foreach_*` of a foreach optimizer, AMP's unscale) then has no shapes,
+and its bytes are unknown. The same trace holds the shapes another way: every parameter's
+gradient passes through a `torch::autograd::AccumulateGrad` op whose `Input Dims` is the
+gradient's shape and whose `Input type` is its dtype, and the optimizer works on exactly the
+parameters that received a gradient.
+
+A recovered list is checked against what the call launched. A multi-tensor-apply kernel runs one
+block per chunk of 65,536 elements of one tensor (ATen's `kChunkSize`), so the blocks of all its
+launches sum to `sum(ceil(numel / 65536))` over the list. The gradients accumulated since the
+previous optimizer-like call (one backward, or several identical ones under gradient
+accumulation), of the dtype the kernels name, are taken as the list only when that sum equals
+the launched blocks; a list of 0-d step counters (one block per tensor) is taken only when the
+block count equals the parameter count and the gradients' sum does not. Anything else (several
+parameter groups, sharded parameters, a list of activations, no backward in the trace) stays
+unrecorded. Recovered calls are marked `op_input_dims_source = gradients`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from wlprof.cost import dtypes
+from wlprof.cost.kernel_types import multi_tensor_dtype
+from wlprof.cost.registry import OpCall
+
+CHUNK = 65536  # elements one multi-tensor-apply block processes
+GRADIENT_OP = "torch::autograd::AccumulateGrad"
+LIST_PREFIXES = ("aten::_foreach_", "aten::_fused_", "aten::_amp_foreach_")
+MTA_KERNEL = "multi_tensor_apply_kernel"
+TRACE, GRADIENTS = "trace", "gradients"
+
+# fused optimizers: which positions hold parameter-shaped lists, which hold the 0-d step
+# counters, and which parameter-shaped list exists only under a flag (position, flag position)
+_FUSED_ROLES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...]]] = {
+    "adam": ((0, 1, 2, 3), (5,), ((4, 11),)),  # max_exp_avg_sqs only with amsgrad
+    "sgd": ((0, 1), (), ((2, 4),)),  # momentum buffers only with momentum != 0
+    "adagrad": ((0, 1, 2), (3,), ()),
+}
+
+
+def _role_key(name: str) -> str | None:
+    for key in ("adagrad", "adam", "sgd"):
+        if name.startswith(f"aten::_fused_{key}"):
+            return key
+    return None
+
+
+def _blocks(shapes: Sequence[tuple[int, ...]]) -> int:
+    return sum(-(-math.prod(s) // CHUNK) for s in shapes)
+
+
+def _empty_lists(args: dict) -> list[int]:
+    """Positions of the TensorList arguments recorded as `[]`."""
+    types, dims = args.get("Input type"), args.get("Input Dims")
+    if not isinstance(types, list) or not isinstance(dims, list) or len(types) != len(dims):
+        return []
+    return [i for i, (t, d) in enumerate(zip(types, dims)) if t == "TensorList" and d == []]
+
+
+def _gradients(ops: pd.DataFrame, args_table: list[dict]) -> tuple[np.ndarray, list, list]:
+    """Start times, shapes and canonical dtypes of the recorded gradient accumulations."""
+    sel = np.flatnonzero(ops.name.to_numpy(dtype=object) == GRADIENT_OP)
+    ts = ops.ts_ns.to_numpy()[sel]
+    order = np.argsort(ts, kind="stable")
+    starts, shapes, kinds = [], [], []
+    for i in sel[order].tolist():
+        args = args_table[int(ops.args_id.iat[i])]
+        dims, types = args.get("Input Dims"), args.get("Input type")
+        if not isinstance(dims, list) or not dims or not isinstance(dims[0], list):
+            continue
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in dims[0]):
+            continue
+        starts.append(int(ops.ts_ns.iat[i]))
+        shapes.append(tuple(dims[0]))
+        kinds.append(dtypes.canonical(types[0]) if isinstance(types, list) and types else None)
+    return np.array(starts, dtype=np.int64), shapes, kinds
+
+
+def _units(shapes: list[tuple], kinds: list) -> list[list[tuple]]:
+    """The readings of a gradient sequence as one backward repeated k times (gradient
+    accumulation), k = 1 first: each a repeating unit of the sequence."""
+    n = len(shapes)
+    return [shapes[:n // k] for k in range(1, n + 1)
+            if n % k == 0 and shapes[:n // k] * k == shapes and kinds[:n // k] * k == kinds]
+
+
+def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
+            ) -> tuple[list[dict], pd.DataFrame, np.ndarray | None]:
+    """The args table and ops with recovered tensor-list shapes, and a per-op flag of the recovered.
+
+    Returns the inputs unchanged (and None) when nothing is recovered.
+    """
+    if rows is None or not len(rows) or not len(ops):
+        return args_table, ops, None
+    names = ops.name.to_numpy(dtype=object)
+    is_list = np.fromiter((isinstance(n, str) and n.startswith(LIST_PREFIXES) for n in names), bool, len(names))
+    if not is_list.any() or not (names == GRADIENT_OP).any():
+        return args_table, ops, None
+    args_id = ops.args_id.to_numpy()
+    targets = [p for p in np.flatnonzero(is_list).tolist() if _empty_lists(args_table[int(args_id[p])])]
+    if not targets:
+        return args_table, ops, None
+
+    kern = rows[(rows.kind.to_numpy() == "kernel") & rows.has_op.to_numpy()]
+    kern = kern[kern.name.str.contains(MTA_KERNEL, regex=False) & kern.op_pos.isin(targets)]
+    if kern.empty:
+        return args_table, ops, None
+    grid = (kern.grid_x.to_numpy(np.int64) * np.maximum(kern.grid_y.to_numpy(np.int64), 1)
+            * np.maximum(kern.grid_z.to_numpy(np.int64), 1))
+    launched = pd.Series(grid).groupby(kern.op_pos.to_numpy()).sum().to_dict()
+    kernel_names = kern.groupby("op_pos").name.agg(lambda s: tuple(dict.fromkeys(s))).to_dict()
+
+    g_ts, g_shapes, g_kinds = _gradients(ops, args_table)
+    if not len(g_ts):
+        return args_table, ops, None
+    # a pass: the gradients accumulated with no list op starting between them
+    list_ts = np.sort(ops.ts_ns.to_numpy()[is_list])
+    between = np.searchsorted(list_ts, g_ts, side="left")  # list ops started before each gradient
+    pass_id = np.concatenate([[0], np.cumsum(between[1:] != between[:-1])]) if len(g_ts) else np.zeros(0, int)
+
+    table = list(args_table)
+    new_ids = args_id.copy()
+    flag = np.zeros(len(ops), bool)
+    memo: dict[tuple, int | None] = {}
+    op_ts = ops.ts_ns.to_numpy()
+    for p in targets:
+        blocks = launched.get(p)
+        if not blocks:
+            continue
+        last = int(np.searchsorted(g_ts, op_ts[p], side="left")) - 1  # the latest gradient before the call
+        if last < 0:
+            continue
+        in_pass = np.flatnonzero(pass_id == pass_id[last])
+        in_pass = in_pass[in_pass <= last]
+        dt = multi_tensor_dtype(kernel_names.get(p, ()))
+        key = (int(args_id[p]), names[p], int(in_pass[0]), int(in_pass[-1]), blocks, dt)
+        if key not in memo:
+            memo[key] = _fill(table, names[p], int(args_id[p]), [g_shapes[i] for i in in_pass],
+                              [g_kinds[i] for i in in_pass], blocks, dt)
+        if memo[key] is not None:
+            new_ids[p] = memo[key]
+            flag[p] = True
+    if not flag.any():
+        return args_table, ops, None
+    out = ops.copy()
+    out["args_id"] = new_ids
+    return table, out, flag
+
+
+def _fill(table: list[dict], name: str, aid: int, shapes: list[tuple], kinds: list, blocks: int,
+          dt: str | None) -> int | None:
+    """Append the call's args with its empty lists filled; its new args id, or None."""
+    def of(kind):
+        keep = [i for i, k in enumerate(kinds) if k == kind]
+        return [shapes[i] for i in keep], [kinds[i] for i in keep]
+
+    params = [u for u in _units(*(of(dt) if dt is not None else (shapes, kinds))) if _blocks(u) == blocks]
+    # 0-d step counters, one block each: torch.optim keeps them in the default float dtype, one list
+    # per parameter dtype
+    counters = [u for kind in dict.fromkeys(kinds) for u in _units(*of(kind)) if len(u) == blocks
+                ] if dt in (None, "float32", "float64") else []
+    args = table[aid]
+    empty = _empty_lists(args)
+    dims = list(args["Input Dims"])
+    role = _role_key(name)
+    if role is not None:
+        if len(params) != 1:
+            return None
+        param_dims = [list(x) for x in params[0]]
+        shaped, steps, optional = _FUSED_ROLES[role]
+        call = OpCall.from_args(name, args)
+        for i in empty:
+            if i in shaped:
+                dims[i] = param_dims
+            elif i in steps:
+                dims[i] = [[] for _ in params[0]]
+            else:
+                flag = dict(optional).get(i)
+                v = call.scalar(flag) if flag is not None else None
+                if flag is not None and v is not None and v is not False and v != 0:
+                    dims[i] = param_dims
+    elif len(params) + len(counters) == 1:  # one reading fits, and only one
+        # the fast path requires every list to match the first one's shapes
+        fill = [list(x) for x in params[0]] if params else [[] for _ in counters[0]]
+        for i in empty:
+            dims[i] = fill
+    else:
+        return None
+    if dims == args["Input Dims"]:
+        return None
+    table.append({**args, "Input Dims": dims})
+    return len(table) - 1
