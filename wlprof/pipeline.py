@@ -112,7 +112,8 @@ class Costed:
     rows: pd.DataFrame  # the joined rows the kernels table was made of
 
 
-def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = False) -> Costed:
+def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = False,
+           lists: Sequence = ()) -> Costed:
     """Join, attribute and cost a trace: its kernels and ops tables (without identity columns)."""
     from wlprof.cost.annotate import annotate
     from wlprof.cost.attribution import flag_ops, working
@@ -127,7 +128,7 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
         rows = joined.device_rows
     else:  # a CPU trace: the ops that do work, and gloo's communication work
         rows = with_comm_rows(op_rows(joined.ops, working(joined.ops)), trace, joined.ops)
-    kernels, ops = annotate(rows, joined.ops, trace.args_table, ceilings, stated, tf32)
+    kernels, ops = annotate(rows, joined.ops, trace.args_table, ceilings, stated, tf32, lists)
     if len(rows) == 0 and trace.gpu_work_without_device:
         ops = _host_ops(trace, joined, ceilings, stated, tf32)
     annotate_comm(kernels, rows, joined.ops, trace.args_table, trace.meta)
@@ -165,12 +166,13 @@ def _host_ops(trace: RawTrace, joined: Joined, ceilings, stated: Sequence, tf32:
 
 def tables(trace: RawTrace, *, ceilings, identity: Mapping[str, Any], stated: Sequence = (), timings=None,
            profiled_steps: int | None = None, useful_flops: float | None = None,
-           executed_regions: tuple[str, ...] | None = None, tf32: bool = False) -> PointTables:
+           executed_regions: tuple[str, ...] | None = None, tf32: bool = False,
+           lists: Sequence = ()) -> PointTables:
     """The kernels, ops and steps tables of one trace; `identity` becomes columns of every row of all three."""
     from wlprof.analysis.overlap import overlap_table
     from wlprof.steps import summarize
 
-    c = costed(trace, ceilings, stated, tf32)
+    c = costed(trace, ceilings, stated, tf32, lists)
     kernels, op_table, joined = c.kernels, c.ops, c.joined
     if profiled_steps is None:
         profiled_steps = int(kernels.step[kernels.step >= 0].nunique())

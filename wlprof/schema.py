@@ -64,9 +64,10 @@ OP_CALL = [
     _c("op_input_types", S, "", "launching op's input dtypes, JSON"),
     _c("op_input_strides", S, "", "launching op's input strides, JSON"),
     _c("op_concrete_inputs", S, "", "launching op's scalar arguments, JSON"),
-    _c("op_input_dims_source", S, "", "where op_input_dims comes from: trace (as recorded), or gradients (tensor "
-       "lists the profiler recorded as [], recovered from the backward's AccumulateGrad shapes and checked "
-       "against the blocks the call launched; docs/trace-formats.md)"),
+    _c("op_input_dims_source", S, "", "where op_input_dims comes from: trace (as recorded); for tensor lists the "
+       "profiler recorded as []: workload (the workload's own record of its list calls) or gradients (the "
+       "backward's AccumulateGrad shapes); both checked against the blocks the call launched "
+       "(docs/trace-formats.md)"),
     _c("region", S, "", "innermost record_function region (e.g. moe/dispatch)"),
 ]
 

@@ -519,7 +519,7 @@ def _run_point(wl, point, index, device, dtype, cfg, writer, ceilings, identity,
         tables = pipeline.process(raw, ceilings=ceilings, identity=columns, stated=built.stated,
                                   timings=cap.timings, profiled_steps=cap.profiled_steps,
                                   useful_flops=built.useful_flops, executed_regions=built.executed_regions,
-                                  tf32=cap.tf32)
+                                  tf32=cap.tf32, lists=built.tensor_lists)
         step_row = tables.steps.iloc[0].to_dict()
         step_row["note"] = built.note
         step_row["sm_clock_mhz_start"], step_row["sm_clock_mhz_end"] = cap.sm_clock_mhz

@@ -30,11 +30,12 @@ def test_a_step_applies_the_optimizer_to_every_tensor():
     drawn = [torch.randn(5, generator=gen) for _ in range(4)]  # each parameter, then its gradient
     w0, g = drawn[0::2], drawn[1::2]
     built.step()
-    # build took the first SGD step (its momentum buffer is the gradient: w1 = w0 - lr * g, lr 1e-4); this one
-    # is the second: buffer 0.9 * g + g = 1.9 * g, w2 = w1 - lr * 1.9 * g = w0 - lr * 2.9 * g
+    # build took two SGD steps: the first (its momentum buffer is the gradient: w1 = w0 - lr * g, lr 1e-4) and
+    # one recording the list calls (buffer 0.9 * g + g = 1.9 * g, w2 = w0 - lr * 2.9 * g); this is the third:
+    # buffer 0.9 * 1.9 * g + g = 2.71 * g, w3 = w0 - lr * 5.61 * g
     after = _params_of(built)
     for w, a, b in zip(after, w0, g, strict=True):
-        torch.testing.assert_close(w.detach(), a - 2.9e-4 * b)
+        torch.testing.assert_close(w.detach(), a - 5.61e-4 * b)
 
 
 def _params_of(built):

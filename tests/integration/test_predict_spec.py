@@ -125,3 +125,17 @@ def test_a_foreach_optimizer_step_lists_its_kernels_and_not_its_host_side_step_r
     assert "aten::_local_scalar_dense" not in names and "aten::fill_" not in names and "aten::zero_" not in names
     assert names.get("aten::_foreach_mul_") == 2 and names.get("aten::_foreach_add_") == 2
     assert sum(v for k, v in names.items() if k.startswith("aten::_foreach_")) == 9 == len(ops)
+
+
+def test_an_optimizer_step_over_more_tensors_than_the_profiler_records_lists_their_shapes():
+    # 40 tensors: torch.profiler records lists of more than 30 as []; the workload's own record of its
+    # list calls gives every _foreach_ call its 40 shapes, so a spec of 40 x 131072 is not a spec of 40 x 7
+    import json
+
+    foreach = frozenset(f"aten::_foreach_{n}" for n in ("mul_", "lerp_", "addcmul_", "sqrt", "div_", "add_",
+                                                         "addcdiv_"))
+    ops = record(parse_spec("optim optimizer=adamw impl=foreach tensors=40 numel=131072 dtype=float32"),
+                 launching=foreach)
+    lists = ops[ops.op_name == "aten::_foreach_sqrt"]
+    assert len(lists) == 1 and json.loads(lists.op_input_dims.iat[0]) == [[[131072]] * 40]
+    assert all(json.loads(d)[0] for d in ops.op_input_dims)  # no call's first list is left []

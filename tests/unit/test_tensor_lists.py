@@ -177,3 +177,66 @@ def test_without_a_backward_in_the_trace_nothing_is_recovered(tmp_path):
     t.foreach_add([5])
     k = t.costed(tmp_path)
     assert (k.op_input_dims_source == "trace").all() and np.isnan(k["bytes"]).all()
+
+
+def _declared(*calls):
+    from wlprof.cost.tensor_lists import ListCall
+
+    return tuple(ListCall(name, tuple((i, tuple(tuple(s) for s in shapes)) for i, shapes in lists))
+                 for name, lists in calls)
+
+
+def test_a_workloads_recorded_list_calls_fill_its_steps_unrecorded_lists(tmp_path):
+    t = Trace()
+    t.events.append({"ph": "X", "cat": "user_annotation", "name": "wlprof/step#0", "ts": 0, "dur": 10_000,
+                     "pid": 1, "tid": 1, "args": {}})
+    t.foreach_add([5])
+    t.op("aten::_foreach_sqrt", ["TensorList"], [""], [5],
+         MTA.format(depth=1, functor="UnaryOpFunctor", dtype="float"))
+    declared = _declared(("aten::_foreach_add_", [(0, SHAPES), (1, SHAPES)]), ("aten::_foreach_sqrt", [(0, SHAPES)]))
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": t.events}))
+    k = pipeline.costed(read_trace(path), lists=declared).kernels
+    k = k[k.kind == "kernel"].set_index("op_name")
+    assert (k.op_input_dims_source == "workload").all()
+    assert _dims(k.loc["aten::_foreach_sqrt"]) == [SHAPES]
+    # sqrt: 1 FLOP per element, read and written at 4 bytes
+    assert (k.loc["aten::_foreach_sqrt"].flops, k.loc["aten::_foreach_sqrt"]["bytes"]) == (N, 8 * N)
+
+
+@pytest.mark.parametrize("change", ["names", "blocks"])
+def test_declared_calls_that_do_not_match_the_trace_fill_nothing(tmp_path, change):
+    t = Trace()
+    t.foreach_add([4] if change == "blocks" else [5])  # 4 blocks: not the declared shapes' 5
+    name = "aten::_foreach_mul_" if change == "names" else "aten::_foreach_add_"
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": t.events}))
+    k = pipeline.costed(read_trace(path), lists=_declared((name, [(0, SHAPES), (1, SHAPES)]))).kernels
+    assert (k[k.kind == "kernel"].op_input_dims_source == "trace").all()
+
+
+def test_the_optim_workload_records_its_lists_past_the_profilers_limit():
+    import torch
+
+    from wlprof import workloads
+
+    wl = workloads.get("optim")
+    pts = wl.points(wl.parse({"optimizer": ["adamw"], "impl": ["fused"], "tensors": [40], "numel": [7]},
+                             torch.device("cpu"), torch.float32).spec)
+    built = wl.build(pts[0], torch.device("cpu"), torch.float32)
+    # the step counters' _foreach_add_(state_steps, 1), then _fused_adamw_(params, grads, exp_avgs,
+    # exp_avg_sqs, max_exp_avg_sqs (empty), state_steps, ...)
+    counters, call = built.tensor_lists
+    assert counters.name == "aten::_foreach_add_" and counters.lists == ((0, ((),) * 40),)
+    assert call.name == "aten::_fused_adamw_"
+    assert [i for i, _ in call.lists] == [0, 1, 2, 3, 5]
+    assert dict(call.lists)[0] == ((7,),) * 40 and dict(call.lists)[5] == ((),) * 40
+
+
+def test_long_lists_are_shown_by_count_and_shape():
+    from wlprof.predict.report import shapes_text
+
+    assert shapes_text("[[[300000],[300000],[300000],[300000]],[]]") == "[4x[300000],[]]"
+    assert shapes_text("[[[3,4],[5],[6],[7]],[]]") == "[4 tensors, 30 elements,[]]"
+    assert shapes_text("[[[1],[2]],[]]") == "[[[1],[2]],[]]"  # three or fewer: as recorded
+    assert shapes_text("[[4,5],[5]]") == "[[4,5],[5]]"

@@ -24,7 +24,7 @@ from wlprof.cost.convolution import forward_outputs
 from wlprof.cost.registry import (FORMULA, Cost, OpCall, cost_of, uses_backward, uses_children, uses_kernels,
                                   uses_parent)
 from wlprof.cost.roofline import add_roofline
-from wlprof.cost.tensor_lists import GRADIENTS, TRACE
+from wlprof.cost.tensor_lists import GRADIENTS, TRACE, WORKLOAD, fill_declared
 from wlprof.cost.tensor_lists import recover as recover_lists
 
 WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost
@@ -184,12 +184,15 @@ def _memcpy_written(name: str, transfer_bytes: int) -> float:
 
 
 def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceilings: Ceilings | None,
-             stated: Sequence = (), tf32: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+             stated: Sequence = (), tf32: bool = False, lists: Sequence = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The kernels and ops tables (contract columns, without run identity or parameters).
 
     `rows`: the device activities (or a CPU trace's working ops) from the join; `ops`: every
-    op, flagged by `attribution.flag_ops`; `stated`: the workload's `Stated` costs.
+    op, flagged by `attribution.flag_ops`; `stated`: the workload's `Stated` costs; `lists`: the
+    `ListCall`s of one step as the workload recorded them (the shapes of tensor lists the trace
+    records as `[]`), else such lists are recovered from the backward's gradients.
     """
+    args_table, ops, declared = fill_declared(ops, args_table, lists, rows)
     args_table, ops, recovered = recover_lists(ops, args_table, rows)
     has_op = rows.has_op.to_numpy()
     op_pos = rows.op_pos.to_numpy()
@@ -318,6 +321,8 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     cols["op_input_strides"] = _obj(per_row(op_inputs[2]))
     cols["op_concrete_inputs"] = _obj(per_row(op_inputs[3]))
     dims_source = np.full(n_ops, TRACE, dtype=object)
+    if declared is not None:
+        dims_source[declared] = WORKLOAD
     if recovered is not None:
         dims_source[recovered] = GRADIENTS
     cols["op_input_dims_source"] = _obj(per_row(dims_source))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -34,7 +35,7 @@ CHUNK = 65536  # elements one multi-tensor-apply block processes
 GRADIENT_OP = "torch::autograd::AccumulateGrad"
 LIST_PREFIXES = ("aten::_foreach_", "aten::_fused_", "aten::_amp_foreach_")
 MTA_KERNEL = "multi_tensor_apply_kernel"
-TRACE, GRADIENTS = "trace", "gradients"
+TRACE, GRADIENTS, WORKLOAD = "trace", "gradients", "workload"
 
 # fused optimizers: which positions hold parameter-shaped lists, which hold the 0-d step
 # counters, and which parameter-shaped list exists only under a flag (position, flag position)
@@ -43,6 +44,129 @@ _FUSED_ROLES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int,
     "sgd": ((0, 1), (), ((2, 4),)),  # momentum buffers only with momentum != 0
     "adagrad": ((0, 1, 2), (3,), ()),
 }
+
+
+@dataclass(frozen=True)
+class ListCall:
+    """One call of a list op as the dispatcher saw it: its tensor lists' shapes by argument position."""
+
+    name: str  # 'aten::_foreach_add_'
+    lists: tuple[tuple[int, tuple[tuple[int, ...], ...]], ...]
+
+
+def list_call(func, args, kwargs) -> ListCall | None:
+    """The ListCall of an aten call seen by a TorchDispatchMode, or None for an op that is no list op
+    or has no tensor list. Positions follow the schema, as the profiler's `Input Dims` do."""
+    import torch
+
+    schema = func._schema
+    name = schema.name if "::" in schema.name else f"aten::{schema.name}"
+    if not name.startswith(LIST_PREFIXES):
+        return None
+    lists = []
+    for i, arg in enumerate(schema.arguments):
+        v = args[i] if i < len(args) else (kwargs or {}).get(arg.name)
+        if isinstance(v, (list, tuple)) and v and all(isinstance(t, torch.Tensor) for t in v):
+            lists.append((i, tuple(tuple(t.shape) for t in v)))
+    return ListCall(name, tuple(lists)) if lists else None
+
+
+def recording_lists():
+    """A TorchDispatchMode that appends the ListCall of every list op it sees to its `calls`."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class ListRecorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls: list[ListCall] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            c = list_call(func, args, kwargs)
+            if c is not None:
+                self.calls.append(c)
+            return func(*args, **(kwargs or {}))
+
+    return ListRecorder()
+
+
+def fill_declared(ops: pd.DataFrame, args_table: list[dict], declared: Sequence[ListCall],
+                  rows: pd.DataFrame | None = None) -> tuple[list[dict], pd.DataFrame, np.ndarray | None]:
+    """The args table and ops with the `[]` lists of every step's list ops filled from `declared`, the
+    list calls of one step as a workload recorded them, and a per-op flag of the filled.
+
+    A step's list ops must be the declared calls by name and order; where the trace has the call's
+    multi-tensor-apply kernels, their blocks must match the filled shapes, else the call stays as recorded.
+    """
+    if not declared or not len(ops):
+        return args_table, ops, None
+    names = ops.name.to_numpy(dtype=object)
+    is_list = np.fromiter((isinstance(n, str) and n.startswith(LIST_PREFIXES) for n in names), bool, len(names))
+    if not is_list.any():
+        return args_table, ops, None
+    launched = _launched_blocks(rows, np.flatnonzero(is_list)) if rows is not None and len(rows) else {}
+    want = [c.name for c in declared]
+    # the outermost list ops: one under a dispatch mode is recorded again nested in itself
+    parent = ops.parent.to_numpy() if "parent" in ops else np.full(len(ops), -1)
+    outer = np.full(len(ops), -1)  # each op's nearest list-op ancestor (parents precede their children)
+    for i in np.flatnonzero(parent >= 0).tolist():
+        p = parent[i]
+        outer[i] = p if is_list[p] else outer[p]
+    nested = is_list & (outer >= 0)
+    pos = np.flatnonzero(is_list & ~nested)
+    pos = pos[np.lexsort((ops.ts_ns.to_numpy()[pos], ops.step.to_numpy()[pos]))]
+    steps = ops.step.to_numpy()[pos]
+    args_id = ops.args_id.to_numpy()
+    table, new_ids, flag = list(args_table), args_id.copy(), np.zeros(len(ops), bool)
+    memo: dict[tuple[int, int], int | None] = {}
+    for s in np.unique(steps):
+        seq = pos[steps == s]
+        if [names[p] for p in seq] != want:
+            continue
+        for j, p in enumerate(seq.tolist()):
+            key = (int(args_id[p]), j)
+            if key not in memo:
+                memo[key] = _fill_from(table, int(args_id[p]), declared[j])
+            aid = memo[key]
+            if aid is None:
+                continue
+            blocks = launched.get(p)
+            first = next((d for d in table[aid]["Input Dims"] if d and isinstance(d[0], list)), None)
+            if blocks is not None and first is not None and _blocks([tuple(x) for x in first]) != blocks:
+                continue
+            new_ids[p], flag[p] = aid, True
+    for c in np.flatnonzero(nested).tolist():
+        p = outer[c]
+        if flag[p] and names[c] == names[p] and args_id[c] == args_id[p]:
+            new_ids[c], flag[c] = new_ids[p], True
+    if not flag.any():
+        return args_table, ops, None
+    out = ops.copy()
+    out["args_id"] = new_ids
+    return table, out, flag
+
+
+def _fill_from(table: list[dict], aid: int, call: ListCall) -> int | None:
+    args = table[aid]
+    empty = set(_empty_lists(args))
+    given = dict(call.lists)
+    if not empty & set(given):
+        return None
+    dims = list(args["Input Dims"])
+    for i in empty & set(given):
+        dims[i] = [list(x) for x in given[i]]
+    table.append({**args, "Input Dims": dims})
+    return len(table) - 1
+
+
+def _launched_blocks(rows: pd.DataFrame, positions) -> dict[int, int]:
+    """Blocks of the multi-tensor-apply kernels each op at `positions` launched."""
+    kern = rows[(rows.kind.to_numpy() == "kernel") & rows.has_op.to_numpy()]
+    kern = kern[kern.name.str.contains(MTA_KERNEL, regex=False) & kern.op_pos.isin(positions)]
+    if kern.empty:
+        return {}
+    grid = (kern.grid_x.to_numpy(np.int64) * np.maximum(kern.grid_y.to_numpy(np.int64), 1)
+            * np.maximum(kern.grid_z.to_numpy(np.int64), 1))
+    return {int(k): int(v) for k, v in pd.Series(grid).groupby(kern.op_pos.to_numpy()).sum().items()}
 
 
 def _role_key(name: str) -> str | None:
@@ -108,13 +232,10 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
     if not targets:
         return args_table, ops, None
 
-    kern = rows[(rows.kind.to_numpy() == "kernel") & rows.has_op.to_numpy()]
-    kern = kern[kern.name.str.contains(MTA_KERNEL, regex=False) & kern.op_pos.isin(targets)]
-    if kern.empty:
+    launched = _launched_blocks(rows, targets)
+    if not launched:
         return args_table, ops, None
-    grid = (kern.grid_x.to_numpy(np.int64) * np.maximum(kern.grid_y.to_numpy(np.int64), 1)
-            * np.maximum(kern.grid_z.to_numpy(np.int64), 1))
-    launched = pd.Series(grid).groupby(kern.op_pos.to_numpy()).sum().to_dict()
+    kern = rows[(rows.kind.to_numpy() == "kernel") & rows.has_op.to_numpy() & rows.op_pos.isin(launched).to_numpy()]
     kernel_names = kern.groupby("op_pos").name.agg(lambda s: tuple(dict.fromkeys(s))).to_dict()
 
     g_ts, g_shapes, g_kinds = _gradients(ops, args_table)

@@ -83,6 +83,36 @@ def source_labels(d: pd.DataFrame, src: np.ndarray) -> list[str]:
             for j, i in enumerate(src)]
 
 
+LIST_SHOWN = 3  # tensor lists longer than this are shown by count and shape, not tensor by tensor
+
+
+def shapes_text(dims_json) -> str:
+    """Recorded input dims as a short text: a list of more than LIST_SHOWN tensors as `48x[300000]`
+    (one shape) or `48 tensors, 1,234,567 elements`; other inputs as recorded."""
+    import json
+    import math
+
+    if not isinstance(dims_json, str) or "[[[" not in dims_json.replace(" ", ""):
+        return dims_json
+    try:
+        dims = json.loads(dims_json)
+    except ValueError:
+        return dims_json
+    if not isinstance(dims, list):
+        return dims_json
+    parts = []
+    for d in dims:
+        shapes = d if isinstance(d, list) and d and all(isinstance(x, list) for x in d) else None
+        if shapes is None or len(shapes) <= LIST_SHOWN or not all(
+                all(isinstance(v, int) for v in x) for x in shapes):
+            parts.append(json.dumps(d, separators=(",", ":")))
+        elif all(x == shapes[0] for x in shapes):
+            parts.append(f"{len(shapes)}x{json.dumps(shapes[0], separators=(',', ':'))}")
+        else:
+            parts.append(f"{len(shapes)} tensors, {sum(math.prod(x) for x in shapes):,} elements")
+    return "[" + ",".join(parts) + "]"
+
+
 def breakdown(ops: pd.DataFrame, pred: np.ndarray, src: np.ndarray, top: int = 15,
               labels: list[str] | None = None) -> pd.DataFrame:
     """A step's calls grouped by op and shapes: count, predicted us (total, each), share, sources
@@ -97,6 +127,7 @@ def breakdown(ops: pd.DataFrame, pred: np.ndarray, src: np.ndarray, top: int = 1
     if "measured" in frame:
         agg["measured_us"] = ("measured", "sum")
     g = frame.groupby(["op", "shapes"], sort=False, dropna=False).agg(**agg).reset_index()
+    g["shapes"] = [shapes_text(x) for x in g.shapes]
     g["share"] = g.pred_us / max(g.pred_us.sum(), 1e-12)
     g = g.sort_values("pred_us", ascending=False)
     if 0 < top < len(g):  # 0: every row

@@ -269,7 +269,7 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
         os.close(fd)
         try:
             prof.export_chrome_trace(path)
-            ops = calls_of_trace(path, launching)
+            ops = calls_of_trace(path, launching, built.tensor_lists)
         finally:
             os.unlink(path)
         ops = _without_host_step_reads(ops)
@@ -311,14 +311,16 @@ LAUNCHING = frozenset("aten::" + n for n in (
 _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
 
 
-def calls_of_trace(path: str, launching: frozenset[str] | None = None) -> pd.DataFrame:
+def calls_of_trace(path: str, launching: frozenset[str] | None = None, lists=()) -> pd.DataFrame:
     """The op calls of a CPU trace as CUDA launches them (one row each, in launch order): on every
     branch of the op tree the outermost op that launches kernels on CUDA (`LAUNCHING`, and the names
-    in `launching`), else an op CUDA runs as another (`CUDA_NAMES`)."""
-    return calls_and_left_out(path, launching)[0]
+    in `launching`), else an op CUDA runs as another (`CUDA_NAMES`). `lists`: the workload's recorded
+    list calls (`Built.tensor_lists`), for the tensor lists the profiler records as `[]`."""
+    return calls_and_left_out(path, launching, lists)[0]
 
 
-def calls_and_left_out(path: str, launching: frozenset[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
+                       lists=()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`calls_of_trace`, and the work it leaves out: the outermost ops with a cost formula on the
     branches where no call but fills and copies is kept (`op_name`, `ts_us`), e.g. a CPU-only kernel
     such as `_scaled_dot_product_flash_attention_for_cpu`, which CUDA runs under another name."""
@@ -326,15 +328,15 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None) -> tu
 
     from wlprof import pipeline
     from wlprof.cost import registry
+    from wlprof.cost.tensor_lists import fill_declared
     from wlprof.trace.join import join
 
     names_ok = LAUNCHING | (launching or frozenset())
     trace = pipeline.read(path)
     joined = join(trace)
-    ops = joined.ops
+    table, ops, _ = fill_declared(joined.ops, trace.args_table, lists)
     names = ops.name.to_numpy(dtype=object)
     parent = ops.parent.to_numpy()
-    table = trace.args_table
     args_ids = ops.args_id.to_numpy()
 
     def args(i):

@@ -68,6 +68,9 @@ class Built:
     # (MoE: ("moe/expert",), padding included); None: every kernel of the step
     executed_regions: tuple[str, ...] | None = None
     note: str | None = None
+    # the list ops of one step with their tensor lists' shapes (cost.tensor_lists.ListCall), for the
+    # lists the profiler records as `[]` (more than 30 tensors)
+    tensor_lists: tuple = ()
 
 
 @dataclass(frozen=True)
