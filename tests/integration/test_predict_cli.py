@@ -292,3 +292,21 @@ def test_a_trace_of_another_gpu_without_shapes_is_predicted_and_says_so(tmp_path
                                    str(fixtures / "h200_zoo3" / "bert.pt.trace.json.gz")], env={"COLUMNS": "200"})
     flat = " ".join(res.output.split())
     assert res.exit_code == 0 and "was recorded on" not in flat and "recorded no shapes" not in flat
+
+
+def test_a_trace_whose_tensor_lists_were_not_recorded_says_so(tmp_path):
+    # TraceLens' trimmed MI300 trace: one _foreach_add_ with its lists recorded as [] and no backward to
+    # recover them from; vit's optimizer lists, also [], are recovered from its gradients: no note
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    profile = fixtures.parents[1] / "benchmarks" / "profiles" / "h200"
+    res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--trace",
+                                   str(fixtures / "public" / "tracelens_mi300_foreach_unexpanded.json.gz")],
+                             env={"COLUMNS": "200"})
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "1 calls of aten::_foreach_add_ have tensor lists recorded as []" in flat
+    res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--trace",
+                                   str(fixtures / "h200_training" / "vit.pt.trace.json.gz")], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "recorded as []" not in " ".join(res.output.split())

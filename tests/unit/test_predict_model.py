@@ -598,3 +598,16 @@ def test_a_gemm_larger_than_the_l2_is_never_predicted_faster_than_its_bytes_at_t
     # 2 x 512 x 512: 0.5 MB fits the L2: the profile's faster time stands
     assert pred[1] == pytest.approx(0.25 * model.base_us(dq, k)[1], rel=0.05)
     assert model.Constants.from_dict(k.to_dict()).read == 4e6
+
+
+def test_a_tensor_list_recorded_as_empty_is_never_learned_nor_answered_as_a_profiled_call():
+    # torch.profiler records a list of more than 30 tensors as []: such a call of 20 us says nothing of its
+    # size, so the profile learns only the sized list calls, and a [] call is no "same call" of another size
+    sized = [_row("aten::_foreach_sqrt", [[[4096]] * 4], ["TensorList"], [[[1]] * 4], 3.0, step=s) for s in range(3)]
+    empty = [_row("aten::_foreach_sqrt", [[]], ["TensorList"], [[]], 20.0, step=s, point=1) for s in range(3)]
+    d = describe(pd.DataFrame(sized + empty))
+    assert d.lists_unrecorded.tolist() == [False] * 3 + [True] * 3
+    p = model.fit(pd.DataFrame(sized + empty), K)
+    assert p.meta["calls"] == 3
+    pred, src = p.predict(pd.DataFrame([_row("aten::_foreach_sqrt", [[]], ["TensorList"], [[]], 0.0)]))
+    assert src[0] != model.SOURCES.index("same call") and pred[0] != pytest.approx(20.0)

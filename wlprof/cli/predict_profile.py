@@ -234,7 +234,29 @@ def _trace_notes(name: str, ops: pd.DataFrame, info: dict) -> list[str]:
         if not dims.any():
             out.append(f"{name} recorded no shapes (profile with torch.profiler.profile(record_shapes=True)): "
                        "its calls cannot be sized, and each is predicted from its op alone, near the launch floor")
+        elif "op_input_types" in ops:
+            unrec = [_lists_unrecorded(t, d) for t, d in zip(ops.op_input_types, ops.op_input_dims, strict=True)]
+            names = sorted(set(ops.op_name[np.array(unrec, dtype=bool)].astype(str)))
+            if names:
+                out.append(f"{sum(unrec)} calls of {', '.join(names)} have tensor lists recorded as [] (torch.profiler "
+                           "records none of more than 30 tensors) whose shapes neither the backward's gradients "
+                           "nor their launches confirm: they cannot be sized, and each is predicted from its op "
+                           "alone")
     return out
+
+
+def _lists_unrecorded(types, dims) -> bool:
+    """Whether a call's first TensorList was recorded as `[]`."""
+    import json
+
+    if not isinstance(types, str) or not isinstance(dims, str) or "TensorList" not in types:
+        return False
+    try:
+        t, d = json.loads(types), json.loads(dims)
+    except ValueError:
+        return False
+    first = next((d[i] for i, x in enumerate(t) if x == "TensorList" and i < len(d)), None)
+    return first == []
 
 
 def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -137,7 +137,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         nbytes = float((sum(stored) + numel0) * itemsize) if stored else 0.0
     q = {"M": math.nan, "N": math.nan, "K": math.nan, "B": math.nan, "itemsize": itemsize, "dtype": dtype,
          "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
-         "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False,
+         "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False, "lists_unrecorded": False,
          "matrix_unit": bool(cost is not None and cost.unit == MATRIX)}
     layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
     # a sparse tensor is recorded without strides beside dense ones with theirs; a trace that records no
@@ -210,6 +210,9 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
                  for i, t in enumerate(types) if t == "TensorList" and i < len(dims) and isinstance(dims[i], list)]
         lists = [lst for lst in lists if lst]
         if not lists:
+            # a list recorded as [] (torch.profiler past 30 tensors) says nothing of its size: such calls
+            # are left out of a profile's tables, so that no call of another size stands in for them
+            q["lists_unrecorded"] = any(t == "TensorList" for t in types)
             return "other", f"other|{name}", f"other|{name}", (0.0,) * NCOORDS, q
         sizes = [math.prod(x) for x in lists[0]]
         total = float(sum(math.prod(x) for lst in lists for x in lst))
@@ -311,7 +314,8 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
     for c in QUANTITIES:  # an empty table has them too
         if c not in out:
             out[c] = np.full(len(out), np.nan)
-    for c, empty in (("dtype", "?"), ("sync", False), ("rows_unknown", False), ("matrix_unit", False)):
+    for c, empty in (("dtype", "?"), ("sync", False), ("rows_unknown", False), ("lists_unrecorded", False),
+                     ("matrix_unit", False)):
         if c not in out:
             out[c] = np.full(len(out), empty, dtype=object if c == "dtype" else bool)
     coords = coords.copy()

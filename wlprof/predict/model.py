@@ -672,6 +672,11 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
         constants = Constants()
     ops = ops.reset_index(drop=True)
     d = describe(ops)
+    sized = ~d.lists_unrecorded.to_numpy(dtype=bool)  # a tensor list recorded as [] has no size to learn
+    if not sized.all():
+        ops, d = ops[sized].reset_index(drop=True), d[sized].reset_index(drop=True)
+        if ops.empty:
+            raise ValueError("the profile has no op call with a kernel time and recorded shapes")
     calls = distinct_calls(ops, d)
     first = calls["first"].to_numpy(dtype=int)
     firsts = d.iloc[first].reset_index(drop=True)
