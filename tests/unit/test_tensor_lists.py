@@ -122,6 +122,18 @@ def test_parameters_of_one_chunk_each_are_ambiguous_with_step_counters(tmp_path)
     assert (k.op_input_dims_source == "trace").all() and k["bytes"].isna().all()
 
 
+def test_in_an_sgd_step_parameters_of_one_chunk_each_are_parameters(tmp_path):
+    t = Trace()
+    t.backward([[10], [20], [30]])
+    t.events.append({"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "ts": t.ts, "dur": 500,
+                     "pid": 1, "tid": 1, "args": {}})
+    t.ts += 1
+    t.foreach_add([3])  # SGD keeps no step counters: the 3 blocks are the 3 parameters
+    k = t.costed(tmp_path)
+    assert (k.op_input_dims_source == "gradients").all() and _dims(k.iloc[0])[0] == [[10], [20], [30]]
+    assert k["bytes"].sum() == 12 * 60  # 60 elements, both lists read and self written at 4 bytes
+
+
 def test_gradient_accumulation_takes_one_backwards_gradients(tmp_path):
     t = Trace()
     t.backward(SHAPES)

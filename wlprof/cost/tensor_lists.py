@@ -13,9 +13,10 @@ launches sum to `sum(ceil(numel / 65536))` over the list. The gradients accumula
 previous optimizer-like call (one backward, or several identical ones under gradient
 accumulation), of the dtype the kernels name, are taken as the list only when that sum equals
 the launched blocks; a list of 0-d step counters (one block per tensor) is taken only when the
-block count equals the parameter count and the gradients' sum does not. Anything else (several
-parameter groups, sharded parameters, a list of activations, no backward in the trace) stays
-unrecorded. Recovered calls are marked `op_input_dims_source = gradients`.
+block count equals the parameter count and the gradients' sum does not (never in an SGD step,
+which keeps no counters). Anything else (several parameter groups, sharded parameters, a list of
+activations, no backward in the trace) stays unrecorded. Recovered calls are marked
+`op_input_dims_source = gradients`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ CHUNK = 65536  # elements one multi-tensor-apply block processes
 GRADIENT_OP = "torch::autograd::AccumulateGrad"
 LIST_PREFIXES = ("aten::_foreach_", "aten::_fused_", "aten::_amp_foreach_")
 MTA_KERNEL = "multi_tensor_apply_kernel"
+# the step regions of torch.optim's optimizers that keep no step counters (`Optimizer.step#SGD.step`)
+NO_COUNTERS = ("Optimizer.step#SGD.step",)
 TRACE, GRADIENTS, WORKLOAD = "trace", "gradients", "workload"
 
 # fused optimizers: which positions hold parameter-shaped lists, which hold the 0-d step
@@ -251,6 +254,7 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
     flag = np.zeros(len(ops), bool)
     memo: dict[tuple, int | None] = {}
     op_ts = ops.ts_ns.to_numpy()
+    regions = ops.region.to_numpy(dtype=object) if "region" in ops else np.full(len(ops), None, dtype=object)
     for p in targets:
         blocks = launched.get(p)
         if not blocks:
@@ -261,10 +265,11 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
         in_pass = np.flatnonzero(pass_id == pass_id[last])
         in_pass = in_pass[in_pass <= last]
         dt = multi_tensor_dtype(kernel_names.get(p, ()))
-        key = (int(args_id[p]), names[p], int(in_pass[0]), int(in_pass[-1]), blocks, dt)
+        counters = not (isinstance(regions[p], str) and regions[p].startswith(NO_COUNTERS))
+        key = (int(args_id[p]), names[p], int(in_pass[0]), int(in_pass[-1]), blocks, dt, counters)
         if key not in memo:
             memo[key] = _fill(table, names[p], int(args_id[p]), [g_shapes[i] for i in in_pass],
-                              [g_kinds[i] for i in in_pass], blocks, dt)
+                              [g_kinds[i] for i in in_pass], blocks, dt, counters)
         if memo[key] is not None:
             new_ids[p] = memo[key]
             flag[p] = True
@@ -276,8 +281,9 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
 
 
 def _fill(table: list[dict], name: str, aid: int, shapes: list[tuple], kinds: list, blocks: int,
-          dt: str | None) -> int | None:
-    """Append the call's args with its empty lists filled; its new args id, or None."""
+          dt: str | None, may_count: bool = True) -> int | None:
+    """Append the call's args with its empty lists filled; its new args id, or None. `may_count`: whether
+    the call may work on step counters (not in an optimizer that keeps none)."""
     def of(kind):
         keep = [i for i, k in enumerate(kinds) if k == kind]
         return [shapes[i] for i in keep], [kinds[i] for i in keep]
@@ -286,7 +292,7 @@ def _fill(table: list[dict], name: str, aid: int, shapes: list[tuple], kinds: li
     # 0-d step counters, one block each: torch.optim keeps them in the default float dtype, one list
     # per parameter dtype
     counters = [u for kind in dict.fromkeys(kinds) for u in _units(*of(kind)) if len(u) == blocks
-                ] if dt in (None, "float32", "float64") else []
+                ] if may_count and dt in (None, "float32", "float64") else []
     args = table[aid]
     empty = _empty_lists(args)
     dims = list(args["Input Dims"])
