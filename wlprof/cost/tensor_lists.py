@@ -14,8 +14,9 @@ previous optimizer-like call (one backward, or several identical ones under grad
 accumulation), of the dtype the kernels name, are taken as the list only when that sum equals
 the launched blocks; a list of 0-d step counters (one block per tensor) is taken only when the
 block count equals the parameter count and the gradients' sum does not (never in an SGD step,
-which keeps no counters). Anything else (several parameter groups, sharded parameters, a list of
-activations, no backward in the trace) stays unrecorded. Recovered calls are marked
+which keeps no counters). Calls of the same op on other parameter groups whose lists were recorded
+take their tensors out of the candidates first. Anything else (several unrecorded parameter groups,
+sharded parameters, a list of activations, no backward in the trace) stays unrecorded. Recovered calls are marked
 `op_input_dims_source = gradients`.
 """
 
@@ -255,21 +256,31 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
     memo: dict[tuple, int | None] = {}
     op_ts = ops.ts_ns.to_numpy()
     regions = ops.region.to_numpy(dtype=object) if "region" in ops else np.full(len(ops), None, dtype=object)
+    lists = np.flatnonzero(is_list)
+    last_of = dict(zip(lists.tolist(), (np.searchsorted(g_ts, op_ts[lists], side="left") - 1).tolist()))
+    by_pass: dict[tuple, list[int]] = {}  # the list ops of one name after the same gradient
+    for q, g in last_of.items():
+        by_pass.setdefault((names[q], g), []).append(q)
     for p in targets:
         blocks = launched.get(p)
         if not blocks:
             continue
-        last = int(np.searchsorted(g_ts, op_ts[p], side="left")) - 1  # the latest gradient before the call
+        last = last_of[p]  # the latest gradient before the call
         if last < 0:
             continue
         in_pass = np.flatnonzero(pass_id == pass_id[last])
         in_pass = in_pass[in_pass <= last]
         dt = multi_tensor_dtype(kernel_names.get(p, ()))
         counters = not (isinstance(regions[p], str) and regions[p].startswith(NO_COUNTERS))
-        key = (int(args_id[p]), names[p], int(in_pass[0]), int(in_pass[-1]), blocks, dt, counters)
+        # calls of the same op on other parameter groups whose lists were recorded: their tensors are not this one's
+        # (each distinct list once: an optimizer calls some ops twice on one group)
+        recorded = dict.fromkeys(tuple(_first_list(args_table[int(args_id[q])])) for q in by_pass[(names[p], last)]
+                                 if q != p)
+        claimed = [x for lst in recorded for x in lst]
+        key = (int(args_id[p]), names[p], int(in_pass[0]), int(in_pass[-1]), blocks, dt, counters, tuple(claimed))
         if key not in memo:
             memo[key] = _fill(table, names[p], int(args_id[p]), [g_shapes[i] for i in in_pass],
-                              [g_kinds[i] for i in in_pass], blocks, dt, counters)
+                              [g_kinds[i] for i in in_pass], blocks, dt, counters, claimed)
         if memo[key] is not None:
             new_ids[p] = memo[key]
             flag[p] = True
@@ -280,19 +291,44 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
     return table, out, flag
 
 
+def _first_list(args: dict) -> list[tuple]:
+    """The shapes of a call's first TensorList as recorded ([] where it was not)."""
+    types, dims = args.get("Input type"), args.get("Input Dims")
+    if not isinstance(types, list) or not isinstance(dims, list):
+        return []
+    for t, d in zip(types, dims):
+        if t == "TensorList":
+            return [tuple(x) for x in d if isinstance(x, list)] if isinstance(d, list) else []
+    return []
+
+
+def _minus(unit: list[tuple], claimed: list[tuple]) -> list[tuple]:
+    """`unit` without one occurrence of each shape in `claimed` (the shapes it does not hold stay claimed by
+    nothing)."""
+    left = list(unit)
+    for c in claimed:
+        if c in left:
+            left.remove(c)
+    return left
+
+
 def _fill(table: list[dict], name: str, aid: int, shapes: list[tuple], kinds: list, blocks: int,
-          dt: str | None, may_count: bool = True) -> int | None:
+          dt: str | None, may_count: bool = True, claimed: Sequence[tuple] = ()) -> int | None:
     """Append the call's args with its empty lists filled; its new args id, or None. `may_count`: whether
-    the call may work on step counters (not in an optimizer that keeps none)."""
+    the call may work on step counters (not in an optimizer that keeps none); `claimed`: the tensors of
+    calls of the same op on other parameter groups (0-d: their step counters)."""
     def of(kind):
         keep = [i for i, k in enumerate(kinds) if k == kind]
         return [shapes[i] for i in keep], [kinds[i] for i in keep]
 
-    params = [u for u in _units(*(of(dt) if dt is not None else (shapes, kinds))) if _blocks(u) == blocks]
+    held = [c for c in claimed if c]
+    zero_d = len(claimed) - len(held)
+    params = [u for u in (_minus(u, held) for u in _units(*(of(dt) if dt is not None else (shapes, kinds))))
+              if u and _blocks(u) == blocks]
     # 0-d step counters, one block each: torch.optim keeps them in the default float dtype, one list
-    # per parameter dtype
-    counters = [u for kind in dict.fromkeys(kinds) for u in _units(*of(kind)) if len(u) == blocks
-                ] if may_count and dt in (None, "float32", "float64") else []
+    # per parameter dtype (and group)
+    counters = [[()] * blocks for kind in dict.fromkeys(kinds) for u in _units(*of(kind))
+                if len(u) - zero_d == blocks] if may_count and dt in (None, "float32", "float64") else []
     args = table[aid]
     empty = _empty_lists(args)
     dims = list(args["Input Dims"])
