@@ -252,3 +252,29 @@ def test_long_lists_are_shown_by_count_and_shape():
     assert shapes_text("[[[3,4],[5],[6],[7]],[]]") == "[4 tensors, 30 elements,[]]"
     assert shapes_text("[[[1],[2]],[]]") == "[[[1],[2]],[]]"  # three or fewer: as recorded
     assert shapes_text("[[4,5],[5]]") == "[[4,5],[5]]"
+
+
+def test_launches_follow_multi_tensor_applys_tensor_and_block_limits():
+    from wlprof.cost.tensor_lists import launches
+
+    # depth 1 takes 110 tensors a launch: 100 one-chunk tensors are one launch, 111 are two
+    assert launches([10] * 100, 1) == 1 and launches([10] * 111, 1) == 2
+    # depth 3 takes 48: 100 tensors are 48 + 48 + 4, three launches
+    assert launches([5000] * 100, 3) == 3
+    # 320 blocks a launch: one tensor of 400 chunks (400 * 65536 elements) is two, split across them
+    assert launches([400 * 65536], 1) == 2
+    # 30 tensors of 11 chunks: 29 fill 319 blocks, the 30th's first chunk closes the launch at 320 and
+    # its other 10 open the next
+    assert launches([11 * 65536] * 30, 2) == 2
+    assert launches([0, 0, 7], 1) == 1  # empty tensors launch nothing
+
+
+def test_depth_counts_the_lists_of_the_parameters_shapes_and_an_out_of_place_result():
+    from wlprof.cost.tensor_lists import depth
+
+    p = [[4], [5]]
+    assert depth("aten::_foreach_addcdiv_", [p, p, p]) == 3  # in place: self, tensor1, tensor2
+    assert depth("aten::_foreach_sqrt", [p]) == 2  # out of place: the input and the result
+    assert depth("aten::_foreach_norm", [p]) == 1  # one scalar per tensor: no result list
+    # fused AdamW: params, grads, exp_avgs, exp_avg_sqs; the 0-d step counters are not walked as a list
+    assert depth("aten::_fused_adamw_", [p, p, p, p, [[], []]]) == 4

@@ -360,3 +360,45 @@ def _fill(table: list[dict], name: str, aid: int, shapes: list[tuple], kinds: li
         return None
     table.append({**args, "Input Dims": dims})
     return len(table) - 1
+
+
+# tensors one multi-tensor-apply launch takes, by depth (the lists it reads and writes, 1..5), and its blocks
+MAX_TENSORS = (110, 64, 48, 36, 30)
+MAX_BLOCKS = 320
+
+
+def launches(numels: Sequence[int], depth: int) -> int:
+    """Kernels a multi-tensor-apply call launches over tensors of `numels` elements, `depth` lists
+    deep: a launch ends when it holds MAX_BLOCKS chunks, when its MAX_TENSORS-th tensor's last chunk
+    is in, or at the last chunk of the last tensor (a tensor split across launches counts in both)."""
+    max_t = MAX_TENSORS[min(max(depth, 1), len(MAX_TENSORS)) - 1]
+    sizes = [n for n in numels if n > 0]
+    out = tensors = blocks = 0
+    for i, n in enumerate(sizes):
+        tensors += 1
+        left = -(-n // CHUNK)
+        while left:
+            take = min(left, MAX_BLOCKS - blocks)
+            blocks += take
+            left -= take
+            if blocks == MAX_BLOCKS or (not left and (tensors == max_t or i == len(sizes) - 1)):
+                out += 1
+                blocks = 0
+                tensors = 0 if not left else 1
+    return out
+
+
+_REDUCING = ("norm", "max", "powsum")  # foreach ops with one result per tensor, not a list
+
+
+def depth(name: str, lists: Sequence[Sequence]) -> int:
+    """The lists a multi-tensor-apply kernel of `name` walks, from its recorded list arguments: those of
+    the first list's shapes (a fused optimizer's parameters, gradients and moments; not its step
+    counters), and the result list of an out-of-place foreach op."""
+    if not lists:
+        return 1
+    n = sum(1 for lst in lists if list(lst) == list(lists[0]))
+    base = name.split("::", 1)[-1]
+    if base.startswith("_foreach_") and not base.endswith("_") and base[len("_foreach_"):] not in _REDUCING:
+        n += 1
+    return min(n, len(MAX_TENSORS))

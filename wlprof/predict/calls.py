@@ -137,7 +137,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         nbytes = float((sum(stored) + numel0) * itemsize) if stored else 0.0
     q = {"M": math.nan, "N": math.nan, "K": math.nan, "B": math.nan, "itemsize": itemsize, "dtype": dtype,
          "flops": flops, "bytes": nbytes, "numel0": float(numel0), "L": math.nan, "W": math.nan,
-         "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False, "lists_unrecorded": False,
+         "R": math.nan, "sync": name in SYNC_OPS, "rows_unknown": False, "lists_unrecorded": False, "launches": 1.0,
          "matrix_unit": bool(cost is not None and cost.unit == MATRIX)}
     layouts = "".join(_layout(d, st) for _, d, _, st in tensors)
     # a sparse tensor is recorded without strides beside dense ones with theirs; a trace that records no
@@ -216,9 +216,13 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
             return "other", f"other|{name}", f"other|{name}", (0.0,) * NCOORDS, q
         sizes = [math.prod(x) for x in lists[0]]
         total = float(sum(math.prod(x) for lst in lists for x in lst))
-        q.update(numel0=float(sum(sizes)), bytes=math.nan, list_elements=total)
+        from wlprof.cost.tensor_lists import depth, launches
+
+        # a multi-tensor-apply call's kernels: each launch pays the floor
+        q.update(numel0=float(sum(sizes)), bytes=math.nan, list_elements=total,
+                 launches=float(max(launches(sizes, depth(name, lists)), 1)))
         group = f"memory|{name}|list{len(lists)}|{_scalars(name, concrete)}"
-        coords = (_log2(sum(sizes)), _log2(max(sizes)), _log2(len(sizes)), 0.0, 0.0)
+        coords = (_log2(sum(sizes)), _log2(max(sizes)), _log2(len(sizes)), _log2(q["launches"]), 0.0)
         return "memory", group, f"memory|{name}|list", coords, q
     d0 = tensors[0][1]
     inner = d0[-1] if d0 else 1
@@ -379,7 +383,7 @@ def _num(ops: pd.DataFrame, name: str) -> np.ndarray:
     return pd.to_numeric(ops[name], errors="coerce").to_numpy(dtype=float)
 
 
-QUANTITIES = ("M", "N", "K", "B", "itemsize", "flops", "bytes", "numel0", "L", "W", "R")
+QUANTITIES = ("M", "N", "K", "B", "itemsize", "flops", "bytes", "numel0", "L", "W", "R", "launches")
 CONTEXT_COLUMNS = ("dispatch",)
 DST_SORTED_BACKENDS = ("segment", "csr", "pyg:gcn-csr", "pyg:sage-csr")
 

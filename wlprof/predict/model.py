@@ -110,7 +110,9 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     cls = d.cls.to_numpy()
     s = d.itemsize.to_numpy(dtype=float)
     nbytes = d["bytes"].to_numpy(dtype=float)
-    out = k.floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
+    # a tensor-list call's kernels (multi-tensor-apply launches) each pay the floor
+    floor = k.floor * (np.nan_to_num(d.launches.to_numpy(dtype=float), nan=1.0) if "launches" in d else 1.0)
+    out = floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
     peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
     # an op of the compute, norm or memory class: its FLOPs at the peak of the unit it runs on (the matrix unit for a
     # convolution, attention), where they take longer than its bytes
@@ -119,7 +121,7 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
         fl = d.flops.to_numpy(dtype=float)[mem]
         unit = d.matrix_unit.to_numpy(dtype=bool)[mem] if "matrix_unit" in d else np.zeros(mem.sum(), bool)
         t_c = np.nan_to_num(fl, nan=0.0) / np.where(unit, peak[mem], k.vector)
-        out[mem] = np.maximum(out[mem], k.floor + t_c)
+        out[mem] = np.maximum(out[mem], (floor[mem] if np.ndim(floor) else floor) + t_c)
     m, n, kk, b = (d[c].to_numpy(dtype=float) for c in ("M", "N", "K", "B"))
     g = cls == "gemm"
     tile = float(k.tile)
