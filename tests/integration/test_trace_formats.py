@@ -79,6 +79,8 @@ def test_every_device_event_of_a_public_trace_is_one_row(path):
     # ROCm on an MI210 with no cpu_op at all: every launch names no op
     ("tracelens_mi210_gpu_only.json.gz", "AMD Instinct MI210", {"none": 562}, 0.0),
     ("tracelens_mi300_foreach_unexpanded.json.gz", "AMD Instinct MI300X", {"external_id": 2}, 1.0),
+    # converted from rocprof: no correlation; kernels and launches share an External id that names no op
+    ("tracelens_2026_rocprof_linked_by_external_id.json.gz", "unknown GPU", {"time": 10}, 1.0),
 ])
 def test_join_methods_and_device_of_public_traces(name, device, methods, has_op_at_least):
     path = PUBLIC / name
@@ -445,6 +447,30 @@ def test_kernels_of_a_trace_without_runtime_events_carry_their_ops_costs():
     k = pipeline.costed(pipeline.read(PUBLIC / "pytorch_2025_h100_kernels_without_runtime.json.gz")).kernels
     gemm = k.set_index("name").loc["void cutlass_addmm"]
     assert (gemm.op_name, gemm.flops, gemm.bytes) == ("aten::addmm", 4096000, 4 * (1000 + 2048 + 2048000 + 1000))
+
+
+def test_kernels_without_correlation_find_their_launch_by_external_id_and_the_op_by_time():
+    # TraceLens' MI300 GEMM eval (converted from rocprof): ten aten::mm(half [131072, 32], [32, 32]), each
+    # launching one kernel by hipExtModuleLaunchKernel; no event has a correlation, a kernel shares its
+    # launch's External id (2, 4, ... 20), which is not its op's (1, 2, ... 10): kernel i belongs to op i.
+    # 2 x 131072 x 32 x 32 FLOPs; 2 x (131072 x 32 + 32 x 32 + 131072 x 32) bytes.
+    trace = pipeline.read(PUBLIC / "tracelens_2026_rocprof_linked_by_external_id.json.gz", keep_events=False)
+    assert any("no correlation ids" in w for w in trace.warnings)
+    k = pipeline.costed(trace).kernels
+    assert k.correlation.tolist() == list(range(2, 22, 2))
+    assert k.external_id.tolist() == list(range(1, 11))
+    assert (k.flops == 2 * 131072 * 32 * 32).all()
+    assert (k.bytes == 2 * (131072 * 32 + 32 * 32 + 131072 * 32)).all()
+
+
+def test_microsecond_epoch_timestamps_keep_whole_nanoseconds():
+    # the same trace's ops start and end on whole microseconds since the epoch (1.77e15 us): back to back,
+    # op 7 ends where op 8 starts; scaled as one float they were 256-ns multiples and overlapped, nesting
+    # op 8 in op 7 (an aten::mm inside an aten::mm reads as a dispatcher, its cost dropped)
+    trace = pipeline.read(PUBLIC / "tracelens_2026_rocprof_linked_by_external_id.json.gz", keep_events=False)
+    ts, dur = trace.ops.ts_ns.to_numpy(), trace.ops.dur_ns.to_numpy()
+    assert ts[0] == 1771536568809805000 and (ts % 1000 == 0).all() and (dur % 1000 == 0).all()
+    assert ts[6] + dur[6] == ts[7] == 1771536568810011000
 
 
 def test_a_trace_without_input_types_is_costed_by_its_kernels_element_type():

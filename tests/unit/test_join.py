@@ -322,14 +322,15 @@ def test_a_kernel_joined_by_external_id_takes_its_ops_region(tmp_path):
 
 
 def test_epoch_timestamps_nest_to_the_nanosecond(tmp_path):
-    # Kineto writes microseconds since 1970 (~1.6e15): as nanoseconds (~1.6e18) they lie on a 256 ns grid of
-    # float64. The op starts at T = 1621401187223197 us (1621401187223196928 ns) and lasts 0.8 us (800 ns); the
-    # launch at T + 0.75 us lands 768 ns after the op's start: inside it, 32 ns before its end (in float64 the end,
-    # s + 800, would round to s + 768 and put the launch outside)
+    # Kineto writes microseconds since 1970 (~1.6e15): as nanoseconds (~1.6e18) they are past float64's exact
+    # integers (a 256 ns grid), so whole microseconds and their fraction are scaled apart. The op starts at
+    # T = 1621401187223197 us and lasts 0.8 us (800 ns); the launch at T + 0.75 us (exact in float64 µs) is
+    # 750 ns after the op's start: inside it, 50 ns before its end
     t = 1621401187223197.0
     events = [op("aten::mm", t, 0.8, ext=1), launch(t + 0.75, 10, ext=99, dur=0.1), kernel("k", t + 2, 10)]
     j = join(_trace(tmp_path, events))
-    assert j.trace.launches.ts_ns[0] - j.ops.ts_ns[0] == 768 and j.ops.dur_ns[0] == 800
+    assert j.ops.ts_ns[0] == 1621401187223197000
+    assert j.trace.launches.ts_ns[0] - j.ops.ts_ns[0] == 750 and j.ops.dur_ns[0] == 800
     rows = j.device_rows
     assert rows.join_method.tolist() == ["time"] and rows.op_pos.tolist() == [0]
 

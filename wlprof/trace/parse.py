@@ -735,8 +735,14 @@ def _ints(values: list) -> np.ndarray:
 
 
 def _ns(values: list) -> np.ndarray:
-    """Microseconds (float or int) to integer nanoseconds."""
-    return np.rint(np.asarray(values, dtype=np.float64) * 1000.0).astype(np.int64)
+    """Microseconds (float or int) to integer nanoseconds.
+
+    Whole microseconds and their fraction are scaled apart: a timestamp in µs since the epoch
+    (1.7e15, written by converters and some exporters) times 1000 is past float64's exact
+    integers, and rounding it to 256 ns would make back-to-back events overlap."""
+    us = np.asarray(values, dtype=np.float64)
+    whole = np.floor(us)
+    return whole.astype(np.int64) * 1000 + np.rint((us - whole) * 1000.0).astype(np.int64)
 
 
 def _numbers(values: list) -> np.ndarray:
@@ -864,6 +870,8 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
         tables.pair_begin_end()
         frames = tables.frames()
     warnings = []
+    if _link_by_external_id(frames):
+        warnings.append(LINKED_BY_EXTERNAL_ID)
     if tables.skipped:
         warnings.append(f"{tables.skipped} complete events without a usable ts/dur were skipped")
     if tables.unpaired:
@@ -881,6 +889,30 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
                         "is missing (profile with torch.profiler and ProfilerActivity.CUDA; a CUPTI buffer may "
                         "have overflowed), so it has no kernel rows; its ops' host times are in the ops table")
     return raw
+
+
+LINKED_BY_EXTERNAL_ID = ("no correlation ids: each kernel is linked to the launch that shares its External id, "
+                         "and the launch to the op it lies in")
+
+
+def _link_by_external_id(frames: dict[str, pd.DataFrame]) -> bool:
+    """Where neither launches nor device rows carry a `correlation` but most device rows share an
+    External id with a launch (traces converted from other profilers, e.g. rocprofv3's kernel and
+    HIP API records), in place: that External id becomes both sides' correlation. The id then names
+    no op (`join.external_ids_name_ops` sees ids equal to correlations), so launches find their op
+    by time. Returns whether it did."""
+    lau, dev = frames.get("launches"), frames.get("device")
+    if lau is None or dev is None or not len(lau) or not len(dev) or "correlation" not in lau:
+        return False
+    if (lau.correlation.to_numpy() != NO_ID).any() or (dev.correlation.to_numpy() != NO_ID).any():
+        return False
+    l_ext, d_ext = lau.ext_id.to_numpy(), dev.ext_id.to_numpy()
+    shared = np.isin(d_ext, l_ext[l_ext != NO_ID]) & (d_ext != NO_ID)
+    if shared.sum() <= 0.5 * len(dev):
+        return False
+    lau["correlation"] = l_ext
+    dev["correlation"] = np.where(shared, d_ext, NO_ID)
+    return True
 
 
 def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]:
