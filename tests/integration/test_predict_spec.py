@@ -125,3 +125,19 @@ def test_a_foreach_optimizer_step_lists_its_kernels_and_not_its_host_side_step_r
     assert "aten::_local_scalar_dense" not in names and "aten::fill_" not in names and "aten::zero_" not in names
     assert names.get("aten::_foreach_mul_") == 2 and names.get("aten::_foreach_add_") == 2
     assert sum(v for k, v in names.items() if k.startswith("aten::_foreach_")) == 9 == len(ops)
+
+
+def test_the_router_routing_is_drawn_on_real_tensors_and_listed():
+    # routing=router runs the router on the layer's input; at d_model 4096 that input (128 x 4096
+    # elements) lives on the meta device while the step is listed, so the routing is drawn before
+    from wlprof.workloads.moe.tensors import routing_for
+
+    ops = record(parse_spec("moe tokens=128 experts=8 top_k=2 routing=router dispatch=grouped,padded"))
+    assert set(ops.variant) == {"router / grouped", "router / padded"}
+    want = routing_for({"routing": "router", "tokens": 128, "experts": 8, "top_k": 2, "d_model": 4096,
+                        "seed": 0}).counts().tolist()
+    assert sum(want) == 256  # 128 tokens x top-2
+    for _, g in ops.groupby("variant"):
+        assert list(g.expert_counts.iat[0]) == want
+    bmm = ops[ops.op_name == "aten::bmm"]  # padded, dropless: capacity = the largest load
+    assert len(bmm) == 3 and f"[8,{max(want)},4096]" in bmm.op_input_dims.iat[0]

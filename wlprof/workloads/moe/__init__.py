@@ -224,6 +224,18 @@ class Moe(Workload):
                     }))
         return out
 
+    def prepare(self, point: Point, device) -> None:
+        """Draw the point's routing ahead of `build` (cached): the `router` routing runs the router on
+        real tensors, which `predict --spec` would otherwise hold on the meta device."""
+        if point.params["dispatch"] == "alltoall":
+            from wlprof.distributed.world import current
+            from wlprof.workloads.moe import expert_parallel as ep
+
+            for r in range(current().size):  # the plan reads every rank's routing
+                routing_for(ep.rank_params(dict(point.params), r))
+        else:
+            routing_for(point.params)
+
     def estimate_bytes(self, point: Point, dtype) -> int:
         p = point.params
         t, e, k, d, f = p["tokens"], p["experts"], p["top_k"], p["d_model"], p["d_ff"]
