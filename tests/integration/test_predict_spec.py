@@ -141,3 +141,14 @@ def test_the_router_routing_is_drawn_on_real_tensors_and_listed():
         assert list(g.expert_counts.iat[0]) == want
     bmm = ops[ops.op_name == "aten::bmm"]  # padded, dropless: capacity = the largest load
     assert len(bmm) == 3 and f"[8,{max(want)},4096]" in bmm.op_input_dims.iat[0]
+
+
+def test_a_graph_too_large_for_this_machines_memory_is_refused_before_it_is_drawn():
+    # scale 40 at edge factor 16: 2^44 edges drawn, 6 int64 index arrays of them (edge_index and the
+    # generator's temporaries) = 48 x 2^44 bytes = 768 TiB on the CPU
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        record(parse_spec("gnn graph=rmat scale=40 backend=scatter"))
+    text = str(info.value)
+    assert "index data fits in this machine's memory" in text and "draws about 786,432.0 GiB" in text, text
