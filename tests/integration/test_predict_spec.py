@@ -152,3 +152,12 @@ def test_a_graph_too_large_for_this_machines_memory_is_refused_before_it_is_draw
         record(parse_spec("gnn graph=rmat scale=40 backend=scatter"))
     text = str(info.value)
     assert "index data fits in this machine's memory" in text and "draws about 786,432.0 GiB" in text, text
+
+
+def test_an_alltoall_dispatch_is_refused_naming_the_dispatch():
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        record(parse_spec("moe tokens=64 experts=8 top_k=2 dispatch=grouped,alltoall"))
+    text = str(info.value)
+    assert text.startswith("--spec's dispatch must not be alltoall") and "(got 'grouped,alltoall')" in text, text

@@ -17,7 +17,7 @@ import numpy as np
 from wlprof.errors import InputError, Key
 from wlprof.params import Param, PerDevice, Values
 from wlprof.schema import F64, I64, LIST_I64, Column, S
-from wlprof.workloads.base import Built, Parsed, Point, Stated, Workload, column
+from wlprof.workloads.base import Built, Parsed, Point, Stated, Workload, column, listing_only
 from wlprof.workloads.moe import grouped
 from wlprof.workloads.moe import routing as rt
 from wlprof.workloads.moe.costs import FFNS, GROUPED_OPS, capacity, flops_per_row, grouped_expert_cost
@@ -170,6 +170,10 @@ class Moe(Workload):
                 raise InputError(exc.arg, exc.rule, exc.value, hint=(
                     f"grouped is one of the default dispatches; pass --dispatch {','.join(rest)} to leave it out"
                     if rest else exc.hint)) from None
+        if "alltoall" in dispatches and listing_only():
+            raise InputError(Key("dispatch"), "must not be alltoall for a step listed on the meta device: it reads "
+                             "the split sizes its ranks exchange on the host; predict a trace of it with --trace",
+                             ",".join(dispatches))
         if "alltoall" in dispatches:
             from wlprof.distributed.world import current
             from wlprof.workloads.moe.expert_parallel import check
