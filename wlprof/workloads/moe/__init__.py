@@ -168,8 +168,8 @@ class Moe(Workload):
                 # grouped came with the default dispatches, not from the user: say how to leave it out
                 rest = [d for d in dispatches if d not in ("grouped", "alltoall")]
                 raise InputError(exc.arg, exc.rule, exc.value, hint=(
-                    f"grouped is one of the default dispatches; pass --dispatch {','.join(rest)} to leave it out"
-                    if rest else exc.hint)) from None
+                    ("grouped is one of the default dispatches; set ", Key("dispatch"), f" to {','.join(rest)} "
+                     "to leave it out") if rest else exc.hint)) from None
         if "alltoall" in dispatches and listing_only():
             raise InputError(Key("dispatch"), "must not be alltoall for a step listed on the meta device: it reads "
                              "the split sizes its ranks exchange on the host; predict a trace of it with --trace",
@@ -203,8 +203,8 @@ class Moe(Workload):
         align = max(1, 16 // dtype.itemsize)
         for name, v in (("d_model", d_model), ("d_ff", d_ff)):
             if v % align:
-                raise InputError(Key(name), f"must be a multiple of {align} for --dispatch grouped in "
-                                 f"{dtype_name(dtype)} (torch._grouped_mm needs 16-byte aligned rows)", v)
+                raise InputError(Key(name), (f"must be a multiple of {align} for ", Key("dispatch"), " grouped in "
+                                 f"{dtype_name(dtype)} (torch._grouped_mm needs 16-byte aligned rows)"), v)
 
     def family(self, rows) -> list[str]:
         return [f"MoE ({str(r).split(':')[0]})" for r in column(rows, "routing")]
