@@ -42,11 +42,11 @@ def _render(rule, spell: Spelling) -> str:
 class InputError(WlprofError, ValueError):
     """A user-supplied value broke a rule: `--top-k must be at most --experts (4) (got 8)`.
 
-    `arg` is the argument as spelled, or a `Key`; `rule` a string, or a tuple of
+    `arg` is the argument as spelled, or a `Key`; `rule` (and `hint`) a string, or a tuple of
     strings and Keys (other arguments the rule names).
     """
 
-    def __init__(self, arg: str | Key, rule, value: Any, hint: str | None = None):
+    def __init__(self, arg: str | Key, rule, value: Any, hint=None):
         self.arg = arg
         self.rule = rule
         self.value = value
@@ -56,7 +56,7 @@ class InputError(WlprofError, ValueError):
     def message(self, spell: Spelling) -> str:
         arg = spell(self.arg) if isinstance(self.arg, Key) else self.arg
         text = f"{arg} {_render(self.rule, spell)} (got {self.value!r})"
-        return f"{text}; {self.hint}" if self.hint else text
+        return f"{text}; {_render(self.hint, spell)}" if self.hint else text
 
     def __reduce__(self):  # pickled with its own arguments (raised in a worker process)
         return (type(self), (self.arg, self.rule, self.value, self.hint))
@@ -64,7 +64,8 @@ class InputError(WlprofError, ValueError):
     def spelled(self, spell: Spelling) -> InputError:
         """The same error with its keys spelled for the user (`--top-k`, `params.top_k`)."""
         arg = spell(self.arg) if isinstance(self.arg, Key) else self.arg
-        return InputError(arg, _render(self.rule, spell), self.value, self.hint)
+        hint = None if self.hint is None else _render(self.hint, spell)
+        return InputError(arg, _render(self.rule, spell), self.value, hint)
 
     def rule_text(self, spell: Spelling = str) -> str:
         return _render(self.rule, spell)

@@ -139,3 +139,39 @@ def test_an_optimizer_step_over_more_tensors_than_the_profiler_records_lists_the
     lists = ops[ops.op_name == "aten::_foreach_sqrt"]
     assert len(lists) == 1 and json.loads(lists.op_input_dims.iat[0]) == [[[131072]] * 40]
     assert all(json.loads(d)[0] for d in ops.op_input_dims)  # no call's first list is left []
+
+
+def test_the_router_routing_is_drawn_on_real_tensors_and_listed():
+    # routing=router runs the router on the layer's input; at d_model 4096 that input (128 x 4096
+    # elements) lives on the meta device while the step is listed, so the routing is drawn before
+    from wlprof.workloads.moe.tensors import routing_for
+
+    ops = record(parse_spec("moe tokens=128 experts=8 top_k=2 routing=router dispatch=grouped,padded"))
+    assert set(ops.variant) == {"router / grouped", "router / padded"}
+    want = routing_for({"routing": "router", "tokens": 128, "experts": 8, "top_k": 2, "d_model": 4096,
+                        "seed": 0}).counts().tolist()
+    assert sum(want) == 256  # 128 tokens x top-2
+    for _, g in ops.groupby("variant"):
+        assert list(g.expert_counts.iat[0]) == want
+    bmm = ops[ops.op_name == "aten::bmm"]  # padded, dropless: capacity = the largest load
+    assert len(bmm) == 3 and f"[8,{max(want)},4096]" in bmm.op_input_dims.iat[0]
+
+
+def test_a_graph_too_large_for_this_machines_memory_is_refused_before_it_is_drawn():
+    # scale 40 at edge factor 16: 2^44 edges drawn, 6 int64 index arrays of them (edge_index and the
+    # generator's temporaries) = 48 x 2^44 bytes = 768 TiB on the CPU
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        record(parse_spec("gnn graph=rmat scale=40 backend=scatter"))
+    text = str(info.value)
+    assert "index data fits in this machine's memory" in text and "draws about 786,432.0 GiB" in text, text
+
+
+def test_an_alltoall_dispatch_is_refused_naming_the_dispatch():
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        record(parse_spec("moe tokens=64 experts=8 top_k=2 dispatch=grouped,alltoall"))
+    text = str(info.value)
+    assert text.startswith("--spec's dispatch must not be alltoall") and "(got 'grouped,alltoall')" in text, text

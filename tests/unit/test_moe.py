@@ -273,7 +273,14 @@ def test_a_default_grouped_dispatch_that_cannot_run_says_how_to_leave_it_out():
     # d_model 7 in float32: 28-byte rows, not a multiple of 16; the user never asked for grouped
     with pytest.raises(InputError) as exc:
         wl.parse({"tokens": 4, "experts": 2, "d_model": 7, "d_ff": 8}, torch.device("cpu"), F32)
-    assert exc.value.hint == "grouped is one of the default dispatches; pass --dispatch loop,padded to leave it out"
+    assert exc.value.message(lambda k: f"--{k.name}") == (
+        "--d_model must be a multiple of 4 for --dispatch grouped in float32 (torch._grouped_mm needs 16-byte "
+        "aligned rows) (got 7); grouped is one of the default dispatches; set --dispatch to loop,padded to leave "
+        "it out")
+    # spelled as `predict --spec` spells its keys
+    spec = exc.value.spelled(lambda k: f"--spec's {k.name}")
+    assert spec.hint == "grouped is one of the default dispatches; set --spec's dispatch to loop,padded to leave it out"
+    assert spec.rule.startswith("must be a multiple of 4 for --spec's dispatch grouped in float32")
     with pytest.raises(InputError) as exc:  # asked for: no hint to drop it
         wl.parse({"tokens": 4, "experts": 2, "d_model": 7, "d_ff": 8, "dispatch": "grouped"}, torch.device("cpu"),
                  F32)

@@ -96,6 +96,10 @@ def test_a_scale_of_a_dimension_the_trace_does_not_have_is_refused():
     assert value == 64 and json.loads(new.op_input_dims.iat[0]) == [[8, 128], [128, 32]]
     with pytest.raises(InputError, match="no input dimension equals 999"):
         scaled(ops, "999", 2.0)
+    # an ingested trace's column is of object dtype, the rewritten one of str: refused all the same
+    ops["op_input_dims"] = ops.op_input_dims.astype(object)
+    with pytest.raises(InputError, match="no input dimension equals 999"):
+        scaled(ops, "999", 2.0)
 
 
 def test_describe_names_the_value_the_calls_and_a_rounding():
@@ -242,3 +246,14 @@ def test_an_optimizers_ops_on_convolution_weights_do_not_read_as_a_step_that_bar
     ops = pd.DataFrame([conv, conv, lerp, lerp, lerp], columns=["op_name", "op_input_dims", "op_input_strides"])
     line = describe(ops, rewrite(ops, 8, 2.0), "batch", 8, 2.0)
     assert "in 2 of 5 calls" in line and "barely" not in line and "--scale 16" not in line
+
+
+def test_a_scale_past_torchs_element_count_is_refused():
+    from wlprof.predict.scale import scaled
+
+    # batch 64 x 2^57 = 2^63 rows: the GELU's [64, 16384] becomes 2^63 x 2^14 = 2^77 = 1.51e23 elements
+    with pytest.raises(InputError, match=r"2\^63 - 1 elements: 64 x 1.44115e\+17 makes a tensor of 1.51e\+23"):
+        scaled(MLP, "batch", float(2**57))
+    # 2^44 rows: 2^44 x 2^14 = 2^58 elements at most, within it
+    new, value = scaled(MLP, "batch", float(2**38))
+    assert value == 64 and json.loads(new.op_input_dims.iat[1])[0] == [2**44, 16384]

@@ -404,9 +404,33 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> 
     else:
         value = int(dim)
         new = rewrite(ops, value, factor)
-    if value != max(1, int(round(value * factor))) and new.op_input_dims.equals(ops.op_input_dims):
+    same = (new.op_input_dims.to_numpy(dtype=object) == ops.op_input_dims.to_numpy(dtype=object)).all()
+    if value != max(1, int(round(value * factor))) and same:  # compared by value: str and object columns alike
         raise InputError(arg, f"must name a dimension the trace has: no input dimension equals {value}", dim)
+    largest = _largest_numel(new.op_input_dims)
+    if largest > INT64_MAX:
+        raise InputError(arg, f"must keep every tensor within torch's 2^63 - 1 elements: {value} x {factor:g} "
+                         f"makes a tensor of {largest:.3g}", f"{dim}={factor:g}")
     return new, value
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _largest_numel(dims_col: pd.Series) -> int:
+    """The most elements of any tensor (or tensor-list member) in a column of input dims."""
+    def numel(t) -> int:
+        if isinstance(t, list) and all(isinstance(x, int) for x in t):
+            return math.prod(t)
+        return max((numel(m) for m in t), default=0) if isinstance(t, list) else 0
+
+    most = 0
+    for d_s in set(dims_col.dropna()):
+        try:
+            most = max(most, numel(json.loads(d_s)))
+        except (TypeError, ValueError):
+            continue
+    return most
 
 
 def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, factor: float) -> str:

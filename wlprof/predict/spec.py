@@ -244,6 +244,7 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
         points = wl.points(parsed.spec)
     except InputError as exc:  # named as the user wrote it: `--spec's batch`, not `--batch`
         raise exc.spelled(lambda k: f"{_SPEC_KEY}'s {k.name}") from None
+    _check_host_memory(wl, points, spec.text)
     frames = []
     for i, point in enumerate(points):
         with torch.no_grad():
@@ -279,6 +280,24 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
             ops[k] = [v] * len(ops) if isinstance(v, list) else v
         frames.append(ops)
     return pd.concat(frames, ignore_index=True)
+
+
+def _check_host_memory(wl, points, text: str) -> None:
+    """Refuse a spec whose real index data (a graph, drawn on this CPU) would not fit in host memory."""
+    import torch
+
+    from wlprof.study import MEMORY_SHARE, _free_memory
+
+    free = _free_memory(torch.device("cpu"))
+    if free is None:
+        return
+    for p in points:
+        need = wl.prepare_bytes(p)
+        if need > MEMORY_SHARE * free:
+            raise InputError(Key("spec", "store"), f"must be a configuration whose index data fits in this "
+                             f"machine's memory to be listed: point '{p.variant}' draws about "
+                             f"{need / 2**30:,.1f} GiB on the CPU, more than {MEMORY_SHARE:.0%} of the "
+                             f"{free / 2**30:,.1f} GiB free", text)
 
 
 def _without_host_step_reads(ops: pd.DataFrame) -> pd.DataFrame:

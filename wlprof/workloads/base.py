@@ -120,6 +120,11 @@ class Workload(ABC):
         """Device memory a point needs, to refuse sizes that cannot fit before allocating."""
         return 0
 
+    def prepare_bytes(self, point: Point) -> int:
+        """Host memory `prepare` takes on the CPU (the index data drawn for real), to refuse a listing
+        that cannot fit before drawing it."""
+        return 0
+
     def size_params(self) -> tuple[str, ...]:
         """The parameters that set a point's size (named when a point does not fit in memory)."""
         return tuple(p.name for p in self.params if p.kind == "int" and p.name != "seed")

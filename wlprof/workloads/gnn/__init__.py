@@ -255,6 +255,11 @@ class Gnn(Workload):
             extra += f * f * s + n * f * s
         return int(graph + build_tmp + nodes + extra)
 
+    def prepare_bytes(self, point: Point) -> int:
+        """The graph's index data while it is drawn: edge_index and the generator's temporaries."""
+        _, e = _sizes(point.params)
+        return 6 * e * INDEX_BYTES
+
     # ------------------------------------------------------------------ build
 
     def _graph_for(self, p: Mapping[str, Any], device):

@@ -17,7 +17,7 @@ import numpy as np
 from wlprof.errors import InputError, Key
 from wlprof.params import Param, PerDevice, Values
 from wlprof.schema import F64, I64, LIST_I64, Column, S
-from wlprof.workloads.base import Built, Parsed, Point, Stated, Workload, column
+from wlprof.workloads.base import Built, Parsed, Point, Stated, Workload, column, listing_only
 from wlprof.workloads.moe import grouped
 from wlprof.workloads.moe import routing as rt
 from wlprof.workloads.moe.costs import FFNS, GROUPED_OPS, capacity, flops_per_row, grouped_expert_cost
@@ -168,8 +168,12 @@ class Moe(Workload):
                 # grouped came with the default dispatches, not from the user: say how to leave it out
                 rest = [d for d in dispatches if d not in ("grouped", "alltoall")]
                 raise InputError(exc.arg, exc.rule, exc.value, hint=(
-                    f"grouped is one of the default dispatches; pass --dispatch {','.join(rest)} to leave it out"
-                    if rest else exc.hint)) from None
+                    ("grouped is one of the default dispatches; set ", Key("dispatch"), f" to {','.join(rest)} "
+                     "to leave it out") if rest else exc.hint)) from None
+        if "alltoall" in dispatches and listing_only():
+            raise InputError(Key("dispatch"), "must not be alltoall for a step listed on the meta device: it reads "
+                             "the split sizes its ranks exchange on the host; predict a trace of it with --trace",
+                             ",".join(dispatches))
         if "alltoall" in dispatches:
             from wlprof.distributed.world import current
             from wlprof.workloads.moe.expert_parallel import check
@@ -199,8 +203,8 @@ class Moe(Workload):
         align = max(1, 16 // dtype.itemsize)
         for name, v in (("d_model", d_model), ("d_ff", d_ff)):
             if v % align:
-                raise InputError(Key(name), f"must be a multiple of {align} for --dispatch grouped in "
-                                 f"{dtype_name(dtype)} (torch._grouped_mm needs 16-byte aligned rows)", v)
+                raise InputError(Key(name), (f"must be a multiple of {align} for ", Key("dispatch"), " grouped in "
+                                 f"{dtype_name(dtype)} (torch._grouped_mm needs 16-byte aligned rows)"), v)
 
     def family(self, rows) -> list[str]:
         return [f"MoE ({str(r).split(':')[0]})" for r in column(rows, "routing")]
@@ -223,6 +227,18 @@ class Moe(Workload):
                         "seed": spec.seed,
                     }))
         return out
+
+    def prepare(self, point: Point, device) -> None:
+        """Draw the point's routing ahead of `build` (cached): the `router` routing runs the router on
+        real tensors, which `predict --spec` would otherwise hold on the meta device."""
+        if point.params["dispatch"] == "alltoall":
+            from wlprof.distributed.world import current
+            from wlprof.workloads.moe import expert_parallel as ep
+
+            for r in range(current().size):  # the plan reads every rank's routing
+                routing_for(ep.rank_params(dict(point.params), r))
+        else:
+            routing_for(point.params)
 
     def estimate_bytes(self, point: Point, dtype) -> int:
         p = point.params
