@@ -105,8 +105,12 @@ def test_fused_sgd_momentum():
     #  is_first_step, grad_scale, found_inf)
     args = (TL(*p), TL(*p), TL(*p), S(0.0), S(0.9), S(0.1), S(0.0), S(False), S(False), S(False), NONE, NONE)
     c = cost_of(op("aten::_fused_sgd_", *args, kernels=k))
-    # 26 x (2 update + 3 momentum) = 130; reads p, g, buf 4*26*3 = 312; writes p, buf 4*26*2 = 208
-    assert (c.flops, c.bytes, c.written) == (130, 520, 208)
+    # 26 x (2 update + 2 momentum without dampening) = 104, as the foreach path counts the same update
+    # (mul_ 1, add_ with alpha 1: 1, add_ with alpha -lr: 2); reads p, g, buf 4*26*3 = 312; writes p, buf
+    # 4*26*2 = 208
+    assert (c.flops, c.bytes, c.written) == (104, 520, 208)
+    damped = (*args[:6], S(0.1), *args[7:])
+    assert cost_of(op("aten::_fused_sgd_", *damped, kernels=k)).flops == 26 * 5  # (1 - dampening) * g: 1 more
     first = (*args[:9], S(True), NONE, NONE)
     c = cost_of(op("aten::_fused_sgd_", *first, kernels=k))
     assert c.bytes == 4 * 26 * 2 + 208  # the first step does not read the (new) buffers

@@ -192,15 +192,17 @@ def fused_sgd(call: OpCall) -> Cost | None:
     nesterov, maximize, is_first_step, grad_scale?, found_inf?).
 
     Per element: p -= lr * g (2); weight decay g += wd*p (2); momentum buf = momentum*buf +
-    (1-dampening)*g (3, the buffer is only written on the first step), nesterov g += momentum*buf
+    (1-dampening)*g (3; 2 without dampening, as the foreach path's mul_ and add_ with alpha 1 count;
+    the buffer is only written on the first step), nesterov g += momentum*buf
     (2); maximize 1, unscaling 1. Reads params and grads (and the buffers after the first step),
     writes params (and the buffers; grads when unscaled).
     """
-    wd, momentum = call.scalar(3), call.scalar(4)
+    wd, momentum, dampening = call.scalar(3), call.scalar(4), call.scalar(6)
     nesterov, maximize, first = _flag(call, 7), _flag(call, 8), _flag(call, 9)
     scaled = _has_tensor(call, 10)
     has_buf = bool(momentum) and bool(_list_numels(call, 2))
-    per = 2 + (2 if wd else 0) + (3 if has_buf else 0) + (2 if has_buf and nesterov else 0) + maximize + scaled
+    buf = 2 + (1 if dampening else 0)
+    per = 2 + (2 if wd else 0) + (buf if has_buf else 0) + (2 if has_buf and nesterov else 0) + maximize + scaled
     reads = [0, 1] + ([2] if has_buf and not first else [])
     written = [0] + ([2] if has_buf else []) + ([1] if scaled else [])
     return _fused(call, reads, written, per, steps=None)
