@@ -611,3 +611,26 @@ def test_a_tensor_list_recorded_as_empty_is_never_learned_nor_answered_as_a_prof
     assert p.meta["calls"] == 3
     pred, src = p.predict(pd.DataFrame([_row("aten::_foreach_sqrt", [[]], ["TensorList"], [[]], 0.0)]))
     assert src[0] != model.SOURCES.index("same call") and pred[0] != pytest.approx(20.0)
+
+
+def test_a_gemm_deeper_and_skinnier_than_its_groups_profiled_calls_gets_split_k():
+    # a group whose profiled GEMMs (many tiles, K <= 4096) run unsplit: its base keeps K whole; a call of one
+    # tile and K = 100,003 allows 132 splits (the SMs; K / 512 = 195), more than any profiled call allowed, and
+    # cuBLAS splits such a K: its base is the split one (unsplit, one SM would take the whole K alone)
+    unsplit = np.zeros(1, dtype=bool)
+    shapes = [(m, kk, n) for m in (512, 1024, 2048) for kk in (1024, 2048, 4096) for n in (1024, 4096)]
+    rows = []
+    for i, (m, kk, n) in enumerate(shapes):
+        d1 = describe(pd.DataFrame([mm_row(m, kk, n, 1.0)]))
+        rows.append(mm_row(m, kk, n, float(model.base_us(d1, K, unsplit, np.ones(1, bool))[0]), point=i))
+    p = model.fit(pd.DataFrame(rows), K)
+    (choice,) = [v for g, v in p.bases.items() if g.startswith("gemm|aten::mm")]
+    assert choice[0] == 0.0  # learned: K not split
+    skinny = describe(pd.DataFrame([mm_row(3, 100003, 5, 1.0)]))
+    split_base = model.base_us(skinny, K, np.ones(1, bool), np.zeros(1, bool))[0]
+    whole_base = model.base_us(skinny, K, unsplit, np.zeros(1, bool))[0]
+    assert split_base < whole_base / 50
+    assert model.fitted_base(skinny, K, p.bases)[0] == pytest.approx(split_base)
+    within = describe(pd.DataFrame([mm_row(1024, 2048, 1024, 1.0)]))  # inside the learned range: unsplit
+    assert model.fitted_base(within, K, p.bases)[0] == pytest.approx(
+        model.base_us(within, K, unsplit, np.zeros(1, bool))[0])

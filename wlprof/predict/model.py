@@ -195,6 +195,15 @@ def _terms(d: pd.DataFrame, l2: float = 0.0) -> np.ndarray:
     return np.column_stack([np.ones(len(d)), nbytes, rows, hub, chain * hit, wide, chain * (1 - hit)])
 
 
+def _splits(d: pd.DataFrame, k: Constants) -> np.ndarray:
+    """The splits of K the base would allow each described GEMM: SMs over its output tiles (at the
+    base's tile size), at most K / SPLIT_K_MIN, at least 1 (NaN shapes: 1)."""
+    m, n, b, kk = (np.nan_to_num(d[c].to_numpy(dtype=float), nan=1.0) for c in ("M", "N", "B", "K"))
+    t = float(k.tile) if k.tile > 1 else 1.0
+    tiles = np.maximum(np.ceil(m / t) * np.ceil(n / t) * np.maximum(b, 1.0), 1.0)
+    return np.clip(np.floor(k.sms / tiles), 1, np.maximum(np.floor(kk / SPLIT_K_MIN), 1))
+
+
 def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
     """`base_us`, with a group's fitted base where the profile fitted one (for a GEMM group: whether
     its K splits, `[1.0]` or `[0.0]`)."""
@@ -204,6 +213,9 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
               for f, c in zip(free, is_gemm, strict=True)]
     split = np.array([c[0] > 0.5 for c in choice], dtype=bool)
     whole = np.array([(c[1] if len(c) > 1 else 1.0) > 0.5 for c in choice], dtype=bool)
+    most = np.array([c[2] if len(c) > 2 else np.inf for c in choice], dtype=float)
+    if is_gemm.any():  # a call that allows more splits of K than any its group's choice was learned on: K split
+        split |= is_gemm & (_splits(d, k) > most)
     out = base_us(d, k, split, whole)
     if not bases:
         return out
@@ -248,7 +260,9 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
                 r = np.log(dur[rows] / base_us(sub, k, np.full(len(rows), split), np.full(len(rows), whole)))
                 err[split, whole] = Table(x, r, np.ones(len(rows))).loo_error()
         split, whole = min(err, key=err.get)
-        out[str(f)] = [float(split), float(whole)]
+        # the most splits of K any call the choice was learned on allows: past them (a skinnier or deeper call
+        # than any profiled) cuBLAS splits K
+        out[str(f)] = [float(split), float(whole), float(_splits(sub, k).max())]
     for f in pd.unique(free[np.isin(cls, FITTED)]):
         rows = np.flatnonzero(free == f)
         if len(rows) < MIN_FIT:
