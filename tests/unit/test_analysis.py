@@ -316,3 +316,17 @@ def test_two_points_give_no_rank_correlation_or_r2_and_the_tables_say_why():
     assert "| GEMM shapes | 2 | n/a | n/a | n/a |" in md
     assert "| dense MLP (large batch) | 3 | 1.00 | 1.00 | 1.00 |" in md
     assert spectrum_cells(s[s.points >= 3])[1] is None
+
+
+def test_short_kernel_name_keeps_the_name_after_an_anonymous_namespace():
+    from wlprof.analysis.summary import short_kernel_name
+
+    adam = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+            "FusedOptimizerTensorListMetadata<4>, float const*>(at::native::(anonymous namespace)::"
+            "FusedOptimizerTensorListMetadata<4>, float const*)")
+    cat = ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous "
+           "namespace)::OpaqueType<4u>, unsigned int, 2>(char*, unsigned int)")
+    assert short_kernel_name(adam) == "at::native::multi_tensor_apply_kernel"
+    assert short_kernel_name(cat) == "at::native::CatArrayBatchedCopy_vectorized"
+    assert short_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>>"
+                             "(int, float*)") == "at::native::vectorized_elementwise_kernel"

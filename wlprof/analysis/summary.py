@@ -14,7 +14,7 @@ _TEMPLATE = re.compile(r"<[^<>]*>")
 
 def short_kernel_name(name: str, limit: int = 70) -> str:
     """'void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)' -> 'at::native::vectorized_elementwise_kernel'."""
-    s = str(name)
+    s = str(name).replace("(anonymous namespace)::", "")  # its '(' is no argument list
     if s.startswith("void "):
         s = s[5:]
     prev = None
