@@ -175,6 +175,32 @@ def test_an_output_under_a_file_is_named_as_given_and_as_what_it_is(tmp_path):
     assert (tmp_path / "afile").read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
+@pytest.mark.parametrize("args,rule", [
+    (["predict", "--profile", PROFILE, "--spec", "gemm shapes=8x8x8", "--out", "{file}/x.md"],
+     "--out must be a Markdown file in a folder wlprof can write into ('{file}' is a file) (got '{file}/x.md')"),
+    (["predict", "--profile", PROFILE, "--spec", "gemm shapes=8x8x8", "--out", "{dir}"],
+     "--out must be a Markdown file, not a folder (got '{dir}')"),
+    (["calibrate", "--show", "--out", "{dir}"], "--out must be a JSON file, not a folder (got '{dir}')"),
+    (["place", "workloads/mixes/mix_dense.toml", "--gpus", "2", "--out", "{file}/p"],
+     "--out must be a folder wlprof can write into ('{file}' is a file) (got '{file}/p')"),
+    (["profile", "--device", "cpu", "-o", "{file}/p", "--budget-minutes", "0.1"],
+     "--out must be a folder wlprof can write into ('{file}' is a file) (got '{file}/p')"),
+    (["profile", "--device", "cpu", "-o", "{file}", "--budget-minutes", "0.1"],
+     "--out must be a new or empty folder (it names a file) (got '{file}')"),
+], ids=["predict-under-file", "predict-folder", "calibrate-folder", "place-under-file", "profile-under-file",
+        "profile-file"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(args, rule, tmp_path, monkeypatch):
+    # each raised NotADirectoryError or IsADirectoryError with a traceback (predict only after its fit)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    fill = {"file": str(tmp_path / "afile"), "dir": str(tmp_path / "adir")}
+    res = invoke(*[a.format(**fill) for a in args])
+    assert res.exit_code == 2, res.output
+    assert "error: " + rule.format(**fill) in " ".join(res.output.split()), res.output
+    assert (tmp_path / "afile").read_text() == "x" and sorted(p.name for p in tmp_path.rglob("*")) == ["adir", "afile"]
+
+
 @pytest.mark.parametrize("command", ["predict", "place"])
 def test_help_examples_name_the_shipped_profile(command):
     # the examples named profiles/h200, which no checkout has (the shipped one is benchmarks/profiles/h200)

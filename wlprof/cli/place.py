@@ -99,6 +99,9 @@ def _check_out(out: Path) -> None:
 
     if out.exists() and not out.is_dir():
         raise InputError("--out", "must be a folder (it names a file)", str(out))
+    blocked = next((d for d in out.parents if d.exists() and not d.is_dir()), None)
+    if blocked is not None:
+        raise InputError("--out", f"must be a folder wlprof can write into ({str(blocked)!r} is a file)", str(out))
 
 
 def _us(v) -> str:

@@ -88,6 +88,10 @@ def predict(
     from wlprof.store.selection import load_runs, ls_hint, split_runs
 
     with_profile = profile is not None or spec is not None or trace is not None
+    if out is not None:  # before any fit: a file that cannot be written is said at once
+        from wlprof.store.runs import check_writable_file
+
+        check_writable_file(out, "--out", "a Markdown file", "the scores")
     _refuse_other_mode(with_profile, scale=scale, top=top, refit=refit, dtype=dtype, train=train,
                        train_traces=train_traces, allow_mixed_devices=allow_mixed_devices)
     if with_profile:

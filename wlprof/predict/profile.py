@@ -65,6 +65,11 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
             raise InputError(Key("out", "store"), "must be a profile folder made by `wlprof profile` to extend "
                              f"(with {PROFILE_FILE})", str(out))
         previous = json.loads((out / PROFILE_FILE).read_text())
+    elif out.exists() and not out.is_dir():
+        raise InputError(Key("out", "store"), "must be a new or empty folder (it names a file)", str(out))
+    elif (blocked := next((d for d in out.parents if d.exists() and not d.is_dir()), None)) is not None:
+        raise InputError(Key("out", "store"), f"must be a folder wlprof can write into ({str(blocked)!r} is a "
+                         "file)", str(out))
     elif out.exists() and any(out.iterdir()):
         raise InputError(Key("out", "store"), "must be a new or empty folder (a profile is never mixed with "
                          "another; --extend adds to one)", str(out))

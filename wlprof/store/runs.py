@@ -53,6 +53,8 @@ def check_writable_file(out: str | Path, arg: str, kind: str, what: str) -> None
     """An InputError naming `arg` when the file `out` (`kind`: 'a JSON file') cannot be written: its folder
     is created if needed; the error names the file as given ('afile/c.json'), not its folder ('afile')."""
     out = Path(out)
+    if out.is_dir():
+        raise InputError(arg, f"must be {kind}, not a folder", str(out))
     folder = out.parent if str(out.parent) else Path(".")
     try:
         check_writable(folder, arg, what)
