@@ -191,3 +191,18 @@ def test_report_of_ingested_runs_says_why_the_latency_spectrum_is_empty(tmp_path
     md = (tmp_path / "rep" / "report.md").read_text()
     assert md.count(EMPTY_SPECTRUM) == 1 and "Kernel time per step:" in md
     assert "not one call&#x27;s latency" in (tmp_path / "rep" / "index.html").read_text()
+
+
+def test_compare_of_cpu_runs_lists_ops_once_not_as_their_own_kernels(cli):
+    # on a CPU each row is an op: the table named 'by kernel' repeated it ('aten::addmm │ aten::addmm')
+    from conftest import FIXTURES
+
+    run = "mlp-20261129-101232-e8e6"
+    res = cli("compare", f"{run}:batch 4", f"{run}:batch 4", "--traces", FIXTURES / "cpu", "--wide")
+    assert res.exit_code == 0, res.output
+    lines = [line.rstrip() for line in res.output.splitlines()]
+    assert "by op" in lines and "by kernel" not in lines
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines[lines.index("by op"):]
+            if line.startswith("│")]
+    assert [r[0] for r in rows] == ["aten::addmm", "aten::copy_", "aten::gelu"]
+    assert all(r[1] == r[2] and r[3] == "0" for r in rows), rows  # A, B, B - A

@@ -97,6 +97,10 @@ def compare(
                              text={by[0]}, wrap={by[0]: 24}, **opts))
     ka2, kb2 = ka.assign(kernel=ka.name.map(short_kernel_name)), kb.assign(kernel=kb.name.map(short_kernel_name))
     t = compare_kernels(ka2, kb2, ["op_name", "kernel"])
+    if t.kernel.astype(str).equals(t.op_name.astype(str)):  # on a CPU the rows are the ops themselves
+        con.print(rich_table(t.head(rows), {"op_name": "op", **cols}, title="by op", formats=formats,
+                             priorities={**prio, "op_name": 10}, text={"op_name"}, wrap={"op_name": 24}, **opts))
+        return
     con.print(rich_table(t.head(rows), {"op_name": "op", "kernel": "kernel", **cols}, title="by kernel",
                          formats=formats, priorities={**prio, "op_name": 10, "kernel": 10}, text={"op_name", "kernel"},
                          wrap={"op_name": 16, "kernel": 24}, **opts))
