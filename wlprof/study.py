@@ -93,6 +93,9 @@ def at_scale(study: Study, device_type: str) -> tuple[Study, str | None]:
 def load_study(path: str | Path) -> Study:
 
     path = Path(path)
+    if path.is_dir():
+        raise InputError("STUDY_FILE", "must be a study file (TOML), not a folder", str(path),
+                         hint=f"its study files: {path}/*.toml" if any(path.glob("*.toml")) else None)
     if not path.is_file():
         # compared by stem: the '.toml' every name shares made any short name look close to one
         # ('nope.toml' -> 'gnn_pyg.toml')

@@ -113,6 +113,11 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["run", "gnn", "--graph", "rmta"], "did you mean 'rmat'?"),
     (["run", "gemm", "--device", "cdua"], "did you mean 'cuda'?"),
     (["sweep", "workloads/gem_same_flops.toml"], "did you mean 'workloads/gemm_same_flops.toml'?"),
+    # a folder got 'must be an existing study file' and, for a folder named *.toml, 'did you mean' itself
+    (["sweep", "workloads"], "error: STUDY_FILE must be a study file (TOML), not a folder (got 'workloads'); "
+                             "its study files: workloads/*.toml"),
+    (["place", "workloads/mixes", "--gpus", "2"],
+     "error: MIX_FILE must be a mix file (TOML), not a folder (got 'workloads/mixes')"),
     (["report", "--workload", "mo"], "--workload must be one of elementwise, gemm, gnn, halo, ingest, layers, mlp, moe, optim (got 'mo')"),
 ])
 def test_usage_errors_are_one_line_with_a_close_match(args, needle, tmp_path):
@@ -121,6 +126,13 @@ def test_usage_errors_are_one_line_with_a_close_match(args, needle, tmp_path):
     assert needle in res.output, res.output
     assert len([line for line in res.output.splitlines() if line.strip()]) == 1, res.output
     assert "Traceback" not in res.output and "╭" not in res.output
+
+
+def test_a_folder_named_like_a_study_file_is_not_offered_as_its_own_match(tmp_path):
+    (tmp_path / "s.toml").mkdir()
+    res = invoke("sweep", tmp_path / "s.toml")
+    assert res.exit_code == 2
+    assert res.output.strip() == f"error: STUDY_FILE must be a study file (TOML), not a folder (got '{tmp_path / 's.toml'}')"
 
 
 def test_a_far_option_gets_no_wrong_suggestion():

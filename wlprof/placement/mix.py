@@ -114,6 +114,8 @@ def _plain(v):
 
 def load_mix(path: str | Path) -> Mix:
     path = Path(path)
+    if path.is_dir():
+        raise InputError("MIX_FILE", "must be a mix file (TOML), not a folder", str(path))
     if not path.is_file():
         raise InputError("MIX_FILE", "must be an existing mix file (TOML)", str(path))
     return mix_from_toml(path.read_bytes(), str(path))
