@@ -330,3 +330,10 @@ def test_short_kernel_name_keeps_the_name_after_an_anonymous_namespace():
     assert short_kernel_name(cat) == "at::native::CatArrayBatchedCopy_vectorized"
     assert short_kernel_name("void at::native::vectorized_elementwise_kernel<4, at::native::AbsFunctor<float>>"
                              "(int, float*)") == "at::native::vectorized_elementwise_kernel"
+
+
+def test_the_spectrum_names_the_reasons_above_the_roof_as_words_apart():
+    # 'within_spread,mixed_traffic,data_dependent' wrapped mid-word in the report's narrow column
+    steps = _steps("gemm", [1e9, 2e9, 4e9], [200.0, 400.0, 800.0], roofline_fraction=[1.2, 1.1, 0.5],
+                   roof_note=["within_spread,l2_resident", "data_dependent", None])
+    assert spectrum(steps).iloc[0].above_roof == "2 of 3: within_spread, data_dependent"

@@ -95,7 +95,7 @@ def _above_roof(g: pd.DataFrame) -> str | None:
 
     notes = above.roof_note if "roof_note" in above else pd.Series([None] * len(above), index=above.index)
     seen = {n for v in notes.dropna() for n in str(v).split(",") if n in ABOVE_ROOF_NOTES}
-    why = ",".join(n for n in ABOVE_ROOF_NOTES if n in seen) or "no reason recorded"
+    why = ", ".join(n for n in ABOVE_ROOF_NOTES if n in seen) or "no reason recorded"
     return f"{len(above)} of {len(g)}: {why}"
 
 
