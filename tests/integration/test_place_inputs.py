@@ -194,3 +194,20 @@ def test_the_shipped_profile_opens_without_its_runs():
     info = json.loads((root / "profile.json").read_text())
     assert profile.devices == ["NVIDIA H200"] and len(profile.steps) == info["points"]
     assert profile.store is None
+
+
+def test_a_coloc_file_is_checked_before_any_model_is_built(tmp_path, monkeypatch):
+    # --coloc was never read without the profile planner (a missing file passed), and with it only after
+    # every model was built and costed; a coloc.json without its fields said "('device')"
+    from wlprof.placement import corun
+    from wlprof.placement.run import PlaceOptions, place
+
+    monkeypatch.setattr(corun.CoRunner, "build", lambda *a, **k: pytest.fail("the models were built"))
+    mix = load_mix(ROOT / "workloads" / "mixes" / "mix_dense.toml")
+    with pytest.raises(InputError) as info:
+        place(mix, PlaceOptions(gpus=2, coloc=(tmp_path / "missing.json",), device="cpu"))
+    assert str(info.value) == ("--coloc applies to the profile planner (pass --planner profile with --profile "
+                               f"DIR) (got '{tmp_path / 'missing.json'}')")
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    with pytest.raises(InputError, match=r"--coloc must be a readable coloc.json \(it has no 'device' field\)"):
+        cal.load([tmp_path / "other.json"], "dev")

@@ -98,7 +98,9 @@ def load(paths: Sequence[str | Path], device: str) -> Calibration:
                              str(p))
         try:
             c = Calibration.from_dict(jsonio.loads(f.read_bytes()))
-        except (ValueError, KeyError, TypeError) as exc:
+        except KeyError as exc:
+            raise InputError("--coloc", f"must be a readable coloc.json (it has no {exc} field)", str(f)) from None
+        except (ValueError, TypeError) as exc:
             raise InputError("--coloc", f"must be a readable coloc.json ({exc})", str(f)) from None
         out.merge(c)
     return out

@@ -174,6 +174,11 @@ def place(mix, opts: PlaceOptions, progress: Progress | None = None,
     name = device_name(device)
     if profile is not None:
         profile.check_device(name)
+    if opts.coloc:
+        if "profile" not in planners:
+            raise InputError("--coloc", "applies to the profile planner (pass --planner profile with --profile DIR)",
+                             ", ".join(map(str, opts.coloc)))
+        cal.load(opts.coloc, name)  # a missing or unreadable file is said before anything is built
     if opts.gpus > n:
         notes.append(f"{opts.gpus} GPUs for {n} models: at least {opts.gpus - n} stay idle")
     reps = opts.reps or DEFAULT_REPS[device.type]
