@@ -355,6 +355,20 @@ def cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "wlprof"
 
 
+def check_cache_writable() -> None:
+    """An InputError naming WLPROF_CACHE_DIR (or the default cache folder) when ceilings cannot be cached
+    there: said before they are measured."""
+    from wlprof.errors import InputError
+    from wlprof.store.runs import check_writable
+
+    arg = "WLPROF_CACHE_DIR" if os.environ.get("WLPROF_CACHE_DIR") else "the ceilings cache folder"
+    try:
+        check_writable(cache_dir(), arg, "the ceilings cache")
+    except InputError as exc:
+        raise InputError(arg, exc.rule, exc.value, hint="set WLPROF_CACHE_DIR to a folder wlprof can write") \
+            from None
+
+
 def cache_path(device_type: str, device_name: str) -> Path:
     from wlprof.store.atomic import slug
 
@@ -977,6 +991,7 @@ def get_ceilings(device, recalibrate: bool = False, quick: bool = False) -> tupl
             return cached, f"cache: {cache_path(device.type, device_name(device))}"
         if cached is not None:  # a format-1 cache has no read, write or cache roofs to place against
             why = f" (the cache was format {cached.migrated_from})"
+    check_cache_writable()
     ceilings = calibrate(device, quick=quick)
     path = save(ceilings)
     return ceilings, f"measured now{why}, cached in {path}"

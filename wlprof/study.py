@@ -332,6 +332,10 @@ def run_study(study: Study, traces: str | Path = "traces", progress: Progress | 
         # before the traces folder is made: a run that is not there leaves nothing behind
         raise InputError(Key("resume", "store"), f"must name a run in {Path(traces).resolve()}/ (see `wlprof ls`)",
                          resume)
+    if resume is None:  # the ceilings are cached before the sweep: a cache that cannot be written is said first
+        from wlprof.ceilings import check_cache_writable
+
+        check_cache_writable()
     root = check_writable(traces, Key("traces", "store"))
     info = device_info(device)
     if resume is not None:

@@ -114,3 +114,22 @@ def test_a_ceilings_argument_that_is_no_file_names_the_choices_and_the_missing_f
     with pytest.raises(InputError) as err:  # was: "... written by wlprof ('device_type')"
         load_file(tmp_path / "other.json")
     assert err.value.rule == "must be a ceilings JSON file written by wlprof (it has no 'device_type' field)"
+
+
+def test_a_cache_folder_that_cannot_be_written_is_named_before_anything_is_measured(tmp_path, monkeypatch, cli):
+    # it was found after the calibration (a StoreError, exit 1, an empty traces folder left behind)
+    from wlprof.errors import InputError
+
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "afile"))
+    monkeypatch.setattr(ceilings, "calibrate", lambda *a, **k: pytest.fail("the ceilings were measured"))
+    with pytest.raises(InputError) as info:
+        ceilings.get_ceilings(CPU)
+    assert info.value.arg == "WLPROF_CACHE_DIR" and info.value.value == str(tmp_path / "afile")
+    res = cli("run", "gemm", "--shapes", "8x8x8", "--device", "cpu", "--traces", tmp_path / "traces")
+    assert res.exit_code == 2 and "error: WLPROF_CACHE_DIR must be a folder wlprof can write the ceilings " \
+        "cache into, not a file" in res.output, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    monkeypatch.setenv("WLPROF_CACHE_DIR", str(tmp_path / "cache"))
+    ceilings.check_cache_writable()  # a folder to be made is fine: made, nothing else in it
+    assert list((tmp_path / "cache").iterdir()) == []

@@ -127,7 +127,10 @@ def calibrate(
             raise typer.Exit(1)
         path = cache_path(c.device_type, c.device_name)
     else:
+        from wlprof.ceilings import check_cache_writable
         from wlprof.cli.execute import busy_machine_note
+
+        check_cache_writable()
 
         note = busy_machine_note()
         if note:  # ceilings measured on a busy machine are low, and every later run is placed against them
