@@ -15,3 +15,15 @@ def test_other_errors_are_not_a_dead_peer():
     assert _peer_gone(RuntimeError("CUDA out of memory")) is None
     assert _peer_gone(ValueError("Connection closed by peer")) is None  # only the backend's RuntimeError
     assert _peer_gone(RuntimeError("")) is None
+
+
+def test_more_cpu_ranks_than_cores_get_a_note_and_gpus_or_fewer_ranks_none():
+    import torch
+
+    from wlprof.distributed.launch import oversubscribed_note
+
+    note = oversubscribed_note(torch.device("cpu"), 8, 2)
+    assert note.startswith("8 ranks on 2 cores: the ranks take turns") and note.endswith(
+        "--world-size 2 or less keeps one core per rank")
+    assert oversubscribed_note(torch.device("cpu"), 2, 2) is None
+    assert oversubscribed_note(torch.device("cuda"), 8, 2) is None

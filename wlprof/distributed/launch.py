@@ -42,6 +42,15 @@ def check(study, world_size: int):
     return wl, device, parsed, points
 
 
+def oversubscribed_note(device, world_size: int, cores: int) -> str | None:
+    """A note where CPU ranks outnumber the cores: each rank then waits for one, and the run is slow."""
+    if device.type != "cpu" or world_size <= cores:
+        return None
+    return (f"{world_size} ranks on {cores} cores: the ranks take turns on the cores, so each step waits for "
+            "the slowest and the run takes many times longer; --world-size "
+            f"{cores} or less keeps one core per rank")
+
+
 def _port(host: str) -> int:
     given = os.environ.get("MASTER_PORT")
     if given:
@@ -74,7 +83,10 @@ def _post_abort(host: str, port: int, token: str, message: str) -> None:
 
 def launch(study, traces, world_size: int, quiet: bool = False, command: str | None = None) -> int:
     """Run `study` on `world_size` local ranks; returns the exit code (0: the run was written)."""
-    check(study, world_size)
+    _, device, _, _ = check(study, world_size)
+    note = oversubscribed_note(device, world_size, os.cpu_count() or 1)
+    if note and not quiet:
+        print(f"note: {note}", file=sys.stderr)
     host = os.environ.get("MASTER_ADDR", "127.0.0.1")
     port = _port(host)
     token = secrets.token_hex(6)
