@@ -94,8 +94,9 @@ def load_study(path: str | Path) -> Study:
 
     path = Path(path)
     if path.is_dir():
+        studies = [p for p in path.glob("*.toml") if p.is_file() and b"[study]" in p.read_bytes()]
         raise InputError("STUDY_FILE", "must be a study file (TOML), not a folder", str(path),
-                         hint=f"its study files: {path}/*.toml" if any(path.glob("*.toml")) else None)
+                         hint=f"its study files: {path}/*.toml" if studies else None)
     if not path.is_file():
         # compared by stem: the '.toml' every name shares made any short name look close to one
         # ('nope.toml' -> 'gnn_pyg.toml')

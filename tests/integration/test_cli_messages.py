@@ -130,6 +130,7 @@ def test_usage_errors_are_one_line_with_a_close_match(args, needle, tmp_path):
 
 def test_a_folder_named_like_a_study_file_is_not_offered_as_its_own_match(tmp_path):
     (tmp_path / "s.toml").mkdir()
+    (tmp_path / "s.toml" / "pyproject.toml").write_text("[project]\n")  # no study: no 'its study files' hint
     res = invoke("sweep", tmp_path / "s.toml")
     assert res.exit_code == 2
     assert res.output.strip() == f"error: STUDY_FILE must be a study file (TOML), not a folder (got '{tmp_path / 's.toml'}')"
