@@ -257,3 +257,19 @@ def test_a_scale_past_torchs_element_count_is_refused():
     # 2^44 rows: 2^44 x 2^14 = 2^58 elements at most, within it
     new, value = scaled(MLP, "batch", float(2**38))
     assert value == 64 and json.loads(new.op_input_dims.iat[1])[0] == [2**44, 16384]
+
+
+def test_a_batch_of_one_is_refused_as_what_it_is_not_as_a_missing_dimension():
+    # an MLP step at batch 1: every [1, width] activation's 1 is also a size-1 dimension, which the rewrite
+    # never changes; the refusal said 'no input dimension equals 1'
+    from wlprof.predict.scale import scaled
+
+    def mlp(b):
+        return ops(("aten::addmm", [[2048], [b, 512], [512, 2048], [], []], [[1], [512, 1], [1, 512], [], []]),
+                   ("aten::gelu", [[b, 2048], []], [[2048, 1], []]))
+
+    with pytest.raises(InputError, match="cannot rewrite a batch of 1") as info:
+        scaled(mlp(1), "batch", 4.0)
+    assert info.value.arg == "--scale" and info.value.value == "batch"
+    new, value = scaled(mlp(8), "batch", 4.0)
+    assert value == 8 and json.loads(new.op_input_dims.iat[0]) == [[2048], [32, 512], [512, 2048], [], []]

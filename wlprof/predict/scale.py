@@ -399,6 +399,10 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> 
         if value is None:
             raise InputError(arg, "must name a dimension by its value: the trace has no activation of three or "
                              "more dimensions and no matrix op to take the batch from", dim)
+        if value == 1:
+            raise InputError(arg, "cannot rewrite a batch of 1: the trace's size-1 dimensions cannot be told "
+                             "from its batch (name another dimension by its value, or predict a trace of a "
+                             "batch of 2 or more)", dim)
         new = rewrite_batch(ops, value, mapping)
         new.attrs["scale_mapping"] = mapping
     else:
