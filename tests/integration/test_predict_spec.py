@@ -175,3 +175,14 @@ def test_an_alltoall_dispatch_is_refused_naming_the_dispatch():
         record(parse_spec("moe tokens=64 experts=8 top_k=2 dispatch=grouped,alltoall"))
     text = str(info.value)
     assert text.startswith("--spec's dispatch must not be alltoall") and "(got 'grouped,alltoall')" in text, text
+
+
+def test_a_dtype_given_twice_must_agree():
+    # 'mlp dtype=float32' with --dtype bfloat16 listed float32 calls without a word
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError) as info:
+        record(parse_spec("mlp batch=2 d_model=64 d_ff=128 dtype=float32"), dtype="bfloat16")
+    assert str(info.value) == "--dtype must agree with --spec's dtype (float32), or be left out (got 'bfloat16')"
+    ops = record(parse_spec("mlp batch=2 d_model=64 d_ff=128 dtype=fp32"), dtype="float32")
+    assert set(ops.dtype) == {"float32"}

@@ -232,7 +232,10 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
                          f"launches it ({wl.name}: {wl.unlistable}; predict a trace of it with --trace)", spec.text)
     cpu = torch.device("cpu")
     params = dict(spec.params)
-    name = str(params.pop("dtype", None) or dtype or "bfloat16")
+    given = params.pop("dtype", None)
+    if given is not None and dtype is not None and DTYPES.get(str(given).lower()) != DTYPES.get(str(dtype).lower()):
+        raise InputError("--dtype", f"must agree with {_SPEC_KEY}'s dtype ({given}), or be left out", dtype)
+    name = str(given or dtype or "bfloat16")
     dt = DTYPES.get(name.lower())
     if dt is None:
         raise InputError(_SPEC_KEY, f"dtype must be one of {', '.join(DTYPES)}", name)
