@@ -186,3 +186,13 @@ def test_a_dtype_given_twice_must_agree():
     assert str(info.value) == "--dtype must agree with --spec's dtype (float32), or be left out (got 'bfloat16')"
     ops = record(parse_spec("mlp batch=2 d_model=64 d_ff=128 dtype=fp32"), dtype="float32")
     assert set(ops.dtype) == {"float32"}
+
+
+def test_a_key_given_twice_is_refused_not_overwritten():
+    from wlprof.errors import InputError
+
+    with pytest.raises(InputError, match=r"must give shapes once \(a list is comma-separated: shapes=A,B\)"):
+        parse_spec("gemm shapes=8x8x8 shapes=16x16x16")
+    with pytest.raises(InputError, match="must give top_k once"):  # top-k is top_k
+        parse_spec("moe top-k=2 top_k=4")
+    assert parse_spec("gemm shapes=8x8x8,16x16x16").params == {"shapes": "8x8x8,16x16x16"}

@@ -63,6 +63,8 @@ def parse_spec(text: str, arg: str = "--spec") -> Spec:
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise InputError(arg, "must be WORKLOAD KEY=VALUE ... (e.g. tokens=4096)", p)
+        if key in params:
+            raise InputError(arg, f"must give {key} once (a list is comma-separated: {key}=A,B)", text)
         params[key] = toml_value(raw)
     return Spec(name, params, text)
 
