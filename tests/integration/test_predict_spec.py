@@ -101,15 +101,41 @@ def test_a_large_csr_graph_is_listed():
     assert len(spmm) == 1 and spmm.op_input_dims.iat[0].startswith("[[8192,8],[8192,8192],[8192,8]")
 
 
-def test_a_step_the_meta_device_cannot_list_is_refused_with_torchs_whole_reason():
-    # torch's fused AdamW refuses meta tensors: its reason ends with the dtype and device, not cut at 160
+def test_a_step_the_meta_device_cannot_list_is_refused_with_torchs_whole_reason(monkeypatch):
+    # torch's reason is kept whole where it is short enough: it ends with its last words, not cut at 160
     # characters mid-word ("... but torch.")
     from wlprof.errors import InputError
+    from wlprof.workloads import gemm
 
+    reason = ("`fused=True` requires all the params to be floating point Tensors of supported devices: ['mps', "
+              "'cuda', 'xpu', 'hpu', 'cpu', 'mtia', 'privateuseone'] but torch.bfloat16 and meta")
+
+    def refuse(self, point, device, dtype):
+        raise RuntimeError(reason + "\nsecond line")
+
+    monkeypatch.setattr(gemm.Gemm, "build", refuse)
     with pytest.raises(InputError) as info:
-        record(parse_spec("optim optimizer=adamw impl=fused tensors=2 numel=131072"))
+        record(parse_spec("gemm shapes=8x8x8"))
     text = str(info.value.rule)
-    assert "adamw fused T2 n=131072" in text and text.endswith("but torch.bfloat16 and meta)"), text
+    assert "point 'balanced 8x8x8': RuntimeError: " + reason + ")" in text and "second line" not in text, text
+
+
+def test_a_fused_optimizer_step_lists_its_one_kernel_as_the_h200_ran_it():
+    # fused AdamW over 4 tensors of 4,096 (float32): the profile's H200 step is the step counters' add and one
+    # _fused_adamw_ over the four lists (params, grads, exp_avgs, exp_avg_sqs), the max_exp_avg_sqs list empty;
+    # torch's fused optimizers refused the meta device before any dispatch
+    profile = __import__("pandas").read_parquet(
+        H200.parents[2] / "benchmarks" / "profiles" / "h200" / "ops.parquet",
+        columns=["op_name", "op_input_dims", "variant", "run_id", "step"])
+    ran = profile[profile.variant == "adamw fused T4 n=4096"]
+    ran = ran[(ran.run_id == ran.run_id.iat[0]) & (ran.step == ran.step.min())]
+    launching = frozenset({"aten::_foreach_add_", "aten::_fused_adamw_", "aten::_fused_sgd_"})  # as a profile's
+    ops = record(parse_spec("optim optimizer=adamw impl=fused tensors=4 numel=131072 dtype=float32"), launching=launching)
+    assert ops.op_name.tolist() == ran.op_name.tolist() == ["aten::_foreach_add_", "aten::_fused_adamw_"]
+    assert ops.op_input_dims.iat[1] == ran.op_input_dims.iat[1].replace("4096", "131072")
+    sgd = record(parse_spec("optim optimizer=sgd impl=fused tensors=2 numel=131072"), launching=launching)
+    assert sgd.op_name.tolist() == ["aten::_fused_sgd_"]
+    assert sgd.op_input_dims.iat[0].startswith("[[[131072],[131072]],[[131072],[131072]],[[131072],[131072]]")
 
 
 def test_a_foreach_optimizer_step_lists_its_kernels_and_not_its_host_side_step_reads():

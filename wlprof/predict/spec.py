@@ -126,9 +126,32 @@ def _meta_mode():
         kwargs.pop("generator", None)
         if "device" in kwargs:  # a copy to the CPU stays a shape
             kwargs["device"] = meta
-        return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        except NotImplementedError:
+            if func._schema.returns:
+                raise
+            return None  # an in-place op that returns nothing (a fused optimizer step): shapes stay as they are
 
     return MetaBig
+
+
+def _fused_optimizers_on_meta():
+    """torch.optim's fused steps accept parameters on the meta device (they refuse any device without a
+    fused kernel before dispatch)."""
+    import contextlib
+
+    import torch.optim.optimizer as optimizer
+
+    @contextlib.contextmanager
+    def guard():
+        supported = optimizer._get_fused_kernels_supported_devices
+        optimizer._get_fused_kernels_supported_devices = lambda: [*supported(), "meta"]
+        try:
+            yield
+        finally:
+            optimizer._get_fused_kernels_supported_devices = supported
+    return guard()
 
 
 def _factory_guard():
@@ -258,6 +281,7 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
             stack.enter_context(listing_for_another_device())
             stack.enter_context(_factory_guard())
             stack.enter_context(_guard_generators())
+            stack.enter_context(_fused_optimizers_on_meta())
             stack.enter_context(torch.no_grad())  # inference_mode bypasses the mode for copies
             try:
                 stack.enter_context(_meta_mode()())
