@@ -145,7 +145,10 @@ def _fused_optimizers_on_meta():
 
     @contextlib.contextmanager
     def guard():
-        supported = optimizer._get_fused_kernels_supported_devices
+        supported = getattr(optimizer, "_get_fused_kernels_supported_devices", None)
+        if supported is None:  # a torch without the check: nothing to widen
+            yield
+            return
         optimizer._get_fused_kernels_supported_devices = lambda: [*supported(), "meta"]
         try:
             yield
