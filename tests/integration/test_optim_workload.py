@@ -48,3 +48,17 @@ def test_an_integer_dtype_is_refused_before_anything_is_written(cli, tmp_path):
     res = cli("run", "optim", "--dtype", "int64", "--traces", tmp_path, "--device", "cpu")
     assert res.exit_code == 2
     assert not any(tmp_path.iterdir())
+
+
+def test_a_cpu_fused_step_has_its_bytes_from_the_recorded_lists_dtype(cli, tmp_path, cpu_ceilings):
+    # a CPU fused AdamW launches no kernel to name its lists' dtype: the workload's record of the call gives
+    # float32. 3 tensors x 5 elements: reads params, grads, both moments (16 bytes per element) and 3 float
+    # step counters (12 bytes), writes params and both moments (12 per element): 28 x 15 + 12 = 432 per step
+    import pandas as pd
+
+    res = cli("run", "optim", "--optimizer", "adamw", "--impl", "fused", "--tensors", "3", "--numel", "5",
+              "--device", "cpu", "--steps", "2", "--warmup", "1", "--reps", "2", "-q", "--traces", tmp_path)
+    assert res.exit_code == 0, res.output
+    k = pd.read_parquet(tmp_path)
+    fused = k[k.op_name == "aten::_fused_adamw_"]
+    assert len(fused) == 2 and (fused["bytes"] == 432).all() and (fused.cost_dtype == "float32").all()

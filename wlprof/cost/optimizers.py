@@ -41,6 +41,19 @@ _WRITE_ONLY_SELF = {"copy", "zero"}  # self is written, not read
 _ALPHA = {"add", "sub"}  # List / Tensor overloads carry `alpha`: alpha != 1 costs a multiply more
 
 
+LIST_DTYPE = "List dtype"  # an arg wlprof adds where it knows the lists' dtype (cost.tensor_lists)
+
+
+def _list_dtype(call: OpCall) -> str | None:
+    """The lists' canonical dtype: the one the multi-tensor-apply kernels name, else the one the workload
+    or the backward's gradients gave the recovered lists (a CPU fused optimizer launches no kernel)."""
+    dt = multi_tensor_dtype(call.kernels)
+    if dt is None:
+        given = call.arg(LIST_DTYPE)
+        dt = given if isinstance(given, str) and given in dtypes.FLOATING else None
+    return dt
+
+
 def _list_numels(call: OpCall, i: int) -> list[int] | None:
     dims = call.dims[i] if i < len(call.dims) else None
     if not isinstance(dims, tuple) or not all(isinstance(d, tuple) for d in dims):
@@ -82,7 +95,7 @@ def _foreach(base: str, in_place: bool):
             if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and alpha != 1:
                 extra = 1
         flops = (per + extra) * n
-        dt = multi_tensor_dtype(call.kernels)
+        dt = _list_dtype(call)
         if dt is None:
             return Cost(flops, None, VECTOR, None)
         size = dtypes.size_of_dtype(dt)
@@ -126,7 +139,7 @@ def foreach_mm(call: OpCall) -> Cost | None:
         if k != k2:
             return None
         flops += 2 * m * n * k
-    return Cost(flops, None, MATRIX, multi_tensor_dtype(call.kernels))
+    return Cost(flops, None, MATRIX, _list_dtype(call))
 
 
 # ---------------------------------------------------------------- fused optimizers
@@ -143,7 +156,7 @@ def _fused(call: OpCall, read_lists: list[int], written_lists: list[int], per: i
         return None
     n = sum(params)
     flops = per * n
-    dt = multi_tensor_dtype(call.kernels)
+    dt = _list_dtype(call)
     if dt is None:
         return Cost(flops, None, VECTOR, None)
     size = dtypes.size_of_dtype(dt)
@@ -235,7 +248,7 @@ def amp_unscale(call: OpCall) -> Cost | None:
     if numels is None:
         return None
     n = sum(numels)
-    dt = multi_tensor_dtype(call.kernels)
+    dt = _list_dtype(call)
     if dt is None:
         return Cost(2 * n, None, VECTOR, None)
     size = dtypes.size_of_dtype(dt)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from wlprof.cost import dtypes
 from wlprof.cost.kernel_types import multi_tensor_dtype
+from wlprof.cost.optimizers import LIST_DTYPE
 from wlprof.cost.registry import OpCall
 
 CHUNK = 65536  # elements one multi-tensor-apply block processes
@@ -56,6 +57,7 @@ class ListCall:
 
     name: str  # 'aten::_foreach_add_'
     lists: tuple[tuple[int, tuple[tuple[int, ...], ...]], ...]
+    dtype: str | None = None  # the first list's dtype ('float32'), which the profiler does not record
 
 
 def list_call(func, args, kwargs) -> ListCall | None:
@@ -67,12 +69,13 @@ def list_call(func, args, kwargs) -> ListCall | None:
     name = schema.name if "::" in schema.name else f"aten::{schema.name}"
     if not name.startswith(LIST_PREFIXES):
         return None
-    lists = []
+    lists, dtype = [], None
     for i, arg in enumerate(schema.arguments):
         v = args[i] if i < len(args) else (kwargs or {}).get(arg.name)
         if isinstance(v, (list, tuple)) and v and all(isinstance(t, torch.Tensor) for t in v):
             lists.append((i, tuple(tuple(t.shape) for t in v)))
-    return ListCall(name, tuple(lists)) if lists else None
+            dtype = dtype or str(v[0].dtype).removeprefix("torch.")
+    return ListCall(name, tuple(lists), dtype) if lists else None
 
 
 def recording_lists():
@@ -121,7 +124,7 @@ def fill_declared(ops: pd.DataFrame, args_table: list[dict], declared: Sequence[
     steps = ops.step.to_numpy()[pos]
     args_id = ops.args_id.to_numpy()
     table, new_ids, flag = list(args_table), args_id.copy(), np.zeros(len(ops), bool)
-    memo: dict[tuple[int, int], int | None] = {}
+    memo: dict[tuple[int, int], tuple[int, bool] | None] = {}
     for s in np.unique(steps):
         seq = pos[steps == s]
         if [names[p] for p in seq] != want:
@@ -130,36 +133,39 @@ def fill_declared(ops: pd.DataFrame, args_table: list[dict], declared: Sequence[
             key = (int(args_id[p]), j)
             if key not in memo:
                 memo[key] = _fill_from(table, int(args_id[p]), declared[j])
-            aid = memo[key]
-            if aid is None:
+            if memo[key] is None:
                 continue
+            aid, filled = memo[key]
             blocks = launched.get(p)
             first = next((d for d in table[aid]["Input Dims"] if d and isinstance(d[0], list)), None)
-            if blocks is not None and first is not None and _blocks([tuple(x) for x in first]) != blocks:
+            if filled and blocks is not None and first is not None and _blocks([tuple(x) for x in first]) != blocks:
                 continue
-            new_ids[p], flag[p] = aid, True
+            new_ids[p], flag[p] = aid, filled
     for c in np.flatnonzero(nested).tolist():
         p = outer[c]
-        if flag[p] and names[c] == names[p] and args_id[c] == args_id[p]:
-            new_ids[c], flag[c] = new_ids[p], True
-    if not flag.any():
+        if new_ids[p] != args_id[p] and names[c] == names[p] and args_id[c] == args_id[p]:
+            new_ids[c], flag[c] = new_ids[p], flag[p]
+    if (new_ids == args_id).all():
         return args_table, ops, None
     out = ops.copy()
     out["args_id"] = new_ids
     return table, out, flag
 
 
-def _fill_from(table: list[dict], aid: int, call: ListCall) -> int | None:
+def _fill_from(table: list[dict], aid: int, call: ListCall) -> tuple[int, bool] | None:
+    """The args id of the call's args with its `[]` lists filled and its lists' dtype added, and whether
+    any list was filled; None where there is nothing to add."""
     args = table[aid]
-    empty = set(_empty_lists(args))
-    given = dict(call.lists)
-    if not empty & set(given):
+    empty = set(_empty_lists(args)) & set(dict(call.lists))
+    typed = call.dtype is not None and LIST_DTYPE not in args
+    if not empty and not typed:
         return None
     dims = list(args["Input Dims"])
-    for i in empty & set(given):
+    given = dict(call.lists)
+    for i in empty:
         dims[i] = [list(x) for x in given[i]]
-    table.append({**args, "Input Dims": dims})
-    return len(table) - 1
+    table.append({**args, "Input Dims": dims, **({LIST_DTYPE: call.dtype} if call.dtype else {})})
+    return len(table) - 1, bool(empty)
 
 
 def _launched_blocks(rows: pd.DataFrame, positions) -> dict[int, int]:
