@@ -16,8 +16,12 @@ the launched blocks; a list of 0-d step counters (one block per tensor) is taken
 block count equals the parameter count and the gradients' sum does not (never in an SGD step,
 which keeps no counters). Calls of the same op on other parameter groups whose lists were recorded
 take their tensors out of the candidates first. Anything else (several unrecorded parameter groups,
-sharded parameters, a list of activations, no backward in the trace) stays unrecorded. Recovered calls are marked
-`op_input_dims_source = gradients`.
+sharded parameters, a list of activations, no backward in the trace) stays unrecorded. Recovered
+calls are marked `op_input_dims_source = gradients`.
+
+wlprof's own workloads record their list calls instead (`recording_lists`, a dispatch mode run
+over one untimed step; `fill_declared`, `op_input_dims_source = workload`). `launches` and `depth`
+give the kernels a multi-tensor-apply call launches, which the predictor charges a floor each.
 """
 
 from __future__ import annotations
