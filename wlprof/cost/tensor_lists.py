@@ -111,7 +111,7 @@ def fill_declared(ops: pd.DataFrame, args_table: list[dict], declared: Sequence[
     if not declared or not len(ops):
         return args_table, ops, None
     names = ops.name.to_numpy(dtype=object)
-    is_list = np.fromiter((isinstance(n, str) and n.startswith(LIST_PREFIXES) for n in names), bool, len(names))
+    is_list = _is_list_op(names)
     if not is_list.any():
         return args_table, ops, None
     launched = _launched_blocks(rows, np.flatnonzero(is_list)) if rows is not None and len(rows) else {}
@@ -170,6 +170,15 @@ def _fill_from(table: list[dict], aid: int, call: ListCall) -> tuple[int, bool] 
         dims[i] = [list(x) for x in given[i]]
     table.append({**args, "Input Dims": dims, **({LIST_DTYPE: call.dtype} if call.dtype else {})})
     return len(table) - 1, bool(empty)
+
+
+def _is_list_op(names: np.ndarray) -> np.ndarray:
+    """Which of the op `names` are list ops, tested once per distinct name."""
+    if not len(names):
+        return np.zeros(0, bool)
+    distinct = pd.unique(names)
+    lists = [n for n in distinct if isinstance(n, str) and n.startswith(LIST_PREFIXES)]
+    return np.isin(names, lists) if lists else np.zeros(len(names), bool)
 
 
 def _launched_blocks(rows: pd.DataFrame, positions) -> dict[int, int]:
@@ -238,8 +247,10 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
     if rows is None or not len(rows) or not len(ops):
         return args_table, ops, None
     names = ops.name.to_numpy(dtype=object)
-    is_list = np.fromiter((isinstance(n, str) and n.startswith(LIST_PREFIXES) for n in names), bool, len(names))
-    if not is_list.any() or not (names == GRADIENT_OP).any():
+    if not (names == GRADIENT_OP).any():  # no backward in the trace (inference): nothing to recover from
+        return args_table, ops, None
+    is_list = _is_list_op(names)
+    if not is_list.any():
         return args_table, ops, None
     args_id = ops.args_id.to_numpy()
     targets = [p for p in np.flatnonzero(is_list).tolist() if _empty_lists(args_table[int(args_id[p])])]
