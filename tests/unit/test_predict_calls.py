@@ -218,3 +218,16 @@ def test_a_batch_norm_is_placed_by_its_channels_forward_and_backward():
     assert fwd[1] == "norm|aten::native_batch_norm|bfloat16,float32|crrrr|"
     assert same[1] == "norm|aten::native_batch_norm|bfloat16|crrrr|"
     assert fwd[2] == same[2] == "norm|aten::native_batch_norm|bfloat16"
+
+
+def test_a_list_op_with_plain_tensors_beside_its_lists_is_a_list_call():
+    # fused AdamW under a GradScaler: its 0-d grad_scale and found_inf are tensors, and the call was described
+    # by them (12 bytes, every coordinate 0) instead of by its lists: 2 tensors of 65,536 and 131,072 elements
+    lists = "[[65536],[131072]]"
+    dims = f"[{lists},{lists},{lists},{lists},[],[[],[]],[],[],[],[],[],[],[],[],[]]"
+    types = '["TensorList","TensorList","TensorList","TensorList","TensorList","TensorList",' + \
+            '"Scalar","Scalar","Scalar","Scalar","Scalar","Scalar","Scalar","float","float"]'
+    cls, group, _, coords, q = call("aten::_fused_adamw_", dims, types, "[" + ",".join(["[]"] * 15) + "]")
+    assert cls == "memory" and "|list5|" in group  # four parameter-shaped lists and the step counters
+    assert coords[:3] == (math.log2(196608), math.log2(131072), 1.0)  # elements, largest tensor, tensors
+    assert q["launches"] == 1 and q["numel0"] == 196608

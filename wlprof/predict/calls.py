@@ -203,9 +203,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         coords = (_log2(length), _log2(width), _log2(rows), 0.0, 0.0)
         return "index", group, f"index|{name}|{type_sig}", coords, q
 
-    if not tensors:
+    if not tensors or (types and types[0] == "TensorList"):
         # tensor lists (cat, stack, the _foreach_ ops): their shapes are recorded, their dtype is not;
-        # a list op is compared with its own calls by element counts (its bytes: the recorded cost's)
+        # a list op is compared with its own calls by element counts (its bytes: the recorded cost's), its
+        # plain tensors aside (a fused optimizer's 0-d grad_scale and found_inf, AMP's inv_scale)
         lists = [[x for x in dims[i] if isinstance(x, list) and all(isinstance(v, int) for v in x)]
                  for i, t in enumerate(types) if t == "TensorList" and i < len(dims) and isinstance(dims[i], list)]
         lists = [lst for lst in lists if lst]
