@@ -140,17 +140,19 @@ def test_a_fused_optimizer_step_lists_its_one_kernel_as_the_h200_ran_it():
 
 def test_a_foreach_optimizer_step_lists_its_kernels_and_not_its_host_side_step_reads():
     # AdamW foreach over 3 tensors: the 8 _foreach_ calls a CUDA step launches on the parameters and states
-    # (mul_ twice, lerp_, addcmul_, sqrt, div_, add_, addcdiv_) and one add_ on the step counters; the counters
-    # live on the host, so their reads (_local_scalar_dense, 3 per step) launch nothing and are not listed,
-    # nor the states' zero fills of a first step
+    # (mul_ twice, lerp_, addcmul_, sqrt, div_, add_, addcdiv_); the step counters live on the host, so their
+    # increment and their reads (_local_scalar_dense, 3 per step) launch nothing and are not listed, nor the
+    # states' zero fills of a first step
     foreach = frozenset(f"aten::_foreach_{n}" for n in ("mul_", "lerp_", "addcmul_", "sqrt", "div_", "add_",
                                                          "addcdiv_"))  # as a profile's launching ops name them
     ops = record(parse_spec("optim optimizer=adamw impl=foreach tensors=3 numel=131072 dtype=float32"),
                  launching=foreach)
     names = ops.op_name.value_counts().to_dict()
     assert "aten::_local_scalar_dense" not in names and "aten::fill_" not in names and "aten::zero_" not in names
-    assert names.get("aten::_foreach_mul_") == 2 and names.get("aten::_foreach_add_") == 2
-    assert sum(v for k, v in names.items() if k.startswith("aten::_foreach_")) == 9 == len(ops)
+    assert names.get("aten::_foreach_mul_") == 2 and names.get("aten::_foreach_add_") == 1
+    # the counters' increment, _foreach_add_(state_steps, tensor(1.0), alpha=1.0), runs on the host too: the 8
+    # calls a CUDA step launches kernels for (the H200 measured 8 for AdamW foreach over 40 tensors, set M)
+    assert sum(v for k, v in names.items() if k.startswith("aten::_foreach_")) == 8 == len(ops)
 
 
 def test_an_optimizer_step_over_more_tensors_than_the_profiler_records_lists_their_shapes():

@@ -333,16 +333,36 @@ def _check_host_memory(wl, points, text: str) -> None:
 
 
 def _without_host_step_reads(ops: pd.DataFrame) -> pd.DataFrame:
-    """`ops` without torch.optim's reads of its step counters (`aten::_local_scalar_dense` in an
-    `Optimizer.step` region). It reads them only where it keeps them on the host (the foreach and for-loop
-    implementations without `capturable`); kept on the device (fused, capturable), they are never read. On
-    a CUDA step such a read launches nothing, and the listing, which holds every small tensor on the CPU,
-    cannot tell it from a device sync."""
+    """`ops` without torch.optim's work on step counters it keeps on the host (the foreach and for-loop
+    implementations without `capturable`), in an `Optimizer.step` region: their reads
+    (`aten::_local_scalar_dense`) and their increment, `_foreach_add_(state_steps, tensor(1.0), alpha)` over
+    0-d tensors with a 0-d tensor as `other` (on the device, fused or capturable, the increment takes a
+    Scalar and launches a kernel). On a CUDA step neither launches anything, and the listing, which holds
+    every small tensor on the CPU, cannot tell them from device work."""
     if ops.empty or "region" not in ops:
         return ops
     region = ops.region.astype(object).where(ops.region.notna(), "").map(str)
-    host = (ops.op_name == "aten::_local_scalar_dense") & region.str.startswith("Optimizer.step")
-    return ops[~host.to_numpy()].reset_index(drop=True)
+    in_step = region.str.startswith("Optimizer.step").to_numpy()
+    host = (ops.op_name == "aten::_local_scalar_dense").to_numpy() & in_step
+    adds = np.flatnonzero((ops.op_name == "aten::_foreach_add_").to_numpy() & in_step)
+    for i in adds.tolist():
+        host[i] = _host_counter_increment(ops.op_input_dims.iat[i], ops.op_input_types.iat[i])
+    return ops[~host].reset_index(drop=True)
+
+
+def _host_counter_increment(dims_json, types_json) -> bool:
+    """Whether a `_foreach_add_` is torch.optim's increment of host-side step counters: a list of 0-d
+    tensors, a 0-d tensor `other` and a Scalar alpha."""
+    import json
+
+    try:
+        dims, types = json.loads(dims_json), json.loads(types_json)
+    except (TypeError, ValueError):
+        return False
+    from wlprof.cost.dtypes import is_tensor_type
+
+    return (len(types) == 3 and types[0] == "TensorList" and is_tensor_type(types[1]) and types[2] == "Scalar"
+            and isinstance(dims[0], list) and bool(dims[0]) and all(d == [] for d in dims[0]) and dims[1] == [])
 
 
 _CPP_TYPES = {"float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float64": "double",
