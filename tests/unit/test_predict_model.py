@@ -99,6 +99,24 @@ def test_gemm_base_counts_tiles_and_waves_over_the_sms():
                                            (256 * 16384 + 16384 * 1024 + 256 * 1024) * 2 / 4e6))
 
 
+def test_grouped_gemm_base_pads_each_groups_rows_to_whole_tiles():
+    def grouped(counts):
+        row = _row("aten::_grouped_mm", [[4096, 1024], [4, 1024, 4096], [4], [], []], [BF, BF, "int", "", ""],
+                   [[1024, 1], [4194304, 1, 1024], [1], [], []], 1.0, workload="moe", dispatch="grouped")
+        return {**row, "expert_counts": counts}
+
+    d = describe(pd.DataFrame([grouped([1024] * 4), grouped([1, 1, 1, 4093]), grouped(None)]))
+    b = model.base_us(d, K)
+    tile = 2 * 128 * 128 * 1024 / (800e6 / 132)  # one 128 x 128 tile's time on one SM
+    # balanced: 4 x 1024 rows = 32 tiles of 128 rows x 32 of 128 columns = 1024 tiles, 8 waves (the best of
+    # the tile shapes); the weights' and activations' bytes take less
+    assert b[0] == pytest.approx(2.0 + 8 * tile)
+    # 1, 1, 1 and 4093 rows: 3 + 64 tiles of 64 rows x 32 columns = 2144 half tiles, 17 waves of them
+    assert b[1] == pytest.approx(2.0 + 8.5 * tile)
+    # no counts: half a tile of padding per group, 64 + 2 rows of 64 x 32 = 2112 half tiles, 16 waves
+    assert b[2] == pytest.approx(2.0 + 8 * tile)
+
+
 def test_an_op_that_computes_outside_the_gemms_is_based_on_its_flops_where_they_take_longer():
     # cudnn_convolution of x [32, 256, 56, 56] by w [256, 256, 3, 3], bf16, padding 1 (the formula's
     # 2 * 32 * 256 * 256 * 9 * 3136 = 118,380,036,096 FLOPs on the matrix unit): 148 ms at 800 TFLOP/s,

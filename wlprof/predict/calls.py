@@ -164,7 +164,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         if len(a) == 2 and len(w) == 3:
             q.update(M=float(a[0]), K=float(a[1]), N=float(w[2]), B=float(w[0]))
             group = f"grouped|{type_sig}|{_matrix_layout(tensors[0][3])}{_matrix_layout(tensors[1][3])}"
-            coords = (_log2(a[0]), _log2(w[2]), _log2(a[1]), 0.0, 0.0)  # [3], [4]: from the expert counts
+            coords = (_log2(a[0]), _log2(w[2]), _log2(a[1]), 0.0, 0.0)  # [3]: from the expert counts
             return "grouped", group, f"grouped|{type_sig}", coords, q
 
     if name in GEMM_OPS:
@@ -478,10 +478,13 @@ def _loop_copies(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> No
         coords[pos, 3] = np.where((e > 0) & ((e * item[pos]) % SEGMENT_BYTES == 0), 2.0, 0.0)
 
 
+GROUP_TILE_ROWS = (64, 128, 256)  # the tile heights of `model.TILES`
+
+
 def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
     """Fill the data-dependent coordinates and group parts in place."""
     cls = out.cls.to_numpy()
-    # grouped GEMMs: active groups and the largest group, from the expert counts
+    # grouped GEMMs: active groups, the largest group and the rows in whole tiles, from the expert counts
     g = np.flatnonzero(cls == "grouped")
     if len(g) and "expert_counts" in ops:
         counts = ops.expert_counts.to_numpy()
@@ -496,12 +499,15 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
                 # the workload's counts sum to the routed rows; a grouped call of other rows keeps their shares
                 arr = arr * (out.M.iat[i] / arr.sum()) if arr.sum() > 0 else arr
                 active, largest = float((arr > 0).sum()), float(arr.max()) if len(arr) else 0.0
-            coords[i, 3], coords[i, 4] = _log2(active), _log2(largest)
+                # each group's rows padded to whole tiles, per tile height the base tries
+                for tm in GROUP_TILE_ROWS:
+                    out.loc[out.index[i], f"padded{tm}"] = float(np.ceil(np.round(arr, 6) / tm).sum() * tm)
+            # the largest group is no coordinate: its padding is in the base, by the rows of every group
+            coords[i, 3] = _log2(active)
             out.loc[out.index[i], "active"] = active
             out.loc[out.index[i], "largest"] = largest
     elif len(g):
         coords[g, 3] = np.log2(np.maximum(out.B.to_numpy()[g], 1))
-        coords[g, 4] = np.log2(np.maximum(out.M.to_numpy()[g] / np.maximum(out.B.to_numpy()[g], 1), 1))
     _loop_rows(ops, out, coords)
     _loop_copies(ops, out, coords)
     # graphs: the skew of the in-degrees (max over mean) and the sparse matrix's nonzeros

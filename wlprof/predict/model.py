@@ -146,8 +146,12 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
         active = d.active.to_numpy(dtype=float)[gr] if "active" in d else b[gr]
         active = np.where(np.isfinite(active), active, b[gr])
         t_c = np.full(gr.sum(), np.inf)
-        for tm, tn in (TILES if tile > 1 else ((1.0, 1.0),)):  # each active group pads half a tile's rows
-            tiles = (m[gr] / tm + 0.5 * active * (tile > 1)) * np.ceil(n[gr] / tn)
+        for tm, tn in (TILES if tile > 1 else ((1.0, 1.0),)):
+            # each group's rows in whole tiles where its rows are known, else half a tile of padding per group
+            col = f"padded{int(tm)}"
+            padded = d[col].to_numpy(dtype=float)[gr] if col in d and tile > 1 else np.full(gr.sum(), np.nan)
+            rows = np.where(np.isfinite(padded), padded / tm, m[gr] / tm + 0.5 * active * (tile > 1))
+            tiles = rows * np.ceil(n[gr] / tn)
             t_c = np.minimum(t_c, np.ceil(tiles / k.sms) * 2 * tm * tn * kk[gr] / (peak[gr] / k.sms))
         t_m = (active * kk[gr] * n[gr] + m[gr] * (kk[gr] + n[gr])) * s[gr] / k.bandwidth
         out[gr] = k.floor + np.maximum(t_c, t_m)
