@@ -206,3 +206,15 @@ def test_compare_of_cpu_runs_lists_ops_once_not_as_their_own_kernels(cli):
             if line.startswith("│")]
     assert [r[0] for r in rows] == ["aten::addmm", "aten::copy_", "aten::gelu"]
     assert all(r[1] == r[2] and r[3] == "0" for r in rows), rows  # A, B, B - A
+
+
+def test_compare_accepts_a_points_file_name_form(traces, cli):
+    # 'dispersed-grouped' (the point's file-name form) names 'dispersed / grouped'
+    moe = h200_run("moe").name
+    named = cli("compare", f"{moe}:concentrated / grouped", f"{moe}:dispersed / grouped", "--traces", traces)
+    slugged = cli("compare", f"{moe}:concentrated-grouped", f"{moe}:dispersed-grouped", "--traces", traces)
+    assert named.exit_code == 0 and slugged.exit_code == 0, slugged.output
+    assert f"{moe}:dispersed / grouped" in slugged.output
+    assert named.output == slugged.output
+    bad = cli("compare", f"{moe}:dispersed-groupd", f"{moe}:dispersed-grouped", "--traces", traces)
+    assert bad.exit_code == 2 and "dispersed-groupd" in bad.output

@@ -28,6 +28,11 @@ def _select(traces: Path, spec: str, arg: str):
             raise InputError(arg, f"names a run with {len(variants)} sweep points: add ':VARIANT', one of {listed}",
                              spec)
         variant = variants[0]
+    if variant not in variants:  # the point's file-name form ('batch-1' for 'batch 1') names it too
+        from wlprof.store.atomic import slug
+
+        named = [v for v in variants if slug(v) == variant]
+        variant = named[0] if len(named) == 1 else variant
     if variant not in variants:
         import wlprof
 
