@@ -710,3 +710,19 @@ def test_pytorch_1_8_convolution_forwards_take_their_output_from_the_backwards_g
     # 649,603 us of kernel time have FLOPs (88.0%; 69.5% without the forwards)
     assert conv.dur_us[conv.flops.notna()].sum() == pytest.approx(130_507 - 10_162)
     assert dev.dur_us[dev.flops.notna()].sum() == pytest.approx(571_852)
+
+
+def test_an_inference_trace_without_concrete_inputs_costs_its_convolutions_by_the_ops_after_them():
+    # DTU MLOps exercise (Jan 2023, PyTorch 1.12 on a CPU): ResNet-18's forward, recorded with shapes but no
+    # Concrete Inputs and no backward; trimmed to the stem conv (7x7, stride 2, padding 3) and a 1x1 stride-2
+    # downsample conv, each with the BatchNorm after it (whose counter add_ runs first)
+    k = pipeline.costed(pipeline.read(PUBLIC / "dtu_mlops_2023_cpu_resnet18_conv_without_concrete_inputs.json.gz")
+                        ).kernels
+    conv = k[k.name == "aten::mkldnn_convolution"].set_index("op_input_dims")
+    stem = conv.loc["[[5,3,224,224],[64,3,7,7],[],[],[],[],[]]"]
+    down = conv.loc["[[5,64,56,56],[128,64,1,1],[],[],[],[],[]]"]
+    # 2 x 5 x 64 x 112^2 x 3 x 49, the same as the course's 2024 trace of this model with Concrete Inputs
+    assert stem.flops == 2 * 5 * 64 * 112 * 112 * 3 * 49
+    # reads x and w, writes the [5, 64, 112, 112] output (fp32)
+    assert stem.bytes == 4 * (5 * 3 * 224 * 224 + 64 * 3 * 49 + 5 * 64 * 112 * 112)
+    assert down.flops == 2 * 5 * 128 * 28 * 28 * 64

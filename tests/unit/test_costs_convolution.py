@@ -176,3 +176,42 @@ def test_an_unrecorded_forward_takes_its_output_dims_from_the_backwards_that_agr
     # a transposed convolution needs its groups and output padding, which the dims do not replace
     assert cost_of(replace(op("aten::cudnn_convolution_transpose", T(x), T(w), *unrecorded),
                            output_dims=tuple(go))) is None
+
+
+def _forward_and_next(x, w, after: list[list]) -> tuple[pd.DataFrame, list[dict]]:
+    """conv2d > mkldnn_convolution (x, w; no Concrete Inputs), then the ops `after` (each one's Input Dims),
+    siblings of conv2d on the same thread."""
+    names = ["aten::conv2d", "aten::mkldnn_convolution"] + [f"aten::next{i}" for i in range(len(after))]
+    args = [{"Input Dims": [x, w, [], [], [], [], []]}] * 2 + [{"Input Dims": d} for d in after]
+    ops = pd.DataFrame({"name": names, "parent": [-1, 0] + [-1] * len(after), "args_id": range(len(names)),
+                        "ts_ns": [0, 10] + [1000 + 100 * i for i in range(len(after))],
+                        "pid": 1, "tid": 1})
+    return ops, args
+
+
+def test_an_inference_forward_takes_its_output_dims_from_the_op_that_runs_next():
+    from wlprof.cost.convolution import consumer_outputs
+
+    x, w, out = [5, 3, 224, 224], [64, 3, 7, 7], [5, 64, 112, 112]
+    key = (tuple(x), tuple(w))
+    # batch_norm(out, weight, bias, mean, var) right after conv2d
+    ops, args = _forward_and_next(x, w, [[out, [64], [64], [64], [64]]])
+    assert consumer_outputs(ops, args, [1]) == {key: tuple(out)}
+    # a training forward's BatchNorm first adds 1 to its 0-d counter: read past ops on another rank
+    ops, args = _forward_and_next(x, w, [[[], [], []], [out, [64]]])
+    assert consumer_outputs(ops, args, [1]) == {key: tuple(out)}
+    # not the output: other channels, another batch, or spatial sizes no stride and padding give
+    for other in ([5, 32, 112, 112], [4, 64, 112, 112], [5, 64, 300, 300]):
+        ops, args = _forward_and_next(x, w, [[other, []]])
+        assert consumer_outputs(ops, args, [1]) == {}
+    # nothing runs after it, or only ops of another rank within the look-ahead
+    ops, args = _forward_and_next(x, w, [])
+    assert consumer_outputs(ops, args, [1]) == {}
+    ops, args = _forward_and_next(x, w, [[[]]] * 5 + [[out]])
+    assert consumer_outputs(ops, args, [1]) == {}
+    # two forwards of the same shapes followed by different dims (stride 2 and padding 3, then 0) say nothing
+    ops, args = _forward_and_next(x, w, [[out]])
+    ops2, args2 = _forward_and_next(x, w, [[[5, 64, 109, 109]]])
+    ops2 = ops2.assign(ts_ns=ops2.ts_ns + 10_000, parent=ops2.parent.where(ops2.parent < 0, ops2.parent + len(ops)),
+                       args_id=ops2.args_id + len(args))
+    assert consumer_outputs(pd.concat([ops, ops2], ignore_index=True), args + args2, [1, 1 + len(ops)]) == {}

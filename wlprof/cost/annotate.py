@@ -20,7 +20,7 @@ from wlprof.ceilings import Ceilings
 from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors
 from wlprof.cost.kernel_types import element_type
-from wlprof.cost.convolution import forward_outputs
+from wlprof.cost.convolution import consumer_outputs, forward_outputs
 from wlprof.cost.registry import (FORMULA, Cost, OpCall, cost_of, uses_backward, uses_children, uses_kernels,
                                   uses_parent)
 from wlprof.cost.roofline import add_roofline
@@ -87,6 +87,12 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
         # each distinct (name, recorded args) once: the result is the same for repeats
         pairs = dict.fromkeys((names[i], args_id[i]) for i in sel.tolist()) if len(sel) else {}
         outputs = forward_outputs((n, args_table[a]) for n, a in pairs)
+        # an inference trace has no backward: the forwards recorded without their stride and
+        # padding take their output dims from the op run next (where no backward gives them)
+        unrecorded = [p for p in positions if by_backward[names[p]] and not dispatcher[p]
+                      and "Concrete Inputs" not in args_table[args_id[p]]]
+        if unrecorded:
+            outputs = {**consumer_outputs(ops, args_table, unrecorded), **outputs}
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
     with_parent = set(op_positions[calls_parent].tolist())

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from wlprof.cost.registry import MATRIX, Cost, OpCall, TensorArg, formula
 
 
@@ -195,4 +197,72 @@ def forward_outputs(calls) -> dict[tuple, tuple]:
             continue
         if go[0] == x[0] and go[1] == w[0]:
             seen.setdefault((tuple(x), tuple(w)), set()).add(tuple(go))
+    return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
+
+
+# The ops a forward convolution's implementation is nested in (PyTorch 1.8-1.12: conv2d ->
+# convolution -> _convolution -> mkldnn_convolution / cudnn_convolution / thnn_conv2d ...)
+_FORWARD_WRAPPERS = frozenset((
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
+    "aten::_convolution_mode", "aten::thnn_conv2d", "aten::slow_conv3d", "aten::_convolution_nogroup",
+))
+
+
+def _geometry_fits(x: list[int], w: list[int], out: list[int]) -> bool:
+    """Whether some stride (1 to max(2, kernel)) and padding (0 to kernel - 1), at dilation 1,
+    give each of `out`'s spatial sizes from `x`'s."""
+    for i, k, o in zip(x[2:], w[2:], out[2:], strict=True):
+        if not any((i + 2 * p - k) // s + 1 == o for s in range(1, max(2, k) + 1) for p in range(k)):
+            return False
+    return True
+
+
+_LOOKAHEAD = 4  # ops read after a forward for the first whose first input has the input's rank
+
+
+def consumer_outputs(ops, args_table: list[dict], positions) -> dict[tuple, tuple]:
+    """(input dims, weight dims) -> output dims, from the op that runs next after each forward.
+
+    For an inference trace of PyTorch 1.8-1.12 (no `Concrete Inputs`, so no stride or padding,
+    and no backward to give the output): each forward in `positions` (ops whose recorded args
+    have no `Concrete Inputs`) is climbed to its outermost convolution wrapper, and the next op
+    on its thread at that level (a batch norm, an activation, a pooling: the conv's consumer) is
+    read: the first of the next few whose first input has the input's rank (a training forward's
+    BatchNorm first adds to its 0-d counter) is taken, and its first input is the output only
+    where it has the input's batch and the weight's output channels and some stride and padding give its spatial sizes; a pair of
+    dims whose forwards are followed by different such dims is left out.
+    """
+    names = ops.name.to_numpy(dtype=object)
+    parent = ops.parent.to_numpy()
+    args_id = ops.args_id.to_numpy()
+    # each op's next sibling on its thread (siblings do not overlap: the next by start)
+    order = np.lexsort((ops.ts_ns.to_numpy(), parent, ops.tid.to_numpy(), ops.pid.to_numpy()))
+    key = np.stack([ops.pid.to_numpy()[order], ops.tid.to_numpy()[order], parent[order]])
+    same = np.all(key[:, 1:] == key[:, :-1], axis=0) if len(order) > 1 else np.zeros(0, bool)
+    nxt = np.full(len(ops), -1, np.int64)
+    nxt[order[:-1][same]] = order[1:][same]
+    seen: dict[tuple, set] = {}
+    for pos in positions:
+        dims = args_table[args_id[pos]].get("Input Dims")
+        if not isinstance(dims, list) or len(dims) < 2 or not (_dims(dims[0]) and _dims(dims[1])):
+            continue
+        x, w = dims[0], dims[1]
+        if len(x) < 3 or len(w) != len(x):
+            continue
+        top = pos
+        while parent[top] >= 0 and names[parent[top]] in _FORWARD_WRAPPERS:
+            top = parent[top]
+        out, after = None, nxt[top]
+        for _ in range(_LOOKAHEAD):  # past ops on tensors of another rank (BatchNorm's counter add_)
+            if after < 0:
+                break
+            cdims = args_table[args_id[after]].get("Input Dims")
+            first = cdims[0] if isinstance(cdims, list) and cdims else None
+            if isinstance(first, list) and len(first) == len(x):
+                out = first
+                break
+            after = nxt[after]
+        if not _dims(out) or out[0] != x[0] or out[1] != w[0] or not _geometry_fits(x, w, out):
+            continue
+        seen.setdefault((tuple(x), tuple(w)), set()).add(tuple(out))
     return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
