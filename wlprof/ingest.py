@@ -167,6 +167,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     jobs = min(jobs or os.cpu_count() or 1, len(files))
     tasks = [(writer.path, writer.run_id, i, f, chrome_top, ceilings_file) for i, f in enumerate(files)]
     done: list[IngestedFile] = []
+    devices: dict[int, dict] = {}
     origin = ""
     try:
         with _pool(jobs) as pool:
@@ -176,11 +177,13 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
                     progress(n + 1, len(files), files[i].name)
                 writer.manifest["points"][i].update(entry)
                 writer.manifest.setdefault("device", dev)
+                devices[i] = dev
                 origin = ceil["origin"]
                 writer.manifest["ceilings"] = ceil
                 writer.write_manifest()
                 done.append(summary)
                 comm.append(coll)
+            _check_one_device(path, [(files[i].name, d) for i, d in sorted(devices.items())])
             _distinct_variants(writer.path, writer.manifest["points"], files)
             points = writer.manifest["points"]
             # the dtype the matrix units computed in, where the trace has matrix work; else the one of most time
@@ -196,6 +199,25 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
     return IngestResult(writer.run_id, writer.path, done, origin, [str(f) for f in skipped])
+
+
+def _check_one_device(path, devices: list[tuple[str, dict]]) -> None:
+    """Refuse a folder whose traces ran on different kinds of device (one job's ranks run on one):
+    different device types, or GPUs the traces name differently. CPU names are not compared (the
+    ranks of one job on several hosts name their hosts), nor a GPU the trace does not name."""
+    kinds = {d["type"] for _, d in devices}
+    named = {}
+    for f, d in devices:
+        if d["type"] != "cpu" and not d["name"].startswith("unknown"):
+            named.setdefault(d["name"], f)
+    if len(kinds) < 2 and len(named) < 2:
+        return
+    seen = {}
+    for f, d in devices:
+        seen.setdefault(d["name"] if d["type"] != "cpu" else "a CPU", f)
+    found = ", ".join(f"{n} ({f})" for n, f in seen.items())
+    raise InputError("PATH", "must hold the traces of one device (a folder is one job's per-rank traces): "
+                     f"its traces ran on {found}; ingest each file on its own", str(path))
 
 
 def _finish_collectives(run_path: Path, parts: list[bytes], hosts: dict, variants: dict, pool) -> None:

@@ -448,3 +448,31 @@ def test_ceilings_given_as_a_file_place_the_traces_of_their_device(tmp_path, cli
     res = cli("ingest", h200, "--traces", tmp_path / "t2", "--ceilings", tmp_path / "none.json")
     assert res.exit_code == 2 and "--ceilings must be a readable ceilings JSON file" in res.output
     assert not (tmp_path / "t2").exists()
+
+
+def test_a_folder_of_traces_from_different_devices_is_refused(tmp_path, cli):
+    # a folder of per-rank traces is one job on one kind of device: a folder mixing an H100's and an
+    # MI300X's traces was ingested as one run named after whichever file a worker finished first
+    src = tmp_path / "mixed"
+    src.mkdir()
+    public = FIXTURES / "public"
+    shutil.copy(public / "pytorch_2025_h100_kernels_without_runtime.json.gz", src / "a.json.gz")
+    shutil.copy(public / "tracelens_mi300_triton.json.gz", src / "b.json.gz")
+    out = tmp_path / "traces"
+    ok = cli("ingest", _raw("gemm"), "--traces", out, "-q")
+    assert ok.exit_code == 0
+    before = files_under(out)
+    res = cli("ingest", src, "--traces", out)
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert "PATH" in text and "one device" in text and str(src) in text
+    assert "NVIDIA H100 (a.json.gz)" in text and "AMD Instinct MI300X (b.json.gz)" in text
+    assert "Traceback" not in res.output
+    assert files_under(out) == before
+
+
+def test_a_folder_of_ranks_on_one_gpu_model_is_still_one_run(tmp_path):
+    from wlprof.ingest import ingest
+
+    run = ingest(FIXTURES / "public" / "hta_2023_two_ranks", tmp_path, jobs=1)
+    assert len(run.files) == 2
