@@ -233,7 +233,9 @@ def _run_grid(secs, traces: Path, budget_s: float, progress, command) -> tuple[l
             skipped.append({"section": s.name, "pass": s.passno, "study": s.study.name, "points": s.points,
                             "expected_s": round(est, 1)})
             if progress:
-                progress(f"skip {s.study.name}: {elapsed:.0f} s spent, {est:.0f} s more would pass the budget")
+                why = (f"{elapsed:.0f} s spent of the {budget_s:.0f} s budget" if elapsed >= budget_s else
+                       f"{elapsed:.0f} of {budget_s:.0f} s spent, {est:.0f} s more would pass the budget")
+                progress(f"skip {s.study.name}: {why}")
             continue
         if progress:
             progress(f"{s.study.name}: {s.points} points ({elapsed:.0f}/{budget_s:.0f} s)")
