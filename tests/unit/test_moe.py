@@ -303,3 +303,17 @@ def test_concentrated_with_another_n_is_a_different_point():
     parsed = get("moe").parse({"tokens": 16, "experts": 4, "routing": "concentrated,concentrated:3",
                                "dispatch": "loop"}, torch.device("cpu"), F32)
     assert list(parsed.spec.routings) == ["concentrated", "concentrated:3"]
+
+
+def test_top_k_equal_to_the_expert_count_says_every_routing_is_balanced():
+    # top-3 over 3 experts: every token goes to every expert, so concentrated and zipf gave the same
+    # counts as balanced, and only dispersed said so
+    parsed = get("moe").parse({"tokens": 37, "experts": 3, "top_k": 3, "d_model": 16, "d_ff": 32,
+                               "routing": "concentrated,zipf:1.1,dispersed,balanced"}, CPU, F32)
+    notes = [n for n in parsed.notes if "every token goes to every expert" in n]
+    assert len(notes) == 1, parsed.notes
+    assert "concentrated, zipf:1.1, dispersed" in notes[0] and "same counts as balanced" in notes[0]
+    assert not any(n.startswith("dispersed at") for n in parsed.notes)  # said once, not twice
+    parsed = get("moe").parse({"tokens": 37, "experts": 4, "top_k": 3, "d_model": 16, "d_ff": 32,
+                               "routing": "concentrated:3"}, CPU, F32)
+    assert not any("every token goes to every expert" in n for n in parsed.notes)

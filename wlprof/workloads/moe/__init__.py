@@ -157,7 +157,10 @@ class Moe(Workload):
             for s in specs:
                 for t in tokens:
                     rt.check_feasible(s, t, experts, top_k, key)
-        if any(s.kind == "dispersed" for s in specs):
+        skewed = [s.label for s in specs if s.kind in ("concentrated", "zipf", "dispersed")]
+        if top_k == experts and skewed:
+            notes.append(rt.every_expert_note(experts, top_k, skewed))
+        elif any(s.kind == "dispersed" for s in specs):
             notes += [n for n in (rt.dispersed_note(t, experts, top_k) for t in tokens) if n]
         if "grouped" in dispatches or "alltoall" in dispatches:
             try:

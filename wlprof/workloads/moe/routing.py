@@ -162,6 +162,14 @@ def dispersed_note(tokens: int, experts: int, top_k: int) -> str | None:
     return None
 
 
+def every_expert_note(experts: int, top_k: int, labels: list[str]) -> str | None:
+    """What skewed routings become when top-k is the expert count (every token picks every expert), or None."""
+    if top_k != experts or not labels:
+        return None
+    return (f"top-{top_k} over {experts} experts: every token goes to every expert, so {', '.join(labels)} "
+            "give every expert every token (the same counts as balanced)")
+
+
 def check_feasible(spec: RoutingSpec, tokens: int, experts: int, top_k: int, arg: str) -> None:
     """Refuse a spec these sizes cannot realize with exact counts (InputError naming `arg`)."""
     total = tokens * top_k
