@@ -5,6 +5,7 @@ The run is staged under a hidden name and appears only once every file was read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +142,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
     from wlprof.store.atomic import slug
     from wlprof.store.runs import RUN_ID_RE, RunWriter, check_writable
 
-    if name is not None and not RUN_ID_RE.match(slug(name)):
+    if name is not None and not (re.search(r"[A-Za-z0-9]", name) and RUN_ID_RE.match(slug(name))):
         raise InputError(Key("name", "store"), "must contain letters or digits", name)
     if chrome_top is not None and chrome_top < 1:
         raise InputError(Key("chrome_top", "store"), "must be a positive number of kernels", chrome_top)

@@ -476,3 +476,12 @@ def test_a_folder_of_ranks_on_one_gpu_model_is_still_one_run(tmp_path):
 
     run = ingest(FIXTURES / "public" / "hta_2023_two_ranks", tmp_path, jobs=1)
     assert len(run.files) == 2
+
+
+@pytest.mark.parametrize("name", ["///", "", "_._", " "])
+def test_a_name_without_letters_or_digits_is_refused(tmp_path, cli, name):
+    # slug() turned these into "x", so the rule "must contain letters or digits" never fired
+    res = cli("ingest", _raw("gemm"), "--traces", tmp_path / "t", "--name", name)
+    assert res.exit_code == 2, res.output
+    assert "--name must contain letters or digits" in " ".join(res.output.split())
+    assert not (tmp_path / "t").exists()
