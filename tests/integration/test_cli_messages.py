@@ -307,3 +307,22 @@ def test_python_dash_m_wlprof_names_the_wlprof_command_in_its_messages(tmp_path)
     res = subprocess.run([sys.executable, "-m", "wlprof", "run", "gemm", "--help"], capture_output=True, text=True,
                          env=env, timeout=120)
     assert "Usage: wlprof run gemm [OPTIONS]" in res.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("show", "gemm-x"), ("overlap", "gemm-x"), ("compare", "a:b", "c:d"), ("roofline", "gemm-x"),
+    ("report", "--out", "REP"), ("predict", "--train", "a", "--test", "b"),
+])
+def test_a_missing_traces_folder_is_named_as_the_traces_option(tmp_path, args):
+    # `show RUN -t /missing` said "RUN_ID must name a run in /missing/": the folder was wrong, not the id
+    missing = tmp_path / "nope"
+    res = invoke(*[str(tmp_path / "rep") if a == "REP" else a for a in args], "--traces", str(missing))
+    assert res.exit_code == 2, res.output
+    assert f"--traces must be an existing traces folder (got '{missing}')" in " ".join(res.output.split())
+    assert not missing.exists() and not (tmp_path / "rep").exists()
+
+
+def test_a_missing_train_traces_folder_is_named(tmp_path):
+    res = invoke("predict", "--train-traces", str(tmp_path / "off"), "--test", "b", "--traces", str(tmp_path))
+    assert res.exit_code == 2, res.output
+    assert "--train-traces must be an existing traces folder" in " ".join(res.output.split())

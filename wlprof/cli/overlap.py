@@ -59,7 +59,9 @@ def overlap(
     from wlprof.cli.markdown import rich_table
     from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import read_manifest, run_dir
+    from wlprof.store.selection import require_folder
 
+    require_folder(traces)
     path = run_dir(traces, run_id)
     if not path.is_dir():
         raise InputError("RUN_ID", f"must name a run in {traces}/ (see `wlprof ls`)", run_id)

@@ -85,7 +85,7 @@ def predict(
     from wlprof.cli.markdown import rich_table, table
     from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import list_runs
-    from wlprof.store.selection import load_runs, ls_hint, split_runs
+    from wlprof.store.selection import load_runs, ls_hint, require_folder, split_runs
 
     with_profile = profile is not None or spec is not None or trace is not None
     if out is not None:  # before any fit: a file that cannot be written is said at once
@@ -119,6 +119,9 @@ def predict(
         return predict_profile.score(profile, split_runs(test), traces, out, refit, wide)
 
     train_root = train_traces if train_traces is not None else traces
+    require_folder(traces)
+    if train_traces is not None:
+        require_folder(train_traces, "--train-traces")
     tr, te = split_runs(train), split_runs(test)
     known_test = [m["run_id"] for m in list_runs(traces)]
     for r in te:  # the runs to score first: a missing one is named before any other check

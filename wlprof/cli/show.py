@@ -29,8 +29,9 @@ def show(
     from wlprof.cli.placement import place
     from wlprof.errors import InputError, did_you_mean
     from wlprof.store.runs import effective_status, read_manifest, run_dir
-    from wlprof.store.selection import ls_hint, run_ceilings
+    from wlprof.store.selection import ls_hint, require_folder, run_ceilings
 
+    require_folder(traces)
     path = run_dir(traces, run_id)
     if not path.is_dir():
         from wlprof.store.runs import list_runs

@@ -17,6 +17,12 @@ def ls_hint(root: str | Path) -> str:
     return "see `wlprof ls`" if root == Path("traces") else f"see `wlprof ls --traces {root}`"
 
 
+def require_folder(root: str | Path, arg: str = "--traces") -> None:
+    """Refuse a traces folder given on the command line that does not exist (the default may be absent)."""
+    if Path(root) != Path("traces") and not Path(root).is_dir():
+        raise InputError(arg, "must be an existing traces folder", str(root))
+
+
 def split_runs(values) -> list[str]:
     """Run ids given as repeated arguments and/or comma-separated lists."""
     out: list[str] = []
@@ -26,11 +32,13 @@ def split_runs(values) -> list[str]:
 
 
 def load_runs(root: str | Path, table: str, runs: list[str] | None = None, arg: str = "RUNS",
-              workload: str | None = None, allow_mixed_devices: bool = False) -> pd.DataFrame:
+              workload: str | None = None, allow_mixed_devices: bool = False,
+              folder_arg: str = "--traces") -> pd.DataFrame:
     """One table of the selected runs (all runs when `runs` is empty), refusing empty or mixed selections."""
     import wlprof
     from wlprof.store.runs import list_runs, run_dir
 
+    require_folder(root, folder_arg)
     known = {m["run_id"] for m in list_runs(root)}
     for r in runs or []:
         run_dir(root, r)  # refuses ids that would leave the folder
