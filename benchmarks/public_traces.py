@@ -101,10 +101,9 @@ def raw_device_events(path: Path) -> tuple[dict, float]:
 
 def check(path: Path, source: str = "") -> Row:
     """One trace through `wlprof ingest`, beside its raw device events."""
+    import wlprof
     from wlprof.ingest import ingest, stop_workers
     from wlprof.store.runs import MANIFEST
-
-    import wlprof
 
     row = Row(trace=path.name, source=source)
     try:

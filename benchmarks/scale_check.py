@@ -68,7 +68,7 @@ def main() -> None:
         return f"{v:,.1f}" if v is not None else "-"
 
     for model, b0, b, meas, sc, direct, lin in rows:
-        err = lambda v: f"{v / meas - 1:+.1%}" if meas and v is not None else "-"  # noqa: E731
+        err = lambda v, meas=meas: f"{v / meas - 1:+.1%}" if meas and v is not None else "-"  # noqa: E731
         lines.append(f"| {model} | {b0} | {b} | {num(meas)} | {num(sc)} | {err(sc)} | {num(direct)} | {err(direct)} "
                      f"| {num(lin)} | {err(lin)} |")
     text = "\n".join(lines) + "\n"

@@ -330,7 +330,7 @@ def keep_higher(new: Ceilings, previous: Ceilings) -> tuple[Ceilings, list[str]]
     if not items:
         return new, []
     merged = copy.deepcopy(new)
-    for label, table, key, _, old, _ in items:
+    for _label, table, key, _, old, _ in items:
         if table == "matrix":
             merged.matrix_tflops[key] = old
             m = previous.measurements.get(f"matrix:{key}")

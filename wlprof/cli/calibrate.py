@@ -109,7 +109,15 @@ def calibrate(
     unless `--replace` is given (a busy machine only ever measures low); the ceilings that rose replace theirs.
     """
     from wlprof import jsonio
-    from wlprof.ceilings import cache_path, keep_higher, load_cached, lower_than, rose_above, save, stale_against
+    from wlprof.ceilings import (
+        cache_path,
+        keep_higher,
+        load_cached,
+        lower_than,
+        rose_above,
+        save,
+        stale_against,
+    )
     from wlprof.ceilings import calibrate as measure
     from wlprof.device import device_name, resolve_device
     from wlprof.store.atomic import atomic_write_bytes

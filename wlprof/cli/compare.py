@@ -65,7 +65,12 @@ def compare(
     wide: Wide = False,
 ) -> None:
     """Timings, then kernel time per step by op category, by phase and by kernel, with B - A and B / A."""
-    from wlprof.analysis.compare import GROUP_STATISTIC, compare_kernels, compare_steps, negative_overhead_note
+    from wlprof.analysis.compare import (
+        GROUP_STATISTIC,
+        compare_kernels,
+        compare_steps,
+        negative_overhead_note,
+    )
     from wlprof.analysis.summary import short_kernel_name
     from wlprof.cli.markdown import rich_table
     from wlprof.errors import InputError

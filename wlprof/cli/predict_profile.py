@@ -104,9 +104,8 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         d, pred, src = predict_calls(predictor, g)
         note = ""
         if unscaled is not None and "measured_us" in g:
-            from wlprof.predict.scale import anchored
-
             from wlprof.predict.model import base_us
+            from wlprof.predict.scale import anchored
 
             d_u, pred_u, _ = predict_calls(predictor, unscaled.loc[g.index])
             rb = base_us(d, predictor.constants) / base_us(d_u, predictor.constants)

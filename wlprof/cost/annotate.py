@@ -19,12 +19,20 @@ import pandas as pd
 from wlprof.ceilings import Ceilings
 from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors
-from wlprof.cost.kernel_types import element_type
 from wlprof.cost.convolution import consumer_outputs, forward_outputs
-from wlprof.cost.registry import (FORMULA, Cost, OpCall, cost_of, uses_backward, uses_children, uses_kernels,
-                                  uses_parent)
+from wlprof.cost.kernel_types import element_type
+from wlprof.cost.registry import (
+    FORMULA,
+    Cost,
+    OpCall,
+    cost_of,
+    uses_backward,
+    uses_children,
+    uses_kernels,
+    uses_parent,
+)
 from wlprof.cost.roofline import add_roofline
-from wlprof.cost.tensor_lists import GRADIENTS, TRACE, WORKLOAD, fill_declared
+from wlprof.cost.tensor_lists import GRADIENTS, TRACE, fill_declared
 from wlprof.cost.tensor_lists import recover as recover_lists
 
 WORKLOAD, UNKNOWN = "workload", "unknown"  # FORMULA and INDUCTOR come with the Cost

@@ -208,7 +208,7 @@ def _empty_lists(args: dict) -> list[int]:
     types, dims = args.get("Input type"), args.get("Input Dims")
     if not isinstance(types, list) or not isinstance(dims, list) or len(types) != len(dims):
         return []
-    return [i for i, (t, d) in enumerate(zip(types, dims)) if t == "TensorList" and d == []]
+    return [i for i, (t, d) in enumerate(zip(types, dims, strict=False)) if t == "TensorList" and d == []]
 
 
 def _gradients(ops: pd.DataFrame, args_table: list[dict]) -> tuple[np.ndarray, list, list]:
@@ -278,7 +278,7 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
     op_ts = ops.ts_ns.to_numpy()
     regions = ops.region.to_numpy(dtype=object) if "region" in ops else np.full(len(ops), None, dtype=object)
     lists = np.flatnonzero(is_list)
-    last_of = dict(zip(lists.tolist(), (np.searchsorted(g_ts, op_ts[lists], side="left") - 1).tolist()))
+    last_of = dict(zip(lists.tolist(), (np.searchsorted(g_ts, op_ts[lists], side="left") - 1).tolist(), strict=False))
     by_pass: dict[tuple, list[int]] = {}  # the list ops of one name after the same gradient
     for q, g in last_of.items():
         by_pass.setdefault((names[q], g), []).append(q)
@@ -317,7 +317,7 @@ def _first_list(args: dict) -> list[tuple]:
     types, dims = args.get("Input type"), args.get("Input Dims")
     if not isinstance(types, list) or not isinstance(dims, list):
         return []
-    for t, d in zip(types, dims):
+    for t, d in zip(types, dims, strict=False):
         if t == "TensorList":
             return [tuple(x) for x in d if isinstance(x, list)] if isinstance(d, list) else []
     return []
