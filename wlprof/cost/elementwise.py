@@ -40,6 +40,15 @@ UNARY_FLOPS: dict[str, int] = {
     "sign": 1,
     "sin": 1,
     "cos": 1,
+    "tan": 1,
+    "sinh": 1,
+    "cosh": 1,
+    "asin": 1,
+    "acos": 1,
+    "atan": 1,
+    "asinh": 1,
+    "acosh": 1,
+    "atanh": 1,
     "erf": 1,
     "square": 1,
     "softplus": 3,  # log(1 + exp(x))
@@ -132,6 +141,17 @@ register_wrapper(
     "aten::randn", "aten::rand", "aten::randint", "aten::randn_like", "aten::rand_like",
     "aten::randint_like",  # -> normal_ / uniform_ / random_ on a new tensor
 )
+
+# NumPy-style aliases: each runs its canonical op nested inside (greater -> gt, clip -> clamp)
+_ALIASES = (
+    "greater greater_equal less less_equal not_equal multiply divide subtract clip absolute negative "
+    "arcsin arccos arctan arcsinh arccosh arctanh fix"
+).split()
+register_wrapper(*(f"aten::{n}{s}" for n in _ALIASES for s in ("", "_")))
+register_wrapper("aten::special_expit", "aten::special_erf", "aten::special_logsumexp",  # -> sigmoid, erf, logsumexp
+                 "aten::concat", "aten::concatenate",  # -> cat
+                 "aten::outer", "aten::ger", "aten::inner", "aten::float_power", "aten::nanmean",  # -> mul, mm, pow, ...
+                 "aten::linalg_multi_dot", "aten::linalg_matrix_power")  # -> mm
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
