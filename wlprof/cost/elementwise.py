@@ -169,9 +169,9 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
 def _result_like(tensors: list[TensorArg]) -> TensorArg:
     # Result dtype: that of the largest non-bool operand (a `where` condition or a
     # mask does not set it). A Python number appears as a 0-d tensor ('double' for
-    # 2.0) and does not promote a float32 tensor.
+    # 2.0) and does not promote a float32 tensor, even one of one element or none.
     values = [t for t in tensors if t.dtype != "bool"] or tensors
-    return max(values, key=lambda t: t.numel)
+    return max(values, key=lambda t: (len(t.dims) > 0, t.numel))
 
 
 def _elementwise(call: OpCall, flops_per_element: int, bool_out: bool, arity: int) -> Cost:
