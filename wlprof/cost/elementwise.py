@@ -179,7 +179,9 @@ def _elementwise(call: OpCall, flops_per_element: int, bool_out: bool, arity: in
     out_shape = _broadcast([t.dims for t in ts])
     n = math.prod(out_shape)
     like = _result_like(ts)
-    out_size = 1 if bool_out else like.itemsize
+    # an in-place comparison (gt_) stores its 0 or 1 in self, at self's dtype
+    in_place = call.name.endswith("_")
+    out_size = (ts[0].itemsize if in_place and ts else 1) if bool_out else like.itemsize
     reads = sum(t.nbytes_read for t in ts)
     return Cost(flops_per_element * n, reads + n * out_size, VECTOR, like.dtype, written=n * out_size)
 
