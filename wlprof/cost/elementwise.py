@@ -40,6 +40,15 @@ UNARY_FLOPS: dict[str, int] = {
     "sign": 1,
     "sin": 1,
     "cos": 1,
+    "tan": 1,
+    "sinh": 1,
+    "cosh": 1,
+    "asin": 1,
+    "acos": 1,
+    "atan": 1,
+    "asinh": 1,
+    "acosh": 1,
+    "atanh": 1,
     "erf": 1,
     "square": 1,
     "softplus": 3,  # log(1 + exp(x))
@@ -133,6 +142,17 @@ register_wrapper(
     "aten::randint_like",  # -> normal_ / uniform_ / random_ on a new tensor
 )
 
+# NumPy-style aliases: each runs its canonical op nested inside (greater -> gt, clip -> clamp)
+_ALIASES = (
+    "greater greater_equal less less_equal not_equal multiply divide subtract clip absolute negative "
+    "arcsin arccos arctan arcsinh arccosh arctanh fix"
+).split()
+register_wrapper(*(f"aten::{n}{s}" for n in _ALIASES for s in ("", "_")))
+register_wrapper("aten::special_expit", "aten::special_erf", "aten::special_logsumexp",  # -> sigmoid, erf, logsumexp
+                 "aten::concat", "aten::concatenate",  # -> cat
+                 "aten::outer", "aten::ger", "aten::inner", "aten::float_power", "aten::nanmean",  # -> mul, mm, pow, ...
+                 "aten::linalg_multi_dot", "aten::linalg_matrix_power")  # -> mm
+
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     ndim = max((len(s) for s in shapes), default=0)
@@ -149,9 +169,9 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
 def _result_like(tensors: list[TensorArg]) -> TensorArg:
     # Result dtype: that of the largest non-bool operand (a `where` condition or a
     # mask does not set it). A Python number appears as a 0-d tensor ('double' for
-    # 2.0) and does not promote a float32 tensor.
+    # 2.0) and does not promote a float32 tensor, even one of one element or none.
     values = [t for t in tensors if t.dtype != "bool"] or tensors
-    return max(values, key=lambda t: t.numel)
+    return max(values, key=lambda t: (len(t.dims) > 0, t.numel))
 
 
 def _elementwise(call: OpCall, flops_per_element: int, bool_out: bool, arity: int) -> Cost:
@@ -159,7 +179,9 @@ def _elementwise(call: OpCall, flops_per_element: int, bool_out: bool, arity: in
     out_shape = _broadcast([t.dims for t in ts])
     n = math.prod(out_shape)
     like = _result_like(ts)
-    out_size = 1 if bool_out else like.itemsize
+    # an in-place comparison (gt_) stores its 0 or 1 in self, at self's dtype
+    in_place = call.name.endswith("_")
+    out_size = (ts[0].itemsize if in_place and ts else 1) if bool_out else like.itemsize
     reads = sum(t.nbytes_read for t in ts)
     return Cost(flops_per_element * n, reads + n * out_size, VECTOR, like.dtype, written=n * out_size)
 

@@ -223,7 +223,7 @@ VIEW_OPS: frozenset[str] = frozenset(
         "t_ transpose_ unsqueeze_ squeeze_ swapaxes swapaxes_ swapdims swapdims_ "
         "alias detach detach_ lift_fresh resolve_conj resolve_neg empty empty_strided empty_like "
         "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
-        "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim diagonal "
+        "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim moveaxis diagonal "
         "unfold real imag view_as_real view_as_complex _has_compatible_shallow_copy_type "
         "record_stream contiguous_format _to_dense lift mT mH adjoint broadcast_tensors result_type "
         "_nnpack_available cudnn_is_acceptable unsafe_split unsafe_split_with_sizes unsafe_chunk resize_as_ "
