@@ -102,6 +102,21 @@ def test_cat_element_size_from_the_kernel():
     assert cost_of(op("aten::cat", TL([4, 5], [4, 5]), S(0))).bytes is None  # no kernel names it
 
 
+def test_cat_element_size_from_the_views_a_cpu_cat_takes_of_its_output():
+    from dataclasses import replace
+
+    # a CPU cat of int64 [2, 16] and [2, 1] at dim 1 narrows its [2, 17] output once per input, each
+    # narrow (slice, as_strided) recording the output's dtype: 34 elements of 8 bytes read and written
+    views = tuple(op(n, T([2, 17], I64), S(1), S(0), S(16)) for n in ("aten::narrow", "aten::slice", "aten::as_strided"))
+    c = cost_of(replace(op("aten::cat", TL([2, 16], [2, 1]), S(1)), children=views))
+    assert (c.flops, c.bytes, c.written) == (0, 544, 272)
+    # views of two dtypes, or a nested copy_ (costed on its own): the element size stays unknown
+    mixed = (views[0], op("aten::narrow", T([2, 17], F32), S(1), S(0), S(16)))
+    assert cost_of(replace(op("aten::cat", TL([2, 16], [2, 1]), S(1)), children=mixed)).bytes is None
+    copies = (*views, op("aten::copy_", T([2, 16], I64), T([2, 16], I64), S(False)))
+    assert cost_of(replace(op("aten::cat", TL([2, 16], [2, 1]), S(1)), children=copies)).bytes is None
+
+
 def test_chunk_cat_reads_every_input_and_writes_the_padded_output():
     k = ("void at::native::detail::chunk_cat_cuda_kernel<char, char>(char**, char*, long*, long*, long*, long*, "
          "long*, long*, long, long, long)",)

@@ -138,13 +138,29 @@ def index_copy(call: OpCall) -> Cost | None:
     return Cost(0, reads + n * dst.itemsize, VECTOR, dst.dtype, written=n * dst.itemsize)
 
 
-@formula("aten::cat", "aten::_cat", uses_kernels=True)
+# ops a CPU cat runs inside itself on its output (views of it): their input's dtype is the cat's
+_CAT_OUTPUT_VIEWS = frozenset({"aten::narrow", "aten::slice", "aten::as_strided", "aten::select"})
+
+
+def _cat_itemsize(call: OpCall) -> int | None:
+    """Bytes per element of a cat: CUDA's batched copy kernel names it (CatArrayBatchedCopy<OpaqueType<2u>,
+    ...>); on a CPU, the views of the output the cat takes inside itself record its dtype (all of them
+    agreeing). None where neither says."""
+    size = opaque_size(call.kernels, "CatArrayBatchedCopy")
+    if size is not None or not call.children:
+        return size
+    if any(ch.name not in _CAT_OUTPUT_VIEWS for ch in call.children):
+        return None  # it copies input by input (copy_ ops nested), each costed on its own
+    sizes = {t.itemsize for ch in call.children if (t := ch.tensor(0)) is not None}
+    return sizes.pop() if len(sizes) == 1 and 0 not in sizes else None
+
+
+@formula("aten::cat", "aten::_cat", uses_kernels=True, uses_children=True)
 def cat(call: OpCall) -> Cost | None:
     # cat(tensors, dim): every input read once, the output written once; FLOPs 0. The trace records
-    # a TensorList's shapes but not its dtype: the element size is the one CUDA's batched copy
-    # kernel names (CatArrayBatchedCopy<OpaqueType<2u>, ...>); without it (a CPU trace, or a cat that
-    # copies input by input with copy_ ops nested, each costed on its own) the bytes are unknown.
-    size = opaque_size(call.kernels, "CatArrayBatchedCopy")
+    # a TensorList's shapes but not its dtype (see _cat_itemsize); without it (or a cat that copies
+    # input by input with copy_ ops nested, each costed on its own) the bytes are unknown.
+    size = _cat_itemsize(call)
     dims = call.dims[0] if call.dims else None
     if size is None or not isinstance(dims, tuple) or not all(isinstance(d, tuple) for d in dims):
         return Cost(0, None, VECTOR, None)
