@@ -377,7 +377,7 @@ def whisper_infer():
             out = [tok]
             for i in range(steps):
                 h = emb(tok) + pos_dec.weight[i]
-                for lay, mem, cache in zip(dec, mems, caches):
+                for lay, mem, cache in zip(dec, mems, caches, strict=True):
                     h = lay(h, mem=mem, cache=cache)
                 tok = (ln(h) @ emb.weight.T).argmax(-1)
                 out.append(tok)
@@ -411,7 +411,7 @@ def sample_infer():
 
     def logits(x, caches, causal):
         h = emb(x)
-        for blk, cache in zip(blocks, caches):
+        for blk, cache in zip(blocks, caches, strict=True):
             h = blk(h, cache, causal)
         return (ln(h[:, -1]) @ emb.weight.T).float()
 
@@ -544,7 +544,7 @@ def detect_infer():
                 keep.scatter_(1, j[:, None], True)
                 alive &= iou.gather(1, j[:, None, None].expand(-1, 1, iou.shape[2])).squeeze(1) < 0.5
             kept = torch.masked_select(top, keep)
-            nz = torch.nonzero(keep)
+            torch.nonzero(keep)
             labels = cls.gather(1, idx)[keep]
             torch.bincount(labels, minlength=classes)
             torch.unique(labels, return_counts=True)
@@ -555,7 +555,6 @@ def detect_infer():
             grid = (boxes[:, :64, :2] / hw * 2 - 1)[:, :, None, :]
             F.grid_sample(feats, grid, mode="bilinear", align_corners=False)
             F.interpolate(feats, scale_factor=2, mode="bilinear", align_corners=False)
-            nz.shape
 
     return step
 

@@ -14,6 +14,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     indexing,
     indexing_data,
     inductor,
+    linalg,
     losses,
     norms,
     optimizers,
