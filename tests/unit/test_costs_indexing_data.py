@@ -185,3 +185,40 @@ def test_coalesce_reads_the_nested_calls_for_its_entry_counts():
     # FLOPs: (131072 - 123130) merged entries * 128 adds = 1016576
     assert (c.flops, c.bytes, c.written, c.dtype) == (1016576, 68157440 + 64027600, 64027600, "float32")
     assert cost_of(sparse) is None  # without its nested calls: unknown
+
+
+def test_unique_reads_its_input_and_writes_the_inverse_it_is_asked_for():
+    # _unique2(x [20] int64, sorted, return_inverse True, return_counts True): reads 160, writes the
+    # 20 int64 inverse indices (160); the unique values and counts (data-dependent) count 0
+    c = cost_of(op("aten::_unique2", T([20], I64), S(True), S(True), S(True)))
+    assert (c.flops, c.bytes, c.written) == (0, 320, 160)
+    assert cost_of(op("aten::_unique2", T([20], I64), S(True), S(False), S(True))).written == 0
+    # unique_dim(x [6, 3], dim 0, sorted, return_inverse True, counts): one inverse index per row
+    c = cost_of(op("aten::unique_dim", T([6, 3], I64), S(0), S(True), S(True), S(False)))
+    assert (c.bytes, c.written) == (144 + 48, 48)
+
+
+def test_searchsorted_and_bucketize():
+    # searchsorted(sorted [9] fp32, values [20] fp32, out_int32 False, right False): ceil(log2(10)) = 4
+    # comparisons per value, 80; reads 36 + 80, writes 20 int64 = 160
+    c = cost_of(op("aten::searchsorted", T([9]), T([20]), S(False), S(False), NONE, NONE))
+    assert (c.flops, c.bytes, c.written) == (80, 36 + 80 + 160, 160)
+    # bucketize(values [4], boundaries [2], out_int32 True): ceil(log2(3)) = 2 each; int32 results
+    c = cost_of(op("aten::bucketize", T([4]), T([2]), S(True), S(False)))
+    assert (c.flops, c.bytes, c.written) == (8, 16 + 8 + 16, 16)
+
+
+def test_multinomial_with_replacement_reads_rows_and_writes_samples():
+    # multinomial(probs [8, 32000] fp32, 1, replacement True): 256,000 adds; reads 1,024,000 bytes,
+    # writes 8 int64
+    c = cost_of(op("aten::multinomial", T([8, 32000]), S(1), S(True), NONE))
+    assert (c.flops, c.bytes, c.written) == (256_000, 1_024_064, 64)
+
+
+def test_python_bitwise_operators():
+    from wlprof.cost import is_wrapper
+
+    assert all(is_wrapper(f"aten::{n}") for n in ("__and__", "__iand__", "__or__", "__ior__", "__xor__", "__ixor__"))
+    # x << 1 over [4] int64: 4 shifts; reads 32 (and the 0-d scalar), writes 32
+    c = cost_of(op("aten::__lshift__", T([4], I64), S(1)))
+    assert (c.flops, c.written) == (4, 32)

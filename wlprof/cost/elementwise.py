@@ -97,6 +97,8 @@ BINARY_FLOPS: dict[str, int] = {
     "bitwise_and": 1,
     "bitwise_or": 1,
     "bitwise_xor": 1,
+    "bitwise_left_shift": 1,
+    "bitwise_right_shift": 1,
     "masked_fill": 1,  # one select per element
     "where": 1,  # one select per element
     "lerp": 3,  # a + w * (b - a)
@@ -151,7 +153,9 @@ register_wrapper(*(f"aten::{n}{s}" for n in _ALIASES for s in ("", "_")))
 register_wrapper("aten::special_expit", "aten::special_erf", "aten::special_logsumexp",  # -> sigmoid, erf, logsumexp
                  "aten::concat", "aten::concatenate",  # -> cat
                  "aten::outer", "aten::ger", "aten::inner", "aten::float_power", "aten::nanmean",  # -> mul, mm, pow, ...
-                 "aten::linalg_multi_dot", "aten::linalg_matrix_power")  # -> mm
+                 "aten::linalg_multi_dot", "aten::linalg_matrix_power",  # -> mm
+                 # Python's &, |, ^ and their in-place forms: -> bitwise_and, bitwise_or, bitwise_xor
+                 "aten::__and__", "aten::__iand__", "aten::__or__", "aten::__ior__", "aten::__xor__", "aten::__ixor__")
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -219,6 +223,11 @@ for _base, _per in UNARY_FLOPS.items():
 for _base, _per in BINARY_FLOPS.items():
     names = [f"aten::{_base}"] + ([] if _base.endswith("_backward") else [f"aten::{_base}_"])
     formula(*names)(_make_binary(_base, _per))
+
+
+# Python's << and >> (and <<=, >>=) run their own kernels: shifts, one operation per element
+formula("aten::__lshift__", "aten::__ilshift__")(_make_binary("bitwise_left_shift", 1))
+formula("aten::__rshift__", "aten::__irshift__")(_make_binary("bitwise_right_shift", 1))
 
 
 @formula("aten::copy_")

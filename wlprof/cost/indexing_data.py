@@ -1,4 +1,4 @@
-"""Data-dependent indexing: nonzero, index_put, masked_select, and embedding backward.
+"""Data-dependent indexing: nonzero, index_put, masked_select, unique, searches, sampling, embedding backward.
 
 These ops' output sizes depend on the data (how many elements are nonzero, how many rows
 an index touches). Where the trace records the size anyway, nested inside the call (the
@@ -166,3 +166,54 @@ def coalesce(call: OpCall) -> Cost | None:
     read = nnz_in * sparse_dim * 8 + nnz_in * dense * size
     written = nnz_out * sparse_dim * 8 + nnz_out * dense * size
     return Cost((nnz_in - nnz_out) * dense, read + written, VECTOR, out_val.dtype, written=written)
+
+
+@formula("aten::_unique2", "aten::_unique", "aten::unique_consecutive", "aten::unique_dim",
+         "aten::unique_dim_consecutive", aux_children=True)
+def unique(call: OpCall) -> Cost | None:
+    # _unique2(self, sorted, return_inverse, return_counts) and its kin: reads the input once and writes
+    # the inverse (one int64 per element) when asked for; the unique values and counts are as many as
+    # the data has distinct values, counted 0: a lower bound. Comparisons are not counted. A CPU
+    # unique sorts with nested ops (costed on their own): the pass over the sorted values is its own.
+    x = call.tensor(0)
+    if x is None:
+        return None
+    inverse_at = {"aten::_unique": 2, "aten::_unique2": 2, "aten::unique_consecutive": 1,
+                  "aten::unique_dim": 3, "aten::unique_dim_consecutive": 2}[call.name]
+    rows = x.numel
+    if call.name.startswith("aten::unique_dim"):
+        d = call.scalar(1)
+        rows = x.dims[d % len(x.dims)] if isinstance(d, int) and x.dims else x.numel
+    written = rows * 8 if call.scalar(inverse_at) is True else 0
+    return Cost(0, x.nbytes_read + written, VECTOR, x.dtype, written=written)
+
+
+@formula("aten::searchsorted", "aten::bucketize")
+def searchsorted(call: OpCall) -> Cost | None:
+    # searchsorted(sorted [.., m], values [.., n], out_int32, right, ...) and bucketize(values, boundaries
+    # [m], out_int32, right): a binary search per value, ceil(log2(m + 1)) comparisons each; reads both,
+    # writes one int64 (int32 with out_int32) per value
+    first, second = call.tensor(0), call.tensor(1)
+    seq, values = (second, first) if call.name == "aten::bucketize" else (first, second)
+    if seq is None or not seq.dims:
+        return None
+    if values is None:  # a Python number searched: one value
+        n, read = 1, 0
+    else:
+        n, read = values.numel, values.nbytes_read
+    width = 4 if call.scalar(2) is True else 8
+    flops = n * max(1, math.ceil(math.log2(seq.dims[-1] + 1)))
+    return Cost(flops, seq.nbytes_read + read + n * width, VECTOR, seq.dtype, written=n * width)
+
+
+@formula("aten::multinomial")
+def multinomial(call: OpCall) -> Cost | None:
+    # multinomial(probs [.., k], num_samples, replacement): a cumulative sum over each row (one add per
+    # probability), reads the probabilities, writes num_samples int64 per row. Where it samples through
+    # nested ops (without replacement: exponential_, div and topk, costed on their own) it dispatches.
+    p, samples = call.tensor(0), call.scalar(1)
+    if p is None or not p.dims or not isinstance(samples, int):
+        return None
+    rows = p.numel // p.dims[-1] if p.dims[-1] else 0
+    written = rows * samples * 8
+    return Cost(p.numel, p.nbytes_read + written, VECTOR, p.dtype, written=written)
