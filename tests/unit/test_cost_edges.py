@@ -219,3 +219,36 @@ def test_annotate_comm_on_tables_of_its_own():
                       "op_name": pd.Series([], dtype=object), "dur_us": pd.Series([], dtype=float)})
     annotate_comm(k, pd.DataFrame({"op_pos": np.zeros(0, np.int64)}), empty_ops, [], {})
     assert len(k) == 0 and {"comm_class", "comm_bytes", "busbw_gbps"} <= set(k.columns)
+
+
+def test_autograd_engine_scopes_are_wrappers_custom_functions_are_not():
+    from wlprof.cost import is_wrapper
+
+    # generated backward nodes, the engine's C++ nodes and its call of a node: their work is the
+    # aten ops nested inside
+    for name in ("AddmmBackward0", "NativeGroupNormBackward0", "AsStridedBackward1",
+                 "autograd::engine::evaluate_function: AddmmBackward0",
+                 "autograd::engine::evaluate_function: CompiledFunctionBackward",
+                 "torch::autograd::AccumulateGrad", "torch::autograd::CopySlices"):
+        assert is_wrapper(name), name
+    # a custom Python function's node (no number) may run work the profiler does not record
+    for name in ("CompiledFunctionBackward", "MyFunctionBackward", "Backward0", "aten::addmm"):
+        assert not is_wrapper(name), name
+
+
+def test_a_cpu_training_trace_has_no_rows_for_the_autograd_engine(tmp_path):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from wlprof.pipeline import costed, read
+
+    lin = torch.nn.Linear(16, 8)
+    x = torch.randn(4, 16)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        lin(x).relu().sum().backward()
+    path = tmp_path / "train.json"
+    prof.export_chrome_trace(str(path))
+    k = costed(read(path)).kernels
+    assert not k.name.str.contains("Backward|autograd").any(), k.name.tolist()
+    # the backward's GEMMs are rows of their own: grad input (mm) and grad weight (mm); forward addmm
+    assert (k.name == "aten::addmm").sum() == 1 and (k.name == "aten::mm").sum() >= 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -325,8 +326,17 @@ def uses_backward(name: str) -> bool:
     return bool(entry and entry.uses_backward)
 
 
+# The autograd engine's own scopes: a node of the generated backward formulas (`AddmmBackward0`; a
+# custom Python function's node has no number and may run unrecorded work), the engine's C++ nodes
+# (`torch::autograd::AccumulateGrad`, `CopySlices`) and its call of a node
+# (`autograd::engine::evaluate_function: ...`). Their work is the aten ops nested inside; their self
+# time is the engine's bookkeeping.
+_ENGINE_NODE = re.compile(r"[A-Za-z0-9_]+Backward[0-9]+")
+_ENGINE_SCOPES = ("autograd::engine::evaluate_function: ", "torch::autograd::")
+
+
 def is_wrapper(name: str) -> bool:
-    return name in _WRAPPERS
+    return name in _WRAPPERS or name.startswith(_ENGINE_SCOPES) or _ENGINE_NODE.fullmatch(name) is not None
 
 
 def is_view(name: str) -> bool:
