@@ -118,8 +118,15 @@ def test_solve_is_the_dispatcher_of_its_nested_lu_ops():
     from wlprof.cost.attribution import flag_ops
 
     ops = pd.DataFrame({"name": ["aten::linalg_solve", "aten::linalg_solve_ex", "aten::_linalg_solve_ex",
-                                 "aten::linalg_lu_factor_ex", "aten::linalg_lu_solve"],
-                        "parent": [-1, 0, 1, 2, 2]})
+                                 "aten::linalg_lu_factor_ex", "aten::linalg_lu_solve", "aten::gt"],
+                        "parent": [-1, 0, 1, 2, 2, 4]})
     flagged = flag_ops(ops)
-    assert flagged.dispatcher.tolist() == [False, True, True, False, False]
-    assert flagged.is_wrapper.tolist() == [True, False, False, False, False]
+    # the pivots' range check nested in lu_solve is its own work: lu_solve stays costed
+    assert flagged.dispatcher.tolist() == [False, True, True, False, False, False]
+    assert flagged.is_wrapper.tolist() == [True, False, False, False, False, False]
+    # an eigendecomposition whose info check (an any inside _linalg_check_errors) and input copy are
+    # nested stays costed
+    ops = pd.DataFrame({"name": ["aten::linalg_eigh", "aten::_linalg_eigh", "aten::copy_",
+                                 "aten::_linalg_check_errors", "aten::any"],
+                        "parent": [-1, 0, 1, 1, 3]})
+    assert flag_ops(ops).dispatcher.tolist() == [False] * 5

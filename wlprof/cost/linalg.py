@@ -45,6 +45,13 @@ register_wrapper(
 )
 
 _INT32 = 4
+# What a factorization or solve runs nested beside its library call, its own auxiliary work (costed on
+# its own where it has a formula): the check of `info` (an any and an item), copies of its inputs and
+# outputs, the zeroing of a factor's other triangle, the pivots' range checks. A nested op of another
+# name (an LU inside a solve) makes it a dispatcher.
+_AUX = ("aten::_linalg_check_errors", "aten::any", "aten::all", "aten::item", "aten::_local_scalar_dense",
+        "aten::gt", "aten::le", "aten::clone", "aten::copy_", "aten::zeros", "aten::zero_", "aten::fill_",
+        "aten::tril", "aten::triu", "aten::resize_")
 
 
 def _square(t: TensorArg | None) -> tuple[int, int] | None:
@@ -97,7 +104,7 @@ def _batch(*ts: TensorArg) -> int:
     return max(math.prod(t.dims[:-2]) for t in ts)
 
 
-@formula("aten::_linalg_eigh", "aten::_linalg_eigvalsh")
+@formula("aten::_linalg_eigh", "aten::_linalg_eigvalsh", aux_children=_AUX)
 def eigh(call: OpCall) -> Cost | None:
     # _linalg_eigh(A [.., n, n], UPLO, compute_v): 9 n^3 with vectors, 4 n^3 / 3 without;
     # reads A, writes the n eigenvalues (real) and, with vectors, n x n
@@ -112,7 +119,7 @@ def eigh(call: OpCall) -> Cost | None:
     return _cost(a, b * (9 * n ** 3 if vectors else 4 * n ** 3 / 3), a.nbytes_read, written)
 
 
-@formula("aten::linalg_eig")
+@formula("aten::linalg_eig", aux_children=_AUX)
 def eig(call: OpCall) -> Cost | None:
     # linalg_eig(A [.., n, n]): 25 n^3; writes complex eigenvalues and eigenvectors
     a = call.tensor(0)
@@ -124,7 +131,7 @@ def eig(call: OpCall) -> Cost | None:
     return _cost(a, b * 25 * n ** 3, a.nbytes_read, b * (n + n * n) * cplx)
 
 
-@formula("aten::_linalg_svd")
+@formula("aten::_linalg_svd", aux_children=_AUX)
 def svd(call: OpCall) -> Cost | None:
     # _linalg_svd(A [.., m, n], full_matrices, compute_uv, driver): Golub-Reinsch counts with p >= q
     # the larger and smaller side; writes S (k reals) and U, Vh (thin k columns, or full)
@@ -145,7 +152,7 @@ def svd(call: OpCall) -> Cost | None:
     return _cost(a, b * flops, a.nbytes_read, b * (q * real + out * a.itemsize))
 
 
-@formula("aten::linalg_qr")
+@formula("aten::linalg_qr", aux_children=_AUX)
 def qr(call: OpCall) -> Cost | None:
     # linalg_qr(A [.., m, n], mode): geqrf, then orgqr for Q ('reduced': m x k, 'complete': m x m,
     # 'r': none); writes Q and R (k x n, or m x n when complete)
@@ -165,7 +172,7 @@ def qr(call: OpCall) -> Cost | None:
     return _cost(a, b * flops, a.nbytes_read, b * (m * q_cols + r_rows * n) * a.itemsize)
 
 
-@formula("aten::geqrf")
+@formula("aten::geqrf", aux_children=_AUX)
 def geqrf(call: OpCall) -> Cost | None:
     # geqrf(A [.., m, n]): the reflectors in place of A and k scalars tau
     a = call.tensor(0)
@@ -176,7 +183,7 @@ def geqrf(call: OpCall) -> Cost | None:
     return _cost(a, b * _geqrf(m, n), a.nbytes_read, b * (m * n + min(m, n)) * a.itemsize)
 
 
-@formula("aten::linalg_householder_product")
+@formula("aten::linalg_householder_product", aux_children=_AUX)
 def householder_product(call: OpCall) -> Cost | None:
     # linalg_householder_product(A [.., m, q], tau [.., k]): Q's q columns from k reflectors
     a, tau = call.tensor(0), call.tensor(1)
@@ -188,7 +195,7 @@ def householder_product(call: OpCall) -> Cost | None:
     return _cost(a, b * _orgqr(m, q, k), a.nbytes_read + tau.nbytes_read, b * m * q * a.itemsize)
 
 
-@formula("aten::linalg_cholesky_ex", "aten::cholesky", aux_children=("aten::tril", "aten::triu"))
+@formula("aten::linalg_cholesky_ex", "aten::cholesky", aux_children=_AUX)
 def cholesky(call: OpCall) -> Cost | None:
     # linalg_cholesky_ex(A [.., n, n], upper, check_errors): n^3 / 3; writes the factor and info.
     # The zeroing of the other triangle (a nested tril/triu, costed on its own) is its own work.
@@ -200,7 +207,7 @@ def cholesky(call: OpCall) -> Cost | None:
     return _cost(a, b * n ** 3 / 3, a.nbytes_read, b * (n * n * a.itemsize + _INT32))
 
 
-@formula("aten::cholesky_inverse")
+@formula("aten::cholesky_inverse", aux_children=_AUX)
 def cholesky_inverse(call: OpCall) -> Cost | None:
     # cholesky_inverse(L [.., n, n], upper): potri, 2 n^3 / 3; writes the inverse
     a = call.tensor(0)
@@ -212,7 +219,7 @@ def cholesky_inverse(call: OpCall) -> Cost | None:
 
 
 @formula("aten::linalg_lu_factor_ex", "aten::linalg_lu", "aten::_linalg_det", "aten::_linalg_slogdet",
-         "aten::lu_factor_ex")
+         "aten::lu_factor_ex", aux_children=_AUX)
 def lu(call: OpCall) -> Cost | None:
     # getrf of A [.., m, n]: the LU factors (or P, L and U), k int32 pivots and info (a determinant's
     # LU and pivots too, beside its value)
@@ -241,7 +248,7 @@ def _solve_cost(a: TensorArg, rhs: TensorArg, n: int, per_rhs: float, extra_flop
     return _cost(a, b * (per_rhs * n * n * r + extra_flops), a.nbytes_read + rhs.nbytes_read + extra_read, written)
 
 
-@formula("aten::linalg_lu_solve", "aten::lu_solve")
+@formula("aten::linalg_lu_solve", "aten::lu_solve", aux_children=_AUX)
 def lu_solve(call: OpCall) -> Cost | None:
     # linalg_lu_solve(LU [.., n, n], pivots [.., n], B, left, adjoint): getrs, 2 n^2 r; writes X like B
     a, piv, rhs = call.tensor(0), call.tensor(1), call.tensor(2)
@@ -252,7 +259,7 @@ def lu_solve(call: OpCall) -> Cost | None:
     return _solve_cost(a, rhs, sq[1], 2, 0, piv.nbytes_read if piv is not None else 0, left)
 
 
-@formula("aten::_cholesky_solve_helper")
+@formula("aten::_cholesky_solve_helper", aux_children=_AUX)
 def cholesky_solve(call: OpCall) -> Cost | None:
     # _cholesky_solve_helper(B [.., n, r], L [.., n, n], upper): potrs, 2 n^2 r; writes X like B
     rhs, a = call.tensor(0), call.tensor(1)
@@ -262,7 +269,7 @@ def cholesky_solve(call: OpCall) -> Cost | None:
     return _solve_cost(a, rhs, sq[1], 2, 0)
 
 
-@formula("aten::linalg_solve_triangular", "aten::triangular_solve")
+@formula("aten::linalg_solve_triangular", "aten::triangular_solve", aux_children=_AUX)
 def solve_triangular(call: OpCall) -> Cost | None:
     # linalg_solve_triangular(A [.., n, n], B, upper, left, unitriangular): trsm, n^2 r;
     # triangular_solve(B, A, upper, transpose, unitriangular): the same with B first (and A's copy out)
@@ -275,7 +282,7 @@ def solve_triangular(call: OpCall) -> Cost | None:
     return _solve_cost(a, rhs, sq[1], 1, 0, left=left)
 
 
-@formula("aten::_linalg_solve_ex", "aten::linalg_solve_ex")
+@formula("aten::_linalg_solve_ex", "aten::linalg_solve_ex", aux_children=_AUX)
 def solve(call: OpCall) -> Cost | None:
     # _linalg_solve_ex(A [.., n, n], B, left, check_errors): getrf + getrs, 2 n^3 / 3 + 2 n^2 r. Where it
     # runs linalg_lu_factor_ex and linalg_lu_solve nested (costed there) it is their dispatcher.
@@ -287,7 +294,7 @@ def solve(call: OpCall) -> Cost | None:
     return _solve_cost(a, rhs, sq[1], 2, _getrf(sq[1], sq[1]), left=left)
 
 
-@formula("aten::linalg_inv_ex")
+@formula("aten::linalg_inv_ex", aux_children=_AUX)
 def inv(call: OpCall) -> Cost | None:
     # linalg_inv_ex(A [.., n, n], check_errors): getrf + getrs against the identity, 8 n^3 / 3; writes
     # the inverse and info. Where it runs linalg_solve_ex nested (costed there) it is its dispatcher.
