@@ -726,3 +726,28 @@ def test_an_inference_trace_without_concrete_inputs_costs_its_convolutions_by_th
     # reads x and w, writes the [5, 64, 112, 112] output (fp32)
     assert stem.bytes == 4 * (5 * 3 * 224 * 224 + 64 * 3 * 49 + 5 * 64 * 112 * 112)
     assert down.flops == 2 * 5 * 128 * 28 * 28 * 64
+
+
+def test_a_windows_trace_spells_int64_as_msvc_does_and_its_ops_are_costed():
+    # DTU MLOps exercise on Windows (Jan 2023, PyTorch 1.13, CPU): MSVC writes a 64-bit integer's type
+    # as '__int64' (GCC 'long int', Clang 'long long'); no Concrete Inputs. Trimmed to the stem conv, the
+    # BatchNorm after it (whose running-count add_ on 0-d int64 tensors runs first), the ReLU, the max pool
+    # and the next conv, BatchNorm and ReLU
+    k = pipeline.costed(pipeline.read(PUBLIC / "dtu_mlops_2023_windows_cpu_msvc_int64.json.gz")).kernels
+    assert list(k.name) == ["aten::mkldnn_convolution", "aten::add_", "aten::native_batch_norm", "aten::clamp_min_",
+                            "aten::max_pool2d_with_indices"] + ["aten::mkldnn_convolution", "aten::add_",
+                                                                "aten::native_batch_norm", "aten::clamp_min_"]
+    add = k[k.name == "aten::add_"].iloc[0]
+    assert add.op_input_types == '["__int64","__int64","Scalar"]'
+    # one add; reads two 0-d int64 (8 + 8 bytes), writes one (8)
+    assert (add.flops, add.bytes, add.cost_dtype) == (1, 24, "int64")
+    # each conv's output dims come from the BatchNorm after it: 2 x 5 x 64 x 112^2 x 3 x 49 for the stem,
+    # 2 x 5 x 64 x 56^2 x 64 x 9 for the 3x3 one
+    conv = k[k.name == "aten::mkldnn_convolution"]
+    assert conv.flops.tolist() == [2 * 5 * 64 * 112 * 112 * 3 * 49, 2 * 5 * 64 * 56 * 56 * 64 * 9]
+    # the max pool's window is not recorded: no FLOPs; its output dims come from the conv after it, so its
+    # bytes are known: x read (5*64*112*112 fp32), the [5, 64, 56, 56] output (fp32) and indices (int64) written
+    pool = k[k.name == "aten::max_pool2d_with_indices"].iloc[0]
+    assert np.isnan(pool.flops)
+    assert pool.bytes == 4 * 5 * 64 * 112 * 112 + 12 * 5 * 64 * 56 * 56
+    assert k.bytes.notna().all() and k.flops.isna().sum() == 1

@@ -95,3 +95,46 @@ def test_max_unpool_writes_each_input_where_its_index_points():
     # writes the 1,024 values (4,096 bytes); the zeroed rest of the output is a nested zero_
     c = cost_of(op("aten::max_unpool2d", T([2, 8, 8, 8]), T([2, 8, 8, 8], I64), S([16, 16])))
     assert (c.flops, c.bytes, c.written) == (0, 4_096 + 8_192 + 4_096, 4_096)
+
+
+def test_a_forward_recorded_without_its_window_has_bytes_from_its_output_dims_and_no_flops():
+    from dataclasses import replace
+
+    # PyTorch 1.8-1.13 without Concrete Inputs: max_pool2d_with_indices(x, ?, ?, ?, ?, ?), ResNet's stem pool
+    x, out = [5, 64, 112, 112], (5, 64, 56, 56)
+    call = op("aten::max_pool2d_with_indices", T(x), *[NONE] * 5)
+    assert cost_of(call) is None  # neither the window nor the output: nothing
+    c = cost_of(replace(call, output_dims=out))
+    # reads x (5*64*112*112 fp32), writes the output (5*64*56*56 fp32) and its int64 indices;
+    # the FLOPs count the window's elements, which the trace does not give
+    n_in, n_out = 5 * 64 * 112 * 112, 5 * 64 * 56 * 56
+    assert c.flops is None
+    assert (c.bytes, c.written) == (4 * n_in + 12 * n_out, 12 * n_out)
+    # avg_pool2d: the output only
+    c = cost_of(replace(op("aten::avg_pool2d", T(x), *[NONE] * 6), output_dims=out))
+    assert (c.flops, c.bytes, c.written) == (None, 4 * n_in + 4 * n_out, 4 * n_out)
+    # a recorded window keeps its formula (3x3: 9 comparisons per output element)
+    rec = op("aten::max_pool2d_with_indices", T(x), S([3, 3]), S([2, 2]), S([1, 1]), S([1, 1]), S(False))
+    assert cost_of(replace(rec, output_dims=out)).flops == 9 * n_out
+
+
+def test_an_unrecorded_pool_takes_its_output_dims_from_the_op_run_next():
+    import pandas as pd
+
+    from wlprof.cost.convolution import consumer_outputs
+
+    x, out = [5, 64, 112, 112], [5, 64, 56, 56]
+
+    def trace(after: list) -> tuple[pd.DataFrame, list[dict]]:
+        # max_pool2d > max_pool2d_with_indices (no window recorded), then a sibling of max_pool2d
+        # whose first input is `after`
+        args = [{"Input Dims": [x, [], [], [], [], []]}] * 2 + [{"Input Dims": [after, [64, 64, 3, 3]]}]
+        ops = pd.DataFrame({"name": ["aten::max_pool2d", "aten::max_pool2d_with_indices", "aten::conv2d"],
+                            "parent": [-1, 0, -1], "args_id": [0, 1, 2], "ts_ns": [0, 10, 1000],
+                            "pid": 1, "tid": 1})
+        return ops, args
+
+    assert consumer_outputs(*trace(out), [1]) == {(tuple(x), ()): tuple(out)}
+    # not a pooling of x: other channels, another batch, a larger size
+    for other in ([5, 32, 56, 56], [4, 64, 56, 56], [5, 64, 224, 224]):
+        assert consumer_outputs(*trace(other), [1]) == {}

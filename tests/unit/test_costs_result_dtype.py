@@ -9,7 +9,7 @@ both orders on the CPU.
 from __future__ import annotations
 
 import pytest
-from cost_calls import F32, F64, T, op
+from cost_calls import F32, F64, S, T, op
 
 import wlprof.cost  # noqa: F401  (registers every formula)
 from wlprof.cost import cost_of
@@ -27,3 +27,15 @@ def test_an_empty_tensor_with_a_zero_dim_operand_writes_nothing():
     # add(0-d float, [0] float): no element, the 0-d operand read (4 bytes), nothing written
     c = cost_of(op("aten::add", T([], F32), T([0], F32)))
     assert (c.flops, c.bytes, c.written) == (0, 4, 0)
+
+
+@pytest.mark.parametrize("int64", ["long int", "long long", "__int64"])
+def test_int64_is_read_in_each_compiler_spelling(int64):
+    # GCC (Linux) writes 'long int', Clang (macOS) 'long long', MSVC (Windows) '__int64'. A BatchNorm's
+    # running count: add_(0-d int64, 0-d int64, alpha): one add, 8 + 8 bytes read and 8 written
+    c = cost_of(op("aten::add_", T([], int64), T([], int64), S(1)))
+    assert (c.flops, c.bytes, c.written, c.dtype) == (1, 24, 8, "int64")
+    # an index tensor of that spelling: gathering 3 rows of a [10, 4] float table reads 3 int64 indices
+    # (24 bytes) and 3 x 4 floats (48), and writes 48
+    c = cost_of(op("aten::index_select", T([10, 4]), S(0), T([3], int64)))
+    assert (c.bytes, c.written) == (24 + 48 + 48, 48)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.analysis.families import add_category, add_family
+from wlprof.cost.dtypes import INTEGER_SPELLINGS
 from wlprof.schema import columns_with
 
 MODELS = ["L0 peak", "L0 fitted", "L1 shape", "L2 roofline", "L2 fitted", "L3 profile"]
@@ -105,7 +106,7 @@ FEATURE_COLUMNS = columns_with("feature")
 _INDEX_OPS = {"aten::index", "aten::index_put_", "aten::_index_put_impl_", "aten::nonzero", "aten::masked_select",
               "aten::_unique2", "aten::unique_consecutive", "aten::unique_dim", "aten::_local_scalar_dense",
               "aten::topk", "aten::sort", "aten::argsort", "aten::kthvalue", "aten::median", "aten::mode"}
-_INDEX_TYPES = ("long int", "int", "short int", "signed char", "unsigned char", "bool")
+_INDEX_TYPES = INTEGER_SPELLINGS
 NEAREST_MAX_RATIO = 2.0  # a neighbour's every dimension within this factor of the call's
 SOURCES = ("same point", "same call", "nearest", "regression")
 

@@ -219,9 +219,18 @@ def _geometry_fits(x: list[int], w: list[int], out: list[int]) -> bool:
 
 _LOOKAHEAD = 4  # ops read after a forward for the first whose first input has the input's rank
 
+# The ops a forward pooling implementation is nested in (max_pool2d -> max_pool2d_with_indices)
+_POOL_WRAPPERS = frozenset(f"aten::max_pool{n}d" for n in (1, 2, 3))
+
+
+def _pool_fits(x: list[int], out: list[int]) -> bool:
+    """Whether `out` can be a pooling of `x`: the same batch and channels, each spatial size 1 to the input's."""
+    return out[:2] == x[:2] and all(1 <= o <= i for i, o in zip(x[2:], out[2:], strict=True))
+
 
 def consumer_outputs(ops, args_table: list[dict], positions) -> dict[tuple, tuple]:
-    """(input dims, weight dims) -> output dims, from the op that runs next after each forward.
+    """(input dims, weight dims) -> output dims, from the op that runs next after each forward
+    (a pooling, whose second input is its unrecorded window: (input dims, ()) -> output dims).
 
     For an inference trace of PyTorch 1.8-1.12 (no `Concrete Inputs`, so no stride or padding,
     and no backward to give the output): each forward in `positions` (ops whose recorded args
@@ -230,7 +239,8 @@ def consumer_outputs(ops, args_table: list[dict], positions) -> dict[tuple, tupl
     read: the first of the next few whose first input has the input's rank (a training forward's
     BatchNorm first adds to its 0-d counter) is taken, and its first input is the output only
     where it has the input's batch and the weight's output channels and some stride and padding give its spatial sizes; a pair of
-    dims whose forwards are followed by different such dims is left out.
+    dims whose forwards are followed by different such dims is left out. A pooling's is taken where it
+    has the input's batch and channels and no larger spatial sizes.
     """
     names = ops.name.to_numpy(dtype=object)
     parent = ops.parent.to_numpy()
@@ -244,13 +254,15 @@ def consumer_outputs(ops, args_table: list[dict], positions) -> dict[tuple, tupl
     seen: dict[tuple, set] = {}
     for pos in positions:
         dims = args_table[args_id[pos]].get("Input Dims")
-        if not isinstance(dims, list) or len(dims) < 2 or not (_dims(dims[0]) and _dims(dims[1])):
+        if not isinstance(dims, list) or len(dims) < 2 or not _dims(dims[0]):
             continue
         x, w = dims[0], dims[1]
-        if len(x) < 3 or len(w) != len(x):
+        pool = w == []
+        if len(x) < 3 or not (pool or (_dims(w) and len(w) == len(x))):
             continue
+        wrappers = _POOL_WRAPPERS if pool else _FORWARD_WRAPPERS
         top = pos
-        while parent[top] >= 0 and names[parent[top]] in _FORWARD_WRAPPERS:
+        while parent[top] >= 0 and names[parent[top]] in wrappers:
             top = parent[top]
         out, after = None, nxt[top]
         for _ in range(_LOOKAHEAD):  # past ops on tensors of another rank (BatchNorm's counter add_)
@@ -262,7 +274,8 @@ def consumer_outputs(ops, args_table: list[dict], positions) -> dict[tuple, tupl
                 out = first
                 break
             after = nxt[after]
-        if not _dims(out) or out[0] != x[0] or out[1] != w[0] or not _geometry_fits(x, w, out):
+        if not _dims(out) or not (_pool_fits(x, out) if pool else
+                                  out[0] == x[0] and out[1] == w[0] and _geometry_fits(x, w, out)):
             continue
         seen.setdefault((tuple(x), tuple(w)), set()).add(tuple(out))
     return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}

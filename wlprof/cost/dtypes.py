@@ -2,7 +2,9 @@
 
 `record_shapes=True` writes each input's C++ type name into `Input type`
 (e.g. 'float', 'c10::BFloat16', 'long int'); non-tensor arguments are written
-as 'Scalar', 'ScalarList', 'TensorList', 'GenericList' or ''.
+as 'Scalar', 'ScalarList', 'TensorList', 'GenericList' or ''. The name is the
+compiler's spelling: a 64-bit integer is 'long int' from GCC (Linux), 'long long'
+from Clang (macOS) and '__int64' from MSVC (Windows).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ _TYPES: dict[str, tuple[str, int]] = {
     "long int": ("int64", 8),
     "long": ("int64", 8),
     "int64_t": ("int64", 8),
+    "long long": ("int64", 8),  # Clang (macOS builds)
+    "long long int": ("int64", 8),
+    "__int64": ("int64", 8),  # MSVC (Windows builds)
     "int": ("int32", 4),
     "short int": ("int16", 2),
     "short": ("int16", 2),
@@ -36,6 +41,9 @@ _TYPES: dict[str, tuple[str, int]] = {
     "unsigned int": ("uint32", 4),
     "unsigned long": ("uint64", 8),
     "long unsigned int": ("uint64", 8),  # as torch 2.x records uint64
+    "unsigned long long": ("uint64", 8),  # Clang
+    "long long unsigned int": ("uint64", 8),
+    "unsigned __int64": ("uint64", 8),  # MSVC
     "c10::qint8": ("qint8", 1),
     "c10::quint8": ("quint8", 1),
     "c10::qint32": ("qint32", 4),
@@ -54,6 +62,16 @@ SCALAR_TYPE_CODES: dict[int, str] = {
 
 FLOATING = {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
             "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2"}
+
+
+def spellings(*names: str) -> frozenset[str]:
+    """Every C++ type name the profiler may record for the canonical dtypes `names`
+    ('int64' -> 'long int', 'long long', '__int64', ...)."""
+    return frozenset(t for t, (name, _) in _TYPES.items() if name in names)
+
+
+# integer and bool tensors: indices, masks and counters
+INTEGER_SPELLINGS = spellings("int64", "int32", "int16", "int8", "uint8", "bool")
 
 
 def is_tensor_type(type_str: str) -> bool:

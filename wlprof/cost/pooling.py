@@ -8,6 +8,9 @@ pooling adds it once where its index points (1 per grad_output element), average
 divides it and adds it into the k inputs of its window (k + 1), adaptive average divides
 each input's share (1 per input element).
 
+A forward recorded without its window (PyTorch 1.8-1.13 write no `Concrete Inputs`) has
+no FLOPs; where the op run next gives its output dims, it has its bytes.
+
 Bytes: the input read once and the output (and int64 indices) written once; a backward
 reads grad_output (and the indices) and writes grad_input at the input's shape and
 dtype, without reading the input (only its shape is used). The zero fill some backward
@@ -63,9 +66,24 @@ def _cost(flops: int, reads: int, written: int, like: TensorArg) -> Cost:
     return Cost(flops, reads + written, VECTOR, like.dtype, written=written)
 
 
+def _unrecorded_window(call: OpCall, nsp: int, indices: bool) -> Cost | None:
+    """A forward pool whose window was not recorded (PyTorch 1.8-1.13 without `Concrete Inputs`)
+    but whose output dims are known (`OpCall.output_dims`, from the op run next): its bytes, not
+    its FLOPs (which count the window's elements)."""
+    x, out = call.tensor(0), call.output_dims
+    if x is None or call.scalar(1) not in (None, []) or len(out) != len(x.dims) or len(out) < nsp + 1:
+        return None
+    n_out = math.prod(out)
+    written = n_out * x.itemsize + (n_out * 8 if indices else 0)
+    return Cost(None, x.nbytes_read + written, VECTOR, x.dtype, written=written)
+
+
 def _max_pool(nsp: int, indices: bool):
     def cost(call: OpCall) -> Cost | None:
         # (self, kernel_size, stride, padding, dilation, ceil_mode)
+        unrecorded = _unrecorded_window(call, nsp, indices)
+        if unrecorded is not None:
+            return unrecorded
         x, n_out, k = _window(call, nsp, 1, 2, 3, 4, 5)
         written = n_out * x.itemsize + (n_out * 8 if indices else 0)
         return _cost(k * n_out, x.nbytes_read, written, x)
@@ -84,12 +102,13 @@ def _max_pool_backward(call: OpCall) -> Cost | None:
     return _backward_to_input(call, g, x, g.numel, idx.nbytes_read if idx is not None else 0)
 
 
+# uses_backward: a forward recorded without its window takes its output dims from the op run next
 for _n, _name in ((1, "max_pool1d"), (2, "max_pool2d"), (3, "max_pool3d")):
-    formula(f"aten::{_name}_with_indices")(_max_pool(_n, True))
+    formula(f"aten::{_name}_with_indices", uses_backward=True)(_max_pool(_n, True))
     # without indices: the CPU's inference kernel (with indices nested, a dispatcher)
-    formula(f"aten::{_name}")(_max_pool(_n, False))
-formula("aten::mkldnn_max_pool2d")(_max_pool(2, False))
-formula("aten::mkldnn_max_pool3d")(_max_pool(3, False))
+    formula(f"aten::{_name}", uses_backward=True)(_max_pool(_n, False))
+formula("aten::mkldnn_max_pool2d", uses_backward=True)(_max_pool(2, False))
+formula("aten::mkldnn_max_pool3d", uses_backward=True)(_max_pool(3, False))
 formula("aten::max_pool2d_with_indices_backward", "aten::max_pool3d_with_indices_backward")(_max_pool_backward)
 
 
@@ -106,6 +125,9 @@ def max_pool_backward_no_indices(call: OpCall) -> Cost | None:
 def _avg_pool(nsp: int):
     def cost(call: OpCall) -> Cost | None:
         # (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        unrecorded = _unrecorded_window(call, nsp, False)
+        if unrecorded is not None:
+            return unrecorded
         x, n_out, k = _window(call, nsp, 1, 2, 3, None, 4)
         return _cost((k + 1) * n_out, x.nbytes_read, n_out * x.itemsize, x)
 
@@ -122,8 +144,8 @@ def _avg_pool_backward(nsp: int):
     return cost
 
 
-formula("aten::avg_pool2d")(_avg_pool(2))
-formula("aten::avg_pool3d")(_avg_pool(3))
+formula("aten::avg_pool2d", uses_backward=True)(_avg_pool(2))
+formula("aten::avg_pool3d", uses_backward=True)(_avg_pool(3))
 formula("aten::avg_pool2d_backward")(_avg_pool_backward(2))
 formula("aten::avg_pool3d_backward")(_avg_pool_backward(3))
 

@@ -18,6 +18,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from wlprof.cost.dtypes import INTEGER_SPELLINGS
+
 try:  # orjson parses the recorded JSON 5-10x faster; the standard module where it is missing
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover
@@ -42,8 +44,7 @@ DIM_OPS = frozenset("aten::" + n for n in (
 SYNC_OPS = frozenset("aten::" + n for n in (
     "nonzero _local_scalar_dense item masked_select _unique2 unique_consecutive unique_dim "
     "repeat_interleave").split())
-INDEX_TYPES = frozenset(("long int", "long", "int64_t", "int", "short int", "signed char", "unsigned char",
-                         "bool"))
+INDEX_TYPES = INTEGER_SPELLINGS
 
 
 def _is_norm(name: str) -> bool:
