@@ -99,6 +99,18 @@ def working(ops: pd.DataFrame) -> np.ndarray:
     return (~ops.is_view & ~ops.is_wrapper & ~ops.dispatcher).to_numpy()
 
 
+def next_siblings(ops: pd.DataFrame) -> np.ndarray:
+    """Each op's next sibling on its thread (the next op of the same parent by start; siblings do not
+    overlap), -1 for the last."""
+    parent = ops.parent.to_numpy()
+    order = np.lexsort((ops.ts_ns.to_numpy(), parent, ops.tid.to_numpy(), ops.pid.to_numpy()))
+    key = np.stack([ops.pid.to_numpy()[order], ops.tid.to_numpy()[order], parent[order]])
+    same = np.all(key[:, 1:] == key[:, :-1], axis=0) if len(order) > 1 else np.zeros(0, bool)
+    nxt = np.full(len(ops), -1, np.int64)
+    nxt[order[:-1][same]] = order[1:][same]
+    return nxt
+
+
 def ancestors(names, parent, i: int, limit: int = 16) -> tuple[str, ...]:
     """Names of the ops enclosing op i, innermost first."""
     out = []

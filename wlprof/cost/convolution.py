@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from wlprof.cost.attribution import next_siblings
 from wlprof.cost.registry import MATRIX, Cost, OpCall, TensorArg, formula
 
 
@@ -245,12 +244,7 @@ def consumer_outputs(ops, args_table: list[dict], positions) -> dict[tuple, tupl
     names = ops.name.to_numpy(dtype=object)
     parent = ops.parent.to_numpy()
     args_id = ops.args_id.to_numpy()
-    # each op's next sibling on its thread (siblings do not overlap: the next by start)
-    order = np.lexsort((ops.ts_ns.to_numpy(), parent, ops.tid.to_numpy(), ops.pid.to_numpy()))
-    key = np.stack([ops.pid.to_numpy()[order], ops.tid.to_numpy()[order], parent[order]])
-    same = np.all(key[:, 1:] == key[:, :-1], axis=0) if len(order) > 1 else np.zeros(0, bool)
-    nxt = np.full(len(ops), -1, np.int64)
-    nxt[order[:-1][same]] = order[1:][same]
+    nxt = next_siblings(ops)
     seen: dict[tuple, set] = {}
     for pos in positions:
         dims = args_table[args_id[pos]].get("Input Dims")
