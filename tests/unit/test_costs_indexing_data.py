@@ -222,3 +222,21 @@ def test_python_bitwise_operators():
     # x << 1 over [4] int64: 4 shifts; reads 32 (and the 0-d scalar), writes 32
     c = cost_of(op("aten::__lshift__", T([4], I64), S(1)))
     assert (c.flops, c.written) == (4, 32)
+
+
+def test_cat_element_size_from_the_op_that_reads_its_result_next():
+    from dataclasses import replace
+
+    # a CPU cat of a bf16 KV cache [2, 2, 16, 16] and the new [2, 2, 1, 16] at dim 2, then attention
+    # reading the [2, 2, 17, 16] key: 2 * 2 * 17 * 16 = 1,088 elements of 2 bytes read and written
+    cat = op("aten::cat", TL([2, 2, 16, 16], [2, 2, 1, 16]), S(2))
+    sdpa = op("aten::_scaled_dot_product_flash_attention_for_cpu", T([2, 2, 1, 16], BF16), T([2, 2, 17, 16], BF16),
+              T([2, 2, 17, 16], BF16))
+    other = op("aten::cat", TL([2, 2, 16, 16], [2, 2, 1, 16]), S(2))  # the value's cat, untyped
+    c = cost_of(replace(cat, following=(other, sdpa)))
+    assert (c.flops, c.bytes, c.written) == (0, 4_352, 2_176)
+    # nothing that follows reads the result's dims: unknown
+    assert cost_of(replace(cat, following=(op("aten::relu", T([2, 2, 16, 16], BF16)),))).bytes is None
+    # a negative dim: -1 over [4, 3] and [4, 5] makes [4, 8]
+    c = cost_of(replace(op("aten::cat", TL([4, 3], [4, 5]), S(-1)), following=(op("aten::relu", T([4, 8], F32)),)))
+    assert c.bytes == 2 * 32 * 4

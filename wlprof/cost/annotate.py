@@ -18,7 +18,7 @@ import pandas as pd
 
 from wlprof.ceilings import Ceilings
 from wlprof.columns import object_column as _obj
-from wlprof.cost.attribution import ancestors
+from wlprof.cost.attribution import ancestors, ops_after
 from wlprof.cost.convolution import consumer_outputs, forward_outputs
 from wlprof.cost.kernel_types import element_type
 from wlprof.cost.registry import (
@@ -29,6 +29,7 @@ from wlprof.cost.registry import (
     uses_backward,
     uses_children,
     uses_kernels,
+    uses_next,
     uses_parent,
 )
 from wlprof.cost.roofline import add_roofline
@@ -67,6 +68,7 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     by_kernels = {n: uses_kernels(n) for n in distinct}
     by_children = {n: uses_children(n) for n in distinct}
     by_backward = {n: uses_backward(n) for n in distinct}
+    by_next = {n: uses_next(n) for n in distinct}
     untyped_of: dict[int, bool] = {}
 
     def untyped_args(a: int) -> bool:
@@ -101,6 +103,9 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
                       and "Concrete Inputs" not in args_table[args_id[p]]]
         if unrecorded:
             outputs = {**consumer_outputs(ops, args_table, unrecorded), **outputs}
+    # the ops run next at the call's level, only for the formulas that read them and launched no kernel
+    wanted = [p for p in positions if by_next[names[p]] and not dispatcher[p] and not kernels.get(p)]
+    following = ops_after(ops, wanted, _FOLLOWING) if wanted else {}
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
     with_parent = set(op_positions[calls_parent].tolist())
@@ -112,8 +117,9 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
         kn = kernels.get(pos, ())
         ch = children.get(pos, ())
         par = parent[pos] if pos in with_parent else -1
+        fo = following.get(pos, ())
         key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch),
-               args_id[par] if par >= 0 else None)
+               args_id[par] if par >= 0 else None, tuple((names[c], args_id[c]) for c in fo))
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
             args = args_table[args_id[pos]]
@@ -123,10 +129,14 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
             if par >= 0:
                 pargs = args_table[args_id[par]]
                 caller = OpCall.from_args(names[par], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs) else pargs)
+            after = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in fo]
             memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested, caller,
-                                                 _output_of(outputs, names[pos], args)))
+                                                 _output_of(outputs, names[pos], args), after))
         out[pos] = memo[key]
     return out
+
+
+_FOLLOWING = 8  # ops read after a call for its result's consumer (at any depth: inside the next module)
 
 
 def _output_of(outputs: dict, name: str, args: dict) -> tuple:

@@ -111,6 +111,25 @@ def next_siblings(ops: pd.DataFrame) -> np.ndarray:
     return nxt
 
 
+def ops_after(ops: pd.DataFrame, positions, count: int) -> dict[int, list[int]]:
+    """For each op of `positions`, the next `count` ops of its thread that start once it has ended, at
+    any depth, in time order."""
+    out: dict[int, list[int]] = {}
+    if not len(positions):
+        return out
+    ts = ops.ts_ns.to_numpy()
+    end = ts + ops.dur_ns.to_numpy()
+    thread = pd.factorize(pd.MultiIndex.from_arrays([ops.pid.to_numpy(), ops.tid.to_numpy()]))[0]
+    order = np.lexsort((ts, thread))
+    key_thread, key_ts = thread[order], ts[order]
+    for p in positions:
+        lo = np.searchsorted(key_thread, thread[p], side="left")
+        hi = np.searchsorted(key_thread, thread[p], side="right")
+        i = lo + np.searchsorted(key_ts[lo:hi], end[p], side="left")
+        out[int(p)] = order[i:min(i + count, hi)].tolist()
+    return out
+
+
 def ancestors(names, parent, i: int, limit: int = 16) -> tuple[str, ...]:
     """Names of the ops enclosing op i, innermost first."""
     out = []

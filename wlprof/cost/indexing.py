@@ -142,20 +142,44 @@ def index_copy(call: OpCall) -> Cost | None:
 _CAT_OUTPUT_VIEWS = frozenset({"aten::narrow", "aten::slice", "aten::as_strided", "aten::select"})
 
 
+def _cat_output(call: OpCall) -> tuple[int, ...] | None:
+    """The dims of a cat's result (legacy empty [0] inputs skipped), or None."""
+    dims, dim = (call.dims[0] if call.dims else None), call.scalar(1)
+    if not isinstance(dims, tuple) or not all(isinstance(d, tuple) for d in dims) or not isinstance(dim, int):
+        return None
+    shapes = [d for d in dims if d != (0,)]
+    if not shapes or not shapes[0] or any(len(d) != len(shapes[0]) for d in shapes):
+        return None
+    d = dim % len(shapes[0])
+    out = list(shapes[0])
+    out[d] = sum(s[d] for s in shapes)
+    return tuple(out)
+
+
 def _cat_itemsize(call: OpCall) -> int | None:
     """Bytes per element of a cat: CUDA's batched copy kernel names it (CatArrayBatchedCopy<OpaqueType<2u>,
     ...>); on a CPU, the views of the output the cat takes inside itself record its dtype (all of them
-    agreeing). None where neither says."""
+    agreeing), or else the first of the ops run next on its thread that reads a tensor of the result's dims
+    (its consumer: attention reading the key a KV cache's cat grew). None where none says."""
     size = opaque_size(call.kernels, "CatArrayBatchedCopy")
-    if size is not None or not call.children:
+    if size is not None:
         return size
-    if any(ch.name not in _CAT_OUTPUT_VIEWS for ch in call.children):
-        return None  # it copies input by input (copy_ ops nested), each costed on its own
-    sizes = {t.itemsize for ch in call.children if (t := ch.tensor(0)) is not None}
-    return sizes.pop() if len(sizes) == 1 and 0 not in sizes else None
+    if call.children:
+        if any(ch.name not in _CAT_OUTPUT_VIEWS for ch in call.children):
+            return None  # it copies input by input (copy_ ops nested), each costed on its own
+        sizes = {t.itemsize for ch in call.children if (t := ch.tensor(0)) is not None}
+        return sizes.pop() if len(sizes) == 1 and 0 not in sizes else None
+    out = _cat_output(call)
+    if out is None or math.prod(out) == 0:
+        return None
+    for nxt in call.following:
+        for t in nxt.tensors:
+            if t.dims == out:
+                return t.itemsize or None
+    return None
 
 
-@formula("aten::cat", "aten::_cat", uses_kernels=True, uses_children=True)
+@formula("aten::cat", "aten::_cat", uses_kernels=True, uses_children=True, uses_next=True)
 def cat(call: OpCall) -> Cost | None:
     # cat(tensors, dim): every input read once, the output written once; FLOPs 0. The trace records
     # a TensorList's shapes but not its dtype (see _cat_itemsize); without it (or a cat that copies

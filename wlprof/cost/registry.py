@@ -114,11 +114,17 @@ class OpCall:
     # the same input and weight dims in the trace, where they all agree. Filled only for formulas
     # registered with `uses_backward=True`.
     output_dims: tuple[int, ...] = ()
+    # The ops its thread runs next once the call has ended (a few, at any depth), each with its own
+    # recorded inputs: its result's consumers among them. Filled only for formulas registered with
+    # `uses_next=True`, and only where the call launched no kernel (a CPU trace): a result's dtype the
+    # call's own record leaves out (a TensorList's).
+    following: tuple[OpCall, ...] = ()
 
     @classmethod
     def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
                   kernels: Sequence[str] = (), children: Sequence[OpCall] = (),
-                  parent: OpCall | None = None, output_dims: Sequence[int] = ()) -> OpCall:
+                  parent: OpCall | None = None, output_dims: Sequence[int] = (),
+                  following: Sequence[OpCall] = ()) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -137,6 +143,7 @@ class OpCall:
             children=tuple(children),
             parent=parent,
             output_dims=tuple(output_dims),
+            following=tuple(following),
         )
 
     def arg(self, key: str, default=None):
@@ -206,6 +213,7 @@ class Entry:
     uses_children: bool = False
     uses_parent: bool = False
     uses_backward: bool = False
+    uses_next: bool = False
 
 
 _FORMULAS: dict[str, Entry] = {}
@@ -243,7 +251,7 @@ SUPPORT_OPS: frozenset[str] = frozenset(
 
 def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernels: bool = False,
             uses_children: bool = False, uses_parent: bool = False,
-            uses_backward: bool = False) -> Callable[[Formula], Formula]:
+            uses_backward: bool = False, uses_next: bool = False) -> Callable[[Formula], Formula]:
     """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
 
     `aux_children`: True when any op nested inside is auxiliary work of the op's own (it
@@ -251,7 +259,8 @@ def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernel
     sums a bias gradient with a nested op stays costed, one that runs an implementation
     op nested inside is a dispatcher). `uses_kernels`: the formula reads `OpCall.kernels`
     (the launched kernels' names); `uses_children`: it reads `OpCall.children`; `uses_parent`:
-    it reads `OpCall.parent`; `uses_backward`: it reads `OpCall.output_dims`.
+    it reads `OpCall.parent`; `uses_backward`: it reads `OpCall.output_dims`; `uses_next`: it reads
+    `OpCall.following`.
     """
     named = frozenset() if isinstance(aux_children, bool) else frozenset(aux_children)
 
@@ -259,7 +268,7 @@ def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernel
         for name in names:
             _check_new(name)
             _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children, uses_parent,
-                                    uses_backward)
+                                    uses_backward, uses_next)
         return fn
 
     return deco
@@ -314,6 +323,11 @@ def uses_kernels(name: str) -> bool:
 def uses_children(name: str) -> bool:
     entry = _FORMULAS.get(name)
     return bool(entry and entry.uses_children)
+
+
+def uses_next(name: str) -> bool:
+    entry = _FORMULAS.get(name)
+    return bool(entry and entry.uses_next)
 
 
 def uses_parent(name: str) -> bool:
