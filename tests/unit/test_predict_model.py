@@ -652,3 +652,24 @@ def test_a_gemm_deeper_and_skinnier_than_its_groups_profiled_calls_gets_split_k(
     within = describe(pd.DataFrame([mm_row(1024, 2048, 1024, 1.0)]))  # inside the learned range: unsplit
     assert model.fitted_base(within, K, p.bases)[0] == pytest.approx(
         model.base_us(within, K, unsplit, np.zeros(1, bool))[0])
+
+
+def nonzero_row(n, dur, **kw):
+    return _row("aten::nonzero", [[n]], ["bool"], [[1]], dur, **kw)
+
+
+def test_an_index_group_at_its_launch_floor_gets_no_fitted_base_to_carry_to_larger_calls():
+    # nonzero of 8 .. 256 bools, all at a 5.3 us floor with 0.1 us of noise: no byte is visible in their
+    # times (256 bytes at 4 TB/s are 64 ps), so no slope is fitted; a mask of 2^18 is answered from the
+    # physical base (2 us + 2^18 bytes / 4 TB/s = 2.07 us) with the group's floor correction carried to it
+    sizes = [8, 16, 32, 64, 128, 256]
+    rows = [nonzero_row(n, 5.3 + 0.1 * (i % 2), point=i) for i, n in enumerate(sizes)]
+    p = model.fit(pd.DataFrame(rows), K)
+    assert not any("nonzero" in g for g in p.bases)
+    pred, src = p.predict(pd.DataFrame([nonzero_row(1 << 18, 1.0)]))
+    assert 5.0 < pred[0] < 6.5 and src[0] == model.SOURCES.index("far")
+    # a group whose time grows with its bytes keeps its fitted base: 5 us + 0.25 ns per byte
+    grown = [nonzero_row(n, 5.0 + 2.5e-4 * n, point=i) for i, n in enumerate([1 << s for s in range(12, 24, 2)])]
+    q = model.fit(pd.DataFrame(grown), K)
+    base = next(v for g, v in q.bases.items() if "nonzero" in g)
+    assert base[0] == pytest.approx(5.0, rel=0.05) and base[1] == pytest.approx(2.5e-4, rel=0.05)

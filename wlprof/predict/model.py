@@ -34,7 +34,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
   rows term the nonzeros times their passes (`spmm_passes`);
 - index, norm and memory: floor + the formula's compulsory bytes / bandwidth (a norm, forward or backward,
   is a class of its own: its per-channel or per-row reductions make it slower per byte than a stream);
-- an index or spmm group profiled at `MIN_FIT` sizes or more: fitted to its calls (`fit_bases`): a floor,
+- an index or spmm group profiled at `MIN_FIT` sizes or more, not every call at its launch floor
+  (`FLOOR_FLAT`, `FLOOR_BOUND`): fitted to its calls (`fit_bases`): a floor,
   bytes (more per byte for an index op past 32-bit offsets, where the fit finds it), rows, and a hub's
   chain (its steps from the L2 and from memory at costs of their own, where the fit finds them); bytes
   and rows add, or overlap (the slower of the two) where that fits clearly better;
@@ -164,6 +165,8 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
 
 FITTED = ("index", "spmm")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
+FLOOR_BOUND = 0.1  # a group's largest byte time (at the measured bandwidth) under this share of its time ...
+FLOOR_FLAT = 1.5  # ... and its times within this factor of each other: its calls took the floor, no base
 
 
 WARP_VECTOR_BYTES = 512  # what one warp loads in one vector access: 32 lanes of 16 bytes
@@ -272,6 +275,12 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
         if len(rows) < MIN_FIT:
             continue
         t, y = terms[rows], dur[rows]
+        # a group whose every call took its launch floor (their times all within FLOOR_FLAT of each other, and
+        # its largest call's bytes at the measured bandwidth a small share of its time) cannot tell what a byte
+        # costs: a fitted slope would be noise, carried to calls a thousand times larger. The physical base
+        # answers for it.
+        if y.max() < FLOOR_FLAT * y.min() and (t[:, 1] / k.bandwidth / y).max() < FLOOR_BOUND:
+            continue
         # the 64-bit term only where it predicts the group's left-out calls better: some kernels split an op
         # past 32-bit offsets into launches that keep 32-bit arithmetic, and there the term only fits noise
         if t[:, WIDE].any() and _loo_error(t, y) >= _loo_error(np.delete(t, WIDE, axis=1), y):
