@@ -135,6 +135,42 @@ def test_refit_fits_the_same_predictor_from_the_tables_and_records_when(profiled
     assert res.exit_code == 2 and "must be a profile folder made by `wlprof profile`" in res.output
 
 
+def test_ceilings_a_later_calibration_measured_are_added_and_the_profile_refitted(profiled, tmp_path):
+    import shutil
+
+    root, runner = profiled
+    prof = tmp_path / "profile"
+    shutil.copytree(root / "profile", prof)
+    before = json.loads((prof / "profile.json").read_text())
+    have = before["ceilings"]
+    later = {**have, "matrix_tflops": {**have["matrix_tflops"], "float32": 1e-3, "int8": 0.25},
+             "bandwidth_gbps": {**(have.get("bandwidth_gbps") or {}), "host_to_device": 12.5},
+             "measured_at": "2026-12-07T00:00:00+00:00"}
+    cal = tmp_path / "later.json"
+    cal.write_text(json.dumps(later))
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--ceilings", str(cal)])
+    assert res.exit_code == 0, res.output
+    assert "matrix_tflops.int8" in res.output and "bandwidth_gbps.host_to_device" in res.output
+    info = json.loads((prof / "profile.json").read_text())
+    # what the profile lacked is added; what it held (its own float32 peak) is kept
+    assert info["ceilings"]["matrix_tflops"]["int8"] == 0.25
+    assert info["ceilings"]["matrix_tflops"]["float32"] == have["matrix_tflops"]["float32"]
+    assert info["ceilings_supplemented"][-1]["added"] == ["matrix_tflops.int8", "bandwidth_gbps.host_to_device"]
+    doc = json.loads((prof / "predictor.json").read_text())
+    assert doc["predictor"]["constants"]["matrix"]["int8"] == pytest.approx(0.25e6)
+    # again: nothing left to add, nothing written
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--ceilings", str(cal)])
+    assert res.exit_code == 0 and "nothing added" in res.output
+    assert json.loads((prof / "profile.json").read_text()) == info
+    # another device's calibration is refused, naming it, and the profile stays as it was
+    cal.write_text(json.dumps({**later, "device_name": "Other GPU"}))
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--ceilings", str(cal)])
+    assert res.exit_code == 2 and "--ceilings" in res.output and "Other GPU" in res.output
+    res = runner.invoke(app, ["profile", "-o", str(prof), "--ceilings", str(cal), "--refit"])
+    assert res.exit_code == 2 and "must be given alone" in " ".join(res.output.split())
+    assert json.loads((prof / "profile.json").read_text()) == info
+
+
 def test_predict_scores_held_out_runs(profiled, tmp_path):
     from wlprof.store.runs import list_runs
 

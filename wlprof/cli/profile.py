@@ -14,7 +14,8 @@ EXAMPLES = epilog("wlprof profile --device cuda -o profiles/h200",
                   "wlprof profile --device cuda -o profiles/h200 --extend --budget-minutes 4",
                   "wlprof profile --device cpu -o profiles/cpu --section 'gemm nn' --section moe",
                   "wlprof profile -o profiles/h200 --drop 'profile:gnn raw * pass 2' --reason 'replaced'",
-                  "wlprof profile -o profiles/h200 --refit")
+                  "wlprof profile -o profiles/h200 --refit",
+                  "wlprof profile -o profiles/h200 --ceilings ceilings.json")
 
 
 @handle_errors
@@ -42,6 +43,10 @@ def profile(
     refit: Annotated[bool, typer.Option(
         "--refit", help="-o names an existing profile: fit its predictor again from its tables (after an "
         "update of wlprof's model). Measures nothing.")] = False,
+    ceilings: Annotated[Path | None, typer.Option(
+        "--ceilings", help="-o names an existing profile: add to its ceilings what they lack and this later "
+        "calibration of the same device measured (`wlprof calibrate --out FILE`: a dtype's matrix peak, the host "
+        "link), and fit it again. Measures nothing. Default: none.", metavar="FILE")] = None,
     quiet: Quiet = False,
 ) -> None:
     """Measure the profile grid (GEMMs, memory-bound and index ops, MoE and GNN steps, training layers) into DIR, check it
@@ -49,6 +54,19 @@ def profile(
     from wlprof.predict.profile import run_profile
 
     con = console()
+    if ceilings is not None:
+        from wlprof.errors import InputError
+        from wlprof.predict.profile import supplement_ceilings
+
+        other = [name for name, on in (("--refit", refit), ("--drop", bool(drop)), ("--extend", extend)) if on]
+        if other:
+            raise InputError("--ceilings", "must be given alone (it refits the profile itself)", f"with {other[0]}")
+        _, added = supplement_ceilings(out, ceilings)
+        if added:
+            con.print(f"added {', '.join(added)} from {ceilings} to {out}'s ceilings; refitted {out}/predictor.json")
+        else:
+            con.print(f"{out}'s ceilings already hold everything {ceilings} measured: nothing added, nothing refitted")
+        return
     if refit:
         from wlprof.predict.profile import refit as refit_profile
 

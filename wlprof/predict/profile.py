@@ -205,6 +205,47 @@ def refit(out: str | Path) -> dict:
     return info
 
 
+def supplement_ceilings(out: str | Path, ceilings_file: str | Path) -> tuple[dict, list[str]]:
+    """Add to the profile `out`'s ceilings what they lack and a later calibration of the same device
+    (`wlprof calibrate --out FILE`) measured (a dtype's matrix peak, the host link's bandwidth), then fit
+    its predictor again; the ceilings it holds are kept. profile.json records what came from where.
+    Returns its new content and the ceilings added (`matrix_tflops.int8`; none: nothing was changed)."""
+    from wlprof import ceilings as C
+    from wlprof.errors import InputError, Key
+    from wlprof.store.atomic import atomic_write_bytes
+
+    out = Path(out)
+    if not (out / PROFILE_FILE).is_file() or not (out / OPS_FILE).is_file():
+        raise InputError(Key("out", "store"), f"must be a profile folder made by `wlprof profile` (with "
+                         f"{PROFILE_FILE} and {OPS_FILE})", str(out))
+    info = json.loads((out / PROFILE_FILE).read_text())
+    have = dict(info.get("ceilings") or {})
+    later = C.load_file(ceilings_file, choices=()).to_dict()
+    if later.get("device_name") != have.get("device_name"):
+        raise InputError("--ceilings", f"must be a calibration of the profile's device, {have.get('device_name')}",
+                         f"{ceilings_file} ({later.get('device_name')})")
+    added = []
+    for field in ("matrix_tflops", "bandwidth_gbps"):
+        mine, theirs = dict(have.get(field) or {}), later.get(field) or {}
+        for key, value in theirs.items():
+            if key not in mine and value:
+                mine[key] = value
+                added.append(f"{field}.{key}")
+        have[field] = mine
+    if not added:
+        return info, []
+    ops, steps = profile_tables(out)
+    t1 = time.monotonic()
+    predictor, host = fit_profile(ops, steps, None, have)
+    write_predictor(out, predictor, host)
+    entry = {"from": str(ceilings_file), "measured_at": later.get("measured_at"), "added": added}
+    info = {**info, "ceilings": have, "ceilings_supplemented": [*info.get("ceilings_supplemented", []), entry],
+            "fit_seconds": round(time.monotonic() - t1, 1),
+            "refitted": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    atomic_write_bytes(out / PROFILE_FILE, (json.dumps(info, indent=1, default=str) + "\n").encode())
+    return info, added
+
+
 def _study_key(entry: dict) -> tuple:
     """A grid study as profile.json lists it: its name and points (two studies of a section may share a name)."""
     return entry.get("study"), entry.get("points")
