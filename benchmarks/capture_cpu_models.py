@@ -571,8 +571,13 @@ def run(name: str, out: Path, device: str = "cpu") -> dict:
     return meta
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None, names_of: list[str] | None = None, script: str | None = None,
+         description: str | None = None) -> int:
+    """The command line over the captures `names_of` (default: every registered one), each run by `script`
+    (default: this file) in a process of its own."""
+    names_of = list(CAPTURES) if names_of is None else names_of
+    script = script or __file__
+    ap = argparse.ArgumentParser(description=description or __doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="captures to run (all when none)")
     ap.add_argument("--out", type=Path, help="folder for NAME.json and NAME.flops.json")
     ap.add_argument("--list", action="store_true", help="list the captures and exit")
@@ -580,17 +585,17 @@ def main(argv: list[str] | None = None) -> int:
                     "profiled with CUDA activity too")
     a = ap.parse_args(argv)
     if a.list or a.out is None:
-        for n in CAPTURES:
+        for n in names_of:
             print(f"{n:22} {NOTES[n]}")
         return 0 if a.list else 2
-    unknown = [n for n in a.names if n not in CAPTURES]
+    unknown = [n for n in a.names if n not in names_of]
     if unknown:
         print(f"unknown captures: {', '.join(unknown)} (see --list)", file=sys.stderr)
         return 2
     a.out.mkdir(parents=True, exist_ok=True)
-    names = a.names or list(CAPTURES)
+    names = a.names or names_of
     if len(names) > 1:  # one process each: no compiled code, Dynamo skip marks or configs carried over
-        rcs = [subprocess.run([sys.executable, __file__, "--out", str(a.out), "--device", a.device, n]).returncode
+        rcs = [subprocess.run([sys.executable, script, "--out", str(a.out), "--device", a.device, n]).returncode
                for n in names]
         return max(rcs)
     t0 = time.perf_counter()

@@ -35,12 +35,8 @@ written to NAME.flops.json), at GPU sizes on a GPU and at small sizes on a CPU:
 
 from __future__ import annotations
 
-import argparse
 import math
-import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -50,19 +46,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).parent))
 import capture_cpu_models as cm  # noqa: E402
 
-CAPTURES: dict[str, Callable[[], Callable[[], None]]] = {}
-NOTES: dict[str, str] = {}
-
-
-def capture(name: str, note: str):
-    """Register a builder that returns the step to profile."""
-
-    def deco(fn):
-        CAPTURES[name] = fn
-        NOTES[name] = note
-        return fn
-
-    return deco
+_EARLIER = set(cm.CAPTURES)  # the captures of capture_cpu_models; this file's register beside them
+capture = cm.capture
 
 
 def gpu() -> bool:
@@ -660,35 +645,11 @@ def speech_ctc_train():
 # ---------------------------------------------------------------- runner
 
 
+ZOO4 = [n for n in cm.CAPTURES if n not in _EARLIER]
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="*", help="captures to run (all when none)")
-    ap.add_argument("--out", type=Path, help="folder for NAME.json and NAME.flops.json")
-    ap.add_argument("--list", action="store_true", help="list the captures and exit")
-    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    a = ap.parse_args(argv)
-    if a.list or a.out is None:
-        for n in CAPTURES:
-            print(f"{n:20} {NOTES[n]}")
-        return 0 if a.list else 2
-    unknown = [n for n in a.names if n not in CAPTURES]
-    if unknown:
-        print(f"unknown captures: {', '.join(unknown)} (see --list)", file=sys.stderr)
-        return 2
-    a.out.mkdir(parents=True, exist_ok=True)
-    names = a.names or list(CAPTURES)
-    if len(names) > 1:  # one process each: no compiled code or configs carried over
-        rcs = [subprocess.run([sys.executable, __file__, "--out", str(a.out), "--device", a.device, n]).returncode
-               for n in names]
-        return max(rcs)
-    cm.CAPTURES.update(CAPTURES)
-    cm.NOTES.update(NOTES)
-    t0 = time.perf_counter()
-    meta = cm.run(names[0], a.out, a.device)
-    err = f"  FlopCounterMode: {meta['flop_counter_error']}" if meta["flop_counter_error"] else ""
-    print(f"{names[0]:20} {time.perf_counter() - t0:6.1f} s  {sum(meta['flops'].values()):>14,} FLOP (FCM){err}",
-          flush=True)
-    return 0
+    return cm.main(argv, names_of=ZOO4, script=__file__, description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -16,9 +16,7 @@ if [ "$name" != "NVIDIA H200" ]; then
   step "calibrate ($name)"
   timeout 180 $WL calibrate --device cuda --out "$OUT/ceilings.json"; echo "rc $?"
 fi
-step "the GPU tests"
-timeout 120 python3 -m pytest -q -m gpu -o addopts= -p no:cacheprovider > "$OUT/pytest_gpu.txt" 2>&1; echo "rc $?"
-tail -3 "$OUT/pytest_gpu.txt"
+gpu_tests
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
 ls -la "$OUT"
 echo "done at $SECONDS s"

@@ -13,12 +13,16 @@ machine() {
   python3 -c "import torch, torch_geometric as g; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'pyg', g.__version__)"
 }
 quiet_log() { grep -v -e '^USDT' -e 'Profiler clears events' -e '_warn_once'; }
-# the GPU tests, then the fast tier (8 workers where pytest-xdist is there), their output under $OUT
-suite_steps() {
-  local N=""; python3 -c "import xdist" 2>/dev/null && N="-n 8 --dist loadfile"; echo "xdist: ${N:-none}"
+# the GPU tests, their output in $OUT/pytest_gpu.txt
+gpu_tests() {
   step "the GPU tests"
   timeout 120 python3 -m pytest -q -m gpu -o addopts= -p no:cacheprovider > "$OUT/pytest_gpu.txt" 2>&1; echo "rc $?"
   tail -3 "$OUT/pytest_gpu.txt"
+}
+# the GPU tests, then the fast tier (8 workers where pytest-xdist is there), their output under $OUT
+suite_steps() {
+  local N=""; python3 -c "import xdist" 2>/dev/null && N="-n 8 --dist loadfile"; echo "xdist: ${N:-none}"
+  gpu_tests
   step "the fast tier"
   timeout 300 python3 -m pytest -q -m "not slow" -o addopts= $N -p no:cacheprovider > "$OUT/pytest_fast.txt" 2>&1
   echo "rc $?"; tail -6 "$OUT/pytest_fast.txt"

@@ -37,3 +37,41 @@ def flops_by_counted_op(c, counted: set[str] | None = None) -> dict[str, float]:
             p = parent[p]
         out[key] += float(round(f))
     return out
+
+
+class Zoo:
+    """A folder of fixtures NAME.json.gz, each with FlopCounterMode's counts of its step beside it
+    (NAME.flops.json): their names, counts and costed traces (each costed once)."""
+
+    def __init__(self, folder):
+        from pathlib import Path
+
+        self.folder = Path(folder)
+        self.names = sorted(p.name.removesuffix(".json.gz") for p in self.folder.glob("*.json.gz"))
+        self._costed: dict = {}
+
+    def reference(self, name: str) -> dict:
+        import json
+
+        return json.loads((self.folder / f"{name}.flops.json").read_text())
+
+    def costed(self, name: str):
+        from wlprof.pipeline import costed, read
+
+        if name not in self._costed:
+            self._costed[name] = costed(read(self.folder / f"{name}.json.gz"))
+        return self._costed[name]
+
+    def assert_flops_equal_flop_counter(self, name: str, same_total: str | None = None, extra=frozenset()):
+        """wlprof's FLOPs per op FlopCounterMode counts equal its counts; `same_total`: only the totals do,
+        wlprof's over "every" op or over the ops of FlopCounterMode's "registry"; `extra`: ops of its registry
+        that wlprof counts where FlopCounterMode's dispatch never reaches them."""
+        ref = {op: v for op, v in self.reference(name)["flops"].items() if v}
+        every = flops_by_counted_op(self.costed(name))
+        registry = flop_counter_ops()
+        ours = {op: v for op, v in every.items() if op in registry and v}
+        if same_total:
+            assert sum((every if same_total == "every" else ours).values()) == sum(ref.values()) > 0
+        else:
+            assert {op: ours.get(op) for op in ref} == ref
+            assert set(ours) - set(ref) == set(extra)

@@ -11,14 +11,14 @@ beside FlopCounterMode's per-op count of one more step (NAME.flops.json).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from fcm_credit import flop_counter_ops, flops_by_counted_op
+from fcm_credit import Zoo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_zoo4"
-NAMES = sorted(p.name.removesuffix(".json.gz") for p in FIXTURES.glob("*.json.gz"))
+ZOO = Zoo(FIXTURES)
+NAMES = ZOO.names
 # Rows whose bytes a CPU trace cannot tell: Inductor's C++ kernels, which run inside the spans of the
 # compiled graph without `cpp.enable_kernel_profile` (and Dynamo's and AOTAutograd's own spans); a cat
 # whose TensorList's dtype no op around it records (the GRU's own cats of its packed steps, which the
@@ -39,21 +39,11 @@ SAME_TOTAL_ONLY = {"whisper-infer"}
 
 @pytest.fixture(scope="module")
 def costed():
-    from wlprof.pipeline import costed as run
-    from wlprof.pipeline import read
-
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = run(read(FIXTURES / f"{name}.json.gz"))
-        return cache[name]
-
-    return get
+    return ZOO.costed
 
 
 def reference(name: str) -> dict:
-    return json.loads((FIXTURES / f"{name}.flops.json").read_text())
+    return ZOO.reference(name)
 
 
 def test_fixtures_are_the_zoo_on_the_cpu():
@@ -74,17 +64,10 @@ def test_every_row_is_a_working_op_with_its_bytes_known(name, costed):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_flops_per_op_equal_flop_counter(name, costed):
-    registry = flop_counter_ops()
-    ref = {op: v for op, v in reference(name)["flops"].items() if v}
-    every = flops_by_counted_op(costed(name))
-    ours = {op: v for op, v in every.items() if op in registry and v}
-    if name in SAME_TOTAL_ONLY:
-        assert sum(ours.values()) == sum(ref.values()) > 0
-    else:
-        # e.g. mobilenet-train: convolution (and its backward) of the strided depthwise and 1x1 convolutions
-        # and the squeeze-excite's, and the classifier's addmm: 89,759,232 in all
-        assert ours == ref
+def test_flops_per_op_equal_flop_counter(name):
+    # e.g. mobilenet-train: convolution (and its backward) of the strided depthwise and 1x1 convolutions and the
+    # squeeze-excite's, and the classifier's addmm: 89,759,232 in all
+    ZOO.assert_flops_equal_flop_counter(name, "registry" if name in SAME_TOTAL_ONLY else None)
 
 
 def test_linear_algebra_by_lapack_counts(costed):

@@ -17,10 +17,9 @@ import json
 from pathlib import Path
 
 import pytest
-from fcm_credit import flop_counter_ops, flops_by_counted_op
+from fcm_credit import Zoo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "h200_zoo"
-NAMES = sorted(p.name.removesuffix(".json.gz") for p in FIXTURES.glob("*.json.gz"))
 COMPILED = {"compile-infer", "compile-train"}  # Triton kernels: bytes from their buffers, FLOPs unknown
 # FlopCounterMode sees other ops than the profiler records: under torch.compile the graph's GEMMs
 # (Inductor calls aten::mm for FlopCounterMode's aten.addmm), and the attention fast path's
@@ -34,23 +33,17 @@ SAME_TOTAL_ONLY = {"compile-infer", "compile-train", "mha-infer", "lstm-packed-i
 EXTRA = {"convt2d-train": {"aten::bmm"}}
 
 
+ZOO = Zoo(FIXTURES)
+NAMES = ZOO.names
+
+
 @pytest.fixture(scope="module")
 def costed():
-    from wlprof.pipeline import costed as run
-    from wlprof.pipeline import read
-
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = run(read(FIXTURES / f"{name}.json.gz"))
-        return cache[name]
-
-    return get
+    return ZOO.costed
 
 
 def reference(name: str) -> dict:
-    return json.loads((FIXTURES / f"{name}.flops.json").read_text())
+    return ZOO.reference(name)
 
 
 def test_fixtures_are_the_zoo_on_the_h200():
@@ -77,16 +70,8 @@ def test_every_kernel_is_joined_and_its_bytes_known(name, costed):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if reference(n)["flop_counter_error"] is None])
-def test_flops_per_op_equal_flop_counter(name, costed):
-    registry = flop_counter_ops()
-    ref = {op: v for op, v in reference(name)["flops"].items() if v}
-    every = flops_by_counted_op(costed(name))
-    ours = {op: v for op, v in every.items() if op in registry and v}
-    if name in SAME_TOTAL_ONLY:
-        assert sum(every.values()) == sum(ref.values()) > 0
-    else:
-        # e.g. conv3d-train: convolution and convolution_backward of Conv3d, grouped Conv3d and
-        # ConvTranspose3d; rnn-train: FlopCounterMode counts only the classifier's mm (its RNNs have no
-        # formula there; wlprof's _cudnn_rnn ones are beyond it)
-        assert {op: ours.get(op) for op in ref} == ref
-        assert set(ours) - set(ref) == EXTRA.get(name, set())
+def test_flops_per_op_equal_flop_counter(name):
+    # e.g. conv3d-train: convolution and convolution_backward of Conv3d, grouped Conv3d and
+    # ConvTranspose3d; rnn-train: FlopCounterMode counts only the classifier's mm (its RNNs have no
+    # formula there; wlprof's _cudnn_rnn ones are beyond it)
+    ZOO.assert_flops_equal_flop_counter(name, "every" if name in SAME_TOTAL_ONLY else None, EXTRA.get(name, ()))
