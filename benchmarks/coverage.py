@@ -1,6 +1,6 @@
 """Cost coverage: the share of kernel time whose bytes and FLOPs wlprof knows, per trace.
 
-For every trace given (a file, or a folder searched for *.json / *.json.gz), runs the
+For every trace given (a file, or a folder searched for *.json / *.json.gz but *.flops.json), runs the
 pipeline's join, attribution and costs (no ceilings: coverage does not depend on them)
 and prints one row: kernels (events of category `kernel`; in a CPU trace, the ops that do
 work of their own, with their self time), kernel time, the share of that
@@ -43,11 +43,14 @@ class Row:
 
 
 def traces(paths: list[str]) -> list[Path]:
+    """The trace files named or found in the folders named (a folder's FlopCounterMode counts, NAME.flops.json
+    beside NAME.json.gz as the capture scripts write them, are not traces)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
             out += sorted(q for q in p.rglob("*") if q.is_file() and (q.name.endswith(".json")
-                                                                       or q.name.endswith(".json.gz")))
+                                                                       or q.name.endswith(".json.gz"))
+                          and not q.name.endswith(".flops.json"))
         else:
             out.append(p)
     return out
