@@ -441,6 +441,19 @@ def test_fsdp2_collectives_without_record_param_comms_are_sized_by_their_ops():
     assert np.isnan(ag.bytes) and ag.flops == 0
 
 
+def test_cudnn_kernels_with_index_types_type_an_untyped_convolution():
+    # Kineto's autograd-API ResNet-50 sample (V100, Jan 2021: `Input type` []). cudnn_convolution(
+    # [32, 1024, 14, 14], [512, 1024, 1, 1]) launched im2col4d_kernel<float, long> and
+    # explicit_convolve_sgemm<float, int, ...>: each names an index type beside float, float is the
+    # type they share. Output [32, 512, 14, 14] from the backward's grad_output:
+    # 2 x 32 x 512 x 14 x 14 x 1024 = 6,576,668,672 FLOPs; bytes 4 x (32 x 1024 x 196 + 512 x 1024 +
+    # 32 x 512 x 196) = 40,632,320, split over the two kernels. It was unknown.
+    k = pipeline.costed(pipeline.read(PUBLIC / "kineto_2021_v100_cudnn_index_typed_kernels.json.gz")).kernels
+    assert len(k) == 2 and (k.op_name == "aten::cudnn_convolution").all()
+    assert k.flops.sum() == pytest.approx(6_576_668_672) and k["bytes"].sum() == pytest.approx(40_632_320)
+    assert (k.cost_dtype == "float32").all()
+
+
 def test_kernels_of_a_trace_without_runtime_events_carry_their_ops_costs():
     # pytorch's inductor test example: aten::addmm(bias [1000], [1, 2048], [2048, 1000]) launched cutlass_addmm
     # directly: 2 x 1 x 2048 x 1000 = 4,096,000 FLOPs; bytes (fp32) 4 x (1000 + 2048 + 2,048,000 + 1000)
