@@ -441,6 +441,20 @@ def test_fsdp2_collectives_without_record_param_comms_are_sized_by_their_ops():
     assert np.isnan(ag.bytes) and ag.flops == 0
 
 
+def test_record_param_comms_without_a_message_is_sized_by_its_c10d_op():
+    # param's DLRM rank 0 of 8 (V100, Sep 2023): record_param_comms records no `In msg nelems` or dtype,
+    # only its own first input. Nested in c10d::alltoall_base_(out float [6144], in float [6144]): the
+    # SendRecv kernel reads 6,144 x 4 = 24,576 bytes and writes as many, 0 FLOPs. The all_reduce_'s
+    # TensorList is recorded as `[]` (no size anywhere): its kernel stays unknown.
+    k = pipeline.costed(pipeline.read(PUBLIC / "param_2023_v100_dlrm_c10d_record_param_comms.json.gz")).kernels
+    k = k.set_index("collective")
+    a2a, ar = k.loc["all_to_all"], k.loc["all_reduce"]
+    assert a2a.op_name == "record_param_comms" and a2a.cost_dtype == "float32"
+    assert (a2a.flops, a2a.bytes, a2a.bytes_written) == (0, 2 * 24576, 24576)
+    assert (a2a.comm_bytes, a2a.group_size) == (24576, 8)
+    assert ar.op_name == "record_param_comms" and np.isnan(ar.bytes) and np.isnan(ar.flops)
+
+
 def test_cudnn_kernels_with_index_types_type_an_untyped_convolution():
     # Kineto's autograd-API ResNet-50 sample (V100, Jan 2021: `Input type` []). cudnn_convolution(
     # [32, 1024, 14, 14], [512, 1024, 1, 1]) launched im2col4d_kernel<float, long> and
