@@ -468,6 +468,49 @@ def test_cudnn_kernels_with_index_types_type_an_untyped_convolution():
     assert (k.cost_dtype == "float32").all()
 
 
+def test_an_xpu_trace_as_kinetos_xpu_plugin_writes_it(tmp_path):
+    # The layout of libkineto/src/plugin/xpupti/XpuptiActivityHandlers.cpp (pytorch/kineto @ 114171dfba68):
+    # `xpu_runtime` urEnqueueKernelLaunch calls, kernels on a SYCL queue (`sycl queue`, `l0 queue`, no
+    # `stream`), copies named by Intel PTI's kinds (`Memcpy D2D (DEVICE -> DEVICE)`) with their `bytes`,
+    # deviceProperties of a SYCL device (no computeMajor). aten::mm([64, 32], [32, 16]) float:
+    # 2 x 64 x 32 x 16 = 65,536 FLOPs, 4 x (2,048 + 512 + 1,024) = 14,336 bytes. Copies of 4,096 bytes
+    # that no op launched: D2D reads and writes device memory (8,192, 4,096 written), D2H only reads it
+    # (4,096, none written), H2D only writes it.
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 7, "ts": 100.0, "dur": 20.0,
+           "args": {"External id": 1, "Input Dims": [[64, 32], [32, 16]], "Input type": ["float", "float"],
+                    "Concrete Inputs": ["", ""]}},
+          {"ph": "X", "cat": "xpu_runtime", "name": "urEnqueueKernelLaunch", "pid": 7, "tid": 7, "ts": 105.0,
+           "dur": 4.0, "args": {"External id": 1, "correlation": 4131}},
+          {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 64, "ts": 130.0, "dur": 8.96,
+           "args": {"External id": 1, "appended": "129.500", "submitted": "129.800", "device": 0,
+                    "context": "0x000055d08918fc78", "sycl queue": 64, "l0 queue": "0x000055d08b8fc138",
+                    "kernel_id": 1, "correlation": 4131}}]
+    for i, (kind, src, dst) in enumerate((("D2D", "DEVICE", "DEVICE"), ("D2H", "DEVICE", "HOST"),
+                                          ("H2D", "HOST", "DEVICE"))):
+        ev += [{"ph": "X", "cat": "xpu_runtime", "name": "urEnqueueUSMMemcpy", "pid": 7, "tid": 7,
+                "ts": 200.0 + 100 * i, "dur": 3.0, "args": {"External id": 0, "correlation": 5000 + i}},
+               {"ph": "X", "cat": "gpu_memcpy", "name": f"Memcpy {kind} ({src} -> {dst})", "pid": 0, "tid": 64,
+                "ts": 230.0 + 100 * i, "dur": 2.0,
+                "args": {"l0 call": "zeCommandListAppendMemoryCopy", "device": 0, "sycl queue": 64,
+                         "correlation": 5000 + i, "memory_op_id": i, "bytes": 4096}}]
+    props = [{"id": 0, "name": "Intel(R) Data Center GPU Max 1550", "totalGlobalMem": 68719476736,
+              "maxComputeUnits": 448, "maxWorkGroupSize": 1024, "vendor": "Intel(R) Corporation"}]
+    p = tmp_path / "xpu.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": props, "traceEvents": ev}))
+    trace = pipeline.read(p, keep_events=False)
+    assert trace.foreign_events == 0
+    assert device_of(trace.meta, trace.device) == ("cuda", "Intel(R) Data Center GPU Max 1550")
+    k = pipeline.costed(trace).kernels.set_index("name")
+    mm = k.loc["gemm_kernel"]
+    assert (mm.op_name, mm.join_method, mm.launch_api) == ("aten::mm", "external_id", "urEnqueueKernelLaunch")
+    assert (mm.flops, mm.bytes, mm.stream) == (65536, 14336, 64)
+    copies = k[k.kind == "memcpy"]
+    assert copies.bytes.to_dict() == {"Memcpy D2D (DEVICE -> DEVICE)": 8192, "Memcpy D2H (DEVICE -> HOST)": 4096,
+                                      "Memcpy H2D (HOST -> DEVICE)": 4096}
+    assert copies.bytes_written.to_dict() == {"Memcpy D2D (DEVICE -> DEVICE)": 4096,
+                                              "Memcpy D2H (DEVICE -> HOST)": 0, "Memcpy H2D (HOST -> DEVICE)": 4096}
+
+
 def test_kernels_of_a_trace_without_runtime_events_carry_their_ops_costs():
     # pytorch's inductor test example: aten::addmm(bias [1000], [1, 2048], [2048, 1000]) launched cutlass_addmm
     # directly: 2 x 1 x 2048 x 1000 = 4,096,000 FLOPs; bytes (fp32) 4 x (1000 + 2048 + 2,048,000 + 1000)
