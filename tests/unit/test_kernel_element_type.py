@@ -29,6 +29,20 @@ def test_template_arguments_pointers_and_blas_prefixes_name_the_type():
     assert element_type([ADD, "volta_hgemm_128x64_nt"]) is None
 
 
+def test_the_type_every_kernel_names_beside_its_index_types():
+    # cuDNN's helpers name an index type beside the data's: im2col4d's `long`, the sgemm's `int`; float is the
+    # one type both name (a cuDNN autotune run launches them beside kernels that name float alone)
+    im2col = ("void cudnn::cnn::im2col4d_kernel<float, long>(cudnn::cnn::im2col4d_params, cudnnConvolutionStruct, "
+              "cudnnTensor4dStruct, float const*, float*)")
+    sgemm = ("void explicit_convolve_sgemm<float, int, 128, 6, 7, 3, 3, 5, 0, false>(int, int, int, float const*, "
+             "int, float const*, int, float*, kernel_conv_params, unsigned long long, int)")
+    assert element_type([im2col, sgemm]) == "float"
+    assert element_type(["volta_scudnn_128x64_relu_medium_nn_v1", im2col, "cask_cudnn::computeOffsetsKernel("
+                         "cask_cudnn::ComputeOffsetsParams)"]) == "float"
+    assert element_type([im2col]) is None  # alone it names two
+    assert element_type(["volta_hgemm_128x64_nt", im2col]) is None  # half and float share nothing
+
+
 def test_untyped_args_are_typed_only_where_they_have_a_shape():
     args = {"Input Dims": [[32, 256, 56, 56], [32, 256, 56, 56], []], "Input type": []}
     assert _untyped(args)

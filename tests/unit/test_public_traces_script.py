@@ -47,3 +47,14 @@ def test_rows_of_a_folder_check_ingest_against_the_raw_events(tmp_path):
     assert mtia.rows == {"kernel": 1, "memcpy": 1} and public_traces.equal(mtia) and mtia.has_op == 0.0
     table = public_traces.render(list(rows.values()))
     assert table.count("\n") == 2 + 3 - 1 and "| yes |" in table and "**no**" not in table
+
+
+def test_rows_equal_raw_to_half_a_nanosecond_per_event():
+    # TraceLens' MI300 SDPA eval writes ten durations such as 124.75987589205187 us (summing to
+    # 1,080.4680025870114); wlprof keeps whole nanoseconds (1,080.470): 0.002 us apart, within
+    # 10 x 0.0005 us. A row missing a microsecond is not.
+    row = public_traces.Row(trace="t", raw={"kernel": 10}, raw_us=1080.4680025870114, rows={"kernel": 10},
+                            rows_us=1080.470)
+    assert public_traces.equal(row)
+    row.rows_us = 1079.470
+    assert not public_traces.equal(row)

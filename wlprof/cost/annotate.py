@@ -20,6 +20,7 @@ from wlprof.ceilings import Ceilings
 from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors, ops_after
 from wlprof.cost.convolution import consumer_outputs, forward_outputs
+from wlprof.cost.copies import copy_kind
 from wlprof.cost.kernel_types import element_type
 from wlprof.cost.registry import (
     FORMULA,
@@ -198,13 +199,13 @@ def _split(weights: np.ndarray, steps: np.ndarray, fallback: np.ndarray | None) 
 def _memcpy_bytes(name: str, transfer_bytes: int) -> float:
     # A device-to-device copy reads and writes the bytes on the device; host<->device
     # copies touch device memory once.
-    return 2.0 * transfer_bytes if "DtoD" in name else float(transfer_bytes)
+    return 2.0 * transfer_bytes if copy_kind(name) == "DtoD" else float(transfer_bytes)
 
 
 def _memcpy_written(name: str, transfer_bytes: int) -> float:
     # Device memory written: a memset and a copy into the device write what they move; a copy
     # to the host only reads device memory.
-    return 0.0 if "DtoH" in name else float(transfer_bytes)
+    return 0.0 if copy_kind(name) == "DtoH" else float(transfer_bytes)
 
 
 def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceilings: Ceilings | None,
@@ -458,6 +459,6 @@ def written_from_shapes(df: pd.DataFrame) -> np.ndarray:
     copies = (kinds != "kernel") & (kinds != "cpu_op") & np.isnan(out) & (source == FORMULA) & ~np.isnan(nbytes)
     for i in np.flatnonzero(copies):
         name = str(names[i])
-        dtod = kinds[i] == "memcpy" and "DtoD" in name
-        out[i] = nbytes[i] / 2 if dtod else (0.0 if kinds[i] == "memcpy" and "DtoH" in name else nbytes[i])
+        kind = copy_kind(name) if kinds[i] == "memcpy" else None
+        out[i] = nbytes[i] / 2 if kind == "DtoD" else (0.0 if kind == "DtoH" else nbytes[i])
     return out

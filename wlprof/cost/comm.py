@@ -215,16 +215,22 @@ def size_bytes(msg: dict, n: int | None) -> float | None:
     return elems * size if elems is not None and size else None
 
 
-@formula("record_param_comms")
+@formula("record_param_comms", uses_parent=True)
 def record_param_comms(call: OpCall) -> Cost | None:
     """A collective's FLOPs and compulsory bytes from its recorded message.
 
     FLOPs (n-1)/n x S_elems for all_reduce, reduce_scatter and reduce, 0 otherwise; bytes: the
     input read and the output written once (all_reduce of S: S + S; all_gather: S/n + S).
     E.g. an all_reduce of 1,024 floats over 4 ranks: 768 FLOPs, 8,192 bytes, 4,096 of them written.
+    Where no message is recorded (PyTorch 2.1 and earlier write no `In msg nelems`), the counts
+    and dtype are those of the c10d op it is nested in (`c10d::alltoall_base_(out, in)`).
     """
     args = dict(call.extra)
-    msg = message(args, call.ancestors)
+    hosts = []
+    if call.parent is not None:
+        p = call.parent
+        hosts.append((p.name, {"Input Dims": p.dims, "Input type": p.types, "Concrete Inputs": p.concrete}))
+    msg = message(args, call.ancestors, hosts=hosts)
     coll = msg["collective"]
     size = element_size(msg["dtype"])
     n = int(msg["group_size"]) if msg["group_size"] else None

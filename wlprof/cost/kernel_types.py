@@ -88,19 +88,30 @@ def element_type(kernels: Iterable[str]) -> str | None:
 
     Read from template arguments (`AddFunctor<float>`, `bn_fw_tr_1C11_kernel_NCHW<float, float, ...>`),
     pointer parameters (the data a kernel reads and writes: `long const*` for a pooling's indices)
-    and cuBLAS/cuDNN prefixes (`volta_sgemm`); kernels that name several types (an embedding's
-    `<float, float, long>`) or none give None.
+    and cuBLAS/cuDNN prefixes (`volta_sgemm`). The type is the one every kernel that names a type
+    names: cuDNN's `im2col4d_kernel<float, long>` beside `explicit_convolve_sgemm<float, int, ...>`
+    give float (their index types differ); a kernel that names several types alone (an embedding's
+    `<float, float, long>`) or kernels that disagree (a float and a half GEMM) give None.
     """
-    found: set[str] = set()
+    common: set[str] | None = None
     for name in kernels:
-        m = _BLAS.search(name)
-        if m:
-            found.add(_BLAS_TYPES[m.group(1)])
-        template, params = _split_parameters(name)
-        # a function's parameters inside the template (`copy_device_to_device(at::TensorIterator&, bool)`)
-        # are not element types; a lambda's (`{lambda(float)#1}`) are
-        while (stripped := _SIGNATURE.sub("", template)) != template:
-            template = stripped
-        tokens = re.split(r"[<>,(){}]", template) + _POINTER.findall(params)
-        found.update(t for tok in tokens if (t := _ELEMENT_TOKENS.get(tok.strip())) is not None)
-    return found.pop() if len(found) == 1 else None
+        own = _kernel_types(name)
+        if own:
+            common = own if common is None else common & own
+    return common.pop() if common is not None and len(common) == 1 else None
+
+
+def _kernel_types(name: str) -> set[str]:
+    """The element types one kernel's name spells."""
+    found: set[str] = set()
+    m = _BLAS.search(name)
+    if m:
+        found.add(_BLAS_TYPES[m.group(1)])
+    template, params = _split_parameters(name)
+    # a function's parameters inside the template (`copy_device_to_device(at::TensorIterator&, bool)`)
+    # are not element types; a lambda's (`{lambda(float)#1}`) are
+    while (stripped := _SIGNATURE.sub("", template)) != template:
+        template = stripped
+    tokens = re.split(r"[<>,(){}]", template) + _POINTER.findall(params)
+    found.update(t for tok in tokens if (t := _ELEMENT_TOKENS.get(tok.strip())) is not None)
+    return found

@@ -19,6 +19,7 @@ import pandas as pd
 
 from wlprof.ceilings import ABOVE_ROOF_NOTES, NOTES, Ceilings
 from wlprof.columns import object_column as _obj
+from wlprof.cost.copies import copy_kind
 
 READ_SHARE_MAX = 0.1  # written <= 10% of the bytes: read-dominated
 WRITE_SHARE_MIN = 0.9  # written >= 90%: write-dominated
@@ -292,12 +293,12 @@ def _link_copies(df: pd.DataFrame, nbytes: np.ndarray, written: np.ndarray) -> d
     copy = np.flatnonzero(df["kind"].to_numpy(dtype=object) == "memcpy")
     if not len(copy):
         return {}
-    names = pd.Series(df["name"].to_numpy(dtype=object)[copy], dtype=object).astype(str)
+    kinds = np.array([copy_kind(str(v)) for v in df["name"].to_numpy(dtype=object)[copy]], dtype=object)
     known = ~np.isnan(written)
     out = {}
     for roof, tag, crossing in (("host_to_device", "HtoD", written), ("device_to_host", "DtoH", nbytes - written)):
         on = np.zeros(n, dtype=bool)
-        on[copy[names.str.contains(tag, regex=False).to_numpy()]] = True
+        on[copy[kinds == tag]] = True
         out[roof] = (on & known, crossing)
     return out
 

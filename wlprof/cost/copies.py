@@ -1,0 +1,16 @@
+"""The direction of a device copy, from its name as each profiler writes it."""
+
+from __future__ import annotations
+
+import re
+
+# CUPTI and roctracer (through Kineto) spell a copy's kind `Memcpy DtoD (Device -> Device)`; Intel's
+# PTI (Kineto's XPU plugin) spells it `Memcpy D2D (DEVICE -> DEVICE)`, `Memcpy H2D (HOST -> DEVICE)`
+_KIND = re.compile(r"\b([HDPA])(?:to|2)([HDPA])\b")
+
+
+def copy_kind(name: str) -> str | None:
+    """A memcpy's kind in CUDA's spelling ('DtoD', 'HtoD', 'DtoH', 'PtoP'), or None where the name
+    spells none."""
+    m = _KIND.search(name)
+    return f"{m.group(1)}to{m.group(2)}" if m else None
