@@ -137,6 +137,9 @@ OP_OWN = [
     _c("ts_us", F64, "us", "start on the host (trace clock)"),
     _c("cpu_dur_us", F64, "us", "host time inside the op (inclusive)"),
     _c("kernel_count", I32, "", "device activities it ran (1 per CPU op)"),
+    _c("transfer", S, "", "the kinds of copy its device activities were (HtoD, DtoH, DtoD, PtoP; 'pageable' where "
+       "the host side was pageable memory; comma-separated; null: it ran no copy): a copy across the host link is "
+       "bounded by that link, not by device memory"),
     _c("dur_us", F64, "us", "summed kernel time (CPU: exclusive time)"),
 ]
 

@@ -112,7 +112,8 @@ def test_every_column_of_a_kernels_row_and_its_op(tmp_path):
 
 
 OPS_COLUMNS = ["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
-               "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us", "kernel_count", "dur_us", "flops", "bytes",
+               "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us", "kernel_count", "transfer",
+               "dur_us", "flops", "bytes",
                "bytes_written", "flops_source", "cost_unit", "cost_dtype"]
 
 

@@ -20,7 +20,7 @@ from wlprof.ceilings import Ceilings
 from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors, ops_after
 from wlprof.cost.convolution import consumer_outputs, forward_outputs
-from wlprof.cost.copies import copy_kind
+from wlprof.cost.copies import copy_kind, transfer_label
 from wlprof.cost.kernel_types import element_type
 from wlprof.cost.registry import (
     FORMULA,
@@ -265,11 +265,17 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     unit = np.where(known, op_unit[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     cdtype = np.where(known, op_dtype[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     # memcpy/memset whose op has no formula: the trace records the bytes moved (a copy without a
-    # `bytes` arg, -1, stays unknown)
+    # `bytes` arg, -1, stays unknown). So does a copy across the host link that its op ran alone (a
+    # `copy_` to or from host memory): the op's formula counts both its tensors as device memory, but one
+    # side is the host's, and the device reads or writes the bytes once
     names = rows.name.to_numpy(dtype=object)
     tb = rows.transfer_bytes.to_numpy()
     copies = (kinds == "memcpy") | (kinds == "memset")
-    moved = np.flatnonzero(copies & (source == UNKNOWN) & (tb >= 0))
+    crossing = np.zeros(n, bool)
+    if (kinds == "memcpy").any():
+        only_copies = eligible & ~is_kernel & (kinds == "memcpy")
+        crossing[only_copies] = [copy_kind(str(x)) in ("HtoD", "DtoH") for x in names[only_copies]]
+    moved = np.flatnonzero(copies & ((source == UNKNOWN) | crossing) & (tb >= 0))
     if len(moved):
         copy_names = names[moved]
         counted = {n: (_memcpy_bytes(n, 1), _memcpy_written(n, 1)) for n in set(copy_names.tolist())}
@@ -375,7 +381,7 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     if with_op.empty:
         return pd.DataFrame(columns=["step", "external_id", "op_name", "op_input_dims", "op_input_types",
                                      "op_input_strides", "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us",
-                                     "kernel_count", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
+                                     "kernel_count", "transfer", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
                                      "cost_unit", "cost_dtype"])
     g = with_op.groupby("_op_pos", sort=True)
     first = g[["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
@@ -394,6 +400,7 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,
         "cpu_dur_us": ops.dur_ns.to_numpy()[pos] / 1000.0,
         "kernel_count": g.size().to_numpy().astype(np.int32),
+        "transfer": _obj(_transfers(with_op, first.index)),
         "dur_us": g.dur_us.sum().to_numpy(),
         "flops": g.flops.sum(min_count=1).to_numpy(),
         "bytes": g["bytes"].sum(min_count=1).to_numpy(),
@@ -410,6 +417,27 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         o.loc[with_op[col].isna().groupby(by, sort=True).any().to_numpy() | unknown, col] = np.nan
     o.loc[unknown, "flops_source"] = UNKNOWN
     return o.reset_index(drop=True)
+
+
+def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
+    """Per launching op (`positions`, the sorted `_op_pos` of `rows`): the kinds of copy among its rows
+    (`copies.transfer_label`), comma-separated in sorted order, None where it ran no copy."""
+    out = np.full(len(positions), None, dtype=object)
+    if "kind" not in rows or "name" not in rows:
+        return out
+    copy = rows[rows.kind.to_numpy(dtype=object) == "memcpy"]
+    if copy.empty:
+        return out
+    labels: dict[int, set] = {}
+    for pos, name in zip(copy._op_pos.to_numpy().tolist(), copy.name.to_numpy(dtype=object).tolist(), strict=True):
+        label = transfer_label(str(name))
+        if label:
+            labels.setdefault(pos, set()).add(label)
+    at = {p: i for i, p in enumerate(np.asarray(positions).tolist())}
+    for pos, kinds in labels.items():
+        if pos in at:
+            out[at[pos]] = ",".join(sorted(kinds))
+    return out
 
 
 def written_from_shapes(df: pd.DataFrame) -> np.ndarray:

@@ -14,3 +14,12 @@ def copy_kind(name: str) -> str | None:
     spells none."""
     m = _KIND.search(name)
     return f"{m.group(1)}to{m.group(2)}" if m else None
+
+
+def transfer_label(name: str) -> str | None:
+    """A memcpy's kind as the ops table's `transfer` holds it: its `copy_kind`, with ' pageable' where the
+    host side was pageable memory (`Memcpy HtoD (Pageable -> Device)`: staged through a pinned buffer)."""
+    kind = copy_kind(name)
+    if kind is None:
+        return None
+    return f"{kind} pageable" if "pageable" in name.lower() and "H" in kind else kind
