@@ -673,3 +673,30 @@ def test_an_index_group_at_its_launch_floor_gets_no_fitted_base_to_carry_to_larg
     q = model.fit(pd.DataFrame(grown), K)
     base = next(v for g, v in q.bases.items() if "nonzero" in g)
     assert base[0] == pytest.approx(5.0, rel=0.05) and base[1] == pytest.approx(2.5e-4, rel=0.05)
+
+
+def test_a_copy_across_the_host_link_is_based_on_the_links_bandwidth():
+    # the profile holds device copies only; a trace's copy_ of 2^25 fp32 from pinned host memory (transfer HtoD)
+    # moves 2^27 bytes over a 50 GB/s link (5e4 bytes/us): 2 us + 2,684.4 us; back to the host at 25 GB/s over a
+    # pageable buffer: its own group, 2 us + 5,368.7 us. A nonzero that reads its count back beside its kernels
+    # stays an index op.
+    k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128,
+                        host_to_device=5e4, device_to_host=2.5e4)
+    prof = pd.DataFrame([copy_row(1 << s, 2.0 + 2 * (1 << s) / 3e6, point=i) for i, s in enumerate(range(12, 26))])
+    p = model.fit(prof, k)
+    n = 1 << 25
+    f32 = "float"
+    q = pd.DataFrame([
+        _row("aten::copy_", [[n], [n], []], [f32, f32, "Scalar"], [[1], [1], []], 1.0, transfer="HtoD"),
+        _row("aten::copy_", [[n], [n], []], [f32, f32, "Scalar"], [[1], [1], []], 1.0, transfer="DtoH pageable"),
+        _row("aten::nonzero", [[n]], ["bool"], [[1]], 1.0, transfer="DtoH"),
+        _row("aten::copy_", [[n], [n], []], [f32, f32, "Scalar"], [[1], [1], []], 1.0, transfer="DtoD")])
+    d = describe(q)
+    assert d.cls.tolist() == ["link", "link", "index", "memory"]
+    assert d.group.tolist()[:2] == ["link|HtoD|float32", "link|DtoH pageable|float32"]
+    pred, src = p.predict(q, d)
+    assert pred[:2] == pytest.approx([2.0 + 4 * n / 5e4, 2.0 + 4 * n / 2.5e4])
+    assert src[:2].tolist() == [model.SOURCES.index("base")] * 2
+    # a profile whose ceilings hold no link: device memory's bandwidth stands in
+    q2 = q.iloc[:1]
+    assert model.base_us(describe(q2), K)[0] == pytest.approx(2.0 + 4 * n / 4e6)

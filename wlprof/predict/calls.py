@@ -25,7 +25,11 @@ try:  # orjson parses the recorded JSON 5-10x faster; the standard module where 
 except ImportError:  # pragma: no cover
     from json import loads as _loads
 
-CLASSES = ("gemm", "grouped", "spmm", "index", "compute", "norm", "memory", "other")
+CLASSES = ("gemm", "grouped", "spmm", "index", "compute", "norm", "memory", "link", "other")
+# a copy across the host link (the ops table's `transfer`) by an op that only copies: bounded by that link, not by
+# device memory (an op that reads a count or a value back beside its kernels stays in its class)
+LINK_TRANSFERS = frozenset(("HtoD", "DtoH", "HtoD pageable", "DtoH pageable"))
+COPY_OPS = frozenset(("aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize"))
 NCOORDS = 5  # coordinates per call (log2 sizes), zero-padded per class
 
 GEMM_OPS = frozenset("aten::" + n for n in "mm addmm bmm baddbmm mv addmv addmv_ _scaled_mm".split())
@@ -347,9 +351,32 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
         out.iloc[lst, out.columns.get_loc("bytes")] = np.where(
             np.isfinite(rec) & (rec > 0), rec, 2 * out.list_elements.to_numpy(dtype=float)[lst] * size)
     _data_features(ops, out, coords)
+    _link_features(ops, out, coords)
     for j in range(NCOORDS):
         out[f"c{j}"] = coords[:, j]
     return out
+
+
+def _link_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
+    """Copies across the host link (a copy op whose `transfer` is HtoD or DtoH, pinned or pageable host
+    memory): class `link`, grouped by direction, host memory and dtype, its bytes the ones that cross (its
+    first tensor's, the copy's destination), its coordinate their log2."""
+    if "transfer" not in ops or "op_name" not in ops or not len(out):
+        return
+    tr = _text(ops["transfer"])
+    rows = np.flatnonzero(np.isin(tr, list(LINK_TRANSFERS)) & np.isin(_text(ops["op_name"]), list(COPY_OPS)))
+    if not len(rows):
+        return
+    crossing = out.numel0.to_numpy(dtype=float)[rows] * out.itemsize.to_numpy(dtype=float)[rows]
+    dtype = out.dtype.to_numpy(dtype=object)[rows]
+    out.iloc[rows, out.columns.get_loc("cls")] = "link"
+    out.iloc[rows, out.columns.get_loc("group")] = [f"link|{t}|{d}" for t, d in zip(tr[rows], dtype, strict=True)]
+    out.iloc[rows, out.columns.get_loc("relaxed")] = [f"link|{t}" for t in tr[rows]]
+    out.iloc[rows, out.columns.get_loc("bytes")] = crossing
+    out["link"] = ""
+    out.iloc[rows, out.columns.get_loc("link")] = [t.split()[0] for t in tr[rows]]
+    coords[rows] = 0.0
+    coords[rows, 0] = [_log2(b) for b in crossing]
 
 
 def _list_dtypes(ops: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:

@@ -34,6 +34,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
   rows term the nonzeros times their passes (`spmm_passes`);
 - index, norm and memory: floor + the formula's compulsory bytes / bandwidth (a norm, forward or backward,
   is a class of its own: its per-channel or per-row reductions make it slower per byte than a stream);
+- link (a copy across the host link, the ops table's `transfer`): floor + its bytes / the link's measured
+  bandwidth that way (pinned host memory's; pageable memory is a group of its own, staged slower);
 - an index or spmm group profiled at `MIN_FIT` sizes or more, not every call at its launch floor
   (`FLOOR_FLAT`, `FLOOR_BOUND`): fitted to its calls (`fit_bases`): a floor,
   bytes (more per byte for an index op past 32-bit offsets, where the fit finds it), rows, and a hub's
@@ -76,16 +78,19 @@ class Constants:
     tile: int = 128  # a GEMM tile's side (a CPU has no tiles to pad: 1)
     l2: float = 0.0  # the last-level cache's bytes (0: unknown)
     read: float = 0.0  # the memory's read bandwidth, bytes/us (0: unknown)
+    host_to_device: float = 0.0  # the host link's bandwidth to the device from pinned memory, bytes/us (0: unknown)
+    device_to_host: float = 0.0  # ... and back
 
     def to_dict(self) -> dict:
         return {"sms": self.sms, "matrix": dict(self.matrix), "vector": self.vector, "bandwidth": self.bandwidth,
-                "floor": self.floor, "tile": self.tile, "l2": self.l2, "read": self.read}
+                "floor": self.floor, "tile": self.tile, "l2": self.l2, "read": self.read,
+                "host_to_device": self.host_to_device, "device_to_host": self.device_to_host}
 
     @classmethod
     def from_dict(cls, d: dict) -> Constants:
         return cls(int(d["sms"]), {k: float(v) for k, v in d["matrix"].items()}, float(d["vector"]),
                    float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)), float(d.get("l2", 0.0)),
-                   float(d.get("read", 0.0)))
+                   float(d.get("read", 0.0)), float(d.get("host_to_device", 0.0)), float(d.get("device_to_host", 0.0)))
 
     @classmethod
     def from_ceilings(cls, ceilings: dict, sms: int | None = None) -> Constants:
@@ -96,6 +101,8 @@ class Constants:
             c.bandwidth = float(ceilings.get("copy_gbps") or 4200.0) * 1e3
             c.l2 = float((ceilings.get("cache_bytes") or {}).get("l2") or 0.0)
             c.read = float((ceilings.get("bandwidth_gbps") or {}).get("hbm_read") or 0.0) * 1e3
+            c.host_to_device = float((ceilings.get("bandwidth_gbps") or {}).get("host_to_device") or 0.0) * 1e3
+            c.device_to_host = float((ceilings.get("bandwidth_gbps") or {}).get("device_to_host") or 0.0) * 1e3
             if ceilings.get("device_type") == "cpu":
                 c.sms, c.tile, c.floor = 1, 1, 1.0
         if sms:
@@ -123,6 +130,12 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
         unit = d.matrix_unit.to_numpy(dtype=bool)[mem] if "matrix_unit" in d else np.zeros(mem.sum(), bool)
         t_c = np.nan_to_num(fl, nan=0.0) / np.where(unit, peak[mem], k.vector)
         out[mem] = np.maximum(out[mem], (floor[mem] if np.ndim(floor) else floor) + t_c)
+    link = cls == "link"
+    if link.any():  # its bytes across the host link at the link's measured bandwidth (else device memory's)
+        way = d.link.to_numpy(dtype=object)[link] if "link" in d else np.full(link.sum(), "HtoD", dtype=object)
+        bw = np.where(way == "DtoH", k.device_to_host, k.host_to_device)
+        bw = np.where(bw > 0, bw, k.bandwidth)
+        out[link] = (floor[link] if np.ndim(floor) else floor) + np.nan_to_num(nbytes[link], nan=0.0) / bw
     m, n, kk, b = (d[c].to_numpy(dtype=float) for c in ("M", "N", "K", "B"))
     g = cls == "gemm"
     tile = float(k.tile)
