@@ -79,3 +79,31 @@ def test_an_interrupted_command_that_writes_no_run_claims_none(tmp_path, cli, mo
     res = cli(command, "-t", tmp_path / "traces")
     assert res.exit_code == 130, res.output
     assert res.output.strip().splitlines()[-1] == "interrupted", res.output
+
+
+def test_a_sweep_of_several_files_interrupted_names_the_resume_command_of_that_file(tmp_path, cli, monkeypatch):
+    import wlprof.cli.execute
+    from wlprof.study import RunInterrupted
+
+    files = []
+    for name in ("a", "b", "c"):
+        f = tmp_path / f"{name}.toml"
+        f.write_text(f'[study]\nname = "{name}"\nworkload = "gemm"\n[params]\nshapes = ["8x8x8"]\n')
+        files.append(f)
+    ran = []
+
+    def execute(study, traces, quiet, **kw):
+        ran.append(study.source)
+        if len(ran) == 2:
+            raise RunInterrupted("gemm-20261207-000000-abcd", tmp_path)
+        return "complete"
+
+    monkeypatch.setattr(wlprof.cli.execute, "execute", execute)
+    out = tmp_path / "my traces"
+    res = cli("sweep", *files, "-t", out, "--device", "cpu")
+    assert res.exit_code == 130, res.output
+    said = " ".join(res.output.split())
+    # it said "the same command with `--resume RUN` finishes it": with three files that command is refused
+    # ("--resume finishes one run: pass one study file with it")
+    assert (f"`wlprof sweep {files[1]} --traces '{out}' --device cpu --resume gemm-20261207-000000-abcd` "
+            f"finishes it; not run: {files[2]}") in said, said
