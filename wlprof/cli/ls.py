@@ -20,9 +20,12 @@ def ls(traces: Traces = DEFAULT_TRACES, wide: Wide = False) -> None:
     from wlprof.store.selection import require_folder
 
     require_folder(traces)
-    runs = runs_overview(list_runs(traces))
+    skipped: list[str] = []
+    runs = runs_overview(list_runs(traces, skipped))
+    for why in skipped:  # a run that cannot be read is named, not left out of the list unsaid
+        typer.echo(f"not listed: {why}", err=True)
     if runs.empty:
-        typer.echo(f"no runs in {traces}/ yet: try `wlprof run gemm`")
+        typer.echo(f"no {'readable ' if skipped else ''}runs in {traces}/ yet: try `wlprof run gemm`")
         return
     con = console(wide=wide)
     con.print(render.runs_table(runs, wide=wide, width=con.width))

@@ -250,8 +250,9 @@ def effective_status(manifest: dict[str, Any]) -> str:
     return status
 
 
-def list_runs(root: str | Path) -> list[dict[str, Any]]:
-    """Manifests of every run under `root`, oldest first (unreadable folders skipped)."""
+def list_runs(root: str | Path, skipped: list[str] | None = None) -> list[dict[str, Any]]:
+    """Manifests of every run under `root`, oldest first (unreadable folders skipped; why, in `skipped`
+    where it is given)."""
     root = Path(root)
     if not root.is_dir():
         return []
@@ -262,7 +263,9 @@ def list_runs(root: str | Path) -> list[dict[str, Any]]:
         if child.is_dir() and (child / MANIFEST).exists():
             try:
                 m = read_manifest(child)
-            except StoreError:
+            except StoreError as exc:
+                if skipped is not None:
+                    skipped.append(str(exc))
                 continue
             m["status"] = effective_status(m)
             m["_path"] = str(child)
