@@ -18,6 +18,15 @@ class WlprofError(Exception):
     """Base class of every error wlprof raises on purpose."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C that stopped a command, with what it left behind (`detail`: "nothing was written to
+    traces/") for the message the command line prints."""
+
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+
 @dataclass(frozen=True)
 class Key:
     """An argument named by its key; `section` says where it lives: params, study or capture."""

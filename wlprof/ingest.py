@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wlprof.errors import InputError, Key
+from wlprof.errors import InputError, Interrupted, Key
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -126,6 +126,9 @@ def _ceilings(device_type: str, device_name: str, ceilings_file: str | None = No
                   "their place")
 
 
+_NOTHING_WRITTEN = "nothing was written to {traces}/ (an ingest appears only once every file is read)"
+
+
 def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = None,
            chrome_top: int | None = None, command: str | None = None,
            progress: Callable[[int, int, str], None] | None = None, jobs: int | None = None,
@@ -154,9 +157,13 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         C.load_file(ceilings_file, choices=())  # refused now, before any file is read
         ceilings_file = str(ceilings_file)
     skipped: list[Path] = []
-    files = trace_files(path, skipped=skipped)
     made = [d for d in (Path(traces), *Path(traces).parents) if not d.exists()]  # deepest first
-    root = check_writable(traces, Key("traces", "store"))
+    try:
+        files = trace_files(path, skipped=skipped)
+        root = check_writable(traces, Key("traces", "store"))
+    except KeyboardInterrupt:
+        _remove_empty(made)
+        raise Interrupted(_NOTHING_WRITTEN.format(traces=Path(traces))) from None
     manifest: dict[str, Any] = {
         "command": command, "study": {"name": name, "workload": "ingest", "source": str(path)},
         "versions": study.versions(import_torch=False),
@@ -194,9 +201,12 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             variants = {p["index"]: p["variant"] for p in writer.manifest["points"]}
             _finish_collectives(writer.path, [c for c in comm if c], hosts, variants, pool)
         writer.finish("complete")
-    except BaseException:
+    except BaseException as exc:
+        unpublished = writer.staged
         writer.abort()
         _remove_empty(made)
+        if isinstance(exc, KeyboardInterrupt) and unpublished:
+            raise Interrupted(_NOTHING_WRITTEN.format(traces=root)) from None
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
     return IngestResult(writer.run_id, writer.path, done, origin, [str(f) for f in skipped])

@@ -138,12 +138,13 @@ class Param:
         return number
 
     def what(self) -> str:
-        """What a number of this parameter must be: 'a positive integer', 'an integer >= 0', 'a number'."""
+        """What a number of this parameter must be: 'a positive integer', 'an integer >= 0', 'a finite number'
+        (inf and nan are refused)."""
         low = self.low()
         if self.kind == "int":
             return "a positive integer" if low == 1 else f"an integer >= {show(low)}" if low is not None \
                 else "an integer"
-        return f"a number >= {show(low)}" if low is not None else "a number"
+        return f"a finite number >= {show(low)}" if low is not None else "a finite number"
 
 
 def toml_value(raw: str) -> Any:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from wlprof.capture import CaptureConfig
-from wlprof.errors import InputError, Key, WlprofError, did_you_mean
+from wlprof.errors import InputError, Interrupted, Key, WlprofError, did_you_mean
 
 _STUDY_KEYS = {"name", "workload", "device", "dtype", "description"}
 _CPU_KEYS = {"dtype", "params", "capture"}
@@ -328,47 +328,53 @@ def run_study(study: Study, traces: str | Path = "traces", progress: Progress | 
     from wlprof.device import device_info, dtype_name
     from wlprof.store.runs import RunWriter, check_writable, effective_status, read_manifest, run_dir
 
-    wl, device, dtype, parsed, points, study = prepare(study)
-    if resume is not None and not run_dir(traces, resume).is_dir():
-        # before the traces folder is made: a run that is not there leaves nothing behind
-        raise InputError(Key("resume", "store"), f"must name a run in {Path(traces).resolve()}/ (see `wlprof ls`)",
-                         resume)
-    if resume is None:  # the ceilings are cached before the sweep: a cache that cannot be written is said first
-        from wlprof.ceilings import check_cache_writable
+    try:  # until the run's folder is made, an interrupt leaves nothing behind
+        wl, device, dtype, parsed, points, study = prepare(study)
+        if resume is not None and not run_dir(traces, resume).is_dir():
+            # before the traces folder is made: a run that is not there leaves nothing behind
+            raise InputError(Key("resume", "store"),
+                             f"must name a run in {Path(traces).resolve()}/ (see `wlprof ls`)", resume)
+        if resume is None:  # the ceilings are cached before the sweep: an unwritable cache is said first
+            from wlprof.ceilings import check_cache_writable
 
-        check_cache_writable()
-    root = check_writable(traces, Key("traces", "store"))
-    info = device_info(device)
-    if resume is not None:
-        path = run_dir(root, resume)
-        m = read_manifest(path)
-        if effective_status(m) == "running":
-            raise InputError(Key("resume", "store"), f"must name a run that is not running (its process "
-                             f"{m.get('pid')} is)", resume)
-        same = (m.get("workload") == wl.name and m.get("spec") == _jsonable_roundtrip(parsed.spec)
-                and m.get("dtype") == dtype_name(dtype) and (m.get("device") or {}).get("name") == info["name"]
-                and [p.get("variant") for p in m.get("points", [])] == [p.variant for p in points])
-        if not same:
-            raise InputError(Key("resume", "store"), "must name a run of this same study (workload, parameters, "
-                             "device, dtype)", resume)
-        writer = RunWriter.reopen(root, resume)
-        ceilings = Ceilings.from_dict(m["ceilings"])
-        origin = f"the run's own: {m['ceilings'].get('origin')}"
-        return _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress)
-    ceilings, origin = get_ceilings(device)
-    manifest = {
-        "command": command if command is not None else " ".join(sys.argv),
-        "study": study.to_dict(),
-        "spec": _jsonable(parsed.spec),
-        "notes": list(parsed.notes),
-        "versions": versions(),
-        "device": info,
-        "dtype": dtype_name(dtype),
-        "ceilings": {**ceilings.to_dict(), "origin": origin},
-        "capture": study.capture.to_dict(),
-        "points": [{"index": i, "variant": p.variant, "params": dict(p.params), "status": "pending"}
-                   for i, p in enumerate(points)],
-    }
+            check_cache_writable()
+        root = check_writable(traces, Key("traces", "store"))
+        info = device_info(device)
+        if resume is not None:
+            path = run_dir(root, resume)
+            m = read_manifest(path)
+            if effective_status(m) == "running":
+                raise InputError(Key("resume", "store"), f"must name a run that is not running (its process "
+                                 f"{m.get('pid')} is)", resume)
+            same = (m.get("workload") == wl.name and m.get("spec") == _jsonable_roundtrip(parsed.spec)
+                    and m.get("dtype") == dtype_name(dtype) and (m.get("device") or {}).get("name") == info["name"]
+                    and [p.get("variant") for p in m.get("points", [])] == [p.variant for p in points])
+            if not same:
+                raise InputError(Key("resume", "store"), "must name a run of this same study (workload, "
+                                 "parameters, device, dtype)", resume)
+            writer = RunWriter.reopen(root, resume)
+            ceilings = Ceilings.from_dict(m["ceilings"])
+            origin = f"the run's own: {m['ceilings'].get('origin')}"
+            return _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress)
+        ceilings, origin = get_ceilings(device)
+        manifest = {
+            "command": command if command is not None else " ".join(sys.argv),
+            "study": study.to_dict(),
+            "spec": _jsonable(parsed.spec),
+            "notes": list(parsed.notes),
+            "versions": versions(),
+            "device": info,
+            "dtype": dtype_name(dtype),
+            "ceilings": {**ceilings.to_dict(), "origin": origin},
+            "capture": study.capture.to_dict(),
+            "points": [{"index": i, "variant": p.variant, "params": dict(p.params), "status": "pending"}
+                       for i, p in enumerate(points)],
+        }
+    except RunInterrupted:
+        raise
+    except KeyboardInterrupt:
+        kept = f"run {resume} is as it was" if resume is not None else "no run was written"
+        raise Interrupted(f"{kept} in {Path(traces)}/ (stopped before a point began)") from None
     writer = RunWriter(root, wl.name, manifest)
     return _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress)
 

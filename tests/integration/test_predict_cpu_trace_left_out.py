@@ -107,3 +107,55 @@ def test_top_zero_lists_every_op_row_as_show_does(traces, tmp_path):
     assert res.exit_code == 0, res.output
     rows = [line for line in (tmp_path / "p.md").read_text().splitlines() if line.startswith("| aten::")]
     assert len(rows) == 10 and "more)" not in res.output  # 13 calls in 10 (op, shapes) rows, none folded
+
+
+def _capture_conv_lstm(path: Path) -> Path:
+    """Two scheduled CPU training steps of Conv2d -> ReLU -> LSTM -> sum: the step's first op is the
+    convolution, and oneDNN's LSTM layer nests a bias add (a call CUDA launches) as its own setup."""
+    import warnings
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    torch.manual_seed(0)
+    conv, lstm = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.LSTM(16, 8, batch_first=True)
+    x = torch.randn(2, 3, 4, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                     schedule=schedule(wait=0, warmup=0, active=2, repeat=1),
+                     on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+            for _ in range(2):
+                h = torch.relu(conv(x)).reshape(2, 4, 16)  # [batch, seq, features]
+                lstm(h)[0].sum().backward()
+                prof.step()
+    return path
+
+
+def test_a_steps_first_convolution_and_a_onednn_lstm_are_named_as_left_out_not_dropped(tmp_path):
+    import torch
+
+    from wlprof.predict.profile import load_profile
+    from wlprof.predict.spec import calls_and_left_out
+
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("the CPU's convolution and LSTM run through oneDNN here only where torch has it")
+    trace = _capture_conv_lstm(tmp_path / "conv_lstm.pt.trace.json")
+    predictor, _, _ = load_profile(PROFILE, False)
+    calls, left = calls_and_left_out(str(trace), frozenset(predictor.meta.get("op_names", [])))
+    names = " ".join(trace.read_text().split('"name": ')[1:])
+    per_step = left.groupby("trace_step").op_name.apply(list).to_dict()
+    assert len(per_step) == 2, per_step  # ProfilerStep#0 and #1
+    for step, ops in per_step.items():
+        # CUDA runs neither as recorded (cudnn_convolution, _cudnn_rnn): each is named, once a step
+        assert ops.count("aten::_convolution") == 1, (step, ops)
+        if '"aten::mkldnn_rnn_layer"' in names:  # the LSTM ran through oneDNN: forward and backward
+            # its nested bias add is a call, but the layer's gate products are not in it
+            assert ops.count("aten::mkldnn_rnn_layer") == 1 and ops.count("aten::mkldnn_rnn_layer_backward") == 1, \
+                (step, ops)
+    # the convolution opens each step: the step filter keeps it (the working ops' times began after it)
+    res = CliRunner().invoke(app, ["predict", "--profile", str(PROFILE), "--trace", str(trace),
+                                   "-o", str(tmp_path / "p.md")], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    shown = " ".join(res.output.split())
+    assert "aten::_convolution (1)" in shown, shown

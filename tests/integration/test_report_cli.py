@@ -218,3 +218,20 @@ def test_compare_accepts_a_points_file_name_form(traces, cli):
     assert named.output == slugged.output
     bad = cli("compare", f"{moe}:dispersed-groupd", f"{moe}:dispersed-grouped", "--traces", traces)
     assert bad.exit_code == 2 and "dispersed-groupd" in bad.output
+
+
+def test_a_report_into_an_earlier_reports_folder_removes_only_that_reports_figures(traces, tmp_path, cli):
+    out = tmp_path / "report"
+    res = cli("report", h200_run("moe").name, "--traces", traces, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert (out / "phases_moe.png").exists()
+    (out / "mine.png").write_bytes(b"a figure of the user's")  # not a report's: kept
+    res = cli("report", h200_run("gemm").name, "--traces", traces, "--out", out)
+    assert res.exit_code == 0, res.output
+    listed = {line[2:].split("]")[0] for line in (out / "report.md").read_text().splitlines() if line.startswith("![")}
+    assert "phases_moe.png" not in listed
+    # the MoE report's figure is gone (it named it 'wrote ... figures: ... phases_moe.png' though only the
+    # gemm report's were written); the user's file stays
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(listed | {"mine.png"})
+    said = " ".join(res.output.split())
+    assert f"and {len(listed)} figures: {', '.join(sorted(listed))}" in said, said

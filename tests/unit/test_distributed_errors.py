@@ -1,5 +1,7 @@
 """How a rank words the death of another: gloo's sentence found in its error, nothing else taken for it."""
 
+from pathlib import Path
+
 from wlprof.distributed.run import _peer_gone
 
 
@@ -27,3 +29,59 @@ def test_more_cpu_ranks_than_cores_get_a_note_and_gpus_or_fewer_ranks_none():
         "--world-size 2 or less keeps one core per rank")
     assert oversubscribed_note(torch.device("cpu"), 2, 2) is None
     assert oversubscribed_note(torch.device("cuda"), 8, 2) is None
+
+
+def _launch_interrupted(tmp_path, monkeypatch, staged_exists: bool):
+    """`launch` of two stand-in ranks: rank 0 notes a staged folder (made, or already gone as a published
+    one leaves it) and both sleep; Ctrl-C reaches the launcher once the note is written."""
+    import subprocess
+    import sys
+    import time
+
+    from wlprof.distributed import launch as L
+    from wlprof.study import Study
+
+    staged = tmp_path / "t" / ".staging-run"
+    if staged_exists:
+        staged.mkdir(parents=True)
+    real_popen, real_sleep = subprocess.Popen, time.sleep
+    notes = []
+
+    def popen(args, env=None):
+        notes.append(Path(env["WLPROF_STAGING_NOTE"]))
+        if env["RANK"] == "0":
+            Path(env["WLPROF_STAGING_NOTE"]).write_text(str(staged))
+        return real_popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+    sent = []
+
+    def sleep(s):  # the launcher's polling loop (and Popen.wait's): interrupted once
+        real_sleep(s)
+        if notes and notes[0].exists() and not sent:
+            sent.append(True)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(L.subprocess, "Popen", popen)
+    monkeypatch.setattr(L.time, "sleep", sleep)
+    L.launch(Study("gemm", {"shapes": "8x8x8"}, device="cpu"), tmp_path / "t", 2, quiet=True)
+
+
+def test_an_interrupted_launch_says_no_run_was_written_and_removes_the_staged_folder(tmp_path, monkeypatch):
+    import pytest
+
+    from wlprof.errors import Interrupted
+
+    # a run over several ranks is published only when every point is done: its finished points are not kept
+    with pytest.raises(Interrupted, match=r"no run was written to .*/t/ \(a run over several ranks"):
+        _launch_interrupted(tmp_path, monkeypatch, staged_exists=True)
+    assert not (tmp_path / "t" / ".staging-run").exists()
+
+
+def test_an_interrupt_after_the_run_was_published_claims_nothing(tmp_path, monkeypatch):
+    import pytest
+
+    from wlprof.errors import Interrupted
+
+    with pytest.raises(KeyboardInterrupt) as exc:
+        _launch_interrupted(tmp_path, monkeypatch, staged_exists=False)
+    assert not isinstance(exc.value, Interrupted)

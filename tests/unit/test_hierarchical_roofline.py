@@ -85,6 +85,28 @@ def test_a_long_title_is_wrapped_to_the_figure():
     plt.close(fig)
 
 
+def test_a_title_of_three_run_ids_stays_inside_the_figure():
+    import matplotlib.pyplot as plt
+
+    # the README's `wlprof roofline RUN...` of a gemm, an mlp and an elementwise run: at 120 characters a
+    # line, the title's first line ran past the figure's right edge (the title is centred over the axes)
+    ids = "gemm-20261207-004231-cf15, mlp-20261207-004341-f1a9, elementwise-20261207-004447-47e9"
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    fig = figures.roofline(OPS, C, f"Roofline: {ids}")
+    assert fig.axes[0].get_title().replace("\n", " ").startswith(f"Roofline: {ids} (marker area")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    png = np.asarray(Image.open(buf).convert("L"))
+    band = png[: int(0.08 * png.shape[0])]  # the title's rows, above the axes
+    # no ink in the outermost 3 columns of either edge: nothing of the title is cut there
+    assert band[:, :3].min() == 255 and band[:, -3:].min() == 255, (band[:, :3].min(), band[:, -3:].min())
+
+
 def test_the_command_counts_the_calls_above_their_roof_by_reason():
     from wlprof.cli.roofline import above_roof_counts
 

@@ -273,3 +273,19 @@ def test_a_batch_of_one_is_refused_as_what_it_is_not_as_a_missing_dimension():
     assert info.value.arg == "--scale" and info.value.value == "batch"
     new, value = scaled(mlp(8), "batch", 4.0)
     assert value == 8 and json.loads(new.op_input_dims.iat[0]) == [[2048], [32, 512], [512, 2048], [], []]
+
+
+def test_a_flattening_equal_to_a_weights_shape_still_scales_the_matrix_ops_rows():
+    from wlprof.predict.scale import batch_mapping, rewrite_batch
+
+    # batch 4, sequence 8, width 32 (an LSTM's output into a 4-head attention): batch x sequence = 32 rows,
+    # the same [32, 32] as the out-projection's weight; the rows are the matrix ops' first operand and grow
+    # (4 -> 8: 32 -> 64), the weights [32, 96] and [32, 32] stay
+    step = ops(("aten::copy_", [[4, 8, 32], [4, 8, 32], []], [[256, 32, 1], [256, 32, 1], []]),
+               ("aten::addmm", [[96], [32, 32], [32, 96], [], []], [[1], [32, 1], [1, 32], [], []]),
+               ("aten::addmm", [[32], [32, 32], [32, 32], [], []], [[1], [32, 1], [1, 32], [], []]))
+    batch, mapping = batch_mapping(step, 2)
+    assert batch == 4 and mapping == {4: 8, 32: 64}
+    d = _dims(rewrite_batch(step, batch, mapping))
+    assert d[0][:2] == [[8, 8, 32], [8, 8, 32]]
+    assert d[1][:3] == [[96], [64, 32], [32, 96]] and d[2][:3] == [[32], [64, 32], [32, 32]]

@@ -144,7 +144,14 @@ def calibrate(
         if note:  # ceilings measured on a busy machine are low, and every later run is placed against them
             console(stderr=True).print(f"[yellow]note: {note}; ceilings measured now may be low (every later "
                                        "run is placed against them): calibrate again on a quiet machine[/yellow]")
-        measured = c = measure(dev, quick=quick)
+        try:
+            measured = c = measure(dev, quick=quick)
+        except KeyboardInterrupt:
+            from wlprof.errors import Interrupted
+
+            kept_as = ("nothing was cached" if previous is None
+                       else f"the ceilings cache is as it was ({cache_path(dev.type, device_name(dev))})")
+            raise Interrupted(f"{kept_as}: ceilings are cached once every one is measured") from None
         low = lower_than(c, previous) if previous is not None else []
         # a format-1 cache lacks the read, write and cache roofs: the new ceilings replace it anyway
         kept = bool(low) and not replace and previous.migrated_from is None

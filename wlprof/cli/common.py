@@ -66,8 +66,10 @@ def handle_errors(fn=None, *, spelling=spell_cli):
             if run_id:
                 typer.echo(f"interrupted: run {run_id} keeps its finished points and is marked incomplete; "
                            f"the same command with `--resume {run_id}` finishes it", err=True)
-            else:
-                typer.echo("interrupted: finished points are kept; the run is marked incomplete", err=True)
+            elif getattr(exc, "detail", None):
+                typer.echo(f"interrupted: {exc.detail}", err=True)
+            else:  # stopped before or after anything a command writes: no claim about what was written
+                typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
 
     return wrapper

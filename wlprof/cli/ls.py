@@ -13,18 +13,19 @@ EXAMPLES = epilog("wlprof ls", "wlprof ls --traces offline/")
 @handle_errors
 def ls(traces: Traces = DEFAULT_TRACES, wide: Wide = False) -> None:
     """List the runs in the traces folder, oldest first."""
-    from pathlib import Path
 
     from wlprof.analysis.summary import runs_overview
     from wlprof.cli import render
-    from wlprof.errors import InputError
     from wlprof.store.runs import list_runs
+    from wlprof.store.selection import require_folder
 
-    if Path(traces) != Path(DEFAULT_TRACES) and not Path(traces).is_dir():
-        raise InputError("--traces", "must be an existing traces folder", str(traces))
-    runs = runs_overview(list_runs(traces))
+    require_folder(traces)
+    skipped: list[str] = []
+    runs = runs_overview(list_runs(traces, skipped))
+    for why in skipped:  # a run that cannot be read is named, not left out of the list unsaid
+        typer.echo(f"not listed: {why}", err=True)
     if runs.empty:
-        typer.echo(f"no runs in {traces}/ yet: try `wlprof run gemm`")
+        typer.echo(f"no {'readable ' if skipped else ''}runs in {traces}/ yet: try `wlprof run gemm`")
         return
     con = console(wide=wide)
     con.print(render.runs_table(runs, wide=wide, width=con.width))

@@ -264,10 +264,11 @@ def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> tuple[pd.DataFrame, 
     from wlprof.predict.spec import calls_and_left_out
 
     calls, left = calls_and_left_out(str(path), frozenset(predictor.meta.get("op_names", [])))
-    ts = pd.to_numeric(ops.ts_us, errors="coerce")
-    end = ts + pd.to_numeric(ops.cpu_dur_us, errors="coerce").fillna(0) if "cpu_dur_us" in ops else ts
-    calls = calls[(calls.ts_us >= ts.min()) & (calls.ts_us <= end.max())]
-    left = left[(left.ts_us >= ts.min()) & (left.ts_us <= end.max())]
+    # by the step each op ran in, not by the times of `ops`: those are the working ops, and the outer op
+    # a call or a left-out op is begins before the first of them (a step's first convolution)
+    step = set(ops.step) if "step" in ops else set(calls.trace_step)
+    calls = calls[calls.trace_step.isin(step)].drop(columns="trace_step")
+    left = left[left.trace_step.isin(step)].drop(columns="trace_step")
     return (calls.assign(device_type="cpu", device_name=str(ops.device_name.iat[0]), workload="ingest",
                          run_id="trace", point=0).reset_index(drop=True), left.reset_index(drop=True))
 

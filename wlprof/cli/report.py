@@ -81,7 +81,7 @@ def _report(runs, traces, out, workload, ceilings, allow_mixed_devices, wide) ->
     if out is not None:
         from wlprof.cli.report_files import write_report
 
-        path = write_report(rep, out, traces)
-        pngs = sorted(p.name for p in path.parent.glob("*.png"))
+        path, pngs = write_report(rep, out, traces)
+        pngs = sorted(pngs)
         con.print(f"wrote {path} (one self-contained page), {path.parent / 'report.md'} and {len(pngs)} figures: "
                   + ", ".join(pngs), markup=False, highlight=False)

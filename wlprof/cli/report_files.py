@@ -177,7 +177,22 @@ def _spectrum_md(frame: pd.DataFrame) -> str:
     return table(shown, SPECTRUM_COLUMNS, formats=SPECTRUM_FORMATS) + (f"\n{note}.\n" if note else "")
 
 
-def write_report(rep: Report, out: Path, traces: Path) -> Path:
+def _figures_of_earlier_report(report_md: Path) -> set[str]:
+    """The figure files a report written earlier into the same folder lists in its report.md (a plain
+    name each: `![x.png](x.png)`): the files wlprof wrote there, which it may replace or remove."""
+    import re
+
+    try:
+        text = report_md.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {m.group(1) for m in re.finditer(r"^!\[([^\]/\\]+\.png)\]\(\1\)$", text, re.MULTILINE)}
+
+
+def write_report(rep: Report, out: Path, traces: Path) -> tuple[Path, list[str]]:
+    """Write index.html, report.md and the figures into `out`; (index.html, the figures' file names). The
+    figures an earlier report in `out` wrote and this one does not are removed: the folder holds this
+    report's files only (other files are left alone)."""
     from wlprof.cli.markdown import table
     from wlprof.store.atomic import atomic_write_bytes
     from wlprof.store.runs import check_writable, read_manifest, run_dir
@@ -190,6 +205,7 @@ def write_report(rep: Report, out: Path, traces: Path) -> Path:
     device = rep.steps.device_name.iloc[0]
     ceilings = rep.ceilings if rep.ceilings is not None else (manifests[runs[0]].get("ceilings") or {})
     ctx = Context(rep, device, ceilings, manifests)
+    earlier = _figures_of_earlier_report(out / "report.md")
     pngs: list[tuple[Figure, bytes]] = []
     for f in figures_for(ctx):
         data = _save_png(f.draw(ctx))
@@ -209,7 +225,10 @@ def write_report(rep: Report, out: Path, traces: Path) -> Path:
         lines += [f"## {wl}: kernel time per step by phase (µs)", "", table(_phase_frame(t)), ""]
     atomic_write_bytes(out / "report.md", "\n".join(lines).encode())
     atomic_write_bytes(out / "index.html", html_page(ctx, runs_df, pngs).encode())
-    return out / "index.html"
+    names = [f.name for f, _ in pngs]
+    for stale in sorted(earlier - set(names)):
+        (out / stale).unlink(missing_ok=True)
+    return out / "index.html", names
 
 
 def _phase_frame(t: pd.DataFrame) -> pd.DataFrame:

@@ -54,7 +54,7 @@ def sweep(
     from dataclasses import replace
 
     from wlprof.cli.execute import execute
-    from wlprof.study import load_study, override_params, prepare
+    from wlprof.study import RunInterrupted, load_study, override_params, prepare
 
     if resume is not None and len(study_files) > 1:
         raise InputError(Key("resume", "store"), "finishes one run: pass one study file with it",
@@ -71,9 +71,17 @@ def sweep(
     try:
         for study in studies[1:]:  # every file is checked before the first one runs
             prepare(study)
-        statuses = [execute(study, traces, quiet, resume=resume, wide=wide, exit_on_failure=False,
-                            label=f"[{i + 1}/{len(studies)}] {study.source}" if len(studies) > 1 else None)
-                    for i, study in enumerate(studies)]
+        statuses = []
+        for i, study in enumerate(studies):
+            try:
+                statuses.append(execute(study, traces, quiet, resume=resume, wide=wide, exit_on_failure=False,
+                                        label=f"[{i + 1}/{len(studies)}] {study.source}" if len(studies) > 1
+                                        else None))
+            except RunInterrupted as exc:
+                if len(studies) == 1:
+                    raise
+                raise _interrupted_file(exc.run_id, study_files[i], study_files[i + 1:], traces, device,
+                                        set_) from None
     except InputError as exc:  # an override given as a flag is named as the flag
         if device is not None and exc.arg == Key("device", "study"):
             raise exc.spelled(spell_cli) from None
@@ -82,3 +90,23 @@ def sweep(
         raise
     if any(s != "complete" for s in statuses):
         raise SystemExit(1)
+
+
+def _interrupted_file(run_id: str, file: Path, rest: list[Path], traces: Path, device, sets):
+    """The interrupt of one study of several: `--resume` takes one study file, so the command that
+    finishes the run names that file alone, and the files after it are named as not run."""
+    import shlex
+
+    from wlprof.errors import Interrupted
+
+    words = ["wlprof", "sweep", str(file)]
+    if Path(traces) != DEFAULT_TRACES:
+        words += ["--traces", str(traces)]
+    if device is not None:
+        words += ["--device", str(device)]
+    for a in sets or []:
+        words += ["--set", a]
+    command = " ".join(shlex.quote(w) for w in [*words, "--resume", run_id])
+    left = f"; not run: {', '.join(str(f) for f in rest)}" if rest else ""
+    return Interrupted(f"run {run_id} keeps its finished points and is marked incomplete; `{command}` "
+                       f"finishes it{left}")

@@ -148,17 +148,26 @@ def launch(study, traces, world_size: int, quiet: bool = False, command: str | N
         for p in procs:
             with contextlib.suppress(Exception):
                 p.wait(timeout=10)
-        _remove_staged(note)
+        if not _remove_staged(note):
+            from wlprof.errors import Interrupted
+
+            raise Interrupted(f"no run was written to {traces}/ (a run over several ranks is written once every "
+                              "rank has finished every point, and cannot be resumed)") from None
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _remove_staged(note: Path) -> None:
-    """Rank 0's staged run folder, if a failure left it (a published run is never touched)."""
+def _remove_staged(note: Path) -> bool:
+    """Remove rank 0's staged run folder, if a failure left it (a published run is never touched); True
+    when rank 0 staged one that is gone: published under its run id."""
     try:
         staged = Path(note.read_text().strip())
     except OSError:
-        return
-    if staged.name.startswith(".staging-") and staged.is_dir():
+        return False
+    if not staged.name.startswith(".staging-"):
+        return False
+    if staged.is_dir():
         shutil.rmtree(staged, ignore_errors=True)
+        return False
+    return True

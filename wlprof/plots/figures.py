@@ -161,14 +161,27 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
         when = "no ceilings measured for this device: no roofs drawn"
     else:
         when = f"ceilings measured {c.measured_at}" if c.measured_at else "ceilings"
-    import textwrap
-
-    # several run ids make a title wider than the figure: wrapped, not cut at both edges
-    ax.set_title(textwrap.fill(f"{title} (marker area ~ time per call; {when})", 120), fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=6.5, loc="lower right", ncol=2)
-    fig.tight_layout()
+    _title_inside(ax, f"{title} (marker area ~ time per call; {when})", fontsize=10)
     return fig
+
+
+def _title_inside(ax, text: str, fontsize: float) -> None:
+    """Set the axes' title wrapped at the widest line length (in characters) whose lines stay inside the
+    figure, 1% of its width from either edge, once it is laid out: several run ids make a title wider
+    than the figure, and the title is centred over the axes, not over the figure (a line whose box
+    ends at the edge still loses its last glyph's pixels there)."""
+    import textwrap
+
+    fig = ax.figure
+    pad = 0.01 * fig.bbox.width
+    for width in range(120, 19, -5):
+        title = ax.set_title(textwrap.fill(text, width), fontsize=fontsize)
+        fig.tight_layout()
+        box = title.get_window_extent(fig.canvas.get_renderer())
+        if box.x0 >= fig.bbox.x0 + pad and box.x1 <= fig.bbox.x1 - pad:
+            return
 
 
 # --------------------------------------------------------------------------- shared

@@ -101,10 +101,13 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
     from wlprof.ceilings import get_ceilings
 
     t_c = time.monotonic()
-    _, origin = get_ceilings(dev)
-    calibration = {"origin": origin, "seconds": round(time.monotonic() - t_c, 1)}
-    started = time.time()
-    done, skipped, failed, grid_s = _run_grid(secs, traces, budget_s, progress, command)
+    try:
+        _, origin = get_ceilings(dev)
+        calibration = {"origin": origin, "seconds": round(time.monotonic() - t_c, 1)}
+        started = time.time()
+        done, skipped, failed, grid_s = _run_grid(secs, traces, budget_s, progress, command)
+    except KeyboardInterrupt:
+        raise _interrupted(out, traces, made, extend) from None
     if not done:
         for d in made:  # nothing was measured: leave no empty folder behind
             with contextlib.suppress(OSError):
@@ -258,6 +261,24 @@ def _still_skipped(before: list[dict], done: list[dict], now: list[dict]) -> lis
     out = [x for x in before if _study_key(x) not in ran]
     listed = {_study_key(x) for x in out}
     return out + [x for x in now if _study_key(x) not in listed]
+
+
+def _interrupted(out: Path, traces: Path, made: list[Path], extend: bool):
+    """What an interrupt of the grid leaves, said as it is (a profile has no --resume): an extended profile
+    as it was; a new one without profile.json, its studies so far in traces/ (or, with none, no folder)."""
+    from wlprof.errors import Interrupted
+
+    if extend:
+        return Interrupted(f"the profile in {out}/ is as it was (its {PROFILE_FILE}, {OPS_FILE} and "
+                           f"{PREDICTOR_FILE} unchanged); the same command measures the studies it still lacks")
+    if not any(p.is_dir() and not p.name.startswith(".") for p in traces.iterdir()):
+        for d in made:  # nothing was measured: no folder left behind
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        return Interrupted(f"no profile was written to {out}/")
+    return Interrupted(f"the profile in {out}/ is unfinished: no {PROFILE_FILE}, its studies so far in {traces}/ "
+                       f"(`wlprof predict --profile {out}` fits from them); --extend adds only to a finished profile, "
+                       f"so remove {out}/ and run the command again to measure the grid")
 
 
 def _run_grid(secs, traces: Path, budget_s: float, progress, command) -> tuple[list, list, list, float]:

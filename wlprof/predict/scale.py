@@ -253,7 +253,10 @@ def batch_mapping(ops: pd.DataFrame, factor: float) -> tuple[int | None, dict[in
         return None, {}
     new = max(1, int(round(batch * factor)))
     mapping = {batch: new}
-    ordered = {mo for _, ts in calls for _, _, t, st in ts if (mo := tuple(_memory_order(t, st))) not in params}
+    # the activations as `lead` reads them: a matrix op's first operand is one even where a weight has its
+    # shape (an attention's [batch x sequence, width] input beside its [width, width] projection)
+    ordered = {mo for name, ts in calls for i, _, t, st in ts
+               if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
     for _, ts in calls:
         for _, _, t, st in ts:
             mo = _memory_order(t, st)

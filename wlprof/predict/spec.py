@@ -387,14 +387,15 @@ def calls_of_trace(path: str, launching: frozenset[str] | None = None, lists=())
     branch of the op tree the outermost op that launches kernels on CUDA (`LAUNCHING`, and the names
     in `launching`), else an op CUDA runs as another (`CUDA_NAMES`). `lists`: the workload's recorded
     list calls (`Built.tensor_lists`), for the tensor lists the profiler records as `[]`."""
-    return calls_and_left_out(path, launching, lists)[0]
+    return calls_and_left_out(path, launching, lists)[0].drop(columns="trace_step")
 
 
 def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
                        lists=()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`calls_of_trace`, and the work it leaves out: the outermost ops with a cost formula on the
-    branches where no call but fills and copies is kept (`op_name`, `ts_us`), e.g. a CPU-only kernel
-    such as `_scaled_dot_product_flash_attention_for_cpu`, which CUDA runs under another name."""
+    branches where no call but fills, copies and the op's own auxiliary work is kept (`op_name`, `ts_us`),
+    e.g. a CPU-only kernel such as `_scaled_dot_product_flash_attention_for_cpu`, which CUDA runs under
+    another name. Both carry `trace_step`, the profiler step each op ran in (0 without step markers)."""
     import json
 
     from wlprof import pipeline
@@ -430,12 +431,14 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
         inherited = p >= 0 and (covered[p] or keep[p])
         covered[i] = inherited
         keep[i] = launch[i] and not inherited
-    # a kept call at or below that does the work (not a fill or copy CUDA also runs as setup)
+    # a kept call at or below that does the work (not a fill or copy CUDA also runs as setup, nor an op
+    # nested as its parent's own auxiliary work: the bias sum inside oneDNN's LSTM layer is not the layer)
     kept_below = keep & ~np.isin(np.array([CUDA_NAMES.get(n, n) for n in names], dtype=object),
                                  list(registry.SUPPORT_OPS))
     for i in range(len(ops) - 1, -1, -1):
-        if kept_below[i] and parent[i] >= 0:
-            kept_below[parent[i]] = True
+        p = parent[i]
+        if kept_below[i] and p >= 0 and not (registry.aux_children(names[p]) or names[i] in registry.aux_ops(names[p])):
+            kept_below[p] = True
     lost = np.zeros(len(ops), bool)  # outermost costed ops on branches with no kept call
     inside = np.zeros(len(ops), bool)  # at or below a lost op
     for i in range(len(ops)):
@@ -444,8 +447,9 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
             inside[i] = True
         elif not (covered[i] or keep[i] or kept_below[i]) and registry.has_formula(names[i]):
             lost[i] = inside[i] = True
-    left_out = pd.DataFrame({"op_name": names[lost].astype(str),
-                             "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3}, columns=["op_name", "ts_us"])
+    steps = ops.step.to_numpy() if "step" in ops else np.zeros(len(ops), int)
+    left_out = pd.DataFrame({"op_name": names[lost].astype(str), "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3,
+                             "trace_step": steps[lost]}, columns=["op_name", "ts_us", "trace_step"])
     rows = []
     for i in np.flatnonzero(keep):
         a = args(i)
@@ -453,9 +457,10 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
                      "op_input_dims": dumps(a.get("Input Dims")),
                      "op_input_types": dumps(a.get("Input type")), "op_input_strides": dumps(a.get("Input Strides")),
                      "op_concrete_inputs": dumps(a.get("Concrete Inputs")),
-                     "region": ops.region.iat[i] if "region" in ops else None, "ts_us": ops.ts_ns.iat[i] / 1e3})
+                     "region": ops.region.iat[i] if "region" in ops else None, "ts_us": ops.ts_ns.iat[i] / 1e3,
+                     "trace_step": steps[i]})
     out = pd.DataFrame(rows, columns=["op_name", "_as", "op_input_dims", "op_input_types", "op_input_strides",
-                                      "op_concrete_inputs", "region", "ts_us"])
+                                      "op_concrete_inputs", "region", "ts_us", "trace_step"])
     out["step"] = 0
     out["dur_us"] = np.nan
     out["kernel_count"] = 1

@@ -39,6 +39,8 @@ def check_writable(root: str | Path, arg: str | Key = Key("traces", "store"), wh
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise InputError(arg, f"must be a folder wlprof can write {what} into, not a file", str(root))
+    if what == "traces":
+        refuse_run_folder(root, arg)
     try:
         root.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".wlprof-write-probe-", dir=root)
@@ -47,6 +49,15 @@ def check_writable(root: str | Path, arg: str | Key = Key("traces", "store"), wh
     except OSError as exc:
         raise InputError(arg, f"must be a folder wlprof can write into ({exc.strerror})", str(root)) from None
     return root
+
+
+def refuse_run_folder(root: str | Path, arg: str | Key = Key("traces", "store")) -> None:
+    """Refuse a run's own folder (it holds a manifest) given where a traces folder, the folder of the
+    runs, is wanted: runs written there would nest inside that run, and none are listed there."""
+    root = Path(root)
+    if (root / MANIFEST).is_file():
+        raise InputError(arg, f"must be a traces folder (one sub-folder per run), not the folder of run {root.name}",
+                         str(root), hint=("pass the folder that holds it: ", arg, f" {root.parent}"))
 
 
 def check_writable_file(out: str | Path, arg: str, kind: str, what: str) -> None:
@@ -66,7 +77,10 @@ def check_writable_file(out: str | Path, arg: str, kind: str, what: str) -> None
 def run_dir(root: str | Path, run_id: str) -> Path:
     """The folder of `run_id` under `root`; refuses ids that would leave it."""
     if not RUN_ID_RE.match(run_id) or run_id in (".", ".."):
-        raise InputError("RUN_ID", "must be a run id made of letters, digits, '.', '_' and '-'", run_id)
+        given = Path(run_id)
+        hint = (f"that is a run's folder: its id is {given.name}, in the traces folder {given.parent} "
+                f"(--traces {given.parent})") if (given / MANIFEST).is_file() else None
+        raise InputError("RUN_ID", "must be a run id made of letters, digits, '.', '_' and '-'", run_id, hint=hint)
     root = Path(root).resolve()
     path = (root / run_id).resolve()
     if path.parent != root:
@@ -236,8 +250,9 @@ def effective_status(manifest: dict[str, Any]) -> str:
     return status
 
 
-def list_runs(root: str | Path) -> list[dict[str, Any]]:
-    """Manifests of every run under `root`, oldest first (unreadable folders skipped)."""
+def list_runs(root: str | Path, skipped: list[str] | None = None) -> list[dict[str, Any]]:
+    """Manifests of every run under `root`, oldest first (unreadable folders skipped; why, in `skipped`
+    where it is given)."""
     root = Path(root)
     if not root.is_dir():
         return []
@@ -248,7 +263,9 @@ def list_runs(root: str | Path) -> list[dict[str, Any]]:
         if child.is_dir() and (child / MANIFEST).exists():
             try:
                 m = read_manifest(child)
-            except StoreError:
+            except StoreError as exc:
+                if skipped is not None:
+                    skipped.append(str(exc))
                 continue
             m["status"] = effective_status(m)
             m["_path"] = str(child)

@@ -19,8 +19,11 @@ def ls_hint(root: str | Path) -> str:
 
 def require_folder(root: str | Path, arg: str = "--traces") -> None:
     """Refuse a traces folder given on the command line that does not exist (the default may be absent)."""
+    from wlprof.store.runs import refuse_run_folder
+
     if Path(root) != Path("traces") and not Path(root).is_dir():
         raise InputError(arg, "must be an existing traces folder", str(root))
+    refuse_run_folder(root, arg)
 
 
 def split_runs(values) -> list[str]:

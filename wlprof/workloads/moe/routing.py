@@ -93,7 +93,7 @@ def parse_spec(text: str, arg: str) -> RoutingSpec:
         return RoutingSpec(kind, f"concentrated:{int(rest)}", hot=int(rest))
     if kind == "zipf":
         if not _NUMBER.match(rest):
-            raise InputError(arg, "zipf:s needs a number s >= 0 (the skew exponent)", raw)
+            raise InputError(arg, "zipf:s needs a finite number s >= 0 (the skew exponent)", raw)
         s = float(rest)
         if not math.isfinite(s) or s < 0:
             raise InputError(arg, "zipf:s needs a finite s >= 0 (the skew exponent)", raw)
