@@ -635,12 +635,19 @@ class _Tables:
 
     def _store_rows(self, o_rows: list, a_rows: list, l_rows: list, d_rows: list) -> None:
         """One chunk's rows of the four tables, as numpy columns."""
+        d_cols = _columns(d_rows, 19)
+        d_cols[1] = [DEVICE_CATS[c] for c in d_cols[1]]
+        self._store_columns(_columns(o_rows, 8), _columns(a_rows, 7), _columns(l_rows, 8), d_cols)
+
+    def _store_columns(self, o_cols: list, a_cols: list, l_cols: list, d_cols: list) -> None:
+        """One chunk's columns of the four tables (sequences of the events' values, the device rows'
+        kind as the table's names: kernel, memcpy, memset), as numpy columns."""
         thr = self._thread_ids
-        (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = _columns(o_rows, 8)
-        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur, a_args) = _columns(a_rows, 7)
-        (l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext) = _columns(l_rows, 8)
+        (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = o_cols
+        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur, a_args) = a_cols
+        (l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext) = l_cols
         (d_idx, d_kind, d_name, d_pid, d_tid, d_ts, d_dur, d_corr, d_ext, d_stream, d_dev, d_grid, d_block,
-         d_regs, d_smem, d_bps, d_wps, d_bytes, d_args) = _columns(d_rows, 19)
+         d_regs, d_smem, d_bps, d_wps, d_bytes, d_args) = d_cols
         self._store("ops", idx=_ints(o_idx), name=np.asarray(o_name, np.int64), pid=thr(o_pid),
                     tid=thr(o_tid), ts_ns=_ns(o_ts), dur_ns=_ns(o_dur), ext_id=_ids(o_ext),
                     args_id=np.asarray(o_args, np.int64))
@@ -650,7 +657,7 @@ class _Tables:
                     ts_ns=_ns(l_ts), dur_ns=_ns(l_dur), correlation=_ids(l_corr), ext_id=_ids(l_ext))
         gx, gy, gz = _triples(d_grid)
         bx, by, bz = _triples(d_block)
-        self._store("dev", idx=_ints(d_idx), kind=np.asarray([DEVICE_CATS[c] for c in d_kind], dtype=object),
+        self._store("dev", idx=_ints(d_idx), kind=np.asarray(d_kind, dtype=object),
                     name=np.asarray(d_name, np.int64), pid=thr(d_pid), tid=thr(d_tid), ts_ns=_ns(d_ts),
                     dur_ns=_ns(d_dur), correlation=_ids(d_corr), ext_id=_ids(d_ext), stream=_ids(d_stream),
                     device_index=_ids(d_dev), grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
