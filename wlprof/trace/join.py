@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from wlprof.columns import object_column
+from wlprof.columns import filled, object_column
 from wlprof.trace.parse import NO_ID, RawTrace
 
 STEP_RE = re.compile(r"^(?:wlprof/step|ProfilerStep)#(\d+)$")
@@ -268,7 +268,7 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     safe = np.maximum(launch_pos, 0)
     api = np.where(has_launch, lau.name.to_numpy(dtype=object)[safe] if len(lau) else None, None)
     graph = np.isin(api, GRAPH_LAUNCHES)
-    method = np.full(len(dev), NONE, dtype=object)
+    method = filled(len(dev), NONE)
     op_pos = np.full(len(dev), -1, np.int64)
     if trust_ext:
         lau_ext = lau.ext_id.to_numpy()
