@@ -55,6 +55,15 @@ class RawTrace:
     foreign_events: int = 0  # complete events of a category torch.profiler does not write
     mtia_events: int = 0  # device rows of MTIA (mtia_ccp_events): the device is an MTIA, not a GPU
     untimed_example: str | None = None  # the first skipped event with a non-numeric ts/dur, described
+    distinct_names: dict[str, np.ndarray] = field(default_factory=dict)  # per table, its names once each
+
+    def names_in(self, table: str) -> np.ndarray:
+        """The distinct names of `table` (ops, annotations, launches or device), in no set order."""
+        got = self.distinct_names.get(table)
+        if got is None:
+            df = getattr(self, table)
+            got = pd.unique(df["name"].to_numpy(dtype=object)) if "name" in df else np.array([], dtype=object)
+        return got
 
     @property
     def has_device_activity(self) -> bool:
@@ -682,9 +691,10 @@ class _Tables:
         for k, v in cols.items():
             part.setdefault(k, []).append(v)
 
-    def frames(self) -> dict[str, pd.DataFrame]:
+    def frames(self) -> dict[str, Any]:
+        """The four tables, and under "distinct_names" each table's names once each (from the codes)."""
         names = np.array(list(self.names), dtype=object)
-        out = {}
+        out: dict = {"distinct_names": {}}
         for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
             cols = {k: np.concatenate(v) if v else np.array([]) for k, v in self.parts[table].items()}
             if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
@@ -693,6 +703,7 @@ class _Tables:
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
+                out["distinct_names"][key] = names[np.flatnonzero(np.bincount(codes, minlength=len(names)))]
             # object columns stay object (pandas would otherwise convert every string to Arrow)
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
                                      for k, v in cols.items()})
