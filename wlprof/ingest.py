@@ -180,8 +180,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
                 writer.manifest.setdefault("device", dev)
                 devices[i] = dev
                 origin = ceil["origin"]
-                writer.manifest["ceilings"] = ceil
-                writer.write_manifest()
+                writer.manifest["ceilings"] = ceil  # written when the staged run is finished
                 done.append(summary)
                 comm.append(coll)
             _check_one_device(path, [(files[i].name, d) for i, d in sorted(devices.items())])
