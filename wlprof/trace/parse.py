@@ -359,6 +359,9 @@ def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int,
                                       "(truncated)")
 
 
+NOTHING_KEY = b"o" + b"\x00" * (len(INPUT_KEYS) - 1)  # the args key of an op that records no input or extra
+
+
 class _Tables:
     """Column accumulators for one trace: each chunk's dicts become numpy arrays, then are dropped.
 
@@ -505,6 +508,7 @@ class _Tables:
         extras, end = inputs + len(INPUT_KEYS), inputs + len(ARG_KEYS)
         rest = len(structs.RAW_KEYS) - len(INPUT_KEYS)  # the extras and PyTorch 1.8-1.10's "Input dims"
         absent = structs.ABSENT
+        nothing = (absent,) * len(structs.RAW_KEYS)  # an op that records no raw field
         input_raw = operator.attrgetter(*structs.RAW_ATTRS[:len(INPUT_KEYS)])
         extra_raw = operator.attrgetter(*structs.RAW_ATTRS[len(INPUT_KEYS):len(ARG_KEYS)])
         complete, begin_type, end_type = structs.Event, structs.Begin, structs.End
@@ -550,8 +554,12 @@ class _Tables:
                     a_add((i, code, ev.pid, ev.tid, ts, dur, -1))
                     continue
                 t = fields(a)
-                # most ops record no extras: their key is their inputs alone (four fields joined, not 21)
-                key = b"o" + join(t[inputs:extras]) if t[extras:].count(absent) == rest else b"O" + join(t[inputs:])
+                if a.r0 is absent and t[inputs:] == nothing:  # no shapes, no extras: one key for all
+                    key = NOTHING_KEY
+                elif t[extras:].count(absent) == rest:  # most ops record no extras: their inputs are the key
+                    key = b"o" + join(t[inputs:extras])
+                else:
+                    key = b"O" + join(t[inputs:])
                 aid = args_ids.get(key)
                 if aid is None:
                     raws = t[inputs:end]
