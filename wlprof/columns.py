@@ -15,3 +15,27 @@ def object_column(values, index=None) -> pd.Series:
     costs hundreds of MB; the Parquet writer builds Arrow strings once per file instead.
     """
     return pd.Series(np.asarray(values, dtype=object), dtype=object, index=index)
+
+
+def filled(n: int, value) -> np.ndarray:
+    """An object array of `n` rows that all hold `value` itself.
+
+    `np.full(n, "text", dtype=object)` and `np.where(mask, objects, "text")` store a new copy of
+    the string in every row (numpy converts it to a fixed-width string array first).
+    """
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
+
+
+def per_distinct(values: np.ndarray, test) -> np.ndarray:
+    """`test(value)` of each of `values` as a bool array, `test` called once per distinct value.
+
+    The rows of a table repeat a few values (a kernel's 200-character name on each of its launches);
+    a dict of them hashes each row by the hash Python keeps on the string, where pandas' factorize
+    hashes every row's characters anew.
+    """
+    answer = dict.fromkeys(values)
+    for v in answer:
+        answer[v] = bool(test(v))
+    return np.fromiter(map(answer.__getitem__, values), dtype=bool, count=len(values))

@@ -187,8 +187,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
                 writer.manifest.setdefault("device", dev)
                 devices[i] = dev
                 origin = ceil["origin"]
-                writer.manifest["ceilings"] = ceil
-                writer.write_manifest()
+                writer.manifest["ceilings"] = ceil  # written when the staged run is finished
                 done.append(summary)
                 comm.append(coll)
             _check_one_device(path, [(files[i].name, d) for i, d in sorted(devices.items())])
@@ -480,10 +479,8 @@ def _communicates(trace) -> bool:
     """Whether a trace has collective or P2P work: NCCL-like kernels, c10d or gloo ops."""
     from wlprof.collectives import is_comm_kernel, is_comm_op
 
-    kernels = trace.device["name"].unique() if "name" in trace.device else []
-    ops = [*(trace.ops["name"].unique() if "name" in trace.ops else []),
-           *(trace.annotations["name"].unique() if "name" in trace.annotations else [])]
-    return any(is_comm_kernel(str(k)) for k in kernels) or any(is_comm_op(str(o)) for o in ops)
+    ops = [*trace.names_in("ops"), *trace.names_in("annotations")]
+    return any(is_comm_kernel(str(k)) for k in trace.names_in("device")) or any(is_comm_op(str(o)) for o in ops)
 
 
 def _top_chrome(path: Path, meta: dict, kernels, joined, top: int, run_id: str, variant: str) -> bytes:

@@ -81,6 +81,10 @@ def test_only_wlprof_errors_and_the_join_invariants_hold(tmp_path, doc, layout):
     assert np.isclose(k_known.flops.sum(), known_ops.flops.sum(), rtol=1e-9, atol=1e-6)
     assert kernels.flops_source.isin(["formula", "workload", "unknown"]).all()
     assert (kernels.dur_us.dropna() >= -1e-3).all() or c.joined.device_rows is not None
+    for table in ("ops", "annotations", "launches", "device"):  # each table's names, once each
+        df = getattr(trace, table)
+        names = trace.names_in(table).tolist()
+        assert len(names) == len(set(names)) and set(names) == (set(df["name"]) if "name" in df else set())
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,

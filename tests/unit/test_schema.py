@@ -68,3 +68,16 @@ def test_boolean_columns_read_back_as_nullable_booleans_and_show_as_set(tmp_path
     assert "spread" in out.getvalue() and "50%" in out.getvalue()
     assert _noisy_suffix(back.iloc[0].to_dict()) == " (noisy: kernel samples spread 50%)"
     assert _noisy_suffix(back.iloc[1].to_dict()) == "" and _noisy_suffix(back.iloc[2].to_dict()) == ""
+
+
+@pytest.mark.parametrize("table", sorted(schema.TABLE_NAMES))
+def test_pandas_metadata_is_arrows_for_a_frame_of_every_column(table):
+    """The metadata assembled from one column per pandas type is, to the byte, what Arrow writes for a
+    frame of all the table's columns (each of the pandas type it is read back as)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    nullable = schema.nullable_int_columns()
+    frame = pd.DataFrame({c.name: schema._empty_column(c, nullable) for c in schema.columns(table)})
+    want = pa.Schema.from_pandas(frame, preserve_index=False).metadata[b"pandas"]
+    assert schema._pandas_metadata(table) == want

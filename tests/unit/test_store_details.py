@@ -143,11 +143,24 @@ def test_a_temporary_whose_mode_cannot_be_set_is_removed(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_tables_are_written_zstd_compressed(tmp_path):
-    atomic.atomic_write_parquet(tmp_path / "k.parquet", pd.DataFrame({"run_id": ["r"] * 3, "point": [0, 1, 2]}),
-                                "kernels")
-    md = pq.ParquetFile(tmp_path / "k.parquet").metadata
-    assert {md.row_group(0).column(i).compression for i in range(md.num_columns)} == {"ZSTD"}
+def test_tables_are_written_zstd_compressed_but_the_smallest(tmp_path):
+    """A table of more than SMALL_TABLE rows is zstd-compressed, but for the columns its frame lacks
+    (all null); one of a few rows (a point's steps row) is not, its file no larger for that, and both
+    read back as written."""
+    n = atomic.SMALL_TABLE + 1
+    for rows, codec in ((n, "ZSTD"), (3, "UNCOMPRESSED")):
+        df = pd.DataFrame({"run_id": ["r"] * rows, "point": list(range(rows))})
+        atomic.atomic_write_parquet(tmp_path / "k.parquet", df, "kernels")
+        md = pq.ParquetFile(tmp_path / "k.parquet").metadata
+        codecs = {md.schema.column(i).name: md.row_group(0).column(i).compression for i in range(md.num_columns)}
+        assert {codecs["run_id"], codecs["point"]} == {codec}
+        assert {c for name, c in codecs.items() if name not in df} == {"UNCOMPRESSED"} and len(codecs) > 100
+        back = pd.read_parquet(tmp_path / "k.parquet")
+        assert back.run_id.tolist() == ["r"] * rows and back.point.tolist() == list(range(rows))
+    plain = (tmp_path / "k.parquet").stat().st_size
+    with pq.ParquetWriter(tmp_path / "z.parquet", pq.read_schema(tmp_path / "k.parquet"), compression="zstd") as w:
+        w.write_table(pq.read_table(tmp_path / "k.parquet"))
+    assert plain <= (tmp_path / "z.parquet").stat().st_size
 
 
 # ---------------------------------------------------------------- load_table

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.ceilings import Ceilings
+from wlprof.columns import filled
 from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors, ops_after
 from wlprof.cost.convolution import consumer_outputs, forward_outputs
@@ -247,7 +248,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     op_flops, op_bytes, op_written = np.full(n_ops, np.nan), np.full(n_ops, np.nan), np.full(n_ops, np.nan)
     op_costed = np.zeros(n_ops, bool)
     op_unit, op_dtype = np.full(n_ops, None, dtype=object), np.full(n_ops, None, dtype=object)
-    op_source = np.full(n_ops, UNKNOWN, dtype=object)
+    op_source = filled(n_ops, UNKNOWN)
     for pos, c in costs.items():
         if c is not None:
             op_costed[pos] = True
@@ -261,7 +262,8 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     flops = np.where(known, op_flops[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
     nbytes = np.where(known, op_bytes[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
     written = np.where(known, op_written[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
-    source = np.where(known, op_source[safe_pos], UNKNOWN).astype(object) if n_ops else np.full(n, UNKNOWN, object)
+    source = filled(n, UNKNOWN)
+    source[known] = op_source[safe_pos[known]]
     unit = np.where(known, op_unit[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     cdtype = np.where(known, op_dtype[safe_pos], None) if n_ops else np.full(n, None, dtype=object)
     # memcpy/memset whose op has no formula: the trace records the bytes moved (a copy without a
@@ -351,7 +353,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     cols["op_input_types"] = _obj(per_row(op_inputs[1]))
     cols["op_input_strides"] = _obj(per_row(op_inputs[2]))
     cols["op_concrete_inputs"] = _obj(per_row(op_inputs[3]))
-    dims_source = np.full(n_ops, TRACE, dtype=object)
+    dims_source = filled(n_ops, TRACE)
     if declared is not None:
         dims_source[declared] = WORKLOAD
     if recovered is not None:

@@ -74,7 +74,7 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
     child = np.flatnonzero(parent >= 0)
     same_name_parent = np.zeros(n, bool)
     same_name_parent[parent[child][codes[child] == codes[parent[child]]]] = True  # names compared by code
-    out = ops.copy()
+    out = ops.copy(deep=False)  # the columns are added, none is changed
     out["is_view"] = view
     out["is_wrapper"] = wrapper
     out["has_formula"] = formula

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof import collectives as C
+from wlprof.columns import per_distinct as _per_distinct
 from wlprof.cost import dtypes
 from wlprof.cost.registry import VECTOR, Cost, OpCall, formula
 
@@ -291,12 +292,6 @@ def _group_from_meta(meta: dict, pg: str | None) -> tuple[int | None, str | None
     return (ws if isinstance(ws, int) else None), pg
 
 
-def _per_distinct(values: np.ndarray, test) -> np.ndarray:
-    """`test` of each value as a bool array, called once per distinct value (None and NaN: once)."""
-    codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=False)
-    return np.array([bool(test(u)) for u in uniq], dtype=bool)[codes] if len(codes) else np.zeros(0, bool)
-
-
 def annotate_comm(k: pd.DataFrame, rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict],
                   meta: dict) -> None:
     """The communication columns on the kernels table `k` (row i is rows' row i), in place."""
@@ -313,11 +308,8 @@ def annotate_comm(k: pd.DataFrame, rows: pd.DataFrame, ops: pd.DataFrame, args_t
     op_args_id = ops.args_id.to_numpy() if len(ops) else np.zeros(0, np.int64)
     op_name_arr = ops.name.to_numpy(dtype=object) if len(ops) else np.zeros(0, dtype=object)
     parent = ops.parent.to_numpy() if len(ops) else np.zeros(0, np.int64)
-    if n:  # per distinct kernel name: a trace launches the same few kernels many times
-        codes, uniq = pd.factorize(pd.Series(names, dtype=object), use_na_sentinel=False)
-        comm_kernel = (kinds == "kernel") & np.array([C.is_comm_kernel(nm) for nm in uniq], dtype=bool)[codes]
-    else:
-        comm_kernel = np.zeros(0, bool)
+    # per distinct kernel name: a trace launches the same few kernels many times
+    comm_kernel = (kinds == "kernel") & _per_distinct(names, C.is_comm_kernel)
     work = comm_kernel | (kinds == "comm")
     host = (kinds == "cpu_op") & _per_distinct(op_names, lambda o: isinstance(o, str) and C.is_comm_op(o)) \
         if n else np.zeros(0, bool)

@@ -47,6 +47,11 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 
 ROW_GROUP = 16_384  # rows converted to Arrow at a time: a wide kernels row is ~1 KB there
+# A table of this many rows or fewer (a point's steps row, its overlap rows) is written uncompressed:
+# its pages hold a few values each, which zstd does not shrink, and a compressor per column costs
+# more than the whole table's encoding. So is every column the frame lacks (written as nulls: a page
+# of definition levels only), in a table of any size.
+SMALL_TABLE = 64
 
 
 def atomic_write_parquet(path: Path, df, table: str) -> None:
@@ -64,7 +69,9 @@ def atomic_write_parquet(path: Path, df, table: str) -> None:
     # more than it saves (the files are smaller and written faster)
     strings = [f.name for f in arrow_schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     try:
-        with pq.ParquetWriter(tmp, arrow_schema, compression="zstd", use_dictionary=strings) as writer:
+        small = len(df) <= SMALL_TABLE
+        compression = {f.name: "none" if small or f.name not in df.columns else "zstd" for f in arrow_schema}
+        with pq.ParquetWriter(tmp, arrow_schema, compression=compression, use_dictionary=strings) as writer:
             for start in range(0, max(len(df), 1), ROW_GROUP):
                 writer.write_table(schema.conform(df.iloc[start:start + ROW_GROUP], table))
                 if len(df) > ROW_GROUP:

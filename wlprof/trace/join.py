@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from wlprof.columns import object_column
+from wlprof.columns import filled, object_column
 from wlprof.trace.parse import NO_ID, RawTrace
 
 STEP_RE = re.compile(r"^(?:wlprof/step|ProfilerStep)#(\d+)$")
@@ -219,7 +219,7 @@ def _nest(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
     has_children[parent[child]] = True
     dur = ops.dur_ns.to_numpy()
     child_dur = np.bincount(parent[child], weights=dur[child], minlength=n) if n else np.zeros(0)
-    out = ops.copy()
+    out = ops.copy(deep=False)  # the columns are added, none is changed
     out["parent"] = parent
     out["has_children"] = has_children
     out["self_ns"] = np.maximum(dur - child_dur, 0).astype(np.int64)
@@ -268,7 +268,7 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     safe = np.maximum(launch_pos, 0)
     api = np.where(has_launch, lau.name.to_numpy(dtype=object)[safe] if len(lau) else None, None)
     graph = np.isin(api, GRAPH_LAUNCHES)
-    method = np.full(len(dev), NONE, dtype=object)
+    method = filled(len(dev), NONE)
     op_pos = np.full(len(dev), -1, np.int64)
     if trust_ext:
         lau_ext = lau.ext_id.to_numpy()
@@ -298,7 +298,7 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     region = np.where(~has_launch & has_op, op_region[np.maximum(op_pos, 0)] if len(ops) else None, region)
     step = np.where(~has_launch & has_op, op_step[np.maximum(op_pos, 0)] if len(ops) else -1, step)
 
-    rows = dev.copy()
+    rows = dev.copy(deep=False)  # columns are added or replaced, never changed in place
     rows["launch_api"] = object_column(api, rows.index)
     rows["join_method"] = object_column(method, rows.index)
     rows["op_pos"] = op_pos

@@ -55,6 +55,15 @@ class RawTrace:
     foreign_events: int = 0  # complete events of a category torch.profiler does not write
     mtia_events: int = 0  # device rows of MTIA (mtia_ccp_events): the device is an MTIA, not a GPU
     untimed_example: str | None = None  # the first skipped event with a non-numeric ts/dur, described
+    distinct_names: dict[str, np.ndarray] = field(default_factory=dict)  # per table, its names once each
+
+    def names_in(self, table: str) -> np.ndarray:
+        """The distinct names of `table` (ops, annotations, launches or device), in no set order."""
+        got = self.distinct_names.get(table)
+        if got is None:
+            df = getattr(self, table)
+            got = pd.unique(df["name"].to_numpy(dtype=object)) if "name" in df else np.array([], dtype=object)
+        return got
 
     @property
     def has_device_activity(self) -> bool:
@@ -350,6 +359,9 @@ def _last_chunk(path: Path, buf: bytearray, prefix: bytes | None, consumed: int,
                                       "(truncated)")
 
 
+NOTHING_KEY = b"o" + b"\x00" * (len(INPUT_KEYS) - 1)  # the args key of an op that records no input or extra
+
+
 class _Tables:
     """Column accumulators for one trace: each chunk's dicts become numpy arrays, then are dropped.
 
@@ -496,6 +508,7 @@ class _Tables:
         extras, end = inputs + len(INPUT_KEYS), inputs + len(ARG_KEYS)
         rest = len(structs.RAW_KEYS) - len(INPUT_KEYS)  # the extras and PyTorch 1.8-1.10's "Input dims"
         absent = structs.ABSENT
+        nothing = (absent,) * len(structs.RAW_KEYS)  # an op that records no raw field
         input_raw = operator.attrgetter(*structs.RAW_ATTRS[:len(INPUT_KEYS)])
         extra_raw = operator.attrgetter(*structs.RAW_ATTRS[len(INPUT_KEYS):len(ARG_KEYS)])
         complete, begin_type, end_type = structs.Event, structs.Begin, structs.End
@@ -541,8 +554,12 @@ class _Tables:
                     a_add((i, code, ev.pid, ev.tid, ts, dur, -1))
                     continue
                 t = fields(a)
-                # most ops record no extras: their key is their inputs alone (four fields joined, not 21)
-                key = b"o" + join(t[inputs:extras]) if t[extras:].count(absent) == rest else b"O" + join(t[inputs:])
+                if a.r0 is absent and t[inputs:] == nothing:  # no shapes, no extras: one key for all
+                    key = NOTHING_KEY
+                elif t[extras:].count(absent) == rest:  # most ops record no extras: their inputs are the key
+                    key = b"o" + join(t[inputs:extras])
+                else:
+                    key = b"O" + join(t[inputs:])
                 aid = args_ids.get(key)
                 if aid is None:
                     raws = t[inputs:end]
@@ -635,12 +652,19 @@ class _Tables:
 
     def _store_rows(self, o_rows: list, a_rows: list, l_rows: list, d_rows: list) -> None:
         """One chunk's rows of the four tables, as numpy columns."""
+        d_cols = _columns(d_rows, 19)
+        d_cols[1] = [DEVICE_CATS[c] for c in d_cols[1]]
+        self._store_columns(_columns(o_rows, 8), _columns(a_rows, 7), _columns(l_rows, 8), d_cols)
+
+    def _store_columns(self, o_cols: list, a_cols: list, l_cols: list, d_cols: list) -> None:
+        """One chunk's columns of the four tables (sequences of the events' values, the device rows'
+        kind as the table's names: kernel, memcpy, memset), as numpy columns."""
         thr = self._thread_ids
-        (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = _columns(o_rows, 8)
-        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur, a_args) = _columns(a_rows, 7)
-        (l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext) = _columns(l_rows, 8)
+        (o_idx, o_name, o_pid, o_tid, o_ts, o_dur, o_ext, o_args) = o_cols
+        (a_idx, a_name, a_pid, a_tid, a_ts, a_dur, a_args) = a_cols
+        (l_idx, l_name, l_pid, l_tid, l_ts, l_dur, l_corr, l_ext) = l_cols
         (d_idx, d_kind, d_name, d_pid, d_tid, d_ts, d_dur, d_corr, d_ext, d_stream, d_dev, d_grid, d_block,
-         d_regs, d_smem, d_bps, d_wps, d_bytes, d_args) = _columns(d_rows, 19)
+         d_regs, d_smem, d_bps, d_wps, d_bytes, d_args) = d_cols
         self._store("ops", idx=_ints(o_idx), name=np.asarray(o_name, np.int64), pid=thr(o_pid),
                     tid=thr(o_tid), ts_ns=_ns(o_ts), dur_ns=_ns(o_dur), ext_id=_ids(o_ext),
                     args_id=np.asarray(o_args, np.int64))
@@ -650,7 +674,7 @@ class _Tables:
                     ts_ns=_ns(l_ts), dur_ns=_ns(l_dur), correlation=_ids(l_corr), ext_id=_ids(l_ext))
         gx, gy, gz = _triples(d_grid)
         bx, by, bz = _triples(d_block)
-        self._store("dev", idx=_ints(d_idx), kind=np.asarray([DEVICE_CATS[c] for c in d_kind], dtype=object),
+        self._store("dev", idx=_ints(d_idx), kind=np.asarray(d_kind, dtype=object),
                     name=np.asarray(d_name, np.int64), pid=thr(d_pid), tid=thr(d_tid), ts_ns=_ns(d_ts),
                     dur_ns=_ns(d_dur), correlation=_ids(d_corr), ext_id=_ids(d_ext), stream=_ids(d_stream),
                     device_index=_ids(d_dev), grid_x=gx, grid_y=gy, grid_z=gz, block_x=bx, block_y=by, block_z=bz,
@@ -675,9 +699,10 @@ class _Tables:
         for k, v in cols.items():
             part.setdefault(k, []).append(v)
 
-    def frames(self) -> dict[str, pd.DataFrame]:
+    def frames(self) -> dict[str, Any]:
+        """The four tables, and under "distinct_names" each table's names once each (from the codes)."""
         names = np.array(list(self.names), dtype=object)
-        out = {}
+        out: dict = {"distinct_names": {}}
         for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
             cols = {k: np.concatenate(v) if v else np.array([]) for k, v in self.parts[table].items()}
             if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
@@ -686,6 +711,7 @@ class _Tables:
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
+                out["distinct_names"][key] = names[np.flatnonzero(np.bincount(codes, minlength=len(names)))]
             # object columns stay object (pandas would otherwise convert every string to Arrow)
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
                                      for k, v in cols.items()})
