@@ -119,10 +119,12 @@ def study_from_toml(data: bytes, source: str) -> Study:
         doc = tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError("STUDY_FILE", f"must be valid TOML ({exc})", str(path)) from None
-    unknown = set(doc) - {"study", "params", "capture", "cpu"}
+    sections = ("study", "params", "capture", "cpu")
+    unknown = set(doc) - set(sections)
     if unknown:
-        raise InputError(f"{path.name}: [{sorted(unknown)[0]}]", "is not a section of a study file "
-                         "(sections: study, params, capture, cpu)", sorted(unknown)[0])
+        first = sorted(unknown)[0]
+        raise InputError(f"{path.name}: [{first}]", "is not a section of a study file "
+                         "(sections: study, params, capture, cpu)", first, hint=did_you_mean(first, sections))
     for section in ("study", "params", "capture", "cpu"):
         _table(doc, section, section)
     head = doc.get("study", {})

@@ -326,3 +326,12 @@ def test_a_missing_train_traces_folder_is_named(tmp_path):
     res = invoke("predict", "--train-traces", str(tmp_path / "off"), "--test", "b", "--traces", str(tmp_path))
     assert res.exit_code == 2, res.output
     assert "--train-traces must be an existing traces folder" in " ".join(res.output.split())
+
+
+def test_a_misspelt_study_section_gets_the_close_one(tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text('[study]\nworkload = "gemm"\ndevice = "cpu"\n[parms]\nshapes = ["8x8x8"]\n')
+    res = invoke("sweep", study, "--traces", tmp_path / "t")
+    assert res.exit_code == 2
+    assert "[parms] is not a section of a study file" in res.output and "did you mean 'params'?" in res.output
+    assert not (tmp_path / "t").exists() or not any((tmp_path / "t").iterdir())
