@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 {
 step "machine"; machine
 step "zoo4 captures"
-timeout 420 python3 benchmarks/capture_zoo4.py --out "$T/zoo4" --device cuda 2>&1 | grep -v -e Warning -e warn
+timeout 300 python3 benchmarks/capture_zoo4.py --out "$T/zoo4" --device cuda 2>&1 | grep -v -e Warning -e warn
 for f in "$T"/zoo4/*.json; do case $f in *.flops.json) ;; *) gzip -9 "$f";; esac; done
 tar czf "$OUT/zoo4.tgz" -C "$T" zoo4
 echo "captures at $SECONDS s"
