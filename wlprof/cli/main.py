@@ -56,6 +56,12 @@ def _ingests_a_folder(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["ingest"]:
+        import os
+
+        # numpy's OpenBLAS starts a thread per core on import that spins for tens of milliseconds; an ingest
+        # does no BLAS work, and its processes (this one, the fork server, the workers) import numpy
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     folder = _ingests_a_folder(sys.argv)
     if folder:  # the workers' fork server loads their modules while the commands load
         from wlprof.ingest import prestart_workers
