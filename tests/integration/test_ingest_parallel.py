@@ -68,3 +68,51 @@ def test_the_ingest_command_ends_at_once_with_its_output_flushed_and_its_pool_re
     bad = subprocess.run([sys.executable, "-m", "wlprof", "ingest", str(tmp_path / "none"), "--traces", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "PATH must be an existing trace file or folder" in bad.stderr, bad.stderr
+
+
+MLP = Path(__file__).resolve().parents[1] / "fixtures" / "cpu" / "mlp-20261129-101232-e8e6" / "_chrome" / \
+    "p000-batch-4.raw.json.gz"
+
+
+def _copies(folder: Path, n: int) -> Path:
+    import shutil
+
+    folder.mkdir()
+    for r in range(n):
+        shutil.copy(MLP, folder / f"step{r}.json.gz")
+    return folder
+
+
+@pytest.mark.slow
+def test_files_read_by_this_process_and_finished_by_workers_give_the_tables_one_process_gives(tmp_path,
+                                                                                               monkeypatch):
+    import wlprof.ingest as ing
+
+    folder = _copies(tmp_path / "steps", 4)
+    read_here = []
+    real = ing._read_here
+    monkeypatch.setattr(ing, "_read_here", lambda path, out: read_here.append(path.name) or real(path, out))
+    one = ingest(folder, tmp_path / "one", jobs=1)
+    two = ingest(folder, tmp_path / "two", jobs=2)
+    # 4 files, 2 workers: the first two go to the workers, this process reads the last one or two
+    assert read_here and read_here[0] == "step3.json.gz" and set(read_here) <= {"step2.json.gz", "step3.json.gz"}
+    assert [Path(f.path).name for f in one.files] == [Path(f.path).name for f in two.files]
+    assert [f.kernels for f in one.files] == [f.kernels for f in two.files] and one.files[0].kernels > 0
+    for table in ("kernels", "ops"):
+        a = wlprof.load(one.path, table=table).drop(columns=["run_id"]).sort_values(["variant", "ts_us"])
+        b = wlprof.load(two.path, table=table).drop(columns=["run_id"]).sort_values(["variant", "ts_us"])
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True))
+    assert not list(two.path.glob(".events-*"))  # each file read here was taken by its worker
+
+
+@pytest.mark.slow
+def test_a_bad_file_this_process_reads_is_reported_as_its_worker_reports_it(tmp_path):
+    folder = _copies(tmp_path / "steps", 4)
+    (folder / "step3.json.gz").unlink()
+    (folder / "step3.json").write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", ')  # cut short
+    with pytest.raises(TraceFormatError) as serial:
+        ingest(folder, tmp_path / "one", jobs=1)
+    with pytest.raises(TraceFormatError) as parallel:
+        ingest(folder, tmp_path / "two", jobs=2)
+    assert str(parallel.value) == str(serial.value) and "step3.json" in str(serial.value)
+    assert not (tmp_path / "one").exists() and not (tmp_path / "two").exists()  # nothing written
