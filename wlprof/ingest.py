@@ -374,146 +374,28 @@ def _pool(jobs: int):
 
 
 def _run_all(tasks: list, pool):
-    """Each task's result as it finishes: in `pool`, or in this process where it is None.
-
-    With a pool, each free worker is handed the next file; meanwhile this process reads the
-    events of the files no worker has taken yet, from the last one back (while the workers start,
-    a core would otherwise wait), and a free worker finishes each of those (`_Schedule`)."""
+    """Each task's result as it finishes: in `pool`, or in this process where it is None."""
     if pool is None:
         for t in tasks:
             yield _ingest_file(*t)
         return
-    schedule = _Schedule(tasks, pool, getattr(pool, "_max_workers", 1))
-    try:
-        while (i := schedule.claim_last()) is not None:
-            schedule.read(i, _read_here(tasks[i][3], tasks[i][0] / f".events-{i}.pickle"))
-        yield from schedule.results()
-    finally:
-        schedule.stop()
+    from concurrent.futures import FIRST_EXCEPTION, wait
 
-
-def _read_here(path: Path, out: Path) -> Path | None:
-    """Read a file's events in this process for a worker to finish, into `out` (a hidden file of the
-    staged run, which the worker reads and deletes: faster than sending them through the pool's pipe).
-    None where reading failed: the worker then reads the file and reports what is wrong with it as it
-    always does."""
-    import pickle
-
-    from wlprof.memory import release
-    from wlprof.trace.parse import parse_events
-
-    try:
-        data = pickle.dumps(parse_events(path, keep_events=False), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
-        return None
-    finally:
-        release()
-    try:
-        out.write_bytes(data)
-    except OSError:
-        out.unlink(missing_ok=True)
-        return None
-    return out
-
-
-def _events_read(parsed: Path | None):
-    """The events `_read_here` read into `parsed` (deleted once read), or None."""
-    if parsed is None:
-        return None
-    import pickle
-
-    data = parsed.read_bytes()
-    parsed.unlink()
-    return pickle.loads(data)
-
-
-class _Schedule:
-    """Which file a pool's free worker gets next: a file this process read the events of (to finish),
-    else the next file no one has taken. This process takes files from the back (`claim_last`) while
-    fewer than one per worker wait read; a thread of its own hands the workers their tasks (the
-    first hand-over waits until the workers' fork server is ready)."""
-
-    def __init__(self, tasks: list, pool, workers: int):
-        import queue
-        import threading
-        from collections import deque
-
-        self.tasks, self.pool, self.workers = tasks, pool, workers
-        self.cond = threading.Condition()
-        self.waiting = deque(range(len(tasks)))  # files no one has taken, in order
-        self.ready: deque = deque()  # (index, events read here) for a worker to finish
-        self.reading = 0  # files this process is reading now
-        self.free = workers
-        self.stopped = False
-        self.finished: queue.Queue = queue.Queue()  # the futures, as they finish
-        self.thread = threading.Thread(target=self._hand_out, name="wlprof-ingest-schedule", daemon=True)
-        self.thread.start()
-
-    def claim_last(self) -> int | None:
-        """The last file no worker has taken, for this process to read; None when there is none left to
-        take, or enough already wait read. The first files, one per worker, are left to the workers."""
-        with self.cond:
-            if self.stopped or len(self.waiting) <= self.free or len(self.ready) >= self.workers:
-                return None
-            self.reading += 1
-            return self.waiting.pop()
-
-    def read(self, i: int, parsed) -> None:
-        """File `i` read here (None: not read; a worker reads it)."""
-        with self.cond:
-            self.reading -= 1
-            self.ready.append((i, parsed))
-            self.cond.notify_all()
-
-    def _hand_out(self) -> None:
-        while True:
-            with self.cond:
-                while not self.stopped and not (self.free and (self.ready or self.waiting)):
-                    if not (self.ready or self.waiting or self.reading):
-                        return  # every file was handed out
-                    self.cond.wait()
-                if self.stopped:
-                    return
-                i, parsed = self.ready.popleft() if self.ready else (self.waiting.popleft(), None)
-                self.free -= 1
-            try:
-                fut = self.pool.submit(_ingest_file, *self.tasks[i], parsed=parsed)
-            except BaseException as exc:  # the pool broke or was shut down: the error is this file's result
-                from concurrent.futures import Future
-
-                fut = Future()
-                fut.set_exception(exc)
-                self.finished.put(fut)
-                return
-            fut.add_done_callback(self._done)
-
-    def _done(self, fut) -> None:
-        with self.cond:
-            self.free += 1
-            self.cond.notify_all()
-        self.finished.put(fut)
-
-    def results(self):
-        """Each file's result as its worker finishes it; the first error is raised (no further file is
-        handed out)."""
-        for _ in self.tasks:
-            fut = self.finished.get()
+    futures = [pool.submit(_ingest_file, *t) for t in tasks]
+    pending = set(futures)
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        for fut in finished:
             if fut.exception() is not None:
+                for other in pending:
+                    other.cancel()
                 raise fut.exception()
             yield fut.result()
 
-    def stop(self) -> None:
-        """Hand out nothing more, and wait for the handing thread to end."""
-        with self.cond:
-            self.stopped = True
-            self.cond.notify_all()
-        self.thread.join()
-
 
 def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int | None,
-                 ceilings_file: str | None = None, parsed: Path | None = None):
-    """Read, join and cost one trace file and write its point into the staged run folder. `parsed`: the
-    file its events were read into by `_read_here`, else they are read here."""
+                 ceilings_file: str | None = None):
+    """Read, join and cost one trace file and write its point into the staged run folder."""
     import pickle
 
     from wlprof import pipeline
@@ -522,7 +404,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     from wlprof.store.runs import write_point
     from wlprof.trace.identity import device_of, rank_of
 
-    trace = pipeline.read(f, keep_events=False, parsed=_events_read(parsed))
+    trace = pipeline.read(f, keep_events=False)
     device_type, device_name = device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None,
                                          trace.mtia_events > 0)
     ceilings, origin = _ceilings(device_type, device_name, ceilings_file)
