@@ -23,13 +23,16 @@ def _libc():
 
 
 def release() -> None:
-    """Return freed heap pages (glibc) and Arrow's unused blocks to the operating system."""
+    """Return freed heap pages (glibc) and Arrow's unused blocks to the operating system (Arrow's only
+    where this process loaded it: it is not loaded to be asked)."""
+    import sys
+
     lib = _libc()
     if lib is not None:
         lib.malloc_trim(0)
+    pa = sys.modules.get("pyarrow")
     try:
-        import pyarrow as pa
-
-        pa.default_memory_pool().release_unused()
-    except (ImportError, AttributeError):
+        if pa is not None:
+            pa.default_memory_pool().release_unused()
+    except AttributeError:
         pass

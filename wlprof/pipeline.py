@@ -40,13 +40,14 @@ def set_columns(df: pd.DataFrame, values: Mapping[str, Any]) -> None:
             df[name] = value
 
 
-def read(path: str | Path, keep_events: bool = True) -> RawTrace:
+def read(path: str | Path, keep_events: bool = True, parsed: tuple | None = None) -> RawTrace:
     """The trace's event tables; `keep_events=False` streams a large trace and keeps no event dicts
-    (no enriched copy can then be written from memory)."""
+    (no enriched copy can then be written from memory). `parsed`: its events already read
+    (`wlprof.trace.parse.parse_events`)."""
     from wlprof.memory import release
     from wlprof.trace.parse import read_trace
 
-    trace = read_trace(path, keep_events=keep_events)
+    trace = read_trace(path, keep_events=keep_events, parsed=parsed)
     release()
     if len(trace.ops) + len(trace.device) + len(trace.launches) == 0:
         raise TraceFormatError(str(path), _why_empty(trace, path))

@@ -51,3 +51,20 @@ def test_a_stopped_fork_server_is_gone_and_the_next_pool_starts_another(tmp_path
     stop_workers()  # nothing to stop: no error
     two = ingest(RANKS, tmp_path / "two", jobs=2)
     assert [f.rank for f in two.files] == [0, 1]
+
+
+def test_the_ingest_command_ends_at_once_with_its_output_flushed_and_its_pool_released(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "traces"
+    res = subprocess.run([sys.executable, "-m", "wlprof", "ingest", str(RANKS), "--traces", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    run = next(out.iterdir()).name
+    assert res.stdout.replace("\n", "").rstrip().endswith(f"run_id={run!r}))"), res.stdout  # its last line, to a pipe
+    assert "leaked" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert len(wlprof.load(out)) > 0
+    bad = subprocess.run([sys.executable, "-m", "wlprof", "ingest", str(tmp_path / "none"), "--traces", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "PATH must be an existing trace file or folder" in bad.stderr, bad.stderr

@@ -56,6 +56,12 @@ def _ingests_a_folder(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["ingest"]:
+        import os
+
+        # numpy's OpenBLAS starts a thread per core on import that spins for tens of milliseconds; an ingest
+        # does no BLAS work, and its processes (this one, the fork server, the workers) import numpy
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     folder = _ingests_a_folder(sys.argv)
     if folder:  # the workers' fork server loads their modules while the commands load
         from wlprof.ingest import prestart_workers
@@ -66,11 +72,36 @@ def main() -> None:
     try:
         # "wlprof" however it was started (`python -m wlprof`, torchrun -m wlprof): messages name the command to type
         app(prog_name="wlprof")
+    except SystemExit as exc:
+        if sys.argv[1:2] == ["ingest"] and exc.code in (0, None):
+            if folder:
+                from wlprof.ingest import stop_workers
+
+                stop_workers()
+            _exit_now()
+        raise
     finally:
         if folder:
             from wlprof.ingest import stop_workers
 
             stop_workers()
+
+
+def _exit_now() -> None:
+    """End a command that succeeded without the interpreter's teardown of every module and object
+    (tens of milliseconds after a large ingest): the exit handlers run first (the process pool's
+    resources are released there) and the output is flushed, so nothing the command wrote is lost.
+    Where the output cannot be flushed (a closed pipe) it returns, and the interpreter exits as usual."""
+    import atexit
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    atexit._run_exitfuncs()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,16 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from wlprof import jsonio
 from wlprof.errors import TraceFormatError
 from wlprof.trace import structs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 NO_ID = -1
@@ -61,6 +63,8 @@ class RawTrace:
         """The distinct names of `table` (ops, annotations, launches or device), in no set order."""
         got = self.distinct_names.get(table)
         if got is None:
+            import pandas as pd
+
             df = getattr(self, table)
             got = pd.unique(df["name"].to_numpy(dtype=object)) if "name" in df else np.array([], dtype=object)
         return got
@@ -77,6 +81,8 @@ class RawTrace:
         work, so it has no kernel rows rather than CPU rows."""
         if self.has_device_activity:
             return None
+        import pandas as pd
+
         if self.legacy_device_events:
             return f"{self.legacy_device_events:,} per-op CUDA intervals of the legacy autograd profiler"
         names = self.launches["name"] if "name" in self.launches else pd.Series([], dtype=object)
@@ -701,6 +707,8 @@ class _Tables:
 
     def frames(self) -> dict[str, Any]:
         """The four tables, and under "distinct_names" each table's names once each (from the codes)."""
+        import pandas as pd
+
         names = np.array(list(self.names), dtype=object)
         out: dict = {"distinct_names": {}}
         for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
@@ -857,8 +865,9 @@ _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_
              "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
              "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
              "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
-def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
-    """Parse a Chrome trace written by torch.profiler into event tables.
+def parse_events(path: str | Path, keep_events: bool = True) -> tuple[_Tables, dict, list | None]:
+    """The events of a trace as column arrays (numpy, no pandas), its metadata, and its events where kept:
+    what `read_trace` makes its tables of, in a form that can be sent to another process.
 
     `keep_events=False` (ingesting large traces) parses the event array chunk by
     chunk and keeps no event dicts; `True` keeps them for writing an enriched copy.
@@ -894,6 +903,20 @@ def read_trace(path: str | Path, keep_events: bool = True) -> RawTrace:
             del data
             tables.add(events, 0)
         tables.pair_begin_end()
+    return tables, meta, events
+
+
+def read_trace(path: str | Path, keep_events: bool = True,
+               parsed: tuple[_Tables, dict, list | None] | None = None) -> RawTrace:
+    """Parse a Chrome trace written by torch.profiler into event tables.
+
+    `keep_events=False` (ingesting large traces) parses the event array chunk by
+    chunk and keeps no event dicts; `True` keeps them for writing an enriched copy.
+    `parsed`: the file's `parse_events`, already read (by another process).
+    """
+    path = Path(path)
+    tables, meta, events = parsed if parsed is not None else parse_events(path, keep_events)
+    with _gc_paused():
         frames = tables.frames()
     warnings = []
     if _link_by_external_id(frames):
