@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from wlprof.distributed.run import _peer_gone
+from wlprof.distributed.run import _peer_gone, _peer_silent
 
 
 def test_gloo_closed_connection_is_cut_to_its_sentence():
@@ -17,6 +17,18 @@ def test_other_errors_are_not_a_dead_peer():
     assert _peer_gone(RuntimeError("CUDA out of memory")) is None
     assert _peer_gone(ValueError("Connection closed by peer")) is None  # only the backend's RuntimeError
     assert _peer_gone(RuntimeError("")) is None
+
+
+def test_a_wait_that_timed_out_is_a_silent_peer():
+    # gloo's recv timeout and c10d's store timeout, cut to their sentence; another error, or a timeout that is
+    # no backend error, is not one
+    exc = RuntimeError("[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+                       "30000ms for recv operation to complete")
+    assert _peer_silent(exc) == "Timed out waiting 30000ms for recv operation to complete"
+    assert _peer_silent(RuntimeError("wait timeout after 300000ms, keys: /finished/1")) == \
+        "wait timeout after 300000ms, keys: /finished/1"
+    assert _peer_silent(RuntimeError("CUDA out of memory")) is None
+    assert _peer_silent(TimeoutError("Timed out waiting")) is None
 
 
 def test_more_cpu_ranks_than_cores_get_a_note_and_gpus_or_fewer_ranks_none():

@@ -185,6 +185,9 @@ def run_rank(study, traces="traces", progress=None, command: str | None = None):
             if _peer_gone(exc):  # another rank died: its own error is the one to read, not this stack
                 raise W.DistributedError(f"rank {rank}: lost the connection to another rank (it died or exited: "
                                          f"{_peer_gone(exc)})") from None
+            if _peer_silent(exc):  # gloo or the store waited out its timeout: another rank died or hangs
+                raise W.DistributedError(f"rank {rank}: timed out waiting for another rank (it died, exited or "
+                                         f"hangs: {_peer_silent(exc)})") from None
             traceback.print_exc(file=sys.stderr)
             raise W.DistributedError(f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}") \
                 from None
@@ -202,6 +205,17 @@ def _peer_gone(exc: BaseException) -> str | None:
     text = str(exc).splitlines()[0] if str(exc) else ""
     hit = next((w for w in PEER_GONE if w in text), None) if isinstance(exc, RuntimeError) else None
     return text[text.index(hit):].split(". ")[0] if hit else None
+
+
+# gloo's and c10d's store's words for a wait that ran out its timeout
+PEER_SILENT = ("Timed out waiting", "wait timeout after", "Socket Timeout")
+
+
+def _peer_silent(exc: BaseException) -> str | None:
+    """gloo's or the store's sentence saying a wait for another rank timed out, or None."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    hit = next((w for w in PEER_SILENT if w in text), None) if isinstance(exc, RuntimeError) else None
+    return text[text.index(hit):][:200] if hit else None
 
 
 def rv_files(writer, index: int, rank: int) -> str:
