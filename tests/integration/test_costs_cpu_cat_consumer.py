@@ -9,17 +9,11 @@ padded point of a `wlprof run moe` on the CPU.
 from __future__ import annotations
 
 import torch
-from torch.profiler import ProfilerActivity, profile
-
-from wlprof.pipeline import costed, read
+from cpu_costed import costed_cpu
 
 
 def _ops(tmp_path, fn):
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        fn()
-    path = tmp_path / "trace.json"
-    prof.export_chrome_trace(str(path))
-    return costed(read(path)).ops
+    return costed_cpu(tmp_path, fn).ops
 
 
 def test_cat_consumer_found_past_views_and_allocations(tmp_path):

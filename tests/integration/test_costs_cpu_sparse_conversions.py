@@ -8,17 +8,11 @@ every one of those had been an `unknown` row in a `gnn --backend pyg:gat-csr` st
 from __future__ import annotations
 
 import torch
-from torch.profiler import ProfilerActivity, profile
-
-from wlprof.pipeline import costed, read
+from cpu_costed import costed_cpu
 
 
 def _kernels(tmp_path, fn):
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        fn()
-    path = tmp_path / "trace.json"
-    prof.export_chrome_trace(str(path))
-    return costed(read(path)).kernels
+    return costed_cpu(tmp_path, fn).kernels
 
 
 def test_conversions_and_constructors_costed_by_hand(tmp_path):
