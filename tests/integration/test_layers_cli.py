@@ -186,3 +186,13 @@ def test_float32_norm_weights_refused_beside_float64(cli, tmp_path):
     assert ("error: --norm-weights must be dtype for --dtype float64: a batch norm takes float32 weights beside "
             "bfloat16, float16 or float32 activations only (got 'float32')") in " ".join(res.output.split())
     assert not any(tmp_path.iterdir())
+
+
+def test_float32_norm_weights_beside_float64_named_by_study_keys(cli, tmp_path):
+    f = tmp_path / "bn.toml"
+    f.write_text('[study]\nname = "bn"\nworkload = "layers"\ndtype = "float64"\n'
+                 '[params]\nlayers = ["batch_norm"]\nnorm_weights = "float32"\n')
+    res = cli("sweep", f, "--device", "cpu", "--traces", tmp_path / "t")
+    assert res.exit_code == 2
+    assert "error: params.norm_weights must be dtype for study.dtype float64" in " ".join(res.output.split())
+    assert not (tmp_path / "t").exists()

@@ -122,7 +122,7 @@ class Layers(Workload):
         if values["norm_weights"] == "float32" and dtype == torch.float64:
             # torch's batch norm takes float32 weights beside bfloat16 or float16 activations (or float32 ones,
             # the same dtype); beside float64 ones its CPU and CUDA kernels refuse the mixed dtypes
-            raise InputError(Key("norm_weights"), ("must be dtype for ", Key("dtype"), " float64: a batch norm "
+            raise InputError(Key("norm_weights"), ("must be dtype for ", Key("dtype", "study"), " float64: a batch norm "
                                                    "takes float32 weights beside bfloat16, float16 or float32 "
                                                    "activations only"), values["norm_weights"])
         return Parsed(LayersSpec(tuple(values["layers"]), tuple(values["batch"]), tuple(values["channels"]),
