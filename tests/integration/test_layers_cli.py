@@ -175,3 +175,24 @@ def test_float32_norm_weights_need_a_batch_norm(cli, tmp_path):
     assert "error: --norm-weights applies to batch_norm only, and --layers holds none (got 'float32')" in \
         " ".join(res.output.split())
     assert not any(tmp_path.iterdir())
+
+
+def test_float32_norm_weights_refused_beside_float64(cli, tmp_path):
+    # torch's batch norm runs float32 weights beside bfloat16/float16 activations only: float64 ones had
+    # failed at the point's build ("mixed dtype (CPU): all inputs must share same datatype", exit 1)
+    res = cli("run", "layers", "--layers", "batch_norm", "--norm-weights", "float32", "--dtype", "float64",
+              "--device", "cpu", "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert ("error: --norm-weights must be dtype for --dtype float64: a batch norm takes float32 weights beside "
+            "bfloat16, float16 or float32 activations only (got 'float32')") in " ".join(res.output.split())
+    assert not any(tmp_path.iterdir())
+
+
+def test_float32_norm_weights_beside_float64_named_by_study_keys(cli, tmp_path):
+    f = tmp_path / "bn.toml"
+    f.write_text('[study]\nname = "bn"\nworkload = "layers"\ndtype = "float64"\n'
+                 '[params]\nlayers = ["batch_norm"]\nnorm_weights = "float32"\n')
+    res = cli("sweep", f, "--device", "cpu", "--traces", tmp_path / "t")
+    assert res.exit_code == 2
+    assert "error: params.norm_weights must be dtype for study.dtype float64" in " ".join(res.output.split())
+    assert not (tmp_path / "t").exists()

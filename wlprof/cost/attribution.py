@@ -113,7 +113,8 @@ def next_siblings(ops: pd.DataFrame) -> np.ndarray:
 
 def ops_after(ops: pd.DataFrame, positions, count: int) -> dict[int, list[int]]:
     """For each op of `positions`, the next `count` ops of its thread that start once it has ended, at
-    any depth, in time order."""
+    any depth, in time order; the ops nested in a view (with `flag_ops`' columns) are not among them:
+    they read the tensor it was given (a transpose's as_strided, an empty_like's empty_strided)."""
     out: dict[int, list[int]] = {}
     if not len(positions):
         return out
@@ -121,6 +122,8 @@ def ops_after(ops: pd.DataFrame, positions, count: int) -> dict[int, list[int]]:
     end = ts + ops.dur_ns.to_numpy()
     thread = pd.factorize(pd.MultiIndex.from_arrays([ops.pid.to_numpy(), ops.tid.to_numpy()]))[0]
     order = np.lexsort((ts, thread))
+    if "is_view" in ops:
+        order = order[~_inside(ops.parent.to_numpy(), ops.is_view.to_numpy())[order]]
     key_thread, key_ts = thread[order], ts[order]
     for p in positions:
         lo = np.searchsorted(key_thread, thread[p], side="left")
@@ -128,6 +131,16 @@ def ops_after(ops: pd.DataFrame, positions, count: int) -> dict[int, list[int]]:
         i = lo + np.searchsorted(key_ts[lo:hi], end[p], side="left")
         out[int(p)] = order[i:min(i + count, hi)].tolist()
     return out
+
+
+def _inside(parent: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """Whether each op is nested, at any depth, in an op of `flag`."""
+    inside = np.zeros(len(parent), bool)
+    up = parent.copy()
+    while (live := up >= 0).any():
+        inside[live] |= flag[up[live]]
+        up[live] = parent[up[live]]
+    return inside
 
 
 def ancestors(names, parent, i: int, limit: int = 16) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ register_wrapper(
     "aten::embedding_backward",  # -> embedding_dense_backward (or the sparse form)
     "aten::index_select_backward",  # -> zeros + index_add_
     "aten::item",  # -> _local_scalar_dense
+    "aten::diff",  # -> narrow views and a sub (a cat first with prepend/append, a diff per order above 1)
 )
 
 
@@ -217,3 +218,69 @@ def multinomial(call: OpCall) -> Cost | None:
     rows = p.numel // p.dims[-1] if p.dims[-1] else 0
     written = rows * samples * 8
     return Cost(p.numel, p.nbytes_read + written, VECTOR, p.dtype, written=written)
+
+
+def _repeat_output(call: OpCall) -> int | None:
+    """Elements of repeat_interleave's result: its `output_size` where given, else the size of the
+    empty result it allocates once it has read the total from the device (a nested `aten::empty`)."""
+    n = call.scalar(1)
+    if isinstance(n, int) and not isinstance(n, bool):
+        return n
+    for ch in reversed(call.children):
+        size = ch.scalar(0) if ch.name == "aten::empty" else None
+        if isinstance(size, list) and len(size) == 1 and isinstance(size[0], int):
+            return size[0]
+    return None
+
+
+@formula("aten::repeat_interleave", aux_children=("aten::cumsum", "aten::ge", "aten::all"), uses_children=True)
+def repeat_interleave(call: OpCall) -> Cost | None:
+    """repeat_interleave(repeats [L], output_size?): index i written repeats[i] times. The forms that
+    take a tensor to repeat dispatch to this one and an index_select (nested, of their own name). Reads
+    the repeats and their int64 cumulative sum (a nested cumsum and the check that no repeat is
+    negative, costed on their own), writes the result at the repeats' dtype; its length is the data's,
+    recorded as `output_size` or as the size of the nested `aten::empty` result. No FLOPs. Unknown
+    bytes without either. The overloads with a tensor to repeat (four inputs) dispatch to this one
+    and an index_select, or with an int repeat to a copy of an expanded view."""
+    r = call.tensor(0)
+    if r is None or len(call.types) > 2:
+        return None
+    n = _repeat_output(call)
+    if n is None:
+        return Cost(0, None, VECTOR, r.dtype)
+    written = n * r.itemsize
+    return Cost(0, r.nbytes_read + r.numel * 8 + written, VECTOR, r.dtype, written=written)
+
+
+@formula("aten::_convert_indices_from_coo_to_csr")
+def coo_to_csr(call: OpCall) -> Cost | None:
+    # _convert_indices_from_coo_to_csr(rows [nnz] sorted, size, out_int32): the size + 1 row offsets
+    # of a CSR matrix, found by a pass over the sorted row indices; reads them, writes the offsets
+    # (int32 with out_int32, else int64). No FLOPs (comparisons are not counted).
+    rows, size = call.tensor(0), call.scalar(1)
+    if rows is None or not isinstance(size, int):
+        return None
+    written = (size + 1) * (4 if call.scalar(2) is True else 8)
+    return Cost(0, rows.nbytes_read + written, VECTOR, rows.dtype, written=written)
+
+
+@formula("aten::_convert_indices_from_csr_to_coo")
+def csr_to_coo(call: OpCall) -> Cost | None:
+    # _convert_indices_from_csr_to_coo(crow [n + 1], col [nnz], out_int32, transpose): the [2, nnz] COO
+    # indices; reads both, writes 2 x nnz (int32 with out_int32, else int64). No FLOPs.
+    crow, col = call.tensor(0), call.tensor(1)
+    if crow is None or col is None:
+        return None
+    written = 2 * col.numel * (4 if call.scalar(2) is True else 8)
+    return Cost(0, crow.nbytes_read + col.nbytes_read + written, VECTOR, col.dtype, written=written)
+
+
+@formula("aten::_validate_compressed_sparse_indices")
+def validate_compressed_indices(call: OpCall) -> Cost | None:
+    # _validate_compressed_sparse_indices(is_crow, compressed [n + 1], plain [nnz], cdim, dim, nnz): a
+    # check of a CSR/CSC tensor's invariants (offsets sorted, indices in range); reads both index
+    # tensors, writes nothing. One comparison per element.
+    ts = call.tensors
+    if not ts:
+        return None
+    return Cost(sum(t.numel for t in ts), sum(t.nbytes_read for t in ts), VECTOR, ts[0].dtype, written=0)

@@ -236,7 +236,13 @@ VIEW_OPS: frozenset[str] = frozenset(
         "unfold real imag view_as_real view_as_complex _has_compatible_shallow_copy_type "
         "record_stream contiguous_format _to_dense lift mT mH adjoint broadcast_tensors result_type "
         "_nnpack_available cudnn_is_acceptable unsafe_split unsafe_split_with_sizes unsafe_chunk resize_as_ "
-        "dense_dim sparse_dim is_coalesced"
+        "dense_dim sparse_dim is_coalesced is_pinned _coalesced_ "
+        # sparse constructors: the index and value tensors given are kept as they are (a dtype or
+        # device conversion runs nested, costed on its own)
+        "sparse_coo_tensor _sparse_coo_tensor_unsafe _sparse_coo_tensor_with_dims_and_tensors "
+        "sparse_compressed_tensor _sparse_compressed_tensor_unsafe sparse_csr_tensor sparse_csc_tensor "
+        "sparse_bsr_tensor sparse_bsc_tensor _sparse_csr_tensor_unsafe _sparse_csc_tensor_unsafe "
+        "_sparse_bsr_tensor_unsafe _sparse_bsc_tensor_unsafe"
     ).split()
 ) | frozenset(("detach", "detach_"))  # the autograd kernels of detach and detach_ record these names
 

@@ -79,6 +79,8 @@ class Layers(Workload):
     )
 
     def spec(self, values: Values, device, dtype) -> Parsed:
+        import torch
+
         from wlprof.errors import InputError, Key
 
         notes = []
@@ -117,6 +119,12 @@ class Layers(Workload):
         if values["norm_weights"] != "dtype" and "batch_norm" not in layers:
             raise InputError(Key("norm_weights"), ("applies to batch_norm only, and ", Key("layers"),
                                                    " holds none"), values["norm_weights"])
+        if values["norm_weights"] == "float32" and dtype == torch.float64:
+            # torch's batch norm takes float32 weights beside bfloat16 or float16 activations (or float32 ones,
+            # the same dtype); beside float64 ones its CPU and CUDA kernels refuse the mixed dtypes
+            raise InputError(Key("norm_weights"), ("must be dtype for ", Key("dtype", "study"), " float64: a batch norm "
+                                                   "takes float32 weights beside bfloat16, float16 or float32 "
+                                                   "activations only"), values["norm_weights"])
         return Parsed(LayersSpec(tuple(values["layers"]), tuple(values["batch"]), tuple(values["channels"]),
                                  tuple(values["size"]), values["kernel_size"], values["head_dim"], values["vocab"],
                                  values["norm_weights"]), tuple(notes))
