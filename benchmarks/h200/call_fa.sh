@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# call FA (2026-12-07): on the H200, held-out sets K and M again (the tuning data of the next model change,
+# kept apart from set Q) and the model families of benchmarks/capture_zoo4.py on the GPU; on another device,
+# a profile of that device first (the grid's coarse pass) and set K to score it. The GPU tests if time is left.
+#   bash benchmarks/h200/call_fa.sh      # on the device machine, from the repository root
+source "$(dirname "$0")/common.sh"
+heldout() {
+  step "held-out set_$1"
+  timeout "$2" python3 benchmarks/h200/sweep_many.py --traces "$T/heldout_$1" --device cuda workloads/heldout/set_$1/*.toml
+  tar czf "$OUT/heldout_set_$1.tgz" --exclude=_chrome -C "$T" "heldout_$1"
+  echo "set $1 at $SECONDS s"
+}
+{
+step "machine"; machine
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+if [ "$name" = "NVIDIA H200" ]; then
+  heldout k 150
+  heldout m 170
+  step "zoo4 captures"
+  timeout 150 python3 benchmarks/capture_zoo4.py --out "$T/zoo4" --device cuda 2>&1 | grep -v -e Warning -e warn
+  for f in "$T"/zoo4/*.json; do case $f in *.flops.json) ;; *) gzip -9 "$f";; esac; done
+  tar czf "$OUT/zoo4.tgz" -C "$T" zoo4
+  echo "captures at $SECONDS s"
+else
+  step "profile ($name)"
+  timeout 330 $WL profile --device cuda -o "$T/profile" --budget-minutes 5 2>&1 | tail -15
+  tar czf "$OUT/profile.tgz" --exclude=traces -C "$T" profile
+  heldout k 150
+fi
+[ "$SECONDS" -lt 470 ] && gpu_tests
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+ls -la "$OUT"
+echo "done at $SECONDS s"
+} 2>&1 | quiet_log | tee "$OUT/log.txt"
+rm -rf "$OUT/cache"
