@@ -196,3 +196,41 @@ def test_float32_norm_weights_beside_float64_named_by_study_keys(cli, tmp_path):
     assert res.exit_code == 2
     assert "error: params.norm_weights must be dtype for study.dtype float64" in " ".join(res.output.split())
     assert not (tmp_path / "t").exists()
+
+
+def test_the_layout_recurrent_and_bag_layers_take_their_gradients():
+    wl = workloads.get("layers")
+    spec = wl.parse({"layers": ["channels_last", "head_transpose", "lstm", "embedding_bag"], "batch": [2],
+                     "channels": [32], "size": [8], "head_dim": 16, "vocab": 50},
+                    torch.device("cpu"), torch.float32).spec
+    pts = {p.params["layer"]: p for p in wl.points(spec)}
+    assert pts["head_transpose"].params["head_dim"] == 16 and pts["embedding_bag"].params["vocab"] == 50
+    (gx,) = wl.build(pts["channels_last"], torch.device("cpu"), torch.float32).step()
+    assert gx.shape == (2, 32, 8, 8)
+    (gx,) = wl.build(pts["head_transpose"], torch.device("cpu"), torch.float32).step()
+    assert gx.shape == (2, 8, 32)
+    grads = wl.build(pts["lstm"], torch.device("cpu"), torch.float32).step()
+    # x and one layer's w_ih [4C, C], w_hh [4C, C], b_ih [4C], b_hh [4C]
+    assert [tuple(g.shape) for g in grads] == [(2, 8, 32), (128, 32), (128, 32), (128,), (128,)]
+    (gt,) = wl.build(pts["embedding_bag"], torch.device("cpu"), torch.float32).step()
+    assert gt.shape == (50, 32)
+    # lstm N2 C32 S8 in float32: 4 * (2*8*6*32 activations and gates + 8*32*32 + 8*32 weights) * 4 bytes
+    assert wl.estimate_bytes(pts["lstm"], torch.float32) == 4 * (3072 + 8448) * 4
+
+
+@pytest.mark.slow
+def test_layout_copies_are_costed_with_their_strides(cli, tmp_path, cpu_ceilings):
+    res = cli("run", "layers", "--layers", "channels_last,head_transpose", "--batch", "2", "--channels", "32",
+              "--size", "8", "--head-dim", "16", "--traces", tmp_path, *FAST)
+    assert res.exit_code == 0, res.output
+    ops = wlprof.load(tmp_path, table="ops")
+    copies = ops[(ops.step >= 0) & (ops.op_name == "aten::copy_")]
+    by = copies.groupby("variant")
+    # channels_last: x [2, 32, 8, 8] float32 (16,384 B) to NHWC and back, each copy reading and writing it
+    cl = copies[copies.variant == "channels_last N2 C32 S8"]
+    assert set(cl["bytes"]) == {2 * 16_384} and by.size()["channels_last N2 C32 S8"] == 2 * 2
+    # the first copy's destination is channels-last: strides (C*S*S, 1, S*C, C) = (2048, 1, 256, 32)
+    assert "[2048,1,256,32]" in set(cl.op_input_strides.str.replace(" ", "").str[1:16])
+    # head_transpose: x [2, 8, 32] (2,048 B) to [2, 2, 8, 16] and back
+    ht = copies[copies.variant == "head_transpose N2 C32 S8"]
+    assert set(ht["bytes"]) == {2 * 2_048} and len(ht) == 2 * 2

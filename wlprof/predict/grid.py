@@ -186,6 +186,21 @@ LAYER_STUDIES = (
     ("sequences", "bfloat16", {"layers": ["layer_norm", "attention", "cross_entropy", "embedding"],
                                "batch": [4, 16], "channels": [1024], "size": [256, 1024]}),
     ("vocabulary", "bfloat16", {"layers": ["cross_entropy"], "batch": [4], "channels": [32000], "size": [256, 1024]}),
+    # copies that change the memory layout (NCHW <-> NHWC, a head split and its merge), which run at other
+    # rates than contiguous ones
+    ("layouts", "bfloat16", {"layers": ["channels_last"], "batch": [8, 64], "channels": [64, 256], "size": [14, 56]}),
+    ("head layouts", "bfloat16", {"layers": ["head_transpose"], "batch": [4, 16], "channels": [1024, 4096],
+                                  "size": [256, 2048]}),
+    # pointwise convolutions (a bottleneck's, a depthwise-separable block's), whose cuDNN kernels differ
+    ("conv k1", "bfloat16", {"layers": ["conv2d"], "batch": [32, 128], "channels": [64, 256], "size": [14, 56],
+                             "kernel_size": 1}),
+    # cuDNN's LSTM forward and backward, in float32 as recurrent models train
+    ("rnn", "float32", {"layers": ["lstm"], "batch": [8, 64], "channels": [256, 1024], "size": [32, 128]}),
+    # summed embedding bags in float32 (a recommender's tables), a table the L2 holds and one it does not:
+    # the dense backward writes the whole table's gradient
+    ("bags", "float32", {"layers": ["embedding_bag"], "batch": [256, 2048], "channels": [64, 256], "size": [4, 32]}),
+    ("bags large", "float32", {"layers": ["embedding_bag"], "batch": [256, 2048], "channels": [64], "size": [4, 32],
+                               "vocab": 1_000_000}),
 )
 
 MOE_MAX_FLOP = 25e12  # a grid point's step at most this much expert work (about 40 ms on an H200)

@@ -26,8 +26,12 @@ LAYERS = {
     "attention": "q, k, v [N, C / head_dim, S, head_dim], causal scaled dot-product attention",
     "cross_entropy": "logits [N * S, C] against N * S class indices",
     "embedding": "N x S indices into a vocab x C table",
+    "embedding_bag": "N bags of S indices into a vocab x C table, summed per bag",
+    "lstm": "x [N, S, C], one LSTM layer of hidden width C over S steps",
+    "channels_last": "x [N, C, S, S] copied to channels-last memory and back: two layout-changing copies",
+    "head_transpose": "x [N, S, C] split into C / head_dim heads, copied to [N, heads, S, head_dim] and back",
 }
-IMAGE = {"conv2d", "batch_norm", "group_norm", "max_pool", "avg_pool"}
+IMAGE = {"conv2d", "batch_norm", "group_norm", "max_pool", "avg_pool", "channels_last"}
 
 
 @dataclass(frozen=True)
@@ -56,9 +60,9 @@ class Layers(Workload):
               default=PerDevice([64, 256], [32])),
         Param("size", "int", "Spatial side or sequence length S", many=True, default=PerDevice([32], [8])),
         Param("kernel_size", "int", "conv2d: kernel side", default=3),
-        Param("head_dim", "int", "attention: width of one head (C must be a multiple of it)",
+        Param("head_dim", "int", "attention, head_transpose: width of one head (C must be a multiple of it)",
               default=PerDevice(64, 16)),
-        Param("vocab", "int", "embedding: rows of the table", default=PerDevice(32000, 1000)),
+        Param("vocab", "int", "embedding, embedding_bag: rows of the table", default=PerDevice(32000, 1000)),
         Param("norm_weights", "str", "batch_norm: its weight, bias and running statistics in the run's dtype "
               "(dtype) or in float32 beside activations in the run's dtype (float32: what a float32 module "
               "under torch.autocast runs, another kernel)", choices=("dtype", "float32"), default="dtype"),
@@ -69,8 +73,8 @@ class Layers(Workload):
         Column("channels", I64, "", "training layer: channels or width C (classes of cross_entropy)"),
         Column("spatial", I64, "", "training layer: spatial side or sequence length S"),
         Column("kernel_size", I64, "", "training layer: conv2d kernel side"),
-        Column("head_dim", I64, "", "training layer: attention head width"),
-        Column("vocab", I64, "", "training layer: embedding table rows"),
+        Column("head_dim", I64, "", "training layer: attention or head_transpose head width"),
+        Column("vocab", I64, "", "training layer: embedding or embedding_bag table rows"),
         Column("norm_weights", S, "", "training layer: batch_norm's weights in the run's dtype or in float32"),
     )
     examples = (
@@ -84,14 +88,16 @@ class Layers(Workload):
         from wlprof.errors import InputError, Key
 
         notes = []
-        if "attention" in values["layers"]:
+        for heads in ("attention", "head_transpose"):
+            if heads not in values["layers"]:
+                continue
             hd, widest = values["head_dim"], max(values["channels"])
             if hd > widest:
-                raise InputError(Key("head_dim"), ("must be at most ", Key("channels"), f" ({widest}) for attention"),
+                raise InputError(Key("head_dim"), ("must be at most ", Key("channels"), f" ({widest}) for {heads}"),
                                  hd)
             bad = [c for c in values["channels"] if c % hd]
             if bad:
-                raise InputError(Key("channels"), ("must be multiples of ", Key("head_dim"), f" ({hd}) for attention"),
+                raise InputError(Key("channels"), ("must be multiples of ", Key("head_dim"), f" ({hd}) for {heads}"),
                                  bad[0])
         layers, sizes = values["layers"], values["size"]
         if "avg_pool" in layers and min(sizes) < 2:
@@ -138,9 +144,9 @@ class Layers(Workload):
                         p = {"layer": layer, "batch": n, "channels": c, "spatial": s}
                         if layer == "conv2d":
                             p["kernel_size"] = spec.kernel_size
-                        elif layer == "attention":
+                        elif layer in ("attention", "head_transpose"):
                             p["head_dim"] = spec.head_dim
-                        elif layer == "embedding":
+                        elif layer in ("embedding", "embedding_bag"):
                             p["vocab"] = spec.vocab
                         mixed = layer == "batch_norm" and spec.norm_weights == "float32"
                         if mixed:
@@ -157,7 +163,10 @@ class Layers(Workload):
         elems = n * c * s * s if p["layer"] in IMAGE else n * c * s
         if p["layer"] == "attention":
             elems = 3 * n * c * s + n * (c // p["head_dim"]) * s * s  # q, k, v and the math backend's scores
+        if p["layer"] == "lstm":
+            elems = n * s * 6 * c  # its input, output and the four gates kept for the backward
         weights = {"conv2d": c * c * p.get("kernel_size", 1) ** 2, "embedding": p.get("vocab", 0) * c,
+                   "embedding_bag": p.get("vocab", 0) * c, "lstm": 8 * c * c + 8 * c,
                    "batch_norm": 2 * c, "group_norm": 2 * c, "layer_norm": 2 * c}
         extra = weights.get(p["layer"], 0)
         return 4 * (elems + extra) * dtype.itemsize  # input, output and their gradients
@@ -205,6 +214,23 @@ class Layers(Workload):
             logits = randn(n * s, c)
             target = torch.randint(0, c, (n * s,), device=device, generator=gen)
             inputs, fwd = (logits,), lambda: F.cross_entropy(logits, target)
+        elif layer == "channels_last":
+            inputs, fwd = (x,), lambda: x.contiguous(memory_format=torch.channels_last).contiguous()
+        elif layer == "head_transpose":
+            heads, d = c // p["head_dim"], p["head_dim"]
+            x = randn(n, s, c)
+            inputs, fwd = (x,), lambda: x.view(n, s, heads, d).transpose(1, 2).contiguous().transpose(1, 2).contiguous()
+        elif layer == "lstm":
+            x = randn(n, s, c)
+            lstm = torch.nn.LSTM(c, c, batch_first=True).to(device=device, dtype=dtype)
+            with torch.no_grad():  # seeded weights, of the scale nn.LSTM draws them at
+                for w in lstm.parameters():
+                    w.copy_(torch.rand(w.shape, device=device, dtype=dtype, generator=gen).sub_(0.5).mul_(2 / c ** 0.5))
+            inputs, fwd = (x, *lstm.parameters()), lambda: lstm(x)[0]
+        elif layer == "embedding_bag":
+            table = randn(p["vocab"], c)
+            idx = torch.randint(0, p["vocab"], (n, s), device=device, generator=gen)
+            inputs, fwd = (table,), lambda: F.embedding_bag(idx, table, mode="sum")
         else:  # embedding
             table = randn(p["vocab"], c)
             idx = torch.randint(0, p["vocab"], (n, s), device=device, generator=gen)
