@@ -20,9 +20,9 @@ if [ "$name" = "NVIDIA H200" ]; then
   tar czf "$OUT/profile.tgz" --exclude=traces -C "$T" profile
   tar czf "$OUT/profile_traces.tgz" --exclude=_chrome --exclude='*.json.gz' -C "$T/profile" traces
   heldout k 150
-  heldout m 170
+  [ "$SECONDS" -lt 330 ] && heldout m 170
   step "zoo4 captures"
-  timeout 150 python3 benchmarks/capture_zoo4.py --out "$T/zoo4" --device cuda 2>&1 | grep -v -e Warning -e warn
+  timeout $(( 560 - SECONDS < 150 ? 560 - SECONDS : 150 )) python3 benchmarks/capture_zoo4.py --out "$T/zoo4" --device cuda 2>&1 | grep -v -e Warning -e warn
   for f in "$T"/zoo4/*.json; do case $f in *.flops.json) ;; *) gzip -9 "$f";; esac; done
   tar czf "$OUT/zoo4.tgz" -C "$T" zoo4
   echo "captures at $SECONDS s"
