@@ -700,3 +700,33 @@ def test_a_copy_across_the_host_link_is_based_on_the_links_bandwidth():
     # a profile whose ceilings hold no link: device memory's bandwidth stands in
     q2 = q.iloc[:1]
     assert model.base_us(describe(q2), K)[0] == pytest.approx(2.0 + 4 * n / 4e6)
+
+
+def test_a_convolutions_flops_tell_apart_convolutions_of_the_same_input_size():
+    # x [8, 256, 28, 28] and x [32, 64, 28, 28] hold the same 1,605,632 values; their 3x3 convolutions
+    # C -> C differ 4x in FLOPs: 2 * 8 * 256 * 256 * 9 * 784 against 2 * 32 * 64 * 64 * 9 * 784
+    def conv(n, c):
+        row = _row("aten::cudnn_convolution", [[n, c, 28, 28], [c, c, 3, 3], [], [], [], [], [], [], []],
+                   [BF, BF, "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"],
+                   [[c * 784, 784, 28, 1], [c * 9, 9, 3, 1], [], [], [], [], [], [], []], 1.0)
+        row["op_concrete_inputs"] = json.dumps(["", "", "[1, 1]", "[1, 1]", "[1, 1]", "1", "False", "False", "True"])
+        return row
+
+    d = describe(pd.DataFrame([conv(8, 256), conv(32, 64)]))
+    assert d.group[0] == d.group[1] and d.c0[0] == d.c0[1] == pytest.approx(math.log2(8 * 256 * 784))
+    assert d.flops[0] == 2 * 8 * 256 * 256 * 9 * 784 and d.flops[1] == 2 * 32 * 64 * 64 * 9 * 784
+    assert d.c3[0] - d.c3[1] == pytest.approx(2.0)  # log2 of the FLOPs: 4x apart
+
+
+def test_a_grouped_gemms_groups_in_all_are_a_coordinate_beside_the_active_ones():
+    # two experts active of 8 and of 64: the kernel is given every group's offsets
+    def grouped(experts):
+        counts = [2048, 2048] + [0] * (experts - 2)
+        row = _row("aten::_grouped_mm", [[4096, 1024], [experts, 1024, 4096], [experts], [], []],
+                   [BF, BF, "int", "", ""], [[1024, 1], [4194304, 1, 1024], [1], [], []], 1.0, workload="moe",
+                   dispatch="grouped")
+        return {**row, "expert_counts": counts}
+
+    d = describe(pd.DataFrame([grouped(8), grouped(64)]))
+    assert d.c3.tolist() == [1.0, 1.0]  # log2 of the 2 active groups
+    assert d.c4.tolist() == [3.0, 6.0]  # log2 of the 8 and 64 groups

@@ -251,7 +251,11 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # its time follows its FLOPs, and it must not stand in for the memory-bound ops
     cls = "compute" if q["matrix_unit"] else "norm" if _is_norm(name) else "memory"
     group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
-    if name != "aten::topk":
+    if cls == "compute" and flops > 0:
+        # a convolution's or attention's work is not its first tensor's size: a batch of 8 at 256 channels
+        # and one of 32 at 64 hold as many values and differ 4x in FLOPs (its weight, its sequence squared)
+        extra = _log2(flops)
+    elif name != "aten::topk":
         extra = _alignment(numel0)
     coords = (_log2(numel0), _log2(inner), _log2(n1), extra, _log2(max((_spread(d, st) for _, d, _, st in tensors),
                                                                         default=1.0)))
@@ -530,12 +534,15 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
                 # each group's rows padded to whole tiles, per tile height the base tries
                 for tm in GROUP_TILE_ROWS:
                     out.loc[out.index[i], f"padded{tm}"] = float(np.ceil(np.round(arr, 6) / tm).sum() * tm)
-            # the largest group is no coordinate: its padding is in the base, by the rows of every group
+            # the largest group is no coordinate: its padding is in the base, by the rows of every group;
+            # the groups in all (active or empty: the kernel schedules each) are
             coords[i, 3] = _log2(active)
+            coords[i, 4] = _log2(groups)
             out.loc[out.index[i], "active"] = active
             out.loc[out.index[i], "largest"] = largest
     elif len(g):
         coords[g, 3] = np.log2(np.maximum(out.B.to_numpy()[g], 1))
+        coords[g, 4] = coords[g, 3]
     _loop_rows(ops, out, coords)
     _loop_copies(ops, out, coords)
     # graphs: the skew of the in-degrees (max over mean) and the sparse matrix's nonzeros
