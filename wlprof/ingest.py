@@ -29,6 +29,7 @@ class IngestedFile:
     shapes: bool = True  # its ops carry recorded shapes (`record_shapes=True`)
     notes: list[str] = field(default_factory=list)  # what the parser could not read, or read otherwise
     no_flops_us: float = 0.0  # kernel time without FLOPs: unknown ops, and kernels costed by bytes alone
+    ops: bool = True  # it recorded CPU ops (a profile without ProfilerActivity.CPU records kernels only)
 
 
 @dataclass
@@ -417,6 +418,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     tables.steps["note"] = "; ".join(trace.warnings) or None
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
     meta, notes, events = trace.meta, list(trace.warnings), trace.event_count
+    opless = trace.device_work_without_ops is not None
     point = {"kernels": kernels, "ops": tables.ops, "steps": tables.steps, "overlap": tables.overlap}
     del trace, tables  # the event tables and the join are not written: free them before the writing does
     release()
@@ -441,7 +443,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                      "off, or the capture itself, to cost them)")
     summary = IngestedFile(str(f), rank, events, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
-                           notes, float(no_flops.dur_us.sum()))
+                           notes, float(no_flops.dur_us.sum()), not opless)
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     coll = collective_rows(kernels)
     coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None

@@ -111,6 +111,38 @@ def test_graph_replayed_kernels_are_named_and_their_share_is_told(tmp_path, cli)
     assert res.exit_code == 0 and "replayed from CUDA/HIP graphs" not in " ".join(res.output.split())
 
 
+@pytest.mark.parametrize(("name", "device_rows"), [
+    # ROCm on an MI210 profiled without ProfilerActivity.CPU: 562 kernels launched by hip* calls, no cpu_op
+    ("tracelens_mi210_gpu_only.json.gz", 562),
+    # CUDA, 2022, `Runtime`/`Kernel` categories: 4 kernels and no op
+    ("hta_2022_inference_capitalized.json.gz", 4),
+])
+def test_a_trace_without_cpu_ops_says_so_and_the_ingest_tells_how_to_record_them(tmp_path, cli, name, device_rows):
+    # the kernels have no op to cost: the summary blamed a missing FLOP formula ("has no FLOP formula")
+    path = PUBLIC / name
+    _, events = raw(path)
+    assert not any(e.get("cat") in ("cpu_op", "Operator") for e in events if isinstance(e, dict))
+    assert sum(e.get("cat") in ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
+               for e in events if isinstance(e, dict)) == device_rows
+    trace = pipeline.read(path)
+    assert trace.device_work_without_ops == f"{device_rows:,} kernels, copies and memsets, and no CPU op"
+    res = cli("ingest", path, "--traces", tmp_path / "traces")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert f"1 of 1 file recorded no CPU op ({name}): their kernels have no op to cost" in flat
+    assert "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]" in flat
+    assert "has no FLOPs: its op has no FLOP formula or the trace recorded no op to cost it" in flat
+    assert "has no FLOP formula (kept" not in flat
+
+
+def test_a_trace_with_cpu_ops_is_not_told_to_record_them(tmp_path, cli):
+    # HTA's 2024 NCCL trace (A100): ops and kernels; a CPU-only trace (gloo): ops and no device row
+    for name in ("hta_2024_nccl.json.gz", "hta_2024_cpu_only_gloo.json.gz"):
+        assert pipeline.read(PUBLIC / name).device_work_without_ops is None
+    res = cli("ingest", PUBLIC / "hta_2024_nccl.json.gz", "--traces", tmp_path / "traces")
+    assert res.exit_code == 0 and "recorded no CPU op" not in " ".join(res.output.split())
+
+
 def test_time_join_finds_the_op_that_launched_the_kernel():
     # hta_2023_simple_add: a convolution kernel's launch lies inside aten::cudnn_convolution; linking
     # through the runtime event's External id (its own correlation) would have named another op

@@ -63,8 +63,11 @@ def ingest(
                                         or "-" for f in files], 7, "left", wrap=30)]
     con.print(render.table(cols, f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", con.width, wide))
     bare = [Path(f.path).name for f in files if not f.shapes]
+    opless = [Path(f.path).name for f in files if not f.ops]
     if sum(f.kernel_us for f in files) > 0:
-        why = "no FLOPs: its op has no FLOP formula or its shapes were not recorded" if bare else "no FLOP formula"
+        causes = ["its op has no FLOP formula", *(["its shapes were not recorded"] if bare else []),
+                  *(["the trace recorded no op to cost it"] if opless else [])]
+        why = ("no FLOPs: " + ", ".join(causes[:-1]) + " or " + causes[-1]) if len(causes) > 1 else "no FLOP formula"
         unknown = f"has {why} (kept as flops_source = unknown)"
         if res.bytes_only_share > 0.0005:  # the table's column counts both
             con.print(f"{res.unknown_share + res.bytes_only_share:.1%} of kernel time has no FLOPs: "
@@ -81,6 +84,11 @@ def ingest(
         con.print(f"[yellow]{len(bare)} of {len(files)} file{'s' if len(files) > 1 else ''} recorded no shapes "
                   f"({', '.join(bare[:3])}{', ...' if len(bare) > 3 else ''}): their ops cannot be costed; "
                   "profile with torch.profiler.profile(record_shapes=True)[/yellow]")
+    if opless:
+        con.print(f"[yellow]{len(opless)} of {len(files)} file{'s' if len(files) > 1 else ''} recorded no CPU op "
+                  f"({', '.join(opless[:3])}{', ...' if len(opless) > 3 else ''}): their kernels have no op to cost; "
+                  "profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], "
+                  "record_shapes=True)[/yellow]")
     if res.skipped:
         names = [Path(f).name for f in res.skipped]
         what = "JSON files that are not Chrome traces" if len(names) > 1 else "JSON file that is not a Chrome trace"

@@ -95,6 +95,15 @@ class RawTrace:
             return f"{m:,} calls of GPU-only ops (cuDNN, MIOpen)"
         return None
 
+    @property
+    def device_work_without_ops(self) -> str | None:
+        """What device work the trace holds although it recorded no CPU op, or None. A profile without
+        ProfilerActivity.CPU records kernels and their launches but no op: nothing names the work its
+        kernels do, so none of them can be costed."""
+        if not self.has_device_activity or len(self.ops):
+            return None
+        return f"{len(self.device):,} kernels, copies and memsets, and no CPU op"
+
 
 @contextmanager
 def _gc_paused():
