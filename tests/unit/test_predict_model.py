@@ -730,3 +730,23 @@ def test_a_grouped_gemms_groups_in_all_are_a_coordinate_beside_the_active_ones()
     d = describe(pd.DataFrame([grouped(8), grouped(64)]))
     assert d.c3.tolist() == [1.0, 1.0]  # log2 of the 2 active groups
     assert d.c4.tolist() == [3.0, 6.0]  # log2 of the 8 and 64 groups
+
+
+def test_a_grouped_gemms_streaming_floor_counts_the_weights_of_its_active_groups_only():
+    # 256 rows routed to 2 of 128 experts, w [128, 1024, 2816] bf16: all the weights are 738,197,504 bytes,
+    # past the 60 MB L2, but the kernel reads the 2 active experts' (11,534,336) and the rows' 256 x (1024 +
+    # 2816) x 2 = 1,966,080: 13,500,416 bytes, which the L2 holds, so no floor from memory's read bandwidth
+    def grouped(counts):
+        e = len(counts)
+        row = _row("aten::_grouped_mm", [[256, 1024], [e, 1024, 2816], [e], [], []], [BF, BF, "int", "", ""],
+                   [[1024, 1], [1024 * 2816, 1, 1024], [1], [], []], 1.0, workload="moe", dispatch="grouped")
+        return {**row, "expert_counts": counts}
+
+    k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128,
+                        l2=60e6, read=4.5e6)
+    pred = model.Predictor(k, {}, {}, {}, {})
+    d = describe(pd.DataFrame([grouped([128, 128] + [0] * 126), grouped([2] * 128)]))
+    floor = pred._stream_floor(d)
+    assert floor[0] == 0.0
+    # every expert active: all 738,197,504 weight bytes and the rows' 1,966,080 stream from memory
+    assert floor[1] == pytest.approx((738_197_504 + 1_966_080) / 4.5e6)

@@ -524,7 +524,13 @@ class Predictor:
         out = np.zeros(len(d))
         if not (k.read > 0 and k.l2 > 0) or not len(d):
             return out
-        nbytes = d.bytes.to_numpy(dtype=float)
+        nbytes = d.bytes.to_numpy(dtype=float).copy()
+        gr = d.cls.to_numpy(dtype=object) == "grouped"
+        if gr.any() and "active" in d:
+            # a grouped GEMM reads the weights of its active groups only: an empty expert's stay in memory
+            m, kk, n, b, s, active = (d[c].to_numpy(dtype=float)[gr] for c in ("M", "K", "N", "B", "itemsize", "active"))
+            active = np.where(np.isfinite(active), active, b)
+            nbytes[gr] = (active * kk * n + m * (kk + n)) * s
         big = np.isin(d.cls.to_numpy(dtype=object), ("gemm", "grouped")) & (np.nan_to_num(nbytes) > STREAM_L2 * k.l2)
         out[big] = nbytes[big] / k.read
         return out
