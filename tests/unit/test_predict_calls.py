@@ -121,9 +121,9 @@ def test_describe_reads_expert_counts_degrees_order_and_context():
     ops["expert_counts"] = [[50, 30, 0, 0]]
     d = describe(ops)
     assert d.active.iat[0] == 2 and d.largest.iat[0] == 50
-    # 2 active groups of 4 in all (c4: log2 4); the largest group is no coordinate, its padding is: 50 and
-    # 30 rows take ceil(50/64) + ceil(30/64) = 2 tiles of 64 rows (128 rows), 2 of 128 (256), 2 of 256 (512)
-    assert d.c3.iat[0] == pytest.approx(1.0) and d.c4.iat[0] == pytest.approx(2.0)
+    # 2 active groups; the largest group is no coordinate (c4), its padding is: 50 and 30 rows take
+    # ceil(50/64) + ceil(30/64) = 2 tiles of 64 rows (128 rows), 2 of 128 (256), 2 of 256 (512)
+    assert d.c3.iat[0] == pytest.approx(1.0) and d.c4.iat[0] == 0.0
     assert (d.padded64.iat[0], d.padded128.iat[0], d.padded256.iat[0]) == (128.0, 256.0, 512.0)
     assert d.group.iat[0].endswith("|@moe:grouped")
     sc = ("aten::scatter_add_", "[[1024,16],[],[16384,16],[16384,16]]", '["float","Scalar","long int","float"]',

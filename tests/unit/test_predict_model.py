@@ -718,20 +718,6 @@ def test_a_convolutions_flops_tell_apart_convolutions_of_the_same_input_size():
     assert d.c3[0] - d.c3[1] == pytest.approx(2.0)  # log2 of the FLOPs: 4x apart
 
 
-def test_a_grouped_gemms_groups_in_all_are_a_coordinate_beside_the_active_ones():
-    # two experts active of 8 and of 64: the kernel is given every group's offsets
-    def grouped(experts):
-        counts = [2048, 2048] + [0] * (experts - 2)
-        row = _row("aten::_grouped_mm", [[4096, 1024], [experts, 1024, 4096], [experts], [], []],
-                   [BF, BF, "int", "", ""], [[1024, 1], [4194304, 1, 1024], [1], [], []], 1.0, workload="moe",
-                   dispatch="grouped")
-        return {**row, "expert_counts": counts}
-
-    d = describe(pd.DataFrame([grouped(8), grouped(64)]))
-    assert d.c3.tolist() == [1.0, 1.0]  # log2 of the 2 active groups
-    assert d.c4.tolist() == [3.0, 6.0]  # log2 of the 8 and 64 groups
-
-
 def test_a_grouped_gemms_streaming_floor_counts_the_weights_of_its_active_groups_only():
     # 256 rows routed to 2 of 128 experts, w [128, 1024, 2816] bf16: all the weights are 738,197,504 bytes,
     # past the 60 MB L2, but the kernel reads the 2 active experts' (11,534,336) and the rows' 256 x (1024 +

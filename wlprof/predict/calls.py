@@ -534,15 +534,12 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
                 # each group's rows padded to whole tiles, per tile height the base tries
                 for tm in GROUP_TILE_ROWS:
                     out.loc[out.index[i], f"padded{tm}"] = float(np.ceil(np.round(arr, 6) / tm).sum() * tm)
-            # the largest group is no coordinate: its padding is in the base, by the rows of every group;
-            # the groups in all (active or empty: the kernel schedules each) are
+            # the largest group is no coordinate: its padding is in the base, by the rows of every group
             coords[i, 3] = _log2(active)
-            coords[i, 4] = _log2(groups)
             out.loc[out.index[i], "active"] = active
             out.loc[out.index[i], "largest"] = largest
     elif len(g):
         coords[g, 3] = np.log2(np.maximum(out.B.to_numpy()[g], 1))
-        coords[g, 4] = coords[g, 3]
     _loop_rows(ops, out, coords)
     _loop_copies(ops, out, coords)
     # graphs: the skew of the in-degrees (max over mean) and the sparse matrix's nonzeros
