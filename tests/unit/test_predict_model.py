@@ -72,6 +72,29 @@ def test_memory_op_learns_its_bandwidth_and_floor_between_profiled_sizes():
     assert set(src) == {model.SOURCES.index("near")}
 
 
+def test_a_memory_op_near_the_l2s_edge_is_answered_from_its_own_side_of_it():
+    # true: 1 us floor, 8 TB/s while the copy's bytes (read + write) stay under 40 MiB of a 64 MiB L2, 4 TB/s
+    # past it; the profile holds powers of two, the queries lie between 16 and 128 MiB, next to the edge
+    l2 = 64 * 2**20
+
+    def true(n):
+        nbytes = 4.0 * n
+        return 1.0 + nbytes / (8e6 if nbytes < 40 * 2**20 else 4e6)
+
+    sizes = [2 ** i for i in range(16, 28)]
+    prof = pd.DataFrame([copy_row(n, true(n), point=i) for i, n in enumerate(sizes)])
+    k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128, l2=l2)
+    # 9,437,184 elements (36 MiB, under 0.7 of the L2: its side) and 12,582,912 (48 MiB, past it)
+    tests = [9 * 2**20, 12 * 2**20]
+    q = pd.DataFrame([copy_row(n, 1.0) for n in tests])
+    want = np.array([true(n) for n in tests])
+    pred, _ = model.fit(prof, k).predict(q)
+    assert np.abs(pred / want - 1).max() < 0.05
+    # without the L2's size, neighbours from both sides of the edge mix: the 36 MiB copy is 9% off
+    blind, _ = model.fit(prof, K).predict(q)
+    assert abs(blind[0] / want[0] - 1) > 0.08
+
+
 def test_a_profiled_call_is_answered_by_its_own_median_and_noisy_samples_count_less():
     rows = [copy_row(4096, d, step=s) for s, d in enumerate([2.0, 2.1, 1.9])]
     p = model.fit(pd.DataFrame(rows), K)

@@ -33,7 +33,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
 - spmm (CSR): floor + (nnz * (index + value + row) + output) / bandwidth; fitted like an index op, its
   rows term the nonzeros times their passes (`spmm_passes`);
 - index, norm and memory: floor + the formula's compulsory bytes / bandwidth (a norm, forward or backward,
-  is a class of its own: its per-channel or per-row reductions make it slower per byte than a stream);
+  is a class of its own: its per-channel or per-row reductions make it slower per byte than a stream); a
+  memory-class call past `L2_RESIDENT` of the L2 is corrected by its side's neighbours (`with_residency`);
 - link (a copy across the host link, the ops table's `transfer`): floor + its bytes / the link's measured
   bandwidth that way (pinned host memory's; pageable memory is a group of its own, staged slower);
 - an index or spmm group profiled at `MIN_FIT` sizes or more, not every call at its launch floor
@@ -480,7 +481,7 @@ class Predictor:
     def _predict(self, d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """`predict` of described calls, each in its own dtype."""
         base = fitted_base(d, self.constants, self.bases)
-        coords = d[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
+        coords = with_residency(d, self.constants)[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
         groups = d.group.to_numpy(dtype=object)
         free = _free(groups)
         r_g, dist_g = _query(groups, self.groups, coords, np.ones(len(d), dtype=bool))
@@ -560,6 +561,25 @@ class Predictor:
 
 
 STREAM_L2 = 1.0  # a GEMM moving more than this many times the L2's bytes streams them from memory
+# a memory-bound op repeated over the same tensors finds them in the L2 while they take up to about this
+# share of it (its two halves, each near to half the SMs, hold less at full speed than the whole)
+L2_RESIDENT = 0.7
+RESIDENCY_JUMP = 4.0  # log2 units: how far apart the two sides of the L2's edge lie for the neighbours
+
+
+def with_residency(d: pd.DataFrame, k: Constants) -> pd.DataFrame:
+    """`d` with each memory-class call's size coordinate moved by `RESIDENCY_JUMP` where its bytes pass
+    `L2_RESIDENT` of the L2: its time per byte falls from the L2's rate to memory's within a factor of two
+    of size, so a call on one side of that edge is interpolated from its own side's profiled calls."""
+    if not (k.l2 > 0) or not len(d):
+        return d
+    past = (d.cls.to_numpy(dtype=object) == "memory") & (np.nan_to_num(d["bytes"].to_numpy(dtype=float))
+                                                          > L2_RESIDENT * k.l2)
+    if not past.any():
+        return d
+    d = d.copy()
+    d["c0"] = d.c0.to_numpy(dtype=float) + np.where(past, RESIDENCY_JUMP, 0.0)
+    return d
 
 FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")  # the dtypes one can answer for another
 
@@ -725,6 +745,7 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
         ops, d = ops[sized].reset_index(drop=True), d[sized].reset_index(drop=True)
         if ops.empty:
             raise ValueError("the profile has no op call with a kernel time and recorded shapes")
+    d = with_residency(d, constants)
     calls = distinct_calls(ops, d)
     first = calls["first"].to_numpy(dtype=int)
     firsts = d.iloc[first].reset_index(drop=True)
