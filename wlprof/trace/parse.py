@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import itertools
 import operator
 import re
 import sys
@@ -817,8 +818,9 @@ def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lists = [v if type(v) is list else v.strip("[]").split(",") if type(v) is str and v[:1] == "[" else None
              for v in values]
     at = [i for i, v in enumerate(lists) if v is not None and len(v) == 3]
-    try:
-        out[at] = np.array([lists[i] for i in at], dtype=np.int64).reshape(len(at), 3)
+    try:  # one flat pass: numpy converts a flat run of numbers faster than a list of lists
+        out[at] = np.fromiter(itertools.chain.from_iterable([lists[i] for i in at]), dtype=np.int64,
+                              count=3 * len(at)).reshape(len(at), 3)
     except (TypeError, ValueError, OverflowError):  # a value that is not an integer: read one by one
         for i in at:
             v = lists[i]
