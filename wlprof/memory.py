@@ -22,12 +22,16 @@ def _libc():
         return None
 
 
-def release() -> None:
-    """Return freed heap pages (glibc) and Arrow's unused blocks to the operating system (Arrow's only
-    where this process loaded it: it is not loaded to be asked)."""
+def release(heap: bool = True) -> None:
+    """Return Arrow's unused blocks to the operating system (only where this process loaded Arrow: it is
+    not loaded to be asked) and, with `heap`, glibc's freed heap pages too.
+
+    Trim the heap (`heap`) where what was freed will not serve what comes next (the parse's buffers
+    before a large trace's join, the event tables before Arrow's allocator writes); where the next
+    step's arrays fit in the freed pages, a trim lowers no peak and makes each reused page fault in anew."""
     import sys
 
-    lib = _libc()
+    lib = _libc() if heap else None
     if lib is not None:
         lib.malloc_trim(0)
     pa = sys.modules.get("pyarrow")

@@ -134,7 +134,7 @@ def costed(trace: RawTrace, ceilings=None, stated: Sequence = (), tf32: bool = F
         ops = _host_ops(trace, joined, ceilings, stated, tf32)
     annotate_comm(kernels, rows, joined.ops, trace.args_table, trace.meta)
     zero_comm_flops(kernels)
-    release()
+    release(heap=False)  # the summary and overlap tables that follow reuse the join's freed heap pages
     return Costed(kernels, ops, joined, rows)
 
 

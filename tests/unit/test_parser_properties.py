@@ -97,3 +97,24 @@ def test_arbitrary_bytes_raise_only_wlprof_errors(tmp_path, data):
         read_trace(path, keep_events=False)
     except WlprofError:
         pass
+
+
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_the_last_event_boundaries_are_those_of_the_whole_span(seed):
+    """A minified trace's chunk ends at one of the last boundaries `}`,`{` (whitespace allowed): searched from
+    the end in windows, they are the last `_TRIES` matches of the search over the whole span, last first.
+    Events of up to 8 kB make spans where the last 64 kB hold fewer than `_TRIES` boundaries."""
+    import random
+
+    from wlprof.trace.parse import _BOUNDARY, _TRIES, _last_boundaries
+
+    rng = random.Random(seed)
+    longest = rng.choice([50, 500, 2000, 8000])
+    seps = [b"},{", b"}, {", b"}\n ,\n {", b"},", b"}{", b"a"]
+    buf = bytearray(b" " + b"".join(b"a" * rng.randint(0, longest) + rng.choice(seps)
+                                    for _ in range(rng.randint(1, 400))))
+    for tail in (1, rng.randint(1, len(buf)), max(1, len(buf) - rng.randint(0, 200_000))):
+        whole = [m.start() for m in _BOUNDARY.finditer(buf, tail)][::-1][:_TRIES]
+        assert _last_boundaries(buf, tail) == whole, tail

@@ -35,6 +35,11 @@ def ingest(
     """Per-kernel FLOPs, bytes and achieved rates for any torch.profiler trace, through wlprof's parser."""
     import time
 
+    import rich.emoji  # noqa: F401  (with rich.table and render: what drawing the table below loads,
+    import rich.table  # noqa: F401  loaded now, while a folder's workers start, not after they finish)
+
+    from wlprof.cli import render
+    from wlprof.cli.render import Col
     from wlprof.ingest import ingest as run_ingest
 
     err = console(stderr=True)
@@ -46,9 +51,6 @@ def ingest(
 
     res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress,
                      jobs=jobs, ceilings_file=ceilings)
-    from wlprof.cli import render
-    from wlprof.cli.render import Col
-
     con = console(wide=wide)
     files = res.files
     shares = [f.no_flops_us / f.kernel_us if f.kernel_us else None for f in files]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 # CUPTI and roctracer (through Kineto) spell a copy's kind `Memcpy DtoD (Device -> Device)`; Intel's
@@ -9,6 +10,7 @@ import re
 _KIND = re.compile(r"\b([HDPA])(?:to|2)([HDPA])\b")
 
 
+@functools.lru_cache(maxsize=4096)  # a trace's copies share a few names; the search runs once per name
 def copy_kind(name: str) -> str | None:
     """A memcpy's kind in CUDA's spelling ('DtoD', 'HtoD', 'DtoH', 'PtoP'), or None where the name
     spells none."""

@@ -75,7 +75,7 @@ def atomic_write_parquet(path: Path, df, table: str) -> None:
             for start in range(0, max(len(df), 1), ROW_GROUP):
                 writer.write_table(schema.conform(df.iloc[start:start + ROW_GROUP], table))
                 if len(df) > ROW_GROUP:
-                    release()
+                    release(heap=False)  # each row group's Arrow copy; the heap's pages serve the next one
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

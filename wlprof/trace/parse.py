@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import itertools
 import operator
 import re
 import sys
@@ -321,8 +322,7 @@ def _whole_events(buf: bytearray, fixed: bytes | None, decode=jsonio.loads) -> t
         k = buf.rfind(fixed)
         candidates = [k] if k > 0 else []
     else:
-        tail = max(1, len(buf) - CHUNK_BYTES)
-        candidates = [m.start() for m in _BOUNDARY.finditer(buf, tail)][::-1][:_TRIES]
+        candidates = _last_boundaries(buf, max(1, len(buf) - CHUNK_BYTES))
     for k in candidates:
         comma = buf.index(b",", k)
         saved0, saved = buf[0], buf[comma]
@@ -336,6 +336,21 @@ def _whole_events(buf: bytearray, fixed: bytes | None, decode=jsonio.loads) -> t
         if isinstance(events, list):
             return comma, events
     return None
+
+
+def _last_boundaries(buf: bytearray, tail: int) -> list[int]:
+    """The starts of the last `_TRIES` matches of `_BOUNDARY` at or after `tail`, last first.
+
+    Searched from the end in growing windows, so that a chunk's thousands of boundaries are not
+    all matched. A match cannot begin inside another (it starts with `}`, which no match holds
+    past its start), so a window finds the same matches as the whole span from `tail` does."""
+    size = 64 << 10
+    while True:
+        start = max(tail, len(buf) - size)
+        found = [m.start() for m in _BOUNDARY.finditer(buf, start)]
+        if len(found) >= _TRIES or start == tail:
+            return found[::-1][:_TRIES]
+        size *= 8
 
 
 _CLOSE = re.compile(rb"\}\s*\]")
@@ -826,8 +841,9 @@ def _triples(values: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lists = [v if type(v) is list else v.strip("[]").split(",") if type(v) is str and v[:1] == "[" else None
              for v in values]
     at = [i for i, v in enumerate(lists) if v is not None and len(v) == 3]
-    try:
-        out[at] = np.array([lists[i] for i in at], dtype=np.int64).reshape(len(at), 3)
+    try:  # one flat pass: numpy converts a flat run of numbers faster than a list of lists
+        out[at] = np.fromiter(itertools.chain.from_iterable([lists[i] for i in at]), dtype=np.int64,
+                              count=3 * len(at)).reshape(len(at), 3)
     except (TypeError, ValueError, OverflowError):  # a value that is not an integer: read one by one
         for i in at:
             v = lists[i]
