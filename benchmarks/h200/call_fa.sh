@@ -4,6 +4,7 @@
 # a profile of that device first (the grid's coarse pass) and set K to score it. The GPU tests if time is left.
 #   bash benchmarks/h200/call_fa.sh      # on the device machine, from the repository root
 source "$(dirname "$0")/common.sh"
+MAX=${MAX:-560}  # the seconds this call may take: later steps are skipped past them
 heldout() {
   step "held-out set_$1"
   timeout "$2" python3 benchmarks/h200/sweep_many.py --traces "$T/heldout_$1" --device cuda workloads/heldout/set_$1/*.toml
@@ -20,19 +21,22 @@ if [ "$name" = "NVIDIA H200" ]; then
   tar czf "$OUT/profile.tgz" --exclude=traces -C "$T" profile
   tar czf "$OUT/profile_traces.tgz" --exclude=_chrome --exclude='*.json.gz' -C "$T/profile" traces
   heldout k 150
-  [ "$SECONDS" -lt 330 ] && heldout m 170
+  [ "$SECONDS" -lt $(( MAX - 230 )) ] && heldout m 170
+  if [ "$SECONDS" -lt $(( MAX - 60 )) ]; then
   step "zoo4 captures"
-  timeout $(( 560 - SECONDS < 150 ? 560 - SECONDS : 150 )) python3 benchmarks/capture_zoo4.py --out "$T/zoo4" --device cuda 2>&1 | grep -v -e Warning -e warn
+  timeout $(( MAX - SECONDS < 150 ? MAX - SECONDS : 150 )) python3 benchmarks/capture_zoo4.py --out "$T/zoo4" --device cuda 2>&1 | grep -v -e Warning -e warn
   for f in "$T"/zoo4/*.json; do case $f in *.flops.json) ;; *) gzip -9 "$f";; esac; done
   tar czf "$OUT/zoo4.tgz" -C "$T" zoo4
   echo "captures at $SECONDS s"
+  fi
 else
   step "profile ($name)"
-  timeout 330 $WL profile --device cuda -o "$T/profile" --budget-minutes 5 2>&1 | tail -15
+  bud=$(( (MAX - 220) / 60 )); [ "$bud" -gt 5 ] && bud=5; [ "$bud" -lt 1 ] && bud=1
+  timeout $(( bud * 60 + 60 )) $WL profile --device cuda -o "$T/profile" --budget-minutes $bud 2>&1 | tail -15
   tar czf "$OUT/profile.tgz" --exclude=traces -C "$T" profile
   heldout k 150
 fi
-[ "$SECONDS" -lt 470 ] && gpu_tests
+[ "$SECONDS" -lt $(( MAX - 90 )) ] && gpu_tests
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
 ls -la "$OUT"
 echo "done at $SECONDS s"
