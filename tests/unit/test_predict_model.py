@@ -749,8 +749,13 @@ def test_a_batch_norm_costs_its_blocks_steps_per_wave_of_channels_and_the_fit_le
             for i, (n, c, s) in enumerate((n, c, s) for n in (4, 16, 64) for c in (32, 128, 512, 2048)
                                           for s in (8, 16, 32))]
     p = model.fit(pd.DataFrame(rows), K)
-    # one base for the op in bfloat16, whatever its weights' dtype
-    assert list(p.bases) == ["norm|aten::native_batch_norm|bfloat16"]
+    # one base for the op in bfloat16 on a contiguous input, whatever its weights' dtype; a channels-last
+    # input (strides N, H, W, C: [16384, 1, 1024, 64] for [8, 64, 16, 16]) runs other kernels, another base
+    assert list(p.bases) == ["norm|aten::native_batch_norm|bfloat16|c"]
+    last = bn_row(8, 64, 16, 1.0) | {"op_input_strides": "[[16384,1,1024,64],[1],[1],[1],[1],[],[],[]]"}
+    d = describe(pd.DataFrame([bn_row(8, 64, 16, 1.0, weights=BF), last]))
+    assert model._base_keys(d, model._free(d.group.to_numpy(dtype=object))).tolist() == [
+        "norm|aten::native_batch_norm|bfloat16|c", "norm|aten::native_batch_norm|bfloat16|t"]
     # by hand: [32, 64, 24, 24]: 576 values a plane, 512 lanes, one image a row: 32 x 2 = 64 steps, 64
     # channels leave most of the 132 SMs idle: one wave, 0.2 x 64 = 12.8 us beside the bytes;
     # [8, 1024, 12, 12]: 144 values, 256 lanes x 2 rows: ceil(8 / 2) = 4 steps, 1024 / 132 = 7.76 waves,

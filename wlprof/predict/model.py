@@ -389,11 +389,17 @@ def _loo_error(t: np.ndarray, y: np.ndarray) -> float:
 
 
 def _base_keys(d: pd.DataFrame, free: np.ndarray) -> np.ndarray:
-    """The key of each described call's fitted base: its group without context, a norm's relaxed group (its op
-    and dtype: float32 weights beside bfloat16 activations, or other layouts, run the same per-block steps)."""
+    """The key of each described call's fitted base: its group without context; a norm's op, dtype and input
+    layout (float32 weights beside bfloat16 activations run the same kernels, a channels-last input others)."""
     if "relaxed" not in d or not len(d):
         return free
-    return np.where(d.cls.to_numpy() == "norm", d.relaxed.to_numpy(dtype=object), free)
+    norm = np.flatnonzero(d.cls.to_numpy() == "norm")
+    out = np.asarray(free, dtype=object).copy()
+    relaxed = d.relaxed.to_numpy(dtype=object)
+    for i in norm:
+        parts = str(free[i]).split("|")  # norm|op|dtypes|layouts|scalars: the first tensor's layout
+        out[i] = f"{relaxed[i]}|{parts[3][:1] if len(parts) > 3 else ''}"
+    return out
 
 
 def _free(groups: np.ndarray) -> np.ndarray:
