@@ -234,3 +234,45 @@ def test_a_list_op_with_plain_tensors_beside_its_lists_is_a_list_call():
     assert cls == "memory" and "|list5|" in group  # four parameter-shaped lists and the step counters
     assert coords[:3] == (math.log2(196608), math.log2(131072), 1.0)  # elements, largest tensor, tensors
     assert q["launches"] == 1 and q["numel0"] == 196608
+
+
+def test_a_norms_units_and_block_steps_follow_what_its_op_reduces():
+    f32 = '"float"'
+    # batch norm, [16, 128, 12, 12]: 128 channels, each 16 images of 144 values; a block's 512 threads lie
+    # 256 along a plane (the least power of two from 32 that covers 144) and 2 along the images:
+    # ceil(16 / 2) x ceil(144 / 256) = 8 steps
+    fwd = call("aten::native_batch_norm", "[[16,128,12,12],[128],[128],[128],[128],[],[],[]]",
+               f'[{BF},{f32},{f32},{f32},{f32},"Scalar","Scalar","Scalar"]',
+               "[[18432,144,12,1],[1],[1],[1],[1],[],[],[]]")
+    assert fwd[0] == "norm" and (fwd[4]["R"], fwd[4]["W"], fwd[4]["L"]) == (128, 144, 8)
+    # its backward, [96, 32, 24, 24]: 576 values a plane take all 512 lanes twice, one image at a time:
+    # 96 x 2 = 192 steps
+    bwd = call("aten::native_batch_norm_backward", "[[96,32,24,24],[96,32,24,24],[32],[32],[32],[32],[32],[],[],[]]",
+               f'[{BF},{BF},{f32},{f32},{f32},{f32},{f32},"Scalar","Scalar","ScalarList"]',
+               "[[18432,576,24,1],[18432,576,24,1],[1],[1],[1],[1],[1],[],[],[]]")
+    assert (bwd[4]["R"], bwd[4]["W"], bwd[4]["L"]) == (32, 576, 192)
+    # a 1-d batch norm, [256, 64]: one value per image, 32 lanes and 16 rows: ceil(256 / 16) = 16 steps
+    flat = call("aten::native_batch_norm", "[[256,64],[64],[64],[64],[64],[],[],[]]",
+                f'[{BF},{f32},{f32},{f32},{f32},"Scalar","Scalar","Scalar"]', "[[64,1],[1],[1],[1],[1],[],[],[]]")
+    assert (flat[4]["R"], flat[4]["W"], flat[4]["L"]) == (64, 1, 16)
+    # group norm, [8, 64, 28, 28] in 32 groups (its scalars N, C, HxW, group): 8 x 32 = 256 units of
+    # 2 channels x 784 = 1,568 values, ceil(1568 / 512) = 4 steps, forward and backward
+    gn = call("aten::native_group_norm", "[[8,64,28,28],[64],[64],[],[],[],[],[]]", f'[{BF},{BF},{BF},"Scalar",'
+              '"Scalar","Scalar","Scalar","Scalar"]', "[[50176,784,28,1],[1],[1],[],[],[],[],[]]",
+              '["","","","8","64","784","32","1e-05"]')
+    gnb = call("aten::native_group_norm_backward", "[[8,64,28,28],[8,64,28,28],[8,32],[8,32],[64],[],[],[],[],[]]",
+               f'[{BF},{BF},{BF},{BF},{BF},"Scalar","Scalar","Scalar","Scalar","ScalarList"]',
+               "[[50176,784,28,1],[50176,784,28,1],[32,1],[32,1],[1],[],[],[],[],[]]",
+               '["","","","","","8","64","784","32","[True, True, True]"]')
+    assert (gn[4]["R"], gn[4]["W"], gn[4]["L"]) == (gnb[4]["R"], gnb[4]["W"], gnb[4]["L"]) == (256, 1568, 4)
+    # layer norm over the last 1,024 of [4, 256, 1024] (its normalized shape, a list scalar): 1,024 rows,
+    # 2 steps each; its backward names the shape third, after its mask-free tensors
+    ln = call("aten::native_layer_norm", "[[4,256,1024],[],[1024],[1024],[]]", f'[{BF},"ScalarList",{BF},{BF},"Scalar"]',
+              "[[262144,1024,1],[],[1],[1],[]]", '["","[1024]","","","1e-05"]')
+    lnb = call("aten::native_layer_norm_backward", "[[4,256,1024],[4,256,1024],[],[4,256,1],[4,256,1],[1024],[1024],[]]",
+               f'[{BF},{BF},"ScalarList","float","float",{BF},{BF},"ScalarList"]',
+               "[[262144,1024,1],[262144,1024,1],[],[256,1,1],[256,1,1],[1],[1],[]]",
+               '["","","[1024]","","","","","[True, True, True]"]')
+    assert (ln[4]["R"], ln[4]["W"], ln[4]["L"]) == (lnb[4]["R"], lnb[4]["W"], lnb[4]["L"]) == (1024, 1024, 2)
+    # the coordinates stay the sizes (log2 values, last dim, channels)
+    assert fwd[3][:3] == (math.log2(16 * 128 * 144), math.log2(12), 7.0)

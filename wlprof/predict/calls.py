@@ -250,6 +250,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # an op on the matrix unit that is no GEMM (a convolution, attention, an RNN) is a class of its own:
     # its time follows its FLOPs, and it must not stand in for the memory-bound ops
     cls = "compute" if q["matrix_unit"] else "norm" if _is_norm(name) else "memory"
+    if cls == "norm":
+        units, outer, span = norm_units(name, d0, concrete)
+        # R: the units reduced in parallel, W: the values each reduces per outer index, L: a block's steps
+        q.update(R=float(units), W=float(span), L=float(block_steps(outer, span)))
     group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
     if cls == "compute" and flops > 0:
         # a convolution's or attention's work is not its first tensor's size: a batch of 8 at 256 channels
@@ -265,6 +269,43 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
 
 
 ALIGN_BITS = 10  # a size that is a multiple of 2^10 ends on a kernel's block as a power of two does
+
+
+REDUCE_THREADS = 512  # the threads of a block that reduces one unit of a norm (a channel, a row, a group)
+
+
+def norm_units(name: str, dims0: list, concrete: list) -> tuple[int, int, int]:
+    """(units, outer, inner) of a normalization call: the units it reduces one per block (a batch norm's
+    channels, a group norm's samples x groups, a layer norm's rows), and each unit's values as `outer`
+    slices of `inner` contiguous values (a batch norm's channel: the batch's images, each H x W values)."""
+    numel = math.prod(dims0) if dims0 else 0
+    if numel <= 0:
+        return 1, 1, 1
+    if "batch_norm" in name and len(dims0) >= 2:
+        return max(dims0[1], 1), max(dims0[0], 1), max(math.prod(dims0[2:]), 1)
+    ints = [int(c) for c in concrete if isinstance(c, str) and c.lstrip("-").isdigit()]
+    if "group_norm" in name and len(ints) >= 4 and ints[0] > 0 and ints[3] > 0:
+        units = ints[0] * ints[3]  # (N, C, HxW, group) follow the tensors, forward and backward
+        return units, 1, max(numel // units, 1)
+    width = dims0[-1] if dims0 else 1
+    if "layer_norm" in name or "rms_norm" in name:  # the normalized shape, a list scalar ("[1024]")
+        shape = next((c for c in concrete if isinstance(c, str) and c.startswith("[") and c[1:2].isdigit()), "")
+        try:
+            width = math.prod(int(v) for v in shape.strip("[]").split(",") if v.strip()) if shape else width
+        except ValueError:
+            pass
+    width = max(min(width, numel), 1)
+    return max(numel // width, 1), 1, width
+
+
+def block_steps(outer: int, inner: int, threads: int = REDUCE_THREADS) -> int:
+    """The steps one block takes over a unit of `outer` x `inner` values: its threads laid along the inner
+    values in the least power of two from 32 that covers them (at most `threads`), the rest along the outer
+    slices, each thread stepping over its share (a 12 x 12 plane fills 144 of 256 lanes: 2 slices a step)."""
+    lanes = next((t for t in (32, 64, 128, 256) if inner <= t), threads)
+    lanes = min(lanes, threads)
+    rows = max(threads // lanes, 1)
+    return math.ceil(max(outer, 1) / rows) * math.ceil(max(inner, 1) / lanes)
 
 
 def _alignment(numel: int) -> float:

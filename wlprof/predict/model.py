@@ -177,7 +177,7 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     return out
 
 
-FITTED = ("index", "spmm")  # classes whose base is fitted per op group
+FITTED = ("index", "spmm", "norm")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
 FLOOR_BOUND = 0.1  # a group's largest byte time (at the measured bandwidth) under this share of its time ...
 FLOOR_FLAT = 1.5  # ... and its times within this factor of each other: its calls took the floor, no base
@@ -197,19 +197,33 @@ def spmm_passes(d: pd.DataFrame) -> np.ndarray:
 INDEX_32BIT = 2**31 - 1  # the most elements a CUDA kernel indexes with 32-bit offsets
 
 
-def _terms(d: pd.DataFrame, l2: float = 0.0) -> np.ndarray:
+NORM_WAVE = 0.5  # what a further wave of a norm's units over the SMs costs, in steps of the first wave's
+
+
+def norm_steps(d: pd.DataFrame, sms: int) -> np.ndarray:
+    """A norm's serial steps: one block's steps over its unit (`calls.block_steps`), as slow with a few units
+    as with one per SM (most SMs idle), and each further wave of units over the SMs at `NORM_WAVE` of that
+    (a block of 512 threads leaves room on its SM for more, whose latency-bound steps overlap its own)."""
+    steps = np.nan_to_num(d.L.to_numpy(dtype=float), nan=0.0) if "L" in d else np.zeros(len(d))
+    units = np.nan_to_num(d.R.to_numpy(dtype=float), nan=1.0) if "R" in d else np.ones(len(d))
+    return steps * (1.0 + NORM_WAVE * np.maximum(units / max(sms, 1) - 1.0, 0.0))
+
+
+def _terms(d: pd.DataFrame, l2: float = 0.0, sms: int = 0) -> np.ndarray:
     """The base's terms per call: 1 (the launch floor), bytes, indexed rows, a hub's elements, its
     chain, an index op's bytes again where its indexed elements (rows x width) pass 32-bit offsets (a
     kernel that does not split such an op indexes with 64-bit arithmetic, slower per element), and the
     share of the chain whose steps miss the cache: a chain walks its hub's rows one after another, each
     step as slow as the memory its row comes from, and of a call's bytes about half the L2 (the near
-    of its two partitions) holds (`l2` its bytes; 0: every step in the chain term)."""
+    of its two partitions) holds (`l2` its bytes; 0: every step in the chain term). A norm's rows are
+    its serial steps over `sms` SMs (`norm_steps`)."""
     nbytes = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0)
     rows = np.nan_to_num(d.L.to_numpy(dtype=float), nan=0.0) if "L" in d else np.zeros(len(d))
     hub = np.nan_to_num(d.hub.to_numpy(dtype=float), nan=0.0) if "hub" in d else np.zeros(len(d))
     chain = np.nan_to_num(d.chain.to_numpy(dtype=float), nan=0.0) if "chain" in d else np.zeros(len(d))
     width = np.nan_to_num(d.W.to_numpy(dtype=float), nan=0.0) if "W" in d else np.zeros(len(d))
     rows = np.where(d.cls.to_numpy() == "spmm", rows * spmm_passes(d), rows)
+    rows = np.where(d.cls.to_numpy() == "norm", norm_steps(d, sms), rows)  # a norm's rows: its serial steps
     index = d.cls.to_numpy() == "index"  # a SpMM's index arithmetic follows its index dtype, not its elements
     wide = np.where(index & (rows * width > INDEX_32BIT), nbytes, 0.0)
     hit = np.minimum(1.0, 0.5 * l2 / np.maximum(nbytes, 1.0)) if l2 > 0 else np.ones(len(d))
@@ -228,7 +242,7 @@ def _splits(d: pd.DataFrame, k: Constants) -> np.ndarray:
 def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) -> np.ndarray:
     """`base_us`, with a group's fitted base where the profile fitted one (for a GEMM group: whether
     its K splits, `[1.0]` or `[0.0]`)."""
-    free = _free(d.group.to_numpy(dtype=object))
+    free = _base_keys(d, _free(d.group.to_numpy(dtype=object)))
     is_gemm = d.cls.to_numpy() == "gemm"
     choice = [bases.get(f) or bases.get(f.replace("|odd", "", 1), [1.0, 1.0]) if c else [1.0, 1.0]
               for f, c in zip(free, is_gemm, strict=True)]
@@ -243,7 +257,7 @@ def fitted_base(d: pd.DataFrame, k: Constants, bases: dict[str, list[float]]) ->
     free = np.where(d.cls.to_numpy() == "gemm", "", free)
     rows = np.flatnonzero([f in bases for f in free])
     if len(rows):
-        terms = _terms(d.iloc[rows], k.l2)
+        terms = _terms(d.iloc[rows], k.l2, k.sms)
         n = terms.shape[1]
         for f in pd.unique(free[rows]):
             at = rows[free[rows] == f]
@@ -265,7 +279,7 @@ def fit_bases(d: pd.DataFrame, dur: np.ndarray, free: np.ndarray,
     out = {}
     cls = d.cls.to_numpy()
     k = constants or Constants()
-    terms = _terms(d, k.l2)
+    terms = _terms(d, k.l2, k.sms)
     # GEMM groups: split-K in the base or not, whole or fractional waves, whichever leaves the
     # smoothest correction (cuBLAS splits skinny GEMMs of some layouts and not others, and its choice
     # of tiles hides the wave quantization of some groups)
@@ -373,6 +387,20 @@ def _loo_error(t: np.ndarray, y: np.ndarray) -> float:
     err = [abs(np.log(max(float(t[i] @ _nnls_relative(np.delete(t, i, axis=0), np.delete(y, i))), 0.05) / y[i]))
            for i in range(len(y))]
     return float(np.mean(err))
+
+
+def _base_keys(d: pd.DataFrame, free: np.ndarray) -> np.ndarray:
+    """The key of each described call's fitted base: its group without context; a norm's op, dtype and input
+    layout (float32 weights beside bfloat16 activations run the same kernels, a channels-last input others)."""
+    if "relaxed" not in d or not len(d):
+        return free
+    norm = np.flatnonzero(d.cls.to_numpy() == "norm")
+    out = np.asarray(free, dtype=object).copy()
+    relaxed = d.relaxed.to_numpy(dtype=object)
+    for i in norm:
+        parts = str(free[i]).split("|")  # norm|op|dtypes|layouts|scalars: the first tensor's layout
+        out[i] = f"{relaxed[i]}|{parts[3][:1] if len(parts) > 3 else ''}"
+    return out
 
 
 def _free(groups: np.ndarray) -> np.ndarray:
@@ -749,8 +777,8 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     calls = distinct_calls(ops, d)
     first = calls["first"].to_numpy(dtype=int)
     firsts = d.iloc[first].reset_index(drop=True)
-    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float), _free(calls.group.to_numpy(dtype=object)),
-                      constants)
+    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float),
+                      _base_keys(firsts, _free(calls.group.to_numpy(dtype=object))), constants)
     calls["base"] = fitted_base(firsts, constants, bases)
     calls["r"] = np.log(calls.dur.to_numpy() / calls.base.to_numpy())
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))
