@@ -224,3 +224,56 @@ def test_a_key_given_twice_is_refused_not_overwritten():
     with pytest.raises(InputError, match="must give top_k once"):  # top-k is top_k
         parse_spec("moe top-k=2 top_k=4")
     assert parse_spec("gemm shapes=8x8x8,16x16x16").params == {"shapes": "8x8x8,16x16x16"}
+
+
+def _cpu_run_calls(workload: str, params: dict, dtype, tmp_path):
+    """The calls one step of `params` launches when it runs on the CPU for real, listed as `record` lists
+    them (the reference a spec's listing must equal)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from wlprof import workloads
+    from wlprof.predict.spec import calls_of_trace
+
+    wl = workloads.get(workload)
+    point = wl.points(wl.parse(params, torch.device("cpu"), dtype).spec)[0]
+    with torch.no_grad():
+        wl.prepare(point, torch.device("cpu"))
+        built = wl.build(point, torch.device("cpu"), dtype)
+        built.step()
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            with record_function("wlprof/step#0"):
+                built.step()
+    path = tmp_path / "step.json"
+    prof.export_chrome_trace(str(path))
+    return calls_of_trace(str(path), None, built.tensor_lists), built.facts
+
+
+def test_a_float32_grouped_moe_on_the_meta_device_lists_its_grouped_gemms(tmp_path):
+    # 23 experts x d_model 96 x d_ff 32 = 70,656 weight elements per matrix: more than the meta device's
+    # threshold (65,536), so the weights are shapes only. torch's meta kernel of _grouped_mm refuses every
+    # dtype but bfloat16 (CUDA's one grouped kernel), and the listing fell back to the workload's own
+    # per-expert loop (41 mm and gelu calls) where CUDA and the CPU call _grouped_mm twice (gelu FFN).
+    # 80 tokens x top-4 = 320 routed rows:
+    #   up:   [320, 96] x [23, 96, 32] -> 2 x 320 x 96 x 32 = 1,966,080 FLOPs;
+    #         bytes 320*96*4 + 23*96*32*4 + 23*4 (int32 offs) + 320*32*4 (out) = 446,556
+    #   down: [320, 32] x [23, 32, 96] -> the same FLOPs and bytes
+    import torch
+
+    from wlprof.predict.calls import describe
+
+    text = ("moe tokens=80 experts=23 top_k=4 d_model=96 d_ff=32 ffn=gelu routing=zipf:2.5 dispatch=grouped "
+            "seed=440 dtype=float32")
+    ops = record(parse_spec(text))
+    gmm = ops[ops.op_name == "aten::_grouped_mm"]
+    assert gmm.op_input_dims.tolist() == ["[[320,96],[23,96,32],[23],[],[]]", "[[320,32],[23,32,96],[23],[],[]]"]
+    d = describe(gmm)
+    assert d.flops.tolist() == [1_966_080, 1_966_080] and d.bytes.tolist() == [446_556, 446_556]
+    assert (ops.grouped_path == "torch._grouped_mm: per-group mm").all()  # CUDA's path for float32
+    assert "aten::gelu" in set(ops.op_name) and (ops.op_name == "aten::mm").sum() == 1  # the router's only
+    params = dict(parse_spec(text).params)
+    params.pop("dtype")
+    ran, facts = _cpu_run_calls("moe", params, torch.float32, tmp_path)
+    assert list(zip(ops.op_name, ops.op_input_dims, strict=True)) == \
+        list(zip(ran.op_name, ran.op_input_dims, strict=True))
+    assert list(ops.expert_counts.iat[0]) == facts["expert_counts"]

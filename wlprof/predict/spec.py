@@ -132,8 +132,25 @@ def _meta_mode():
             if func._schema.returns:
                 raise
             return None  # an in-place op that returns nothing (a fused optimizer step): shapes stay as they are
+        except RuntimeError as exc:
+            if func._overloadpacket is not torch.ops.aten._grouped_mm or "BF16" not in str(exc):
+                raise
+            return _grouped_mm_output(exc, args, kwargs)
 
     return MetaBig
+
+
+def _grouped_mm_output(exc: RuntimeError, args, kwargs):
+    """`_grouped_mm`'s output on the meta device for a floating dtype other than bfloat16. torch's meta
+    kernel checks the dtype of CUDA's one grouped kernel (bfloat16 only) and refuses the others, which
+    CUDA (and the CPU) run as one mm per group into the same output; raises `exc` where this torch lacks
+    the meta kernel's output rule."""
+    try:
+        from torch._meta_registrations import _create_grouped_mm_output_tensor
+    except ImportError:
+        raise exc from None
+    offs = args[2] if len(args) > 2 else kwargs.get("offs")
+    return _create_grouped_mm_output_tensor(args[0], args[1], offs, kwargs.get("out_dtype"))
 
 
 def _fused_optimizers_on_meta():
