@@ -289,3 +289,22 @@ def test_a_flattening_equal_to_a_weights_shape_still_scales_the_matrix_ops_rows(
     d = _dims(rewrite_batch(step, batch, mapping))
     assert d[0][:2] == [[8, 8, 32], [8, 8, 32]]
     assert d[1][:3] == [[96], [64, 32], [32, 96]] and d[2][:3] == [[32], [64, 32], [32, 32]]
+
+
+def test_a_rescaled_call_loses_the_costs_recorded_for_its_old_shapes():
+    # a cat of three [3, 13, 48] float32 tensors recorded 44,928 bytes (3 x 1,872 elements read and written,
+    # x 4 bytes); `predict` takes a tensor list's bytes from the recorded cost, so the rescaled call (batch
+    # 3 -> 6) kept 44,928 where the real [6, 13, 48] cat moves 2 x 3 x 6 x 13 x 48 x 4 = 89,856 bytes
+    from wlprof.predict.calls import describe
+    from wlprof.predict.scale import scaled
+
+    t = ops(("aten::cat", [[[3, 13, 48]] * 3, []], [[[624, 48, 1]] * 3, []]),
+            ("aten::gelu", [[3, 13, 48], []], [[624, 48, 1], []]))
+    t = t.assign(op_input_types=[json.dumps(["TensorList", "Scalar"]), json.dumps(["float", ""])],
+                 bytes=[44_928.0, 14_976.0], flops=[0.0, 14_976.0], flops_source=["formula", "formula"],
+                 dtype="float32")
+    assert describe(t).bytes.iat[0] == 44_928
+    new, value = scaled(t, "batch", 2)
+    assert value == 3 and json.loads(new.op_input_dims.iat[0])[0] == [[6, 13, 48]] * 3
+    assert new.bytes.isna().all() and new.flops.isna().all() and new.flops_source.isna().all()
+    assert describe(new).bytes.iat[0] == 89_856

@@ -126,7 +126,7 @@ def rewrite(ops: pd.DataFrame, value: int, factor: float) -> pd.DataFrame:
     out["op_input_strides"] = strides_col
     out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
     out["dur_us"] = np.nan
-    return out
+    return _costs_dropped(out, ops)
 
 
 # inputs that are parameters (weights, biases, norm statistics), by position, in the ops that take them
@@ -359,6 +359,23 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
     out["op_input_strides"] = strides_col
     out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
     out["dur_us"] = np.nan
+    return _costs_dropped(out, ops)
+
+
+def _costs_dropped(out: pd.DataFrame, before: pd.DataFrame) -> pd.DataFrame:
+    """`out` without the recorded costs (FLOPs, bytes, rates, roofline) of the calls whose shapes it
+    rewrote: they were the old shapes' costs (`predict` reads a tensor list's recorded bytes)."""
+    from wlprof.schema import COST
+
+    moved = (out.op_input_dims.to_numpy(dtype=object) != before.op_input_dims.to_numpy(dtype=object))
+    if not moved.any():
+        return out
+    for c in (c.name for c in COST if c.name in out):
+        col = out[c]
+        if pd.api.types.is_numeric_dtype(col):
+            out[c] = col.where(~moved, np.nan)
+        else:
+            out[c] = col.astype(object).where(~moved, None)
     return out
 
 
