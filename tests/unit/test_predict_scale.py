@@ -308,3 +308,25 @@ def test_a_rescaled_call_loses_the_costs_recorded_for_its_old_shapes():
     assert value == 3 and json.loads(new.op_input_dims.iat[0])[0] == [[6, 13, 48]] * 3
     assert new.bytes.isna().all() and new.flops.isna().all() and new.flops_source.isna().all()
     assert describe(new).bytes.iat[0] == 89_856
+
+
+def test_a_rescaled_view_keeps_the_step_of_the_tensor_it_views():
+    # q of a fused projection: [B, S, 3 x 48] split in three and viewed as [B, 4 heads, S, 12]: its
+    # strides are the projection's, [S x 144, 12, 144, 1] (a CPU capture of such a block at B 3, S 13
+    # recorded [1872, 12, 144, 1]; at B 6 the same, at S 26 [3744, 12, 144, 1]). The rewrite laid it out
+    # dense, [S x 48, 12, 48, 1]: 624 at B 6 and 1248 at S 26, a third of the real steps
+    q = ops(("aten::_scaled_dot_product_flash_attention_for_cpu", [[3, 4, 13, 12]] * 3 + [[]],
+             [[1872, 12, 144, 1]] * 3 + [[]]))
+    assert json.loads(rewrite(q, 3, 2).op_input_strides.iat[0])[0] == [1872, 12, 144, 1]
+    assert json.loads(rewrite(q, 13, 2).op_input_strides.iat[0])[0] == [3744, 12, 144, 1]
+
+
+def test_a_rescaled_tensor_with_size_one_dims_keeps_their_strides():
+    # a layer norm's mean [B, 13, 1] is contiguous, strides [13, 1, 1], and so is a pooled sum's output
+    # [B, 20, 1, 1], [20, 1, 1, 1]; the rewrite ordered the size-1 dims outside the others of equal stride
+    # and gave [13, 1, 13] and [20, 1, 20, 20] (the CPU captures at batch 6 recorded [13, 1, 1] and
+    # [20, 1, 1, 1])
+    t = ops(("aten::native_layer_norm_backward", [[3, 13, 48], [3, 13, 1]], [[624, 48, 1], [13, 1, 1]]),
+            ("aten::sum", [[3, 20, 9, 9], [3, 20, 1, 1]], [[1620, 81, 9, 1], [20, 1, 1, 1]]))
+    out = [json.loads(s) for s in rewrite(t, 3, 2).op_input_strides]
+    assert out[0] == [[624, 48, 1], [13, 1, 1]] and out[1] == [[1620, 81, 9, 1], [20, 1, 1, 1]]

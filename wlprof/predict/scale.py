@@ -71,18 +71,28 @@ def batch_dim(ops: pd.DataFrame) -> int | None:
 
 
 def _strides(old_dims, old_strides, new_dims):
-    """New strides for `new_dims` in the memory order of the old ones (zero strides stay zero)."""
+    """New strides for `new_dims` in the memory order of the old ones: zero strides (broadcasts) stay
+    zero, the innermost dimension keeps its step, and each other one keeps the gap the old layout left
+    after the next inner one (a view into a wider tensor, q of a fused [.., 3 x width] projection, keeps
+    the projection's row as its step). Among equal strides a size-1 dimension counts as the inner one:
+    its stride says nothing of the layout."""
     if not isinstance(old_strides, list) or len(old_strides) != len(old_dims) or not old_dims:
         return old_strides
-    order = sorted(range(len(old_dims)), key=lambda j: (-old_strides[j], -j))
+    order = sorted(range(len(old_dims)), key=lambda j: (-old_strides[j], old_dims[j] == 1, -j))
     out = [0] * len(new_dims)
-    acc = 1
+    inner = None  # the next inner dimension: (its old span, its new span) in elements
     for j in reversed(order):
         if old_strides[j] == 0:
-            out[j] = 0
             continue
-        out[j] = acc
-        acc *= max(new_dims[j], 1)
+        if inner is None:
+            out[j] = old_strides[j]
+        else:
+            old_span, new_span = inner
+            if old_span > 0 and old_strides[j] % old_span == 0:
+                out[j] = new_span * (old_strides[j] // old_span)
+            else:  # a gap that is no multiple of the inner span (padding): kept as it was
+                out[j] = new_span + old_strides[j] - old_span
+        inner = (old_strides[j] * max(old_dims[j], 1), out[j] * max(new_dims[j], 1))
     return out
 
 
