@@ -330,3 +330,19 @@ def test_a_rescaled_tensor_with_size_one_dims_keeps_their_strides():
             ("aten::sum", [[3, 20, 9, 9], [3, 20, 1, 1]], [[1620, 81, 9, 1], [20, 1, 1, 1]]))
     out = [json.loads(s) for s in rewrite(t, 3, 2).op_input_strides]
     assert out[0] == [[624, 48, 1], [13, 1, 1]] and out[1] == [[1620, 81, 9, 1], [20, 1, 1, 1]]
+
+
+def test_a_dimension_named_by_value_scales_its_flattenings_too():
+    # `--scale 13=2` on a block of batch 3 and sequence 13: its linear layers read the [3, 13, 48]
+    # activation flattened to [39, 48] rows, and its loss the [39, 97] logits and [39] targets; a CPU capture
+    # at sequence 26 recorded [78, 48], [78, 97] and [78]. The weight [48, 97] keeps its sizes (97 and 48 are
+    # not 13), the flattening 3 x 13 = 39 becomes 3 x 26 = 78
+    from wlprof.predict.scale import scaled
+
+    t = ops(("aten::gelu", [[3, 13, 48], []], [[624, 48, 1], []]),
+            ("aten::mm", [[39, 48], [48, 97]], [[48, 1], [1, 48]]),
+            ("aten::nll_loss_forward", [[39, 97], [39], [], [], []], [[97, 1], [1], [], [], []]))
+    new, value = scaled(t, "13", 2)
+    dims = [json.loads(d) for d in new.op_input_dims]
+    assert value == 13 and new.attrs["scale_mapping"] == {13: 26, 39: 78}
+    assert dims == [[[3, 26, 48], []], [[78, 48], [48, 97]], [[78, 97], [78], [], [], []]]

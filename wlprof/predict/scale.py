@@ -10,7 +10,9 @@
   x heads) that the trace holds: weights and biases (by their position in the ops that take them), the
   optimizer's tensor lists and a matrix op's output width N keep their sizes, and a matrix op's inner K
   follows its first operand's.
-- a number: that dimension's value itself (`--scale 4096=2` rewrites every dim of 4096).
+- a number: that dimension's value itself (`--scale 4096=2` rewrites every dim of 4096), and its
+  flattenings with the dimension next to it in memory that the trace holds (a sequence of 13 in [3,
+  13, 48] activations: the [39, 48] rows of their linear layers).
 
 New sizes are rounded (at least 1); strides follow the new sizes in the order their tensor was laid
 out (a broadcast stays a broadcast). Other scalars (view sizes, k) are kept. The calls keep their op,
@@ -96,9 +98,10 @@ def _strides(old_dims, old_strides, new_dims):
     return out
 
 
-def rewrite(ops: pd.DataFrame, value: int, factor: float) -> pd.DataFrame:
-    """`ops` with every input dimension equal to `value` multiplied by `factor`."""
-    new_value = max(1, int(round(value * factor)))
+def rewrite(ops: pd.DataFrame, value: int, factor: float, mapping: dict[int, int] | None = None) -> pd.DataFrame:
+    """`ops` with every input dimension equal to `value` multiplied by `factor` (`mapping`: {old size: new
+    size} for every size to rewrite, `value_mapping`'s)."""
+    sizes = mapping if mapping is not None else {value: max(1, int(round(value * factor)))}
     out = ops.copy()
     dims_col, strides_col = [], []
     cache: dict[tuple, tuple] = {}
@@ -115,13 +118,12 @@ def rewrite(ops: pd.DataFrame, value: int, factor: float) -> pd.DataFrame:
                 for i, t in enumerate(dims):
                     st = strides[i] if i < len(strides) else []
                     if isinstance(t, list) and all(isinstance(x, int) for x in t):
-                        new = [new_value if x == value else x for x in t]
+                        new = [sizes.get(x, x) for x in t]
                         nd.append(new)
                         ns.append(_strides(t, st, new) if new != t else st)
                     else:  # a tensor list: each member
                         if isinstance(t, list):
-                            sub_d = [[new_value if x == value else x for x in m] if isinstance(m, list) else m
-                                     for m in t]
+                            sub_d = [[sizes.get(x, x) for x in m] if isinstance(m, list) else m for m in t]
                             sub_s = [_strides(m, st[j] if isinstance(st, list) and j < len(st) else [], sub_d[j])
                                      if isinstance(m, list) else st for j, m in enumerate(t)]
                             nd.append(sub_d)
@@ -275,6 +277,32 @@ def batch_mapping(ops: pd.DataFrame, factor: float) -> tuple[int | None, dict[in
                 if flat not in mapping and (flat, *mo[2:]) in ordered:
                     mapping[flat] = new * mo[1]
     return batch, mapping
+
+
+def value_mapping(ops: pd.DataFrame, value: int, factor: float) -> dict[int, int]:
+    """{old size: new size} for `--scale VALUE=FACTOR`: the value, and each flattening of it with the
+    dimension next to it in memory that the trace holds as a tensor of its own (a sequence of 13 in a [3,
+    13, 48] activation and the [39, 48] rows a linear layer reads), activations only, not parameters."""
+    new = max(1, int(round(value * factor)))
+    mapping = {value: new}
+    if value == 1:
+        return mapping
+    calls = list(_tensors(ops))
+    params = _parameters(ops)
+    ordered = {mo for name, ts in calls for i, _, t, st in ts
+               if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+    for mo in ordered:
+        for j, x in enumerate(mo):
+            if x != value:
+                continue
+            for a in (j - 1, j):  # merged with the outer neighbour, or with the inner one
+                if a < 0 or a + 1 >= len(mo) or min(mo[a], mo[a + 1]) <= 1:
+                    continue
+                flat = mo[a] * mo[a + 1]
+                other = mo[a + 1] if a == j else mo[a]
+                if flat not in mapping and (*mo[:a], flat, *mo[a + 2:]) in ordered:
+                    mapping[flat] = new * other
+    return mapping
 
 
 STACKED = 3  # a leading dimension this small before the batch stacks tensors (q, k and v), it does not lead
@@ -437,7 +465,9 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> 
         new.attrs["scale_mapping"] = mapping
     else:
         value = int(dim)
-        new = rewrite(ops, value, factor)
+        mapping = value_mapping(ops, value, factor)
+        new = rewrite(ops, value, factor, mapping)
+        new.attrs["scale_mapping"] = mapping
     same = (new.op_input_dims.to_numpy(dtype=object) == ops.op_input_dims.to_numpy(dtype=object)).all()
     if value != max(1, int(round(value * factor))) and same:  # compared by value: str and object columns alike
         raise InputError(arg, f"must name a dimension the trace has: no input dimension equals {value}", dim)
@@ -482,8 +512,11 @@ def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, fa
                 + f", in {changed} of {len(after)} calls (where it leads an activation; weights, biases, "
                 "optimizer states and a matrix op's output width keep their sizes)")
     else:
-        line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
-                f"{len(after)} calls (one that only equals {value}, a feature map's side say, changes too)")
+        flats = ", ".join(f"{k} -> {v}" for k, v in (mapping or {}).items() if k != value)
+        line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}"
+                + (f" (and its flattenings with the dimension next to it: {flats})" if flats else "")
+                + f", in {changed} of {len(after)} calls (one that only equals {value}, a feature map's side say, "
+                "changes too)")
     # the calls with a batched input (of three or more dimensions, not a parameter: an optimizer's op on a
     # convolution's weight keeps its size, as it should)
     params = _parameters(before.reset_index(drop=True)) if dim in ROW_NAMES and "op_name" in before else set()
