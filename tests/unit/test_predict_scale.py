@@ -346,3 +346,14 @@ def test_a_dimension_named_by_value_scales_its_flattenings_too():
     dims = [json.loads(d) for d in new.op_input_dims]
     assert value == 13 and new.attrs["scale_mapping"] == {13: 26, 39: 78}
     assert dims == [[[3, 26, 48], []], [[78, 48], [48, 97]], [[78, 97], [78], [], [], []]]
+
+
+def test_a_factor_that_keeps_the_size_gives_no_advice_to_scale_another_dimension():
+    # --scale 64=1 (or 64=1.001, rounded back to 64) rewrites nothing: the line says so and does not tell the
+    # user that "the step barely scales" nor to name another dimension
+    from wlprof.predict.scale import describe, scaled
+
+    new, value = scaled(MLP, "64", 1.001)
+    line = describe(MLP, new, "64", value, 1.001)
+    assert line.startswith("--scale 64: every input dimension of 64 becomes 64 (64 x 1.001 = 64.064, rounded)")
+    assert "barely scales" not in line and "name it" not in line

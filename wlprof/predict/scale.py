@@ -34,7 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from wlprof.errors import InputError
+from wlprof.errors import InputError, did_you_mean
 
 ROW_NAMES = ("batch", "rows", "tokens")
 
@@ -51,8 +51,14 @@ def parse_scale(text: str, arg: str = "--scale") -> tuple[str, float]:
         raise InputError(arg, "must be DIM=FACTOR with DIM batch (rows, tokens) or a dimension's value and "
                          "FACTOR a positive number (e.g. batch=4)", text)
     if dim not in ROW_NAMES and not dim.isdigit():
+        hint = did_you_mean(dim, ROW_NAMES) or (
+            "a trace names no other dimension: give a sequence, width or head count by its size in the trace "
+            "(e.g. 512=2 for a sequence of 512; `wlprof predict --profile P --trace FILE` lists the calls' shapes)")
         raise InputError(arg, f"must name the dimension as {', '.join(ROW_NAMES)} or by its value (e.g. 4096=2)",
-                         text)
+                         text, hint=hint)
+    if dim.isdigit() and int(dim) < 2:
+        raise InputError(arg, "must name a dimension of 2 or more by its value: dimensions of 0 and 1 (broadcasts, "
+                         "kept reductions, empty tensors) cannot be told from one another", text)
     return dim, factor
 
 
@@ -523,6 +529,8 @@ def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, fa
     shaped = before.op_input_dims.reset_index(drop=True).map(lambda d: _leading_dim(d, params))
     batched = shaped.notna().to_numpy()
     kept = shaped[~moved & batched]
+    if new_value == value:  # a factor that rounds to the same size: nothing was to scale
+        return line
     if (moved & batched).sum() < 0.5 * batched.sum() or not batched.any() and changed < 0.5 * len(after):
         line += "; the other calls keep their sizes, so the step barely scales"
         if len(kept):
