@@ -277,3 +277,23 @@ def test_a_float32_grouped_moe_on_the_meta_device_lists_its_grouped_gemms(tmp_pa
     assert list(zip(ops.op_name, ops.op_input_dims, strict=True)) == \
         list(zip(ran.op_name, ran.op_input_dims, strict=True))
     assert list(ops.expert_counts.iat[0]) == facts["expert_counts"]
+
+
+def test_a_fused_adam_step_lists_its_kernel_though_the_profile_holds_only_adamw():
+    # the H200 profile measured _fused_adamw_ and _fused_sgd_, not Adam's _fused_adam_; the listing kept the
+    # ops CUDA launches by LAUNCHING and the profile's op names, so an Adam fused step listed the counters'
+    # add alone and lost the optimizer's one kernel (the CPU ops table of the same step costs it: 41,344 FLOPs
+    # at 17 x 187). Every optimizer list op launches its multi-tensor-apply kernels on CUDA. Expected, Adam
+    # without weight decay: 13 FLOPs per element (cost.optimizers.fused_adam) x 4 x 131,072 = 6,815,744
+    import json
+
+    from wlprof.predict.calls import describe
+
+    profile = H200.parents[2] / "benchmarks" / "profiles" / "h200" / "predictor.json"
+    launching = frozenset(json.loads(profile.read_text())["predictor"]["meta"]["op_names"])
+    assert "aten::_fused_adam_" not in launching
+    ops = record(parse_spec("optim optimizer=adam impl=fused tensors=4 numel=131072 dtype=float32"),
+                 launching=launching)
+    assert ops.op_name.tolist() == ["aten::_foreach_add_", "aten::_fused_adam_"]
+    assert ops.op_input_dims.iat[1].startswith("[[[131072],[131072],[131072],[131072]],")
+    assert describe(ops).flops.iat[1] == 13 * 4 * 131_072

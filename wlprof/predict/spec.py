@@ -395,6 +395,10 @@ LAUNCHING = frozenset("aten::" + n for n in (
     "_convert_indices_from_coo_to_csr bincount clamp "
     "threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward leaky_relu_backward "
     "hardtanh_backward").split())
+# the tensor-list ops of optimizers and AMP (every `_foreach_*`, the fused optimizers): each launches its
+# multi-tensor-apply kernels on CUDA, whether or not the profile holds that op
+LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam", "aten::_fused_sgd",
+                  "aten::_fused_adagrad")
 # ops that dispatch to others on CUDA too when they take these shapes (one-argument where is nonzero)
 _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
 
@@ -435,7 +439,8 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     def dumps(v):
         return json.dumps(v, separators=(",", ":")) if v is not None else None
 
-    launch = np.array([n in names_ok or n in CUDA_NAMES for n in names], dtype=bool)
+    launch = np.array([n in names_ok or n in CUDA_NAMES or (n.startswith(LIST_LAUNCHING) and registry.has_formula(n))
+                       for n in names], dtype=bool)
     for i in np.flatnonzero(launch):
         test = _DESCEND.get(names[i])
         if test is not None and test(args(i).get("Input type", [])):
