@@ -297,3 +297,23 @@ def test_a_fused_adam_step_lists_its_kernel_though_the_profile_holds_only_adamw(
     assert ops.op_name.tolist() == ["aten::_foreach_add_", "aten::_fused_adam_"]
     assert ops.op_input_dims.iat[1].startswith("[[[131072],[131072],[131072],[131072]],")
     assert describe(ops).flops.iat[1] == 13 * 4 * 131_072
+
+
+def test_a_sage_csr_mean_step_lists_the_branch_pyg_takes_on_cuda():
+    # PyG's spmm(reduce='mean') over a CSR adjacency calls torch.sparse.mm(adj, x, 'mean') on the CPU, a
+    # CPU-only kernel (_sparse_mm_reduce_impl) that CUDA does not launch: the listing lost the aggregation and
+    # kept the two linear layers. On CUDA PyG sums with a sparse mm and divides by the clamped in-degrees:
+    # deg = ptr[1:] - ptr[:-1] (sub over 256 int64), the SpMM [256, 256] x [256, 8], clamp_(deg [256, 1], min=1)
+    # and the division [256, 8] / [256, 1]. The rmat graph of 2^8 nodes draws 837 edges here (seed 0): the SpMM's
+    # FLOPs are 2 x 837 x 8 = 13,392
+    from wlprof.predict.calls import describe
+
+    ops = record(parse_spec("gnn graph=rmat scale=8 edge_factor=4 features=8 backend=pyg:sage-csr reduction=mean "
+                            "transform=false dtype=float32"))
+    assert "aten::_sparse_mm_reduce_impl" not in set(ops.op_name)
+    calls = list(zip(ops.op_name, ops.op_input_dims, strict=True))
+    for call in [("aten::sub", "[[256],[256],[]]"), ("aten::addmm", "[[256,8],[256,256],[256,8],[],[]]"),
+                 ("aten::clamp_", "[[256,1],[],[]]"), ("aten::div", "[[256,8],[256,1]]")]:
+        assert call in calls, calls
+    spmm = describe(ops)[ops.op_input_dims == "[[256,8],[256,256],[256,8],[],[]]"]
+    assert ops.edges.iat[0] == 837 and spmm.flops.tolist() == [13_392]

@@ -255,6 +255,30 @@ def _guard_generators():
     return guard()
 
 
+def _tensors_report_cuda():
+    """While a step is listed for a GPU, every tensor answers `is_cuda` True, so that the step's Python code
+    takes the branches it takes on CUDA: PyG's `spmm(reduce='mean')` over a CSR adjacency divides a sparse
+    mm's sums by the degrees there, where on the CPU it calls a CPU-only kernel that launches nothing."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def guard():
+        had = "is_cuda" in torch.Tensor.__dict__
+        before = torch.Tensor.__dict__.get("is_cuda")
+        torch.Tensor.is_cuda = property(lambda self: True)
+        try:
+            yield
+        finally:
+            if had:
+                torch.Tensor.is_cuda = before
+            else:
+                del torch.Tensor.is_cuda
+
+    return guard()
+
+
 def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
            launching: frozenset[str] | None = None) -> pd.DataFrame:
     """The op calls of one step of every point of `spec`, as rows of an ops table (no durations)."""
@@ -303,6 +327,7 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
             stack.enter_context(_guard_generators())
             stack.enter_context(_fused_optimizers_on_meta())
             stack.enter_context(torch.no_grad())  # inference_mode bypasses the mode for copies
+            stack.enter_context(_tensors_report_cuda())
             try:
                 stack.enter_context(_meta_mode()())
                 built = wl.build(point, cpu, dt)
@@ -392,7 +417,7 @@ LAUNCHING = frozenset("aten::" + n for n in (
     "exp leaky_relu where lt gt ge eq ne abs copy_ fill_ cat sum mean amax _softmax topk sort cumsum gather "
     "scatter_ scatter_add_ scatter_reduce_ index_add_ index_copy_ index index_put_ _index_put_impl_ "
     "nonzero segment_reduce floor_divide arange all _local_scalar_dense repeat_interleave "
-    "_convert_indices_from_coo_to_csr bincount clamp "
+    "_convert_indices_from_coo_to_csr bincount clamp clamp_ "
     "threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward leaky_relu_backward "
     "hardtanh_backward").split())
 # the tensor-list ops of optimizers and AMP (every `_foreach_*`, the fused optimizers): each launches its
