@@ -703,8 +703,9 @@ def test_a_copy_across_the_host_link_is_based_on_the_links_bandwidth():
 
 
 def test_a_spmm_counts_the_flops_of_its_nonzeros_not_of_a_dense_matrix():
-    # CSR SpMM over a 512-node graph of 2,082 edges, 30 features: 2 x 2,082 x 30 = 124,920 FLOPs (what the
-    # GNN workload states for it in the CPU run's ops table); the formula of addmm on the recorded dense
-    # sizes gave 2 x 512 x 512 x 30 = 15,728,640, and a spec's listing of that step reported it
+    # CSR SpMM over a 512-node graph of 2,082 edges, 30 features: a multiply and an add per nonzero and
+    # feature, 2 x 2,082 x 30 = 124,920 FLOPs; the formula of addmm on the recorded dense sizes gave
+    # 2 x 512 x 512 x 30 = 15,728,640 (the GNN workload states the useful FLOPs of an unweighted sum, the adds
+    # alone: 2,082 x 30 = 62,460)
     d = describe(pd.DataFrame([spmm_row(2082, 30, 512, 1.0)]))
     assert d.cls.iat[0] == "spmm" and d.flops.iat[0] == 124_920
