@@ -317,3 +317,40 @@ def test_a_sage_csr_mean_step_lists_the_branch_pyg_takes_on_cuda():
         assert call in calls, calls
     spmm = describe(ops)[ops.op_input_dims == "[[256,8],[256,256],[256,8],[],[]]"]
     assert ops.edges.iat[0] == 837 and spmm.flops.tolist() == [13_392]
+
+
+def test_a_loop_moe_step_lists_one_hot_without_the_cpus_checks():
+    # F.one_hot checks the class values on the CPU (aminmax, then two item() reads back to the host) and on
+    # CUDA leaves that to scatter's device assert: the listing had two fills of 0-d tensors and two host
+    # syncs (_local_scalar_dense) that the H200's loop step has not. Its dispatch now starts as the H200's:
+    # the zeros of the one-hot mask [tokens, top_k, experts] = [9, 1, 4], the scatter_ into it, the sum
+    # over the tokens, gt and nonzero (the profile's loop points: fill_, scatter_, sum, gt, nonzero)
+    import pandas as pd
+
+    ops = record(parse_spec("moe tokens=9 experts=4 top_k=1 routing=balanced dispatch=loop d_model=32 d_ff=32 "
+                            "dtype=float32"))
+    dispatch = ops[ops.region == "moe/dispatch"]
+    assert "aten::_local_scalar_dense" not in set(dispatch.op_name)
+    assert list(zip(dispatch.op_name[:5], dispatch.op_input_dims[:5], strict=True)) == [
+        ("aten::fill_", "[[9,1,4],[]]"), ("aten::scatter_", "[[9,1,4],[],[9,1,1],[]]"),
+        ("aten::sum", "[[4,1,9],[],[],[]]"), ("aten::gt", "[[4],[]]"), ("aten::nonzero", "[[4]]")]
+    profile = pd.read_parquet(H200.parents[2] / "benchmarks" / "profiles" / "h200" / "ops.parquet",
+                              columns=["op_name", "variant", "run_id", "step", "region", "ts_us"])
+    ran = profile[profile.variant.str.endswith("/ loop") & (profile.region == "moe/dispatch")]
+    ran = ran[(ran.run_id == ran.run_id.iat[0]) & (ran.variant == ran.variant.iat[0]) & (ran.step == ran.step.min())]
+    assert ran.sort_values("ts_us").op_name.tolist()[:5] == dispatch.op_name.tolist()[:5]
+
+
+def test_an_in_place_division_is_a_call_as_its_out_of_place_form_is():
+    # the scatter and index_add backends' mean divides in place (out.div_(deg)): a kernel on CUDA, which the
+    # listing dropped (div is among the ops that launch, div_ was not, nor in the profile's op names).
+    # 2^6 nodes, 7 features: div_([64, 7], [64, 1]) = 448 FLOPs; bytes 448 x 4 read + 64 x 4 read +
+    # 448 x 4 written = 3,840
+    from wlprof.predict.calls import describe
+
+    ops = record(parse_spec("gnn graph=uniform scale=6 edge_factor=8 features=7 backend=scatter,index_add "
+                            "reduction=mean transform=false dtype=float32"))
+    div = ops[ops.op_name == "aten::div_"]
+    assert len(div) == 2 and set(div.op_input_dims) == {"[[64,7],[64,1]]"}
+    d = describe(div)
+    assert d.flops.tolist() == [448, 448] and d.bytes.tolist() == [3_840, 3_840]

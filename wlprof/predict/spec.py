@@ -417,13 +417,18 @@ LAUNCHING = frozenset("aten::" + n for n in (
     "exp leaky_relu where lt gt ge eq ne abs copy_ fill_ cat sum mean amax _softmax topk sort cumsum gather "
     "scatter_ scatter_add_ scatter_reduce_ index_add_ index_copy_ index index_put_ _index_put_impl_ "
     "nonzero segment_reduce floor_divide arange all _local_scalar_dense repeat_interleave "
-    "_convert_indices_from_coo_to_csr bincount clamp clamp_ "
+    "_convert_indices_from_coo_to_csr bincount clamp "
     "threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward leaky_relu_backward "
     "hardtanh_backward").split())
 # the tensor-list ops of optimizers and AMP (every `_foreach_*`, the fused optimizers): each launches its
 # multi-tensor-apply kernels on CUDA, whether or not the profile holds that op
 LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam", "aten::_fused_sgd",
                   "aten::_fused_adagrad")
+# work an op does on the CPU only: its checks of its inputs' values, read back to the host, which on CUDA it
+# leaves to a device assert (ATen's one_hot checks the class values' min and max on other devices, "for
+# cuda, rely on device assert thrown by scatter"); these children and what runs under them are no calls
+CPU_ONLY_CHILDREN = {"aten::one_hot": frozenset(("aten::aminmax", "aten::min", "aten::max", "aten::item",
+                                                 "aten::_local_scalar_dense"))}
 # ops that dispatch to others on CUDA too when they take these shapes (one-argument where is nonzero)
 _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
 
@@ -464,18 +469,24 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     def dumps(v):
         return json.dumps(v, separators=(",", ":")) if v is not None else None
 
-    launch = np.array([n in names_ok or n in CUDA_NAMES or (n.startswith(LIST_LAUNCHING) and registry.has_formula(n))
-                       for n in names], dtype=bool)
+    def launches(n: str) -> bool:
+        # the in-place form of an op that launches (div_ of div) launches as it does
+        return (n in names_ok or n in CUDA_NAMES or (n.endswith("_") and n[:-1] in names_ok)
+                or (n.startswith(LIST_LAUNCHING) and registry.has_formula(n)))
+
+    launch = np.array([launches(n) for n in names], dtype=bool)
     for i in np.flatnonzero(launch):
         test = _DESCEND.get(names[i])
         if test is not None and test(args(i).get("Input type", [])):
             launch[i] = False
-    # outermost: no launching ancestor (parents precede children in the table)
+    # outermost: no launching ancestor (parents precede children in the table); a CPU-only check is no call
     covered = np.zeros(len(ops), bool)
     keep = np.zeros(len(ops), bool)
+    cpu_only = np.zeros(len(ops), bool)
     for i in range(len(ops)):
         p = parent[i]
-        inherited = p >= 0 and (covered[p] or keep[p])
+        cpu_only[i] = p >= 0 and (cpu_only[p] or names[i] in CPU_ONLY_CHILDREN.get(names[p], ()))
+        inherited = p >= 0 and (covered[p] or keep[p]) or cpu_only[i]
         covered[i] = inherited
         keep[i] = launch[i] and not inherited
     # a kept call at or below that does the work (not a fill or copy CUDA also runs as setup, nor an op
@@ -492,7 +503,7 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
         p = parent[i]
         if p >= 0 and inside[p]:
             inside[i] = True
-        elif not (covered[i] or keep[i] or kept_below[i]) and registry.has_formula(names[i]):
+        elif not (covered[i] or keep[i] or kept_below[i] or cpu_only[i]) and registry.has_formula(names[i]):
             lost[i] = inside[i] = True
     steps = ops.step.to_numpy() if "step" in ops else np.zeros(len(ops), int)
     left_out = pd.DataFrame({"op_name": names[lost].astype(str), "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3,
