@@ -346,3 +346,28 @@ def test_a_trace_whose_tensor_lists_were_not_recorded_says_so(tmp_path):
     res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--trace",
                                    str(fixtures / "h200_training" / "vit.pt.trace.json.gz")], env={"COLUMNS": "200"})
     assert res.exit_code == 0 and "recorded as []" not in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("scale,says", [
+    ("bacth=2", "--scale must name the dimension as batch, rows, tokens or by its value (e.g. 4096=2) "
+                "(got 'bacth=2'); did you mean 'batch'?"),
+    ("seq=2", "(got 'seq=2'); a trace names no other dimension: give a sequence, width or head count by its size"),
+    ("1=2", "--scale must name a dimension of 2 or more by its value: dimensions of 0 and 1 (broadcasts, kept "
+            "reductions, empty tensors) cannot be told from one another (got '1=2')"),
+    ("0=3", "must name a dimension of 2 or more by its value"),
+    ("12345=2", "--scale must name a dimension the trace has: no input dimension equals 12345 (got '12345')"),
+])
+def test_a_scale_naming_no_dimension_the_trace_can_scale_is_refused(scale, says, tmp_path):
+    # the CPU fixture's MLP step (batch 4): a misspelt or unnamed dimension, the sizes 0 and 1 (every
+    # broadcast and kept reduction has them) and a size the trace lacks: exit 2, a message naming --scale,
+    # the rule and the value, and no --out file
+    from pathlib import Path
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    profile = fixtures.parents[1] / "benchmarks" / "profiles" / "h200"
+    raw = next((next((fixtures / "cpu").iterdir()) / "_chrome").glob("*.raw.json.gz"))
+    res = CliRunner().invoke(app, ["predict", "--profile", str(profile), "--trace", str(raw), "--scale", scale,
+                                   "-o", str(tmp_path / "t.md")], env={"COLUMNS": "300"})
+    assert res.exit_code == 2, res.output
+    assert says in " ".join(res.output.split()), res.output
+    assert not (tmp_path / "t.md").exists()

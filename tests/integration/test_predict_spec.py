@@ -224,3 +224,133 @@ def test_a_key_given_twice_is_refused_not_overwritten():
     with pytest.raises(InputError, match="must give top_k once"):  # top-k is top_k
         parse_spec("moe top-k=2 top_k=4")
     assert parse_spec("gemm shapes=8x8x8,16x16x16").params == {"shapes": "8x8x8,16x16x16"}
+
+
+def _cpu_run_calls(workload: str, params: dict, dtype, tmp_path):
+    """The calls one step of `params` launches when it runs on the CPU for real, listed as `record` lists
+    them (the reference a spec's listing must equal)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from wlprof import workloads
+    from wlprof.predict.spec import calls_of_trace
+
+    wl = workloads.get(workload)
+    point = wl.points(wl.parse(params, torch.device("cpu"), dtype).spec)[0]
+    with torch.no_grad():
+        wl.prepare(point, torch.device("cpu"))
+        built = wl.build(point, torch.device("cpu"), dtype)
+        built.step()
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            with record_function("wlprof/step#0"):
+                built.step()
+    path = tmp_path / "step.json"
+    prof.export_chrome_trace(str(path))
+    return calls_of_trace(str(path), None, built.tensor_lists), built.facts
+
+
+def test_a_float32_grouped_moe_on_the_meta_device_lists_its_grouped_gemms(tmp_path):
+    # 23 experts x d_model 96 x d_ff 32 = 70,656 weight elements per matrix: more than the meta device's
+    # threshold (65,536), so the weights are shapes only. torch's meta kernel of _grouped_mm refuses every
+    # dtype but bfloat16 (CUDA's one grouped kernel), and the listing fell back to the workload's own
+    # per-expert loop (41 mm and gelu calls) where CUDA and the CPU call _grouped_mm twice (gelu FFN).
+    # 80 tokens x top-4 = 320 routed rows:
+    #   up:   [320, 96] x [23, 96, 32] -> 2 x 320 x 96 x 32 = 1,966,080 FLOPs;
+    #         bytes 320*96*4 + 23*96*32*4 + 23*4 (int32 offs) + 320*32*4 (out) = 446,556
+    #   down: [320, 32] x [23, 32, 96] -> the same FLOPs and bytes
+    import torch
+
+    from wlprof.predict.calls import describe
+
+    text = ("moe tokens=80 experts=23 top_k=4 d_model=96 d_ff=32 ffn=gelu routing=zipf:2.5 dispatch=grouped "
+            "seed=440 dtype=float32")
+    ops = record(parse_spec(text))
+    gmm = ops[ops.op_name == "aten::_grouped_mm"]
+    assert gmm.op_input_dims.tolist() == ["[[320,96],[23,96,32],[23],[],[]]", "[[320,32],[23,32,96],[23],[],[]]"]
+    d = describe(gmm)
+    assert d.flops.tolist() == [1_966_080, 1_966_080] and d.bytes.tolist() == [446_556, 446_556]
+    assert (ops.grouped_path == "torch._grouped_mm: per-group mm").all()  # CUDA's path for float32
+    assert "aten::gelu" in set(ops.op_name) and (ops.op_name == "aten::mm").sum() == 1  # the router's only
+    params = dict(parse_spec(text).params)
+    params.pop("dtype")
+    ran, facts = _cpu_run_calls("moe", params, torch.float32, tmp_path)
+    assert list(zip(ops.op_name, ops.op_input_dims, strict=True)) == \
+        list(zip(ran.op_name, ran.op_input_dims, strict=True))
+    assert list(ops.expert_counts.iat[0]) == facts["expert_counts"]
+
+
+def test_a_fused_adam_step_lists_its_kernel_though_the_profile_holds_only_adamw():
+    # the H200 profile measured _fused_adamw_ and _fused_sgd_, not Adam's _fused_adam_; the listing kept the
+    # ops CUDA launches by LAUNCHING and the profile's op names, so an Adam fused step listed the counters'
+    # add alone and lost the optimizer's one kernel (the CPU ops table of the same step costs it: 41,344 FLOPs
+    # at 17 x 187). Every optimizer list op launches its multi-tensor-apply kernels on CUDA. Expected, Adam
+    # without weight decay: 13 FLOPs per element (cost.optimizers.fused_adam) x 4 x 131,072 = 6,815,744
+    import json
+
+    from wlprof.predict.calls import describe
+
+    profile = H200.parents[2] / "benchmarks" / "profiles" / "h200" / "predictor.json"
+    launching = frozenset(json.loads(profile.read_text())["predictor"]["meta"]["op_names"])
+    assert "aten::_fused_adam_" not in launching
+    ops = record(parse_spec("optim optimizer=adam impl=fused tensors=4 numel=131072 dtype=float32"),
+                 launching=launching)
+    assert ops.op_name.tolist() == ["aten::_foreach_add_", "aten::_fused_adam_"]
+    assert ops.op_input_dims.iat[1].startswith("[[[131072],[131072],[131072],[131072]],")
+    assert describe(ops).flops.iat[1] == 13 * 4 * 131_072
+
+
+def test_a_sage_csr_mean_step_lists_the_branch_pyg_takes_on_cuda():
+    # PyG's spmm(reduce='mean') over a CSR adjacency calls torch.sparse.mm(adj, x, 'mean') on the CPU, a
+    # CPU-only kernel (_sparse_mm_reduce_impl) that CUDA does not launch: the listing lost the aggregation and
+    # kept the two linear layers. On CUDA PyG sums with a sparse mm and divides by the clamped in-degrees:
+    # deg = ptr[1:] - ptr[:-1] (sub over 256 int64), the SpMM [256, 256] x [256, 8], clamp_(deg [256, 1], min=1)
+    # and the division [256, 8] / [256, 1]. The rmat graph of 2^8 nodes draws 837 edges here (seed 0): the SpMM's
+    # FLOPs are 2 x 837 x 8 = 13,392
+    from wlprof.predict.calls import describe
+
+    ops = record(parse_spec("gnn graph=rmat scale=8 edge_factor=4 features=8 backend=pyg:sage-csr reduction=mean "
+                            "transform=false dtype=float32"))
+    assert "aten::_sparse_mm_reduce_impl" not in set(ops.op_name)
+    calls = list(zip(ops.op_name, ops.op_input_dims, strict=True))
+    for call in [("aten::sub", "[[256],[256],[]]"), ("aten::addmm", "[[256,8],[256,256],[256,8],[],[]]"),
+                 ("aten::clamp_", "[[256,1],[],[]]"), ("aten::div", "[[256,8],[256,1]]")]:
+        assert call in calls, calls
+    spmm = describe(ops)[ops.op_input_dims == "[[256,8],[256,256],[256,8],[],[]]"]
+    assert ops.edges.iat[0] == 837 and spmm.flops.tolist() == [13_392]
+
+
+def test_a_loop_moe_step_lists_one_hot_without_the_cpus_checks():
+    # F.one_hot checks the class values on the CPU (aminmax, then two item() reads back to the host) and on
+    # CUDA leaves that to scatter's device assert: the listing had two fills of 0-d tensors and two host
+    # syncs (_local_scalar_dense) that the H200's loop step has not. Its dispatch now starts as the H200's:
+    # the zeros of the one-hot mask [tokens, top_k, experts] = [9, 1, 4], the scatter_ into it, the sum
+    # over the tokens, gt and nonzero (the profile's loop points: fill_, scatter_, sum, gt, nonzero)
+    import pandas as pd
+
+    ops = record(parse_spec("moe tokens=9 experts=4 top_k=1 routing=balanced dispatch=loop d_model=32 d_ff=32 "
+                            "dtype=float32"))
+    dispatch = ops[ops.region == "moe/dispatch"]
+    assert "aten::_local_scalar_dense" not in set(dispatch.op_name)
+    assert list(zip(dispatch.op_name[:5], dispatch.op_input_dims[:5], strict=True)) == [
+        ("aten::fill_", "[[9,1,4],[]]"), ("aten::scatter_", "[[9,1,4],[],[9,1,1],[]]"),
+        ("aten::sum", "[[4,1,9],[],[],[]]"), ("aten::gt", "[[4],[]]"), ("aten::nonzero", "[[4]]")]
+    profile = pd.read_parquet(H200.parents[2] / "benchmarks" / "profiles" / "h200" / "ops.parquet",
+                              columns=["op_name", "variant", "run_id", "step", "region", "ts_us"])
+    ran = profile[profile.variant.str.endswith("/ loop") & (profile.region == "moe/dispatch")]
+    ran = ran[(ran.run_id == ran.run_id.iat[0]) & (ran.variant == ran.variant.iat[0]) & (ran.step == ran.step.min())]
+    assert ran.sort_values("ts_us").op_name.tolist()[:5] == dispatch.op_name.tolist()[:5]
+
+
+def test_an_in_place_division_is_a_call_as_its_out_of_place_form_is():
+    # the scatter and index_add backends' mean divides in place (out.div_(deg)): a kernel on CUDA, which the
+    # listing dropped (div is among the ops that launch, div_ was not, nor in the profile's op names).
+    # 2^6 nodes, 7 features: div_([64, 7], [64, 1]) = 448 FLOPs; bytes 448 x 4 read + 64 x 4 read +
+    # 448 x 4 written = 3,840
+    from wlprof.predict.calls import describe
+
+    ops = record(parse_spec("gnn graph=uniform scale=6 edge_factor=8 features=7 backend=scatter,index_add "
+                            "reduction=mean transform=false dtype=float32"))
+    div = ops[ops.op_name == "aten::div_"]
+    assert len(div) == 2 and set(div.op_input_dims) == {"[[64,7],[64,1]]"}
+    d = describe(div)
+    assert d.flops.tolist() == [448, 448] and d.bytes.tolist() == [3_840, 3_840]

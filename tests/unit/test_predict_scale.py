@@ -289,3 +289,71 @@ def test_a_flattening_equal_to_a_weights_shape_still_scales_the_matrix_ops_rows(
     d = _dims(rewrite_batch(step, batch, mapping))
     assert d[0][:2] == [[8, 8, 32], [8, 8, 32]]
     assert d[1][:3] == [[96], [64, 32], [32, 96]] and d[2][:3] == [[32], [64, 32], [32, 32]]
+
+
+def test_a_rescaled_call_loses_the_costs_recorded_for_its_old_shapes():
+    # a cat of three [3, 13, 48] float32 tensors recorded 44,928 bytes (3 x 1,872 elements read and written,
+    # x 4 bytes); `predict` takes a tensor list's bytes from the recorded cost, so the rescaled call (batch
+    # 3 -> 6) kept 44,928 where the real [6, 13, 48] cat moves 2 x 3 x 6 x 13 x 48 x 4 = 89,856 bytes
+    from wlprof.predict.calls import describe
+    from wlprof.predict.scale import scaled
+
+    t = ops(("aten::cat", [[[3, 13, 48]] * 3, []], [[[624, 48, 1]] * 3, []]),
+            ("aten::gelu", [[3, 13, 48], []], [[624, 48, 1], []]))
+    t = t.assign(op_input_types=[json.dumps(["TensorList", "Scalar"]), json.dumps(["float", ""])],
+                 bytes=[44_928.0, 14_976.0], flops=[0.0, 14_976.0], flops_source=["formula", "formula"],
+                 dtype="float32")
+    assert describe(t).bytes.iat[0] == 44_928
+    new, value = scaled(t, "batch", 2)
+    assert value == 3 and json.loads(new.op_input_dims.iat[0])[0] == [[6, 13, 48]] * 3
+    assert new.bytes.isna().all() and new.flops.isna().all() and new.flops_source.isna().all()
+    assert describe(new).bytes.iat[0] == 89_856
+
+
+def test_a_rescaled_view_keeps_the_step_of_the_tensor_it_views():
+    # q of a fused projection: [B, S, 3 x 48] split in three and viewed as [B, 4 heads, S, 12]: its
+    # strides are the projection's, [S x 144, 12, 144, 1] (a CPU capture of such a block at B 3, S 13
+    # recorded [1872, 12, 144, 1]; at B 6 the same, at S 26 [3744, 12, 144, 1]). The rewrite laid it out
+    # dense, [S x 48, 12, 48, 1]: 624 at B 6 and 1248 at S 26, a third of the real steps
+    q = ops(("aten::_scaled_dot_product_flash_attention_for_cpu", [[3, 4, 13, 12]] * 3 + [[]],
+             [[1872, 12, 144, 1]] * 3 + [[]]))
+    assert json.loads(rewrite(q, 3, 2).op_input_strides.iat[0])[0] == [1872, 12, 144, 1]
+    assert json.loads(rewrite(q, 13, 2).op_input_strides.iat[0])[0] == [3744, 12, 144, 1]
+
+
+def test_a_rescaled_tensor_with_size_one_dims_keeps_their_strides():
+    # a layer norm's mean [B, 13, 1] is contiguous, strides [13, 1, 1], and so is a pooled sum's output
+    # [B, 20, 1, 1], [20, 1, 1, 1]; the rewrite ordered the size-1 dims outside the others of equal stride
+    # and gave [13, 1, 13] and [20, 1, 20, 20] (the CPU captures at batch 6 recorded [13, 1, 1] and
+    # [20, 1, 1, 1])
+    t = ops(("aten::native_layer_norm_backward", [[3, 13, 48], [3, 13, 1]], [[624, 48, 1], [13, 1, 1]]),
+            ("aten::sum", [[3, 20, 9, 9], [3, 20, 1, 1]], [[1620, 81, 9, 1], [20, 1, 1, 1]]))
+    out = [json.loads(s) for s in rewrite(t, 3, 2).op_input_strides]
+    assert out[0] == [[624, 48, 1], [13, 1, 1]] and out[1] == [[1620, 81, 9, 1], [20, 1, 1, 1]]
+
+
+def test_a_dimension_named_by_value_scales_its_flattenings_too():
+    # `--scale 13=2` on a block of batch 3 and sequence 13: its linear layers read the [3, 13, 48]
+    # activation flattened to [39, 48] rows, and its loss the [39, 97] logits and [39] targets; a CPU capture
+    # at sequence 26 recorded [78, 48], [78, 97] and [78]. The weight [48, 97] keeps its sizes (97 and 48 are
+    # not 13), the flattening 3 x 13 = 39 becomes 3 x 26 = 78
+    from wlprof.predict.scale import scaled
+
+    t = ops(("aten::gelu", [[3, 13, 48], []], [[624, 48, 1], []]),
+            ("aten::mm", [[39, 48], [48, 97]], [[48, 1], [1, 48]]),
+            ("aten::nll_loss_forward", [[39, 97], [39], [], [], []], [[97, 1], [1], [], [], []]))
+    new, value = scaled(t, "13", 2)
+    dims = [json.loads(d) for d in new.op_input_dims]
+    assert value == 13 and new.attrs["scale_mapping"] == {13: 26, 39: 78}
+    assert dims == [[[3, 26, 48], []], [[78, 48], [48, 97]], [[78, 97], [78], [], [], []]]
+
+
+def test_a_factor_that_keeps_the_size_gives_no_advice_to_scale_another_dimension():
+    # --scale 64=1 (or 64=1.001, rounded back to 64) rewrites nothing: the line says so and does not tell the
+    # user that "the step barely scales" nor to name another dimension
+    from wlprof.predict.scale import describe, scaled
+
+    new, value = scaled(MLP, "64", 1.001)
+    line = describe(MLP, new, "64", value, 1.001)
+    assert line.startswith("--scale 64: every input dimension of 64 becomes 64 (64 x 1.001 = 64.064, rounded)")
+    assert "barely scales" not in line and "name it" not in line

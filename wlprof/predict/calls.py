@@ -606,6 +606,7 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
         # written (the cost formula counts the sparse operand as dense)
         w, size = out.W.to_numpy(dtype=float)[sp], out.itemsize.to_numpy(dtype=float)[sp]
         out.loc[out.index[sp], "bytes"] = nnz * (8 + size) + nnz * w * size + 2 * nodes * w * size
+        out.loc[out.index[sp], "flops"] = 2 * nnz * w  # a multiply and an add per nonzero and feature
     # the order of the indices: an aggregation over destination-sorted edges contends less
     sorted_dst = _text(ops["dst_sorted"]) if "dst_sorted" in ops else None
     if sorted_dst is None or not (sorted_dst != "").any():

@@ -10,7 +10,9 @@
   x heads) that the trace holds: weights and biases (by their position in the ops that take them), the
   optimizer's tensor lists and a matrix op's output width N keep their sizes, and a matrix op's inner K
   follows its first operand's.
-- a number: that dimension's value itself (`--scale 4096=2` rewrites every dim of 4096).
+- a number: that dimension's value itself (`--scale 4096=2` rewrites every dim of 4096), and its
+  flattenings with the dimension next to it in memory that the trace holds (a sequence of 13 in [3,
+  13, 48] activations: the [39, 48] rows of their linear layers).
 
 New sizes are rounded (at least 1); strides follow the new sizes in the order their tensor was laid
 out (a broadcast stays a broadcast). Other scalars (view sizes, k) are kept. The calls keep their op,
@@ -32,7 +34,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from wlprof.errors import InputError
+from wlprof.errors import InputError, did_you_mean
 
 ROW_NAMES = ("batch", "rows", "tokens")
 
@@ -49,8 +51,14 @@ def parse_scale(text: str, arg: str = "--scale") -> tuple[str, float]:
         raise InputError(arg, "must be DIM=FACTOR with DIM batch (rows, tokens) or a dimension's value and "
                          "FACTOR a positive number (e.g. batch=4)", text)
     if dim not in ROW_NAMES and not dim.isdigit():
+        hint = did_you_mean(dim, ROW_NAMES) or (
+            "a trace names no other dimension: give a sequence, width or head count by its size in the trace "
+            "(e.g. 512=2 for a sequence of 512; `wlprof predict --profile P --trace FILE` lists the calls' shapes)")
         raise InputError(arg, f"must name the dimension as {', '.join(ROW_NAMES)} or by its value (e.g. 4096=2)",
-                         text)
+                         text, hint=hint)
+    if dim.isdigit() and int(dim) < 2:
+        raise InputError(arg, "must name a dimension of 2 or more by its value: dimensions of 0 and 1 (broadcasts, "
+                         "kept reductions, empty tensors) cannot be told from one another", text)
     return dim, factor
 
 
@@ -71,24 +79,35 @@ def batch_dim(ops: pd.DataFrame) -> int | None:
 
 
 def _strides(old_dims, old_strides, new_dims):
-    """New strides for `new_dims` in the memory order of the old ones (zero strides stay zero)."""
+    """New strides for `new_dims` in the memory order of the old ones: zero strides (broadcasts) stay
+    zero, the innermost dimension keeps its step, and each other one keeps the gap the old layout left
+    after the next inner one (a view into a wider tensor, q of a fused [.., 3 x width] projection, keeps
+    the projection's row as its step). Among equal strides a size-1 dimension counts as the inner one:
+    its stride says nothing of the layout."""
     if not isinstance(old_strides, list) or len(old_strides) != len(old_dims) or not old_dims:
         return old_strides
-    order = sorted(range(len(old_dims)), key=lambda j: (-old_strides[j], -j))
+    order = sorted(range(len(old_dims)), key=lambda j: (-old_strides[j], old_dims[j] == 1, -j))
     out = [0] * len(new_dims)
-    acc = 1
+    inner = None  # the next inner dimension: (its old span, its new span) in elements
     for j in reversed(order):
         if old_strides[j] == 0:
-            out[j] = 0
             continue
-        out[j] = acc
-        acc *= max(new_dims[j], 1)
+        if inner is None:
+            out[j] = old_strides[j]
+        else:
+            old_span, new_span = inner
+            if old_span > 0 and old_strides[j] % old_span == 0:
+                out[j] = new_span * (old_strides[j] // old_span)
+            else:  # a gap that is no multiple of the inner span (padding): kept as it was
+                out[j] = new_span + old_strides[j] - old_span
+        inner = (old_strides[j] * max(old_dims[j], 1), out[j] * max(new_dims[j], 1))
     return out
 
 
-def rewrite(ops: pd.DataFrame, value: int, factor: float) -> pd.DataFrame:
-    """`ops` with every input dimension equal to `value` multiplied by `factor`."""
-    new_value = max(1, int(round(value * factor)))
+def rewrite(ops: pd.DataFrame, value: int, factor: float, mapping: dict[int, int] | None = None) -> pd.DataFrame:
+    """`ops` with every input dimension equal to `value` multiplied by `factor` (`mapping`: {old size: new
+    size} for every size to rewrite, `value_mapping`'s)."""
+    sizes = mapping if mapping is not None else {value: max(1, int(round(value * factor)))}
     out = ops.copy()
     dims_col, strides_col = [], []
     cache: dict[tuple, tuple] = {}
@@ -105,13 +124,12 @@ def rewrite(ops: pd.DataFrame, value: int, factor: float) -> pd.DataFrame:
                 for i, t in enumerate(dims):
                     st = strides[i] if i < len(strides) else []
                     if isinstance(t, list) and all(isinstance(x, int) for x in t):
-                        new = [new_value if x == value else x for x in t]
+                        new = [sizes.get(x, x) for x in t]
                         nd.append(new)
                         ns.append(_strides(t, st, new) if new != t else st)
                     else:  # a tensor list: each member
                         if isinstance(t, list):
-                            sub_d = [[new_value if x == value else x for x in m] if isinstance(m, list) else m
-                                     for m in t]
+                            sub_d = [[sizes.get(x, x) for x in m] if isinstance(m, list) else m for m in t]
                             sub_s = [_strides(m, st[j] if isinstance(st, list) and j < len(st) else [], sub_d[j])
                                      if isinstance(m, list) else st for j, m in enumerate(t)]
                             nd.append(sub_d)
@@ -126,7 +144,7 @@ def rewrite(ops: pd.DataFrame, value: int, factor: float) -> pd.DataFrame:
     out["op_input_strides"] = strides_col
     out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
     out["dur_us"] = np.nan
-    return out
+    return _costs_dropped(out, ops)
 
 
 # inputs that are parameters (weights, biases, norm statistics), by position, in the ops that take them
@@ -267,6 +285,32 @@ def batch_mapping(ops: pd.DataFrame, factor: float) -> tuple[int | None, dict[in
     return batch, mapping
 
 
+def value_mapping(ops: pd.DataFrame, value: int, factor: float) -> dict[int, int]:
+    """{old size: new size} for `--scale VALUE=FACTOR`: the value, and each flattening of it with the
+    dimension next to it in memory that the trace holds as a tensor of its own (a sequence of 13 in a [3,
+    13, 48] activation and the [39, 48] rows a linear layer reads), activations only, not parameters."""
+    new = max(1, int(round(value * factor)))
+    mapping = {value: new}
+    if value == 1:
+        return mapping
+    calls = list(_tensors(ops))
+    params = _parameters(ops)
+    ordered = {mo for name, ts in calls for i, _, t, st in ts
+               if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+    for mo in ordered:
+        for j, x in enumerate(mo):
+            if x != value:
+                continue
+            for a in (j - 1, j):  # merged with the outer neighbour, or with the inner one
+                if a < 0 or a + 1 >= len(mo) or min(mo[a], mo[a + 1]) <= 1:
+                    continue
+                flat = mo[a] * mo[a + 1]
+                other = mo[a + 1] if a == j else mo[a]
+                if flat not in mapping and (*mo[:a], flat, *mo[a + 2:]) in ordered:
+                    mapping[flat] = new * other
+    return mapping
+
+
 STACKED = 3  # a leading dimension this small before the batch stacks tensors (q, k and v), it does not lead
 
 
@@ -359,6 +403,23 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
     out["op_input_strides"] = strides_col
     out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
     out["dur_us"] = np.nan
+    return _costs_dropped(out, ops)
+
+
+def _costs_dropped(out: pd.DataFrame, before: pd.DataFrame) -> pd.DataFrame:
+    """`out` without the recorded costs (FLOPs, bytes, rates, roofline) of the calls whose shapes it
+    rewrote: they were the old shapes' costs (`predict` reads a tensor list's recorded bytes)."""
+    from wlprof.schema import COST
+
+    moved = (out.op_input_dims.to_numpy(dtype=object) != before.op_input_dims.to_numpy(dtype=object))
+    if not moved.any():
+        return out
+    for c in (c.name for c in COST if c.name in out):
+        col = out[c]
+        if pd.api.types.is_numeric_dtype(col):
+            out[c] = col.where(~moved, np.nan)
+        else:
+            out[c] = col.astype(object).where(~moved, None)
     return out
 
 
@@ -410,7 +471,9 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> 
         new.attrs["scale_mapping"] = mapping
     else:
         value = int(dim)
-        new = rewrite(ops, value, factor)
+        mapping = value_mapping(ops, value, factor)
+        new = rewrite(ops, value, factor, mapping)
+        new.attrs["scale_mapping"] = mapping
     same = (new.op_input_dims.to_numpy(dtype=object) == ops.op_input_dims.to_numpy(dtype=object)).all()
     if value != max(1, int(round(value * factor))) and same:  # compared by value: str and object columns alike
         raise InputError(arg, f"must name a dimension the trace has: no input dimension equals {value}", dim)
@@ -455,14 +518,19 @@ def describe(before: pd.DataFrame, after: pd.DataFrame, dim: str, value: int, fa
                 + f", in {changed} of {len(after)} calls (where it leads an activation; weights, biases, "
                 "optimizer states and a matrix op's output width keep their sizes)")
     else:
-        line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}, in {changed} of "
-                f"{len(after)} calls (one that only equals {value}, a feature map's side say, changes too)")
+        flats = ", ".join(f"{k} -> {v}" for k, v in (mapping or {}).items() if k != value)
+        line = (f"--scale {dim}: every input dimension of {value} becomes {new_value}{rounded}"
+                + (f" (and its flattenings with the dimension next to it: {flats})" if flats else "")
+                + f", in {changed} of {len(after)} calls (one that only equals {value}, a feature map's side say, "
+                "changes too)")
     # the calls with a batched input (of three or more dimensions, not a parameter: an optimizer's op on a
     # convolution's weight keeps its size, as it should)
     params = _parameters(before.reset_index(drop=True)) if dim in ROW_NAMES and "op_name" in before else set()
     shaped = before.op_input_dims.reset_index(drop=True).map(lambda d: _leading_dim(d, params))
     batched = shaped.notna().to_numpy()
     kept = shaped[~moved & batched]
+    if new_value == value:  # a factor that rounds to the same size: nothing was to scale
+        return line
     if (moved & batched).sum() < 0.5 * batched.sum() or not batched.any() and changed < 0.5 * len(after):
         line += "; the other calls keep their sizes, so the step barely scales"
         if len(kept):

@@ -132,8 +132,25 @@ def _meta_mode():
             if func._schema.returns:
                 raise
             return None  # an in-place op that returns nothing (a fused optimizer step): shapes stay as they are
+        except RuntimeError as exc:
+            if func._overloadpacket is not torch.ops.aten._grouped_mm or "BF16" not in str(exc):
+                raise
+            return _grouped_mm_output(exc, args, kwargs)
 
     return MetaBig
+
+
+def _grouped_mm_output(exc: RuntimeError, args, kwargs):
+    """`_grouped_mm`'s output on the meta device for a floating dtype other than bfloat16. torch's meta
+    kernel checks the dtype of CUDA's one grouped kernel (bfloat16 only) and refuses the others, which
+    CUDA (and the CPU) run as one mm per group into the same output; raises `exc` where this torch lacks
+    the meta kernel's output rule."""
+    try:
+        from torch._meta_registrations import _create_grouped_mm_output_tensor
+    except ImportError:
+        raise exc from None
+    offs = args[2] if len(args) > 2 else kwargs.get("offs")
+    return _create_grouped_mm_output_tensor(args[0], args[1], offs, kwargs.get("out_dtype"))
 
 
 def _fused_optimizers_on_meta():
@@ -238,6 +255,30 @@ def _guard_generators():
     return guard()
 
 
+def _tensors_report_cuda():
+    """While a step is listed for a GPU, every tensor answers `is_cuda` True, so that the step's Python code
+    takes the branches it takes on CUDA: PyG's `spmm(reduce='mean')` over a CSR adjacency divides a sparse
+    mm's sums by the degrees there, where on the CPU it calls a CPU-only kernel that launches nothing."""
+    import contextlib
+
+    import torch
+
+    @contextlib.contextmanager
+    def guard():
+        had = "is_cuda" in torch.Tensor.__dict__
+        before = torch.Tensor.__dict__.get("is_cuda")
+        torch.Tensor.is_cuda = property(lambda self: True)
+        try:
+            yield
+        finally:
+            if had:
+                torch.Tensor.is_cuda = before
+            else:
+                del torch.Tensor.is_cuda
+
+    return guard()
+
+
 def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
            launching: frozenset[str] | None = None) -> pd.DataFrame:
     """The op calls of one step of every point of `spec`, as rows of an ops table (no durations)."""
@@ -286,6 +327,7 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
             stack.enter_context(_guard_generators())
             stack.enter_context(_fused_optimizers_on_meta())
             stack.enter_context(torch.no_grad())  # inference_mode bypasses the mode for copies
+            stack.enter_context(_tensors_report_cuda())
             try:
                 stack.enter_context(_meta_mode()())
                 built = wl.build(point, cpu, dt)
@@ -378,6 +420,15 @@ LAUNCHING = frozenset("aten::" + n for n in (
     "_convert_indices_from_coo_to_csr bincount clamp "
     "threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward leaky_relu_backward "
     "hardtanh_backward").split())
+# the tensor-list ops of optimizers and AMP (every `_foreach_*`, the fused optimizers): each launches its
+# multi-tensor-apply kernels on CUDA, whether or not the profile holds that op
+LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam", "aten::_fused_sgd",
+                  "aten::_fused_adagrad")
+# work an op does on the CPU only: its checks of its inputs' values, read back to the host, which on CUDA it
+# leaves to a device assert (ATen's one_hot checks the class values' min and max on other devices, "for
+# cuda, rely on device assert thrown by scatter"); these children and what runs under them are no calls
+CPU_ONLY_CHILDREN = {"aten::one_hot": frozenset(("aten::aminmax", "aten::min", "aten::max", "aten::item",
+                                                 "aten::_local_scalar_dense"))}
 # ops that dispatch to others on CUDA too when they take these shapes (one-argument where is nonzero)
 _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
 
@@ -418,17 +469,24 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     def dumps(v):
         return json.dumps(v, separators=(",", ":")) if v is not None else None
 
-    launch = np.array([n in names_ok or n in CUDA_NAMES for n in names], dtype=bool)
+    def launches(n: str) -> bool:
+        # the in-place form of an op that launches (div_ of div) launches as it does
+        return (n in names_ok or n in CUDA_NAMES or (n.endswith("_") and n[:-1] in names_ok)
+                or (n.startswith(LIST_LAUNCHING) and registry.has_formula(n)))
+
+    launch = np.array([launches(n) for n in names], dtype=bool)
     for i in np.flatnonzero(launch):
         test = _DESCEND.get(names[i])
         if test is not None and test(args(i).get("Input type", [])):
             launch[i] = False
-    # outermost: no launching ancestor (parents precede children in the table)
+    # outermost: no launching ancestor (parents precede children in the table); a CPU-only check is no call
     covered = np.zeros(len(ops), bool)
     keep = np.zeros(len(ops), bool)
+    cpu_only = np.zeros(len(ops), bool)
     for i in range(len(ops)):
         p = parent[i]
-        inherited = p >= 0 and (covered[p] or keep[p])
+        cpu_only[i] = p >= 0 and (cpu_only[p] or names[i] in CPU_ONLY_CHILDREN.get(names[p], ()))
+        inherited = p >= 0 and (covered[p] or keep[p]) or cpu_only[i]
         covered[i] = inherited
         keep[i] = launch[i] and not inherited
     # a kept call at or below that does the work (not a fill or copy CUDA also runs as setup, nor an op
@@ -445,7 +503,7 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
         p = parent[i]
         if p >= 0 and inside[p]:
             inside[i] = True
-        elif not (covered[i] or keep[i] or kept_below[i]) and registry.has_formula(names[i]):
+        elif not (covered[i] or keep[i] or kept_below[i] or cpu_only[i]) and registry.has_formula(names[i]):
             lost[i] = inside[i] = True
     steps = ops.step.to_numpy() if "step" in ops else np.zeros(len(ops), int)
     left_out = pd.DataFrame({"op_name": names[lost].astype(str), "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3,

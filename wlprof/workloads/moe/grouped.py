@@ -40,16 +40,23 @@ def grouped_path(device, dtype, w1t, offs_len: int) -> tuple[str, str | None]:
 
     One call on the real weights runs under torch.profiler (CPU activity only): a
     nested aten::mm or a host read of `offs` (aten::item) means torch ran it as one
-    mm per group; none means one grouped kernel. Returns (path, why the fallback).
+    mm per group; none means one grouped kernel. Returns (path, why the fallback). A step
+    listed for a GPU (`predict --spec`) takes CUDA's path: one grouped kernel for bfloat16
+    (CUTLASS on sm90 and later), one mm per group for the other dtypes.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     from wlprof.stderr_filter import profiler_noise_filtered
+    from wlprof.workloads.base import listing_only
 
     op = _grouped_mm_op()
     if op is None:
         return PATH_FALLBACK, "this torch has no torch._grouped_mm"
+    if listing_only():
+        # listed for a GPU (`predict --spec`): what CUDA runs, not what this CPU or the meta device does
+        # (the CPU runs every dtype one mm per group; the meta kernel refuses all but bfloat16)
+        return (PATH_FUSED if dtype == torch.bfloat16 else PATH_TORCH_LOOP), None
     a = torch.zeros(8, w1t.shape[1], device=device, dtype=dtype)
     offs = torch.full((offs_len,), 8, device=device, dtype=torch.int32)  # all 8 rows in group 0
     try:
