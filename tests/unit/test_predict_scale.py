@@ -289,3 +289,19 @@ def test_a_flattening_equal_to_a_weights_shape_still_scales_the_matrix_ops_rows(
     d = _dims(rewrite_batch(step, batch, mapping))
     assert d[0][:2] == [[8, 8, 32], [8, 8, 32]]
     assert d[1][:3] == [[96], [64, 32], [32, 96]] and d[2][:3] == [[32], [64, 32], [32, 32]]
+
+
+def test_a_scale_of_a_trace_without_shapes_says_it_recorded_none():
+    # a capture without record_shapes: every call's dims are None (the CPU path) or "[]"; the batch was said to
+    # be missing for want of "an activation of three or more dimensions", a value to be absent from the trace
+    from wlprof.predict.scale import scaled
+
+    for empty in (None, "[]", "[[],[]]"):
+        ops = pd.DataFrame({"op_name": ["aten::mm", "aten::relu"], "op_input_dims": [empty, empty],
+                            "op_input_strides": [empty, empty], "dur_us": [1.0, 1.0]})
+        for dim, text in (("batch", "batch=2"), ("4096", "4096=2")):
+            with pytest.raises(InputError) as e:
+                scaled(ops, dim, 2.0)
+            assert str(e.value) == ("--scale needs the trace's input shapes, and it recorded none (profile with "
+                                    f"torch.profiler.profile(record_shapes=True)) (got '{text}')")
+
