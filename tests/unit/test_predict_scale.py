@@ -305,3 +305,11 @@ def test_a_scale_of_a_trace_without_shapes_says_it_recorded_none():
             assert str(e.value) == ("--scale needs the trace's input shapes, and it recorded none (profile with "
                                     f"torch.profiler.profile(record_shapes=True)) (got '{text}')")
 
+
+def test_a_misspelt_row_name_gets_the_close_one():
+    with pytest.raises(InputError) as e:
+        parse_scale("bacth=2")
+    assert str(e.value).endswith("(got 'bacth=2'); did you mean 'batch'?")
+    with pytest.raises(InputError) as e:
+        parse_scale("width=2")
+    assert "did you mean" not in str(e.value)

@@ -32,7 +32,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from wlprof.errors import InputError
+from wlprof.errors import InputError, did_you_mean
 
 ROW_NAMES = ("batch", "rows", "tokens")
 
@@ -50,7 +50,7 @@ def parse_scale(text: str, arg: str = "--scale") -> tuple[str, float]:
                          "FACTOR a positive number (e.g. batch=4)", text)
     if dim not in ROW_NAMES and not dim.isdigit():
         raise InputError(arg, f"must name the dimension as {', '.join(ROW_NAMES)} or by its value (e.g. 4096=2)",
-                         text)
+                         text, hint=did_you_mean(dim, ROW_NAMES))
     return dim, factor
 
 
