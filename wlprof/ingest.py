@@ -201,10 +201,14 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             _finish_collectives(writer.path, [c for c in comm if c], hosts, variants, pool)
         writer.finish("complete")
     except BaseException as exc:
-        unpublished = writer.staged
+        # `finish` publishes the run by a rename: an interrupt that lands once it is done is still raised here
+        published = writer.published
         writer.abort()
-        _remove_empty(made)
-        if isinstance(exc, KeyboardInterrupt) and unpublished:
+        if not published:
+            _remove_empty(made)
+        if isinstance(exc, KeyboardInterrupt):
+            if published:
+                raise Interrupted(f"run {writer.run_id} was written whole to {root}/ before the interrupt") from None
             raise Interrupted(_NOTHING_WRITTEN.format(traces=root)) from None
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
