@@ -131,3 +131,19 @@ def test_an_ingest_interrupted_once_its_run_is_published_says_it_was_written(tmp
     monkeypatch.undo()
     res = cli("ls", "-t", out)
     assert res.exit_code == 0 and "complete" in res.output and runs[0] in res.output
+
+
+def test_an_interrupt_while_the_commands_load_is_one_line_not_a_traceback(monkeypatch, capsys):
+    # a Ctrl-C in the first second (pandas, torch and typer loading) printed Python's traceback of the import
+    import wlprof.cli.main as M
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(M, "_build", interrupted)
+    monkeypatch.setattr(M.sys, "argv", ["wlprof", "ls"])
+    with pytest.raises(SystemExit) as exc:
+        M.main()
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == ("interrupted (while loading, before the command started: nothing was "
+                                       "written)\n")
