@@ -202,10 +202,14 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
             _finish_collectives(writer.path, [c for c in comm if c], hosts, variants, pool)
         writer.finish("complete")
     except BaseException as exc:
-        unpublished = writer.staged
+        # `finish` publishes the run by a rename: an interrupt that lands once it is done is still raised here
+        published = writer.published
         writer.abort()
-        _remove_empty(made)
-        if isinstance(exc, KeyboardInterrupt) and unpublished:
+        if not published:
+            _remove_empty(made)
+        if isinstance(exc, KeyboardInterrupt):
+            if published:
+                raise Interrupted(f"run {writer.run_id} was written whole to {root}/ before the interrupt") from None
             raise Interrupted(_NOTHING_WRITTEN.format(traces=root)) from None
         raise
     done.sort(key=lambda f: files.index(Path(f.path)))
@@ -336,10 +340,37 @@ def prestart_workers() -> None:
 
     ctx = _context()
     if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
+        _start_forkserver()
     del multiprocessing
+
+
+def _start_forkserver() -> None:
+    """Start the fork server with SIGINT ignored, which it inherits through exec: a Ctrl-C to the process
+    group while it loads the workers' modules no longer prints its import's traceback beside this process's
+    own message (once loaded it ignores SIGINT anyway). Here SIGINT is blocked meanwhile, so that one that
+    comes is held, not lost, and delivered to the usual handler after; the workers take it again
+    (`_worker_init`)."""
+    import signal
+    from multiprocessing import forkserver
+
+    if not hasattr(signal, "pthread_sigmask"):
+        forkserver.ensure_running()
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a blocked signal stays pending, even ignored
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _worker_init() -> None:
+    """In each worker: SIGINT raises KeyboardInterrupt again (the fork server ignores it, and its workers
+    inherit that), so that a Ctrl-C to the process group stops a worker's file as it stops this process."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def stop_workers() -> None:
@@ -371,7 +402,10 @@ def _pool(jobs: int):
         return contextlib.nullcontext()
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        _start_forkserver()  # a no-op where prestart_workers started it
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init)
 
 
 def _run_all(tasks: list, pool):

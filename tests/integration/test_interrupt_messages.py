@@ -107,3 +107,43 @@ def test_a_sweep_of_several_files_interrupted_names_the_resume_command_of_that_f
     # ("--resume finishes one run: pass one study file with it")
     assert (f"`wlprof sweep {files[1]} --traces '{out}' --device cpu --resume gemm-20261207-000000-abcd` "
             f"finishes it; not run: {files[2]}") in said, said
+
+
+def test_an_ingest_interrupted_once_its_run_is_published_says_it_was_written(tmp_path, cli, monkeypatch):
+    # the run is published by a rename at the end of `finish`; an interrupt the interpreter raises right after
+    # it (the signal came during the rename) said "nothing was written" beside a complete run
+    import wlprof.store.runs
+
+    real = wlprof.store.runs.RunWriter._publish
+
+    def publish_then_interrupt(self):
+        real(self)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(wlprof.store.runs.RunWriter, "_publish", publish_then_interrupt)
+    out = tmp_path / "traces"
+    res = cli("ingest", RAW, "-t", out, "-j", "1", "-q")
+    assert res.exit_code == 130, res.output
+    runs = [p.name for p in out.iterdir()]
+    assert len(runs) == 1 and runs[0].startswith("ingest-"), runs
+    assert f"interrupted: run {runs[0]} was written whole to {out}/ before the interrupt" in res.output, res.output
+    assert "nothing was written" not in res.output
+    monkeypatch.undo()
+    res = cli("ls", "-t", out)
+    assert res.exit_code == 0 and "complete" in res.output and runs[0] in res.output
+
+
+def test_an_interrupt_while_the_commands_load_is_one_line_not_a_traceback(monkeypatch, capsys):
+    # a Ctrl-C in the first second (pandas, torch and typer loading) printed Python's traceback of the import
+    import wlprof.cli.main as M
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(M, "_build", interrupted)
+    monkeypatch.setattr(M.sys, "argv", ["wlprof", "ls"])
+    with pytest.raises(SystemExit) as exc:
+        M.main()
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == ("interrupted (while loading, before the command started: nothing was "
+                                       "written)\n")

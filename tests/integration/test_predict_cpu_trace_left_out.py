@@ -159,3 +159,33 @@ def test_a_steps_first_convolution_and_a_onednn_lstm_are_named_as_left_out_not_d
     assert res.exit_code == 0, res.output
     shown = " ".join(res.output.split())
     assert "aten::_convolution (1)" in shown, shown
+
+
+def test_a_compiled_cpu_steps_inductor_kernels_are_named_as_left_out(tmp_path):
+    # a torch.compile'd MobileNet training step on the CPU: Inductor's fused C++ kernels run inside the compiled
+    # regions with no op of their own, so only the ATen ops they call out to are calls; their time (the
+    # regions' own time) was dropped without a word
+    import gzip
+    import json
+
+    trace = Path(__file__).resolve().parents[1] / "fixtures" / "cpu_zoo4" / "mobilenet-compiled.json.gz"
+    events = [e for e in json.loads(gzip.open(trace).read())["traceEvents"]
+              if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+
+    def own(r):  # duration less that of the ops directly nested in it, from the raw events
+        inside = [e for e in events if e is not r and e["tid"] == r["tid"] and e["ts"] >= r["ts"]
+                  and e["ts"] + e["dur"] <= r["ts"] + r["dur"]]
+        direct = [e for e in inside if not any(o is not e and o["ts"] <= e["ts"] and o["dur"] > e["dur"]
+                                               and o["ts"] + o["dur"] >= e["ts"] + e["dur"] for o in inside)]
+        return r["dur"] - sum(e["dur"] for e in direct)
+
+    regions = [e for e in events if e["name"].startswith("Torch-Compiled Region")
+               or e["name"] in ("CompiledFunction", "CompiledFunctionBackward")]
+    assert len(regions) == 3
+    expected = sum(own(r) for r in regions)  # 659.97 + 4,245.90 + 9,317.80 µs
+    shown, md = _predict(trace, tmp_path / "p.md")
+    note = ("left out, not predicted: the work inside torch.compile'd regions (CompiledFunction, "
+            f"CompiledFunctionBackward, Torch-Compiled Region: 0/0) that no recorded op stands for, {expected:,.1f} µs "
+            "of their own time, ")
+    assert note in shown and note in md, (expected, shown)
+    assert "the step's predicted times lack them" in shown.split(note)[1]

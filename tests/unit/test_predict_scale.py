@@ -357,3 +357,27 @@ def test_a_factor_that_keeps_the_size_gives_no_advice_to_scale_another_dimension
     line = describe(MLP, new, "64", value, 1.001)
     assert line.startswith("--scale 64: every input dimension of 64 becomes 64 (64 x 1.001 = 64.064, rounded)")
     assert "barely scales" not in line and "name it" not in line
+
+
+def test_a_scale_of_a_trace_without_shapes_says_it_recorded_none():
+    # a capture without record_shapes: every call's dims are None (the CPU path) or "[]"; the batch was said to
+    # be missing for want of "an activation of three or more dimensions", a value to be absent from the trace
+    from wlprof.predict.scale import scaled
+
+    for empty in (None, "[]", "[[],[]]"):
+        ops = pd.DataFrame({"op_name": ["aten::mm", "aten::relu"], "op_input_dims": [empty, empty],
+                            "op_input_strides": [empty, empty], "dur_us": [1.0, 1.0]})
+        for dim, text in (("batch", "batch=2"), ("4096", "4096=2")):
+            with pytest.raises(InputError) as e:
+                scaled(ops, dim, 2.0)
+            assert str(e.value) == ("--scale needs the trace's input shapes, and it recorded none (profile with "
+                                    f"torch.profiler.profile(record_shapes=True)) (got '{text}')")
+
+
+def test_a_misspelt_row_name_gets_the_close_one():
+    with pytest.raises(InputError) as e:
+        parse_scale("bacth=2")
+    assert str(e.value).endswith("(got 'bacth=2'); did you mean 'batch'?")
+    with pytest.raises(InputError) as e:
+        parse_scale("width=2")
+    assert "did you mean" not in str(e.value)

@@ -68,7 +68,15 @@ def main() -> None:
 
         prestart_workers()
     # a command other than `run` is parsed by an app without the workloads' commands (it loads in half the time)
-    app = _build(with_run=False) if sys.argv[1:2] and sys.argv[1] in COMMANDS else __getattr__("app")
+    try:
+        app = _build(with_run=False) if sys.argv[1:2] and sys.argv[1] in COMMANDS else __getattr__("app")
+    except KeyboardInterrupt:  # a Ctrl-C while the commands load: no command has started, nothing was written
+        if folder:
+            from wlprof.ingest import stop_workers
+
+            stop_workers()
+        print("interrupted (while loading, before the command started: nothing was written)", file=sys.stderr)
+        raise SystemExit(130) from None
     try:
         # "wlprof" however it was started (`python -m wlprof`, torchrun -m wlprof): messages name the command to type
         app(prog_name="wlprof")

@@ -185,6 +185,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         con.print(f"[yellow]{note}[/yellow]")
     gpu_profile = (info.get("device") or {}).get("type") == "cuda"
     if gpu_profile and len(ops) and "device_type" in ops and (ops.device_type == "cpu").all():
+        compiled = compiled_note(ops)
         ops, left_out = _cpu_calls(path, ops, predictor)
         gpu = (info.get("device") or {}).get("name", "the profile")
         con.print(f"[yellow]{Path(path).name} ran on the CPU: its op calls are predicted as "
@@ -193,6 +194,9 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
                   "comparable and are not shown[/yellow]")
         if len(left_out):
             notes.append(left_out_note(left_out, gpu))
+            con.print(f"[yellow]{notes[-1]}[/yellow]")
+        if compiled:
+            notes.append(compiled)
             con.print(f"[yellow]{notes[-1]}[/yellow]")
     unscaled, same_device = None, False
     if parsed:
@@ -271,6 +275,30 @@ def _cpu_calls(path: Path, ops: pd.DataFrame, predictor) -> tuple[pd.DataFrame, 
     left = left[left.trace_step.isin(step)].drop(columns="trace_step")
     return (calls.assign(device_type="cpu", device_name=str(ops.device_name.iat[0]), workload="ingest",
                          run_id="trace", point=0).reset_index(drop=True), left.reset_index(drop=True))
+
+
+# the ops torch.compile'd code runs in; on a CPU, Inductor's fused C++ kernels run inside them with no op of
+# their own in the trace, so their time is these ops' own (exclusive) time
+COMPILED_REGIONS = ("Torch-Compiled Region", "CompiledFunction", "CompiledFunctionBackward")
+
+
+def compiled_note(ops: pd.DataFrame) -> str | None:
+    """What a CPU step's torch.compile'd regions did that no call stands for: their own time, which on a CPU
+    is Inductor's fused kernels (unrecorded as ops) and the wrapper's overhead; None without such regions."""
+    if not len(ops) or "op_name" not in ops or "dur_us" not in ops:
+        return None
+    names = ops.op_name.astype(str)
+    hit = names.str.startswith(COMPILED_REGIONS[0]) | names.isin(COMPILED_REGIONS[1:])
+    if not hit.any():
+        return None
+    dur = pd.to_numeric(ops.dur_us, errors="coerce").fillna(0.0)
+    own, total = float(dur[hit].sum()), float(dur.sum())
+    regions = ", ".join(sorted(set(names[hit])))
+    share = f", {own / total:.0%} of the step's {total:,.1f} µs of op time on the CPU" if total > 0 else ""
+    return (f"left out, not predicted: the work inside torch.compile'd regions ({regions}) that no recorded op "
+            f"stands for, {own:,.1f} µs of their own time{share}: on a CPU Inductor's fused C++ kernels run "
+            "there with no op in the trace (only the ATen ops it calls out to, such as GEMMs, are calls here); "
+            "the step's predicted times lack them")
 
 
 def left_out_note(left: pd.DataFrame, gpu: str) -> str:

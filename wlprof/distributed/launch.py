@@ -24,6 +24,7 @@ from pathlib import Path
 
 from wlprof.distributed import world as W
 from wlprof.errors import InputError
+from wlprof.stderr_filter import fd2_discarded
 
 
 def check(study, world_size: int):
@@ -76,7 +77,9 @@ def _post_abort(host: str, port: int, token: str, message: str) -> None:
         socket.create_connection((host, port), timeout=1).close()
     except OSError:
         return
-    with contextlib.suppress(Exception):
+    # rank 0 may close the store between that check and this client's handshake: c10d's client then retries
+    # with a warning and a C++ stack per try on this process's stderr, which the one-line report makes noise
+    with contextlib.suppress(Exception), fd2_discarded():
         store = dist.TCPStore(host, port, is_master=False, timeout=dt.timedelta(seconds=2), wait_for_workers=False)
         dist.PrefixStore(f"wlprof/{token}", store).compare_set("abort", "", message)
 

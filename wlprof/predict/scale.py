@@ -458,6 +458,10 @@ def ingest_trace(path: str) -> pd.DataFrame:
 
 def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> tuple[pd.DataFrame, int]:
     """(the calls rewritten, the dimension's value that was scaled)."""
+    recorded = ops.op_input_dims.astype(object).map(lambda v: v is not None and str(v).strip("[] ,") != "")
+    if not len(ops) or not recorded.any():
+        raise InputError(arg, "needs the trace's input shapes, and it recorded none (profile with "
+                         "torch.profiler.profile(record_shapes=True))", f"{dim}={factor:g}")
     if dim in ROW_NAMES:
         value, mapping = batch_mapping(ops, factor)
         if value is None:

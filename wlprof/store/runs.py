@@ -185,6 +185,12 @@ class RunWriter:
         if self.staged:
             self._publish()
 
+    @property
+    def published(self) -> bool:
+        """Whether the run is visible under its id: a staged run once renamed into place (its id is new, so
+        nothing else stands there), a direct one from the start."""
+        return self.final_path.exists()
+
     def abort(self) -> None:
         """Remove a staged run not yet published (nothing of it was ever visible); a published one stays."""
         import shutil
