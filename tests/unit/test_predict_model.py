@@ -399,6 +399,24 @@ def test_a_nearer_call_of_another_context_answers_before_a_far_one_of_its_own():
     assert model.SOURCES[src[1]] == "near" and pred[1] == pytest.approx(40.0, rel=0.05)
 
 
+def test_a_memory_bound_gemm_is_answered_by_its_own_contexts_near_calls_before_another_contexts_same_shape():
+    # 4096 x 4096 weights, bf16 (33.5 MB): at M 1..16 their bytes decide the time (an MLP whose other layer
+    # evicts them from the L2: 12 us), the GEMM grid's same shapes ran with them in the L2 (8 us). An MLP's
+    # M = 4 lies 1 log2 unit from its own M = 2 and 8, and exactly on the grid's M = 4: its own calls answer.
+    # At M 2048..8192 its FLOPs decide (2 x 4096 x 4096 x 4096 = 137 GFLOP, 172 us at 800 TFLOP/s), where the
+    # context matters little: the grid's call of the same shape answers (176 us; `fit_shifts` adds what the MLP's
+    # calls show against the grid's, 188 us)
+    grid = [mm_row(m, 4096, 4096, t, point=i, workload="gemm")
+            for i, (m, t) in enumerate(((1, 8.0), (2, 8.0), (4, 8.0), (8, 8.0), (16, 8.0), (4096, 176.0)))]
+    mlp = [mm_row(m, 4096, 4096, t, point=10 + i, workload="mlp")
+           for i, (m, t) in enumerate(((1, 12.0), (2, 12.0), (8, 12.0), (16, 12.0), (2048, 90.0), (8192, 380.0)))]
+    p = model.fit(pd.DataFrame(grid + mlp), K)
+    pred, src = p.predict(pd.DataFrame([mm_row(4, 4096, 4096, 1.0, workload="mlp"),
+                                        mm_row(4096, 4096, 4096, 1.0, workload="mlp")]))
+    assert model.SOURCES[src[0]] == "near" and pred[0] == pytest.approx(12.0, rel=0.05)
+    assert model.SOURCES[src[1]] == "other context" and pred[1] == pytest.approx(176.0, rel=0.08)
+
+
 def test_odd_widths_are_their_own_group_and_fall_back_to_the_aligned_one():
     # K = 1001 bf16 elements: 2002-byte rows, not a multiple of 16; K = 1024: 2048 bytes
     odd, even = describe(pd.DataFrame([mm_row(64, 1001, 4096, 1.0), mm_row(64, 1024, 4096, 1.0)])).group

@@ -10,7 +10,9 @@ with the source that answered it:
 - `far`: its group was profiled but not near it: the nearest correction carried to it;
 - `other context`: its group was profiled only in other workloads or dispatches (an
   ingested trace's calls, a workload the grid does not run), or those lie nearer to it than
-  its own context's calls (by more than `CONTEXT_MARGIN`): all of those together, plus, for a
+  its own context's calls (by more than `CONTEXT_MARGIN`) and its own lie not `near` it or it is a
+  GEMM its FLOPs decide (`_compute_bound`: there what the L2 holds around it matters little): all
+  of those together, plus, for a
   GEMM whose own context the profile holds, how that context's calls differ from the others'
   (`fit_shifts`: an MoE loop's expert GEMMs run slower than the same shapes in the GEMM grid);
 - `other dtype`: its op was profiled in other floating dtypes only (`transfer_dtype`): the nearest
@@ -524,7 +526,11 @@ class Predictor:
             for keys, tables, rr, dd in ((aligned, self.groups, r_g, dist_g), (_free(aligned), self.free, r_f, dist_f)):
                 ra, da = _query(keys, tables, coords, odd)
                 rr[odd], dd[odd] = ra[odd], da[odd]
-        own = np.isfinite(dist_g) & ~(dist_f + CONTEXT_MARGIN < dist_g)
+        # its own context's calls answer where they lie near it, unless it is a GEMM whose time its FLOPs
+        # decide (there the context, what the L2 holds around it, matters little and the nearest calls of
+        # any context answer best); else where no other context's calls lie nearer by CONTEXT_MARGIN
+        near_own = (dist_g <= NEAR * math.sqrt(NCOORDS)) & ~_compute_bound(d, base, self.constants)
+        own = np.isfinite(dist_g) & (near_own | ~(dist_f + CONTEXT_MARGIN < dist_g))
         other = ~own & np.isfinite(dist_f)
         if self.shifts and other.any():  # what the call's own context adds to the other contexts' time
             r_s, _ = _query(groups, self.shifts, coords, other)
@@ -593,6 +599,13 @@ STREAM_L2 = 1.0  # a GEMM moving more than this many times the L2's bytes stream
 # share of it (its two halves, each near to half the SMs, hold less at full speed than the whole)
 L2_RESIDENT = 0.7
 RESIDENCY_JUMP = 4.0  # log2 units: how far apart the two sides of the L2's edge lie for the neighbours
+
+
+def _compute_bound(d: pd.DataFrame, base: np.ndarray, k: Constants) -> np.ndarray:
+    """GEMM calls whose base time is at least twice their compulsory bytes' time at the memory's bandwidth."""
+    gemm = np.isin(d.cls.to_numpy(dtype=object), ("gemm", "grouped"))
+    t_m = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0) / k.bandwidth
+    return gemm & (base - k.floor >= 2.0 * t_m)
 
 
 def with_residency(d: pd.DataFrame, k: Constants) -> pd.DataFrame:
