@@ -106,6 +106,7 @@ def test_posting_the_abort_to_a_store_that_closes_mid_handshake_prints_nothing(c
     import socket
     import struct
     import threading
+    import time
 
     from wlprof.distributed.launch import _post_abort
 
@@ -128,6 +129,11 @@ def test_posting_the_abort_to_a_store_that_closes_mid_handshake_prints_nothing(c
     threading.Thread(target=reset_all, daemon=True).start()
     try:
         _post_abort("127.0.0.1", port, "tok", "rank 1 exited with code 3")
+        # the connections c10d made wait in the listen queue until the thread accepts them: on a loaded
+        # machine that can be after _post_abort returns, so the server stays open until they are counted
+        deadline = time.monotonic() + 10
+        while len(accepted) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
     finally:
         srv.close()
     out, err = capfd.readouterr()
