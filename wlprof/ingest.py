@@ -370,7 +370,10 @@ def _worker_init() -> None:
     inherit that), so that a Ctrl-C to the process group stops a worker's file as it stops this process."""
     import signal
 
+    from wlprof.memory import keep_heap
+
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    keep_heap()
 
 
 def stop_workers() -> None:

@@ -40,3 +40,19 @@ def release(heap: bool = True) -> None:
             pa.default_memory_pool().release_unused()
     except AttributeError:
         pass
+
+
+# glibc's mallopt parameters
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+
+
+def keep_heap(mmap_threshold: int = 256 << 20, trim_threshold: int = 1 << 30, top_pad: int = 64 << 20) -> bool:
+    """Have glibc serve large buffers from the heap and keep freed pages for reuse (explicit `release`
+    calls still return them): an ingest allocates and frees buffers of tens of MB per chunk, and each
+    fresh mmap of one faults every page in anew. For the ingest's worker processes, which end with it.
+    False where the C library has no `mallopt` or refuses a value."""
+    lib = _libc()
+    if lib is None or not hasattr(lib, "mallopt"):
+        return False
+    return all(lib.mallopt(param, value) == 1 for param, value in
+               ((_M_MMAP_THRESHOLD, mmap_threshold), (_M_TRIM_THRESHOLD, trim_threshold), (_M_TOP_PAD, top_pad)))
