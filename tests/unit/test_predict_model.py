@@ -228,6 +228,35 @@ def test_unprofiled_ops_fall_back_to_their_class_then_the_base():
     assert pred[0] == pytest.approx(2.0 + 4.0 * 2**20 / 2e6, rel=0.05)
 
 
+def mul_row(n, dur, **kw):
+    return _row("aten::mul", [[n], [n]], [BF, BF], [[1], [1]], dur, **kw)
+
+
+def test_an_unprofiled_memory_op_is_answered_by_the_profiled_ops_of_its_kind():
+    # the profile: copies (a move) 3x their base time, muls (a stream) at 1.2x it; bf16 [n] x [n] -> [n] moves
+    # 6n bytes, a copy 4n; base = floor 2 us + bytes / 4 TB/s (4e6 bytes per us)
+    rows = []
+    for i in range(10, 24):
+        n = 2 ** i
+        rows.append(copy_row(n, 3.0 * (2.0 + 4.0 * n / 4e6), point=i))
+        rows.append(mul_row(n, 1.2 * (2.0 + 6.0 * n / 4e6), point=i))
+    p = model.fit(pd.DataFrame(rows), K)
+    assert model.memory_kind("aten::relu") == "stream" and model.memory_kind("aten::copy_") == "move"
+    assert model.memory_kind("aten::sum") == "reduce" and model.memory_kind("triton_poi_fused_add_0") == "stream"
+    assert model.memory_kind("my::custom_op") == ""
+    n = 3 << 18  # relu bf16 [n] -> [n]: 4n bytes, between profiled sizes
+    relu = _row("aten::relu", [[n]], [BF], [[1]], 1.0)
+    clone = _row("aten::clone", [[n], []], [BF, ""], [[1], []], 1.0)
+    pred, src = p.predict(pd.DataFrame([relu, clone]))
+    assert [model.SOURCES[s] for s in src] == ["class", "class"]
+    base = 2.0 + 4.0 * n / 4e6
+    assert pred[0] == pytest.approx(1.2 * base, rel=0.03)  # the muls' correction, not the copies' 3x
+    assert pred[1] == pytest.approx(3.0 * base, rel=0.03)  # a clone moves like the copies
+    # an op no formula names is answered by the whole class (every kind's calls)
+    assert model._class_key(np.array(["memory", "gemm"]), np.array(["memory|my::custom_op|x", "gemm|aten::mm"])
+                            ).tolist() == ["memory", "gemm"]
+
+
 def test_a_predictor_survives_its_json():
     prof = pd.DataFrame([copy_row(2 ** i, 1.0 + i, point=i) for i in range(10, 20)])
     p = model.fit(prof, K)

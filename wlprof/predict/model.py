@@ -21,7 +21,8 @@ with the source that answered it:
   the same bytes for a memory-bound op, their correction applied to this call's own base time
   (its dtype's measured matrix peak, its element size);
 - `op`: only other layouts or scalars of its op (the relaxed group) were profiled;
-- `class`: nothing of its op: the class's correction at the call's base time;
+- `class`: nothing of its op: the class's correction at the call's base time (a memory-class op's
+  kind's, `memory_kind`, where the profile holds ops of that kind);
 - `base`: nothing of its class: the physical base time alone.
 
 Base times (`base_us`), per class, with the profile's measured peaks and bandwidth:
@@ -49,6 +50,7 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -427,8 +429,42 @@ def _query(keys: np.ndarray, tables: dict, x: np.ndarray, rows: np.ndarray) -> t
     return r, dist
 
 
-def _class_key(d: pd.DataFrame) -> np.ndarray:
-    return d.cls.to_numpy(dtype=object)
+# the formula modules of the cost registry whose memory-class ops stream their tensors once (maps,
+# activations, optimizer updates), reduce them (per row or whole), or move data (copies, gathers,
+# resampling, pooling windows)
+_KIND_OF_MODULE = {"elementwise": "stream", "elementwise_extra": "stream", "activations": "stream",
+                   "optimizers": "stream", "serving": "stream", "reductions": "reduce", "losses": "reduce",
+                   "norms": "reduce", "indexing": "move", "indexing_data": "move", "copies": "move",
+                   "resampling": "move", "pooling": "move"}
+_MOVES = frozenset(("aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy"))
+
+
+@functools.lru_cache(maxsize=4096)
+def memory_kind(name: str) -> str:
+    """What a memory-class op does to its bytes, by its cost formula's family: `stream` (one pass, a map),
+    `reduce`, `move` (copies, gathers, windows), or '' where the registry has no formula for it."""
+    if name in _MOVES:
+        return "move"
+    if name.startswith("triton_poi_"):  # an Inductor pointwise kernel (its fused reductions, `per` and `red`,
+        return "stream"                  # run faster per byte than the eager reductions the profile holds)
+    from wlprof.cost import registry
+
+    entry = registry._FORMULAS.get(name)
+    if entry is None:
+        return ""
+    return _KIND_OF_MODULE.get(entry.formula.__module__.rsplit(".", 1)[-1], "")
+
+
+def _class_key(cls: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Each call's class, and a memory-class call's kind beside it (`memory|stream`): the class
+    level answers from the calls of the same kind where the profile holds them."""
+    out = np.asarray(cls, dtype=object).copy()
+    mem = np.flatnonzero(out == "memory")
+    if len(mem):
+        names = pd.Series(np.asarray(group, dtype=object)[mem]).str.split("|", n=2).str[1].to_numpy(dtype=object)
+        kinds = np.array([memory_kind(str(n)) for n in names], dtype=object)
+        out[mem] = np.where(kinds != "", "memory|" + kinds.astype(str), "memory")
+    return out
 
 
 def _class_coords(base: np.ndarray) -> np.ndarray:
@@ -541,7 +577,8 @@ class Predictor:
         src[other] = 3
         todo = ~(own | other)
         for level, keys, tables, x in (("relaxed", relaxed, self.relaxed, coords),
-                                       ("class", _class_key(d), self.classes, _class_coords(base))):
+                                       ("class", _class_key(d.cls.to_numpy(), d.group.to_numpy()), self.classes, _class_coords(base)),
+                                       ("class", d.cls.to_numpy(dtype=object), self.classes, _class_coords(base))):
             rr, dd = _query(keys, tables, x, todo)
             hit = todo & np.isfinite(dd)
             r[hit] = rr[hit]
@@ -797,9 +834,9 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))
     coords = [f"c{j}" for j in range(NCOORDS)]
 
-    def tables(key: str, x_of) -> dict[str, Table]:
+    def tables(key: str, x_of, frame: pd.DataFrame = calls) -> dict[str, Table]:
         out = {}
-        for k, g in calls.groupby(key, sort=False):
+        for k, g in frame.groupby(key, sort=False):
             # the same call profiled in several points: one point per coordinates (weighted mean residual)
             x = x_of(g)
             frame = pd.DataFrame(x).assign(r=g.r.to_numpy() * g.w.to_numpy(), w=g.w.to_numpy())
@@ -815,6 +852,8 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
                         calls[coords].to_numpy(dtype=float), calls.r.to_numpy(dtype=float), calls.w.to_numpy(dtype=float))
     relaxed = tables("relaxed", lambda g: g[coords].to_numpy(dtype=float))
     classes = tables("cls", lambda g: _class_coords(g.base.to_numpy()))
+    calls["kind"] = _class_key(calls.cls.to_numpy(), calls.group.to_numpy())
+    classes.update(tables("kind", lambda g: _class_coords(g.base.to_numpy()), calls[calls.kind != calls.cls]))
     m = dict(meta or {})
     m.update(calls=int(len(ops)), distinct=int(len(calls)), noisy=int((calls.spread > NOISY_SPREAD).sum()),
              op_names=sorted({str(g).split("|")[1] for g in groups if "|" in str(g)}))
