@@ -234,3 +234,31 @@ def test_layout_copies_are_costed_with_their_strides(cli, tmp_path, cpu_ceilings
     # head_transpose: x [2, 8, 32] (2,048 B) to [2, 2, 8, 16] and back
     ht = copies[copies.variant == "head_transpose N2 C32 S8"]
     assert set(ht["bytes"]) == {2 * 2_048} and len(ht) == 2 * 2
+
+
+def test_a_linear_layers_step_costs_its_gemms_as_flopcountermode_and_its_bias_gradient_sum(cli, tmp_path,
+                                                                                          cpu_ceilings):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    wl = workloads.get("layers")
+    spec = wl.parse({"layers": ["linear"], "batch": [2], "channels": [32], "size": [8]}, torch.device("cpu"),
+                    torch.float32).spec
+    (pt,) = wl.points(spec)
+    step = wl.build(pt, torch.device("cpu"), torch.float32).step
+    with FlopCounterMode(display=False) as fcm:
+        gx, gw, gb = step()
+    assert (gx.shape, gw.shape, gb.shape) == ((2, 8, 32), (32, 32), (32,))
+    # x [2, 8, 32] -> 16 rows through a 32 x 32 weight: 2 * 16 * 32 * 32 = 32,768 FLOPs forward, twice that back
+    assert fcm.get_total_flops() == 3 * 32_768
+    # 4 * (2*8*32 activations + 32*32 + 32 weights) * 4 bytes
+    assert wl.estimate_bytes(pt, torch.float32) == 4 * (512 + 1056) * 4
+    res = cli("run", "layers", "--layers", "linear", "--batch", "2", "--channels", "32", "--size", "8",
+              "--traces", tmp_path, *FAST)
+    assert res.exit_code == 0, res.output
+    ops = wlprof.load(tmp_path, table="ops")
+    ops = ops[ops.step == ops.step.max()]
+    matrix = ops[ops.op_name.isin(["aten::addmm", "aten::mm"])]
+    assert matrix.flops.sum() == fcm.get_total_flops()
+    (bias,) = ops[ops.op_name == "aten::sum"].itertuples()
+    # the bias gradient: the output's gradient [16, 32] summed over its 16 rows, 15 * 32 adds counted as 16 * 32
+    assert (bias.region, bias.op_input_dims, bias.flops) == ("layers/backward", "[[16,32],[],[],[]]", 512)

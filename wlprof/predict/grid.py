@@ -194,6 +194,11 @@ LAYER_STUDIES = (
     # pointwise convolutions (a bottleneck's, a depthwise-separable block's), whose cuDNN kernels differ
     ("conv k1", "bfloat16", {"layers": ["conv2d"], "batch": [32, 128], "channels": [64, 256], "size": [14, 56],
                              "kernel_size": 1}),
+    # linear layers with bias, forward and backward: their GEMMs in a training step's layouts, and the bias
+    # gradient, a sum over the N x S rows of the output's gradient (a column reduction, slower per byte than
+    # a row's), in bfloat16 and in float32
+    ("linear", "bfloat16", {"layers": ["linear"], "batch": [4, 16], "channels": [512, 2048], "size": [256, 1024]}),
+    ("linear fp32", "float32", {"layers": ["linear"], "batch": [4], "channels": [256, 1024], "size": [64, 512]}),
     # cuDNN's LSTM forward and backward, in float32 as recurrent models train
     ("rnn", "float32", {"layers": ["lstm"], "batch": [8, 64], "channels": [256, 1024], "size": [32, 128]}),
     # summed embedding bags in float32 (a recommender's tables), a table the L2 holds and one it does not:

@@ -30,6 +30,8 @@ LAYERS = {
     "lstm": "x [N, S, C], one LSTM layer of hidden width C over S steps",
     "channels_last": "x [N, C, S, S] copied to channels-last memory and back: two layout-changing copies",
     "head_transpose": "x [N, S, C] split into C / head_dim heads, copied to [N, heads, S, head_dim] and back",
+    "linear": "x [N, S, C] through a C -> C linear layer with bias (its backward sums the bias gradient over "
+              "N x S rows)",
 }
 IMAGE = {"conv2d", "batch_norm", "group_norm", "max_pool", "avg_pool", "channels_last"}
 
@@ -165,7 +167,7 @@ class Layers(Workload):
             elems = 3 * n * c * s + n * (c // p["head_dim"]) * s * s  # q, k, v and the math backend's scores
         if p["layer"] == "lstm":
             elems = n * s * 6 * c  # its input, output and the four gates kept for the backward
-        weights = {"conv2d": c * c * p.get("kernel_size", 1) ** 2, "embedding": p.get("vocab", 0) * c,
+        weights = {"conv2d": c * c * p.get("kernel_size", 1) ** 2, "linear": c * c + c, "embedding": p.get("vocab", 0) * c,
                    "embedding_bag": p.get("vocab", 0) * c, "lstm": 8 * c * c + 8 * c,
                    "batch_norm": 2 * c, "group_norm": 2 * c, "layer_norm": 2 * c}
         extra = weights.get(p["layer"], 0)
@@ -227,6 +229,9 @@ class Layers(Workload):
                 for w in lstm.parameters():
                     w.copy_(torch.rand(w.shape, device=device, dtype=dtype, generator=gen).sub_(0.5).mul_(2 / c ** 0.5))
             inputs, fwd = (x, *lstm.parameters()), lambda: lstm(x)[0]
+        elif layer == "linear":
+            x, w, b = randn(n, s, c), randn(c, c), randn(c)
+            inputs, fwd = (x, w, b), lambda: F.linear(x, w, b)
         elif layer == "embedding_bag":
             table = randn(p["vocab"], c)
             idx = torch.randint(0, p["vocab"], (n, s), device=device, generator=gen)
