@@ -461,9 +461,10 @@ def _class_key(cls: np.ndarray, group: np.ndarray) -> np.ndarray:
     out = np.asarray(cls, dtype=object).copy()
     mem = np.flatnonzero(out == "memory")
     if len(mem):
-        names = pd.Series(np.asarray(group, dtype=object)[mem]).str.split("|", n=2).str[1].to_numpy(dtype=object)
-        kinds = np.array([memory_kind(str(n)) for n in names], dtype=object)
-        out[mem] = np.where(kinds != "", "memory|" + kinds.astype(str), "memory")
+        codes, groups = pd.factorize(np.asarray(group, dtype=object)[mem])
+        kinds = [memory_kind(str(g).split("|", 2)[1]) if "|" in str(g) else "" for g in groups]
+        keys = np.array(["memory|" + k if k else "memory" for k in kinds], dtype=object)
+        out[mem] = keys[codes]
     return out
 
 
