@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# call FA (2026-12-07): on the H200, the shipped profile extended by the grid's new layers, held-out sets K and M again (the tuning data of the next model change,
+# call FA (2026-12-07): on the H200, the shipped profile extended by the grid's new layers and mixed-precision kernels, held-out sets K and M again (the tuning data of the next model change,
 # kept apart from set Q) and the model families of benchmarks/capture_zoo4.py on the GPU; on another device,
 # a profile of that device first (the grid's coarse pass) and set K to score it. The GPU tests if time is left.
 #   bash benchmarks/h200/call_fa.sh      # on the device machine, from the repository root
@@ -15,9 +15,9 @@ heldout() {
 step "machine"; machine
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 if [ "$name" = "NVIDIA H200" ]; then
-  step "profile --extend: the grid's new layers"
+  step "profile --extend: the grid's new layers and mixed-precision kernels"
   cp -r benchmarks/profiles/h200 "$T/profile"
-  timeout 150 $WL profile --device cuda -o "$T/profile" --extend --section layers --budget-minutes 1.5 2>&1 | tail -12
+  timeout 170 $WL profile --device cuda -o "$T/profile" --extend --section layers --section 'elementwise mixed' --budget-minutes 1.8 2>&1 | tail -12
   tar czf "$OUT/profile.tgz" --exclude=traces -C "$T" profile
   tar czf "$OUT/profile_traces.tgz" --exclude=_chrome --exclude='*.json.gz' -C "$T/profile" traces
   [ "$SECONDS" -lt $(( MAX - 150 )) ] && heldout k 150

@@ -12,6 +12,7 @@ import pytest
 import torch
 from conftest import files_under
 
+import wlprof
 from wlprof import ceilings, schema
 from wlprof.ceilings import Ceilings
 from wlprof.device import device_name
@@ -213,6 +214,23 @@ def test_binary_micro_kernels_mul_and_add(tmp_path, cli, cpu_ceilings):
         # 3 * 4 * 1000 = 12,000 bytes, intensity 1/12
         assert (step.flops.sum() == 1000).all() and (step["bytes"].sum() == 12_000).all()
         assert set(df[df.op == op].op_name) == {aten}
+
+
+def test_mixed_precision_micro_kernels_cast_and_add_mixed(tmp_path, cli, cpu_ceilings):
+    out = tmp_path / "traces"
+    res = cli("run", "elementwise", "--ops", "cast,add_mixed", "--numel", "1000", "--dtype", "bfloat16",
+              "--traces", out, *FAST)
+    assert res.exit_code == 0, res.output
+    ops = wlprof.load(out, table="ops")
+    ops = ops[ops.step == ops.step.max()]
+    cast = ops[ops.op == "cast"]
+    # bfloat16 -> float32 and back: two copies, each 1000 elements read at 2 bytes and written at 4 or the
+    # reverse: 6,000 bytes each, no FLOPs
+    assert sorted(cast.op_input_types) == ['["c10::BFloat16","float","Scalar"]', '["float","c10::BFloat16","Scalar"]']
+    assert cast["bytes"].tolist() == [6_000, 6_000] and (cast.flops == 0).all()
+    (add,) = ops[(ops.op == "add_mixed") & (ops.op_name == "aten::add")].itertuples()
+    # float32 + bfloat16 -> float32: 1000 FLOPs, 4 + 2 bytes read and 4 written per element
+    assert (add.op_input_types, add.flops, add.bytes) == ('["float","c10::BFloat16","Scalar"]', 1000, 10_000)
 
 
 def test_a_report_refused_after_its_folder_check_leaves_no_empty_folder(tmp_path, cli):

@@ -62,6 +62,7 @@ def test_sections_are_well_formed_and_the_coarse_pass_comes_first():
     secs = grid.sections("gpu")
     assert [s.passno for s in secs] == sorted(s.passno for s in secs)
     assert {s.name for s in secs} == {"gemm nn", "gemm nt", "gemm linear", "gemm odd", "gemm ragged", "gemm narrow", "elementwise",
+                                      "elementwise mixed",
                                       "gnn raw", "gnn pyg", "moe", "mlp", "layers", "optim"}
     assert 1000 < sum(s.points for s in secs) < 1800
     assert grid.expected_seconds(secs) < 480  # the first guess; the budget decides what runs

@@ -28,7 +28,7 @@ def profile(
         "of every section first).", metavar="MIN", show_default=True)] = 6.0,
     section: Annotated[list[str] | None, typer.Option(
         "--section", help="Profile only these sections of the grid (repeatable): gemm nn, gemm nt, gemm linear, "
-        "gemm odd, gemm ragged, gemm narrow, elementwise, gnn raw, gnn pyg, moe, mlp, layers, optim (a CPU's grid: "
+        "gemm odd, gemm ragged, gemm narrow, elementwise, elementwise mixed, gnn raw, gnn pyg, moe, mlp, layers, optim (a CPU's grid: "
         "gnn, no layers or optim). Default: every "
         "section.", metavar="NAME")] = None,
     extend: Annotated[bool, typer.Option(

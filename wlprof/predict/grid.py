@@ -12,7 +12,7 @@ context as in a study):
   midpoints, whose tiles do not divide them evenly); narrow K (128, 512) and a wide N (32768);
 - elementwise and copies (workload `elementwise`): 2^10..2^28 elements, and sizes between
   them that are odd or round decimal numbers, L2-resident to far past the 60 MB L2; matvec
-  and matmul sides;
+  and matmul sides; mixed precision's casts and float32 + bfloat16 adds;
 - index ops (workload `gnn`): gather, scatter_add, index_add, segment reduce and CSR SpMM
   over graphs of 2^14..2^20 nodes, 32..512 features, mean degrees 6, 16 and 32, three index
   distributions (uniform, RMAT, destination hubs zipf:1.5) in source and destination order;
@@ -25,7 +25,8 @@ context as in a study):
   linear` section repeats one layer, whose weights stay in the L2 when they fit);
 - training layers (workload `layers`), forward and backward: convolutions, batch and group
   norm, pooling over images; layer norm, causal attention, cross entropy and embeddings over
-  sequences; batch norms from 32 to 2048 channels;
+  sequences; batch norms from 32 to 2048 channels; layout-changing copies, an LSTM, embedding
+  bags and linear layers with bias;
 - optimizer steps (workload `optim`): AdamW and SGD, foreach and fused, over 4, 16 and 64 float32
   tensors of 4,096 to 16,777,216 elements each.
 
@@ -121,6 +122,11 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
         params = {"ops": vector_ops, "numel": irregular}
         out.append(Section("elementwise", 2, _study(f"elementwise pass 2 irregular {half}", "elementwise", params,
                                                     "bfloat16", device), len(vector_ops) * len(irregular), 0.12))
+    # mixed precision's kernels: autocast's casts to float32 and back, a float32 tensor plus a bfloat16 one
+    # (their loads convert each element, off the vectorized path of one-dtype kernels)
+    params = {"ops": ["cast", "add_mixed"], "numel": sizes}
+    out.append(Section("elementwise mixed", 2, _study("elementwise mixed", "elementwise", params, "bfloat16", device),
+                       2 * len(sizes), 0.12))
     raw = ["scatter", "index_add", "segment", "csr"]
     # pass 2 moves the mean degree off pass 1's 16, so that per-edge and per-node costs separate
     for passno, scales, feats, ef in ((1, [14, 18], [32, 128, 512], 16), (1, [16, 20], [64, 256], 16),
