@@ -69,12 +69,17 @@ def test_every_device_event_of_a_public_trace_is_one_row(path):
     ("hta_2024_nccl.json.gz", "NVIDIA A100-PG509-200", {"external_id": 3774}, 1.0),
     ("tracelens_mi300_bert_indent2.json.gz", "AMD Instinct MI300X VF", {"external_id": 61}, 1.0),
     ("tracelens_b200_eager_indent4.json.gz", "NVIDIA B200", {"external_id": 927, "none": 2}, 0.997),
-    # 421 kernels replayed from HIP graphs: kept without an op
-    ("tracelens_mi300_hip_graph.json.gz", "unknown GPU", {"external_id": 13, "graph": 421}, 0.0),
+    # 421 kernels replayed from HIP graphs: kept without an op; its deviceProperties name no device
+    # ("name": ""), so it is named by what they record
+    ("tracelens_mi300_hip_graph.json.gz", "AMD GPU (compute 9.4, 304 CUs, 192 GiB)",
+     {"external_id": 13, "graph": 421}, 0.0),
     # torch.compile(mode="reduce-overhead") on an H200: 327 kernels replayed by a cudaGraphLaunch inside the
     # compiled region, whose External id names the region (it ran none of them): graph replays, no op
     ("openpi_2026_h200_compiled_cuda_graph_in_region.json.gz", "NVIDIA H200", {"graph": 327, "external_id": 1},
      0.003),
+    # ROCm 7 on an MI300X (gfx942) that names no device: 77 kernels replayed by hipGraphLaunch, 2 fills launched
+    ("openpi_2026_mi300x_unnamed_hip_graph.json.gz", "AMD GPU (compute 9.4, 304 CUs, 192 GiB)",
+     {"external_id": 2, "graph": 77}, 0.02),
     ("hta_2022_inference_capitalized.json.gz", "unknown GPU", {"none": 4}, 0.0),
     # ROCm 6.2 on an MI250 that names itself "AMD Radeon Graphics": hipLaunchKernel and hipExtModuleLaunchKernel
     ("hta_2024_mi250_rocm62.json.gz", "AMD Radeon Graphics", {"external_id": 16}, 1.0),
