@@ -30,6 +30,7 @@ class IngestedFile:
     notes: list[str] = field(default_factory=list)  # what the parser could not read, or read otherwise
     no_flops_us: float = 0.0  # kernel time without FLOPs: unknown ops, and kernels costed by bytes alone
     ops: bool = True  # it recorded CPU ops (a profile without ProfilerActivity.CPU records kernels only)
+    replayed_us: float = 0.0  # kernel time without FLOPs replayed from CUDA/HIP graphs (no op launched it)
 
 
 @dataclass
@@ -480,7 +481,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                      "off, or the capture itself, to cost them)")
     summary = IngestedFile(str(f), rank, events, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
-                           notes, float(no_flops.dur_us.sum()), not opless)
+                           notes, float(no_flops.dur_us.sum()), not opless, replayed)
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     coll = collective_rows(kernels)
     coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None

@@ -69,8 +69,17 @@ def test_every_device_event_of_a_public_trace_is_one_row(path):
     ("hta_2024_nccl.json.gz", "NVIDIA A100-PG509-200", {"external_id": 3774}, 1.0),
     ("tracelens_mi300_bert_indent2.json.gz", "AMD Instinct MI300X VF", {"external_id": 61}, 1.0),
     ("tracelens_b200_eager_indent4.json.gz", "NVIDIA B200", {"external_id": 927, "none": 2}, 0.997),
-    # 421 kernels replayed from HIP graphs: kept without an op
-    ("tracelens_mi300_hip_graph.json.gz", "unknown GPU", {"external_id": 13, "graph": 421}, 0.0),
+    # 421 kernels replayed from HIP graphs: kept without an op; its deviceProperties name no device
+    # ("name": ""), so it is named by what they record
+    ("tracelens_mi300_hip_graph.json.gz", "AMD GPU (compute 9.4, 304 CUs, 192 GiB)",
+     {"external_id": 13, "graph": 421}, 0.0),
+    # torch.compile(mode="reduce-overhead") on an H200: 327 kernels replayed by a cudaGraphLaunch inside the
+    # compiled region, whose External id names the region (it ran none of them): graph replays, no op
+    ("openpi_2026_h200_compiled_cuda_graph_in_region.json.gz", "NVIDIA H200", {"graph": 327, "external_id": 1},
+     0.003),
+    # ROCm 7 on an MI300X (gfx942) that names no device: 77 kernels replayed by hipGraphLaunch, 2 fills launched
+    ("openpi_2026_mi300x_unnamed_hip_graph.json.gz", "AMD GPU (compute 9.4, 304 CUs, 192 GiB)",
+     {"external_id": 2, "graph": 77}, 0.02),
     ("hta_2022_inference_capitalized.json.gz", "unknown GPU", {"none": 4}, 0.0),
     # ROCm 6.2 on an MI250 that names itself "AMD Radeon Graphics": hipLaunchKernel and hipExtModuleLaunchKernel
     ("hta_2024_mi250_rocm62.json.gz", "AMD Radeon Graphics", {"external_id": 16}, 1.0),
@@ -109,6 +118,27 @@ def test_graph_replayed_kernels_are_named_and_their_share_is_told(tmp_path, cli)
     # a trace without graphs says nothing of them
     res = cli("ingest", PUBLIC / "hta_2024_nccl.json.gz", "--traces", tmp_path / "t2")
     assert res.exit_code == 0 and "replayed from CUDA/HIP graphs" not in " ".join(res.output.split())
+
+
+def test_a_graph_replayed_inside_an_op_is_told_as_a_replay_not_as_a_missing_formula(tmp_path, cli):
+    # H200, torch.compile(mode="reduce-overhead"): the cudaGraphLaunch of one compiled-region call replays 327
+    # kernels (1,065.549 us) and names the region by its External id; one aten::mul beside it launches its
+    # own kernel (1.6 us). The replayed kernels were joined to the region by that id, so the summary counted
+    # no replay and blamed a missing FLOP formula for 99.9% of the kernel time
+    path = PUBLIC / "openpi_2026_h200_compiled_cuda_graph_in_region.json.gz"
+    res = cli("ingest", path, "--traces", tmp_path / "traces")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    # 1,065.549 / (1,065.549 + 1.6) = 99.85%
+    assert "99.9% of kernel time was replayed from CUDA/HIP graphs" in flat
+    assert "has no FLOPs: its op has no FLOP formula or it was replayed from a CUDA/HIP graph" in flat
+    assert "(graph replay) 1.07 ms" in flat and "Torch-Compiled Region" not in flat
+    k = wlprof.load(tmp_path / "traces")
+    assert k.groupby("join_method").dur_us.sum().round(3).to_dict() == {"external_id": 1.6, "graph": 1065.549}
+    # the op beside the region is costed: a 0-d float times a [1, 10, 32] float, 320 products; 4 + 1,280
+    # bytes read, 1,280 written
+    mul = k[k.join_method == "external_id"].iloc[0]
+    assert (mul.op_name, mul.flops, mul.bytes) == ("aten::mul", 320, 2564)
 
 
 @pytest.mark.parametrize(("name", "device_rows"), [

@@ -288,7 +288,7 @@ def test_without_runtime_events_kernels_are_joined_by_their_own_external_id(tmp_
     assert rows.step.tolist() == [0, 0]  # no step marker: one step, joined or not
 
 
-@pytest.mark.parametrize("how", ["external_id", "kernel_external_id", "time", "graph_with_an_id"])
+@pytest.mark.parametrize("how", ["external_id", "kernel_external_id", "time"])
 def test_the_first_op_of_the_trace_is_joined_like_any_other(tmp_path, how):
     # the op at position 0 (ext 1) launches the kernel; a second launch (corr 11, ext 2, op 1) keeps the ids trusted
     events = [ann("ProfilerStep#5", 0, 100), op("aten::first", 10, 20, ext=1), op("aten::second", 50, 20, ext=2),
@@ -296,13 +296,28 @@ def test_the_first_op_of_the_trace_is_joined_like_any_other(tmp_path, how):
     events += {"external_id": [launch(12, 10, ext=1), kernel("k", 20, 10)],
                "kernel_external_id": [kernel("k", 20, 10, ext=1)],  # no launch for it in the trace
                "time": [launch(12, 10, ext=99), kernel("k", 20, 10)],  # its id names no op: inside op 0
-               "graph_with_an_id": [launch(12, 10, ext=1, name="cudaGraphLaunch"), kernel("k", 20, 10)],
                }[how]
     rows = join(_trace(tmp_path, events)).device_rows.set_index("name")
     k = rows.loc["k"]
-    method = "external_id" if how == "graph_with_an_id" else how
-    assert (k.join_method, k.op_pos, k.has_op, k.ext_id, k.step) == (method, 0, True, 1, 5)
+    assert (k.join_method, k.op_pos, k.has_op, k.ext_id, k.step) == (how, 0, True, 1, 5)
     assert rows.loc["k_second", "op_pos"] == 1
+
+
+def test_a_graph_replay_whose_launch_names_the_op_around_it_stays_a_graph_replay(tmp_path):
+    # torch.compile(mode="reduce-overhead") replays its CUDA graph from inside the compiled region: the
+    # cudaGraphLaunch carries the region's External id (1), but the region ran none of the replayed
+    # kernels (they were captured from ops before the trace); an ordinary launch in the region (ext 2)
+    # still finds its op
+    trace = _trace(tmp_path, [
+        op("Torch-Compiled Region: 8/0", 10, 50, ext=1), launch(12, 200, ext=1, name="cudaGraphLaunch"),
+        op("aten::add", 30, 10, ext=2), launch(32, 201, ext=2),
+        kernel("triton_poi_fused_mul_0", 20, 200), kernel("sm90_xmma_gemm_bf16", 23, 200),
+        kernel("elementwise_add", 40, 201)])
+    rows = join(trace).device_rows
+    assert rows.join_method.tolist() == ["graph", "graph", "external_id"]
+    assert rows.has_op.tolist() == [False, False, True]
+    assert rows.op_pos.tolist() == [-1, -1, 1]
+    assert rows.ext_id.tolist() == [NO_ID, NO_ID, 2]
 
 
 def test_a_kernel_joined_by_external_id_takes_its_ops_region(tmp_path):

@@ -66,9 +66,11 @@ def ingest(
     con.print(render.table(cols, f"{res.run_id}  ({time.perf_counter() - t0:.1f} s)", con.width, wide))
     bare = [Path(f.path).name for f in files if not f.shapes]
     opless = [Path(f.path).name for f in files if not f.ops]
+    replayed = any(f.replayed_us > 0 for f in files)
     if sum(f.kernel_us for f in files) > 0:
         causes = ["its op has no FLOP formula", *(["its shapes were not recorded"] if bare else []),
-                  *(["the trace recorded no op to cost it"] if opless else [])]
+                  *(["the trace recorded no op to cost it"] if opless else []),
+                  *(["it was replayed from a CUDA/HIP graph"] if replayed else [])]
         why = ("no FLOPs: " + ", ".join(causes[:-1]) + " or " + causes[-1]) if len(causes) > 1 else "no FLOP formula"
         unknown = f"has {why} (kept as flops_source = unknown)"
         if res.bytes_only_share > 0.0005:  # the table's column counts both

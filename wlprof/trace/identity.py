@@ -17,7 +17,7 @@ def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False, mtia: bo
     are MTIA's (`RawTrace.mtia_events`): one that `deviceProperties` does not name is an unknown MTIA."""
     if len(device) or gpu_work:
         props = meta.get("deviceProperties") or meta.get("computeProperties") or []
-        names = {p.get("id"): p.get("name") for p in props if isinstance(p, dict)}
+        names = {p.get("id"): p.get("name") or described(p) for p in props if isinstance(p, dict)}
         idx = device.device_index.to_numpy() if "device_index" in device else np.zeros(0, np.int64)
         idx = idx[idx >= 0]
         main = int(np.bincount(idx).argmax()) if len(idx) else 0
@@ -29,6 +29,24 @@ def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False, mtia: bo
 
         return "cpu", cpu_model()
     return "cpu", f"CPU of host {host}" if host else "unknown CPU"
+
+
+def described(props: dict) -> str | None:
+    """A GPU that `deviceProperties` lists without a name (ROCm builds of PyTorch may write `"name": ""`),
+    named by what it records: the vendor by the build's own key (Kineto writes
+    `maxSharedMemoryPerMultiProcessor` from HIP, `sharedMemPerMultiprocessor` from CUDA), the compute
+    capability, the SM or CU count and the memory, e.g. "AMD GPU (compute 9.4, 304 CUs, 192 GiB)". None
+    where it records none of them."""
+    major, minor = props.get("computeMajor"), props.get("computeMinor")
+    units, mem = props.get("numSms"), props.get("totalGlobalMem")
+    if not any(isinstance(v, int) and v > 0 for v in (major, units, mem)):
+        return None
+    amd = "maxSharedMemoryPerMultiProcessor" in props
+    vendor = "AMD" if amd else "NVIDIA" if "sharedMemPerMultiprocessor" in props else "unnamed"
+    parts = [f"compute {major}.{minor}" if isinstance(major, int) and isinstance(minor, int) else None,
+             f"{units} {'CUs' if amd else 'SMs'}" if isinstance(units, int) and units > 0 else None,
+             f"{mem / 2**30:.0f} GiB" if isinstance(mem, int) and mem > 0 else None]
+    return f"{vendor} GPU ({', '.join(p for p in parts if p)})"
 
 
 _RANK_IN_NAME = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)

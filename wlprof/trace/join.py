@@ -274,6 +274,9 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
         lau_ext = lau.ext_id.to_numpy()
         from_launch = np.where(has_launch, lau_ext[safe] if len(lau) else NO_ID, NO_ID)
         by_launch = ext_to_op.reindex(from_launch).fillna(-1).to_numpy().astype(np.int64)
+        # a graph launch's External id names the op around the replay (a compiled region, a step):
+        # it ran none of the replayed kernels, which were captured from ops before the trace
+        by_launch = np.where(graph, -1, by_launch)
         # a kernel carries the External id too; used where the trace holds no launch for it
         by_kernel = ext_to_op.reindex(dev.ext_id.to_numpy()).fillna(-1).to_numpy().astype(np.int64)
         op_pos = np.where(by_launch >= 0, by_launch, np.where(~has_launch, by_kernel, -1))
