@@ -314,3 +314,36 @@ def scalar_tensor(call: OpCall) -> Cost | None:
         return None
     size = dtypes.size_of_dtype(dtype)
     return Cost(0, size, VECTOR, dtype, written=size)
+
+
+def _factory_out(call: OpCall, count_args: int):
+    """The out tensor of a factory's out form (the argument after its `count_args` sizes), else None."""
+    return call.tensor(count_args) if len(call.types) == count_args + 1 else None
+
+
+@formula("aten::eye")
+def eye(call: OpCall) -> Cost | None:
+    # eye(n, out) or eye(n, m, out): the out form (the functional eye(n[, m], dtype, layout, device,
+    # pin_memory) runs it nested: then a dispatcher) zeroes the result with a nested zero_ (costed on its
+    # own) and writes the min(n, m) ones of the diagonal; the out tensor may be recorded before its resize
+    n = call.scalar(0)
+    two = len(call.types) == 3
+    m = call.scalar(1) if two else n
+    out = _factory_out(call, 2 if two else 1)
+    if out is None or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (n, m)):
+        return None
+    written = min(n, m) * out.itemsize
+    return Cost(0, written, VECTOR, out.dtype, written=written)
+
+
+@formula("aten::randperm")
+def randperm(call: OpCall) -> Cost | None:
+    # randperm(n, generator?, out): the out form (the functional randperm(n, [generator,] dtype, layout,
+    # device, pin_memory) runs it nested: then a dispatcher) writes the n values of a permutation; the
+    # random draws and swaps are not counted, as for the random generators
+    n = call.scalar(0)
+    out = call.tensor(len(call.types) - 1) if call.types else None
+    if out is None or not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        return None
+    written = n * out.itemsize
+    return Cost(0, written, VECTOR, out.dtype, written=written)
