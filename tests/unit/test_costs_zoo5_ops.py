@@ -148,3 +148,19 @@ def test_a_sparse_input_is_not_costed_at_its_dense_sizes():
     # 30 entries in, 24 out: reads 30 * 8 + 30 * 8 * 4 = 1,200 B, writes 24 * 8 + 24 * 8 * 4 = 960 B;
     # 6 merged entries of 8 values: 48 adds
     assert (c.flops, c.bytes, c.written) == (48, 2_160, 960)
+
+
+def test_complex_arithmetic_counts_real_operations():
+    c64 = "c10::complex<float>"
+    # rotary embeddings as a complex multiply: [2, 16, 2, 8] x [1, 16, 1, 8] complex64 -> 512 products of
+    # 6 real operations = 3,072 FLOPs; bytes as for any elementwise op: 4,096 + 1,024 read, 4,096 written
+    c = cost_of(op("aten::mul", T([2, 16, 2, 8], c64), T([1, 16, 1, 8], c64)))
+    assert (c.flops, c.bytes, c.written) == (3_072, 9_216, 4_096)
+    # add 2 per element, with an alpha 2 more; divide 11
+    assert cost_of(op("aten::add", T([10], c64), T([10], c64), S(1))).flops == 20
+    assert cost_of(op("aten::add_", T([10], c64), T([10], c64), S(2))).flops == 40
+    assert cost_of(op("aten::div", T([10], c64), T([10], c64))).flops == 110
+    # a real tensor times a complex scalar tensor is complex arithmetic too
+    assert cost_of(op("aten::mul", T([10]), T([], c64))).flops == 60
+    # real operands keep 1 per element
+    assert cost_of(op("aten::mul", T([10]), T([10]))).flops == 10

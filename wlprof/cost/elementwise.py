@@ -8,6 +8,7 @@ each input read once at its stored size, the output written once.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from wlprof.cost import dtypes
 from wlprof.cost.registry import VECTOR, Cost, OpCall, TensorArg, formula, register_wrapper
@@ -198,6 +199,12 @@ def _make_unary(base: str, per: int):
     return unary
 
 
+# The arithmetic ops on complex values, in real operations per element: an add or subtract is 2 (the
+# real and imaginary parts), a multiply 6 (4 products, 2 sums), a divide 11 (the multiply by the
+# conjugate 6, the denominator's c^2 + d^2 3, two divides). An alpha scales a complex value: 2 more.
+COMPLEX_BINARY_FLOPS: dict[str, int] = {"add": 2, "sub": 2, "rsub": 2, "mul": 6, "div": 11, "true_divide": 11}
+
+
 def _make_binary(base: str, per: int):
     def binary(call: OpCall) -> Cost | None:
         if base == "where" and len(call.types) == 1:
@@ -208,7 +215,11 @@ def _make_binary(base: str, per: int):
             alpha = call.scalar(pos)
             if isinstance(alpha, (int, float)) and alpha != 1:
                 extra = 1
-        return _elementwise(call, per + extra, base in _BOOL_OUT, _ARITY.get(base, 2))
+        cost = _elementwise(call, per + extra, base in _BOOL_OUT, _ARITY.get(base, 2))
+        if base in COMPLEX_BINARY_FLOPS and cost.flops and any(t.dtype in dtypes.COMPLEX for t in call.tensors[:2]):
+            n = cost.flops // (per + extra)
+            return replace(cost, flops=n * (COMPLEX_BINARY_FLOPS[base] + 2 * extra))
+        return cost
 
     binary.__name__ = f"binary_{base}"
     return binary
