@@ -13,6 +13,7 @@ from cost_calls import BOOL, F32, I64, NONE, S, T, op
 import wlprof.cost  # noqa: F401  (registers every formula)
 from wlprof.cost import cost_of, is_view, is_wrapper
 from wlprof.cost.attribution import flag_ops
+from wlprof.cost.registry import records_strides
 
 
 def test_cdist_forward_by_pairs_and_coordinates():
@@ -124,23 +125,33 @@ def test_index_put_with_a_nested_masked_fill_dispatches_to_it():
 
 def test_a_sparse_input_is_not_costed_at_its_dense_sizes():
     # SGD's momentum on a sparse embedding gradient: add(buf, grad, alpha, out) of sparse COO tensors,
-    # recorded with their dense sizes [50, 8] and empty strides; the dense formula would count 400 elements
-    # where 24 rows (192 values) are stored: unknown instead
+    # recorded with their dense sizes [50, 8] and empty strides in a trace that records strides; the dense
+    # formula would count 400 elements where 24 rows (192 values) are stored: unknown instead
+    def traced(call):
+        return replace(call, strides_recorded=True)
+
     sparse = T([50, 8], strides=[])
-    assert cost_of(op("aten::add", sparse, sparse, S(1), sparse)) is None
+    assert cost_of(traced(op("aten::add", sparse, sparse, S(1), sparse))) is None
     # a dense parameter plus a sparse update: one sparse input is enough
-    assert cost_of(op("aten::add", T([50, 8]), sparse, S(1), T([50, 8]))) is None
+    assert cost_of(traced(op("aten::add", T([50, 8]), sparse, S(1), T([50, 8])))) is None
     # the same call with every input strided is the dense add: 400 adds, 3 x 1,600 B
-    c = cost_of(op("aten::add", T([50, 8]), T([50, 8]), S(1), T([50, 8])))
+    c = cost_of(traced(op("aten::add", T([50, 8]), T([50, 8]), S(1), T([50, 8]))))
     assert (c.flops, c.bytes) == (400, 4_800)
     # a 0-d tensor records no strides either: not sparse
-    c = cost_of(op("aten::mul", T([], "double"), T([24, 8])))
-    assert c.flops == 192
-    # a trace that records no strides at all tells no layout: costed as dense
-    bare = replace(op("aten::add", T([50, 8]), T([50, 8]), S(1), T([50, 8])), strides=())
+    assert cost_of(traced(op("aten::mul", T([], "double"), T([24, 8])))).flops == 192
+    # a trace that records no strides for any tensor (empty lists throughout, or none) tells no layout:
+    # costed as dense
+    assert cost_of(op("aten::add", sparse, sparse, S(1), sparse)).flops == 400
+    bare = replace(op("aten::add", T([50, 8]), T([50, 8]), S(1), T([50, 8])), strides=(), strides_recorded=True)
     assert cost_of(bare).flops == 400
+    # what tells that a trace records strides: a tensor of non-empty dims with a non-empty strides list
+    assert records_strides({"Input Dims": [[50, 8], []], "Input type": ["float", "Scalar"],
+                            "Input Strides": [[8, 1], []]})
+    assert not records_strides({"Input Dims": [[50, 8], []], "Input type": ["float", "Scalar"],
+                                "Input Strides": [[], []]})
+    assert not records_strides({"Input Dims": [[[2, 3]]], "Input type": ["TensorList"], "Input Strides": [[[3, 1]]]})
     # _coalesce reads its sparse input from its nested calls: still costed
-    coalesce = replace(op("aten::_coalesce", sparse),
+    coalesce = replace(op("aten::_coalesce", sparse), strides_recorded=True,
                        children=(op("aten::clone", T([1, 30], I64)),
                                  op("aten::_sparse_coo_tensor_with_dims_and_tensors", S(1), S(1), S([50, 8]),
                                     T([1, 24], I64), T([24, 8]), NONE, NONE)))

@@ -119,12 +119,16 @@ class OpCall:
     # `uses_next=True`, and only where the call launched no kernel (a CPU trace): a result's dtype the
     # call's own record leaves out (a TensorList's).
     following: tuple[OpCall, ...] = ()
+    # Whether the trace records the strides of its strided tensors (some call of it records a non-empty
+    # strides list for a tensor of non-empty dims): only then does an empty list mark a sparse layout
+    # (`non_strided`).
+    strides_recorded: bool = False
 
     @classmethod
     def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
                   kernels: Sequence[str] = (), children: Sequence[OpCall] = (),
                   parent: OpCall | None = None, output_dims: Sequence[int] = (),
-                  following: Sequence[OpCall] = ()) -> OpCall:
+                  following: Sequence[OpCall] = (), strides_recorded: bool = False) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -144,6 +148,7 @@ class OpCall:
             parent=parent,
             output_dims=tuple(output_dims),
             following=tuple(following),
+            strides_recorded=strides_recorded,
         )
 
     def arg(self, key: str, default=None):
@@ -419,12 +424,22 @@ def _entry(call: OpCall) -> Entry | None:
     return entry
 
 
+def records_strides(args: Mapping) -> bool:
+    """Whether a call's recorded args hold a non-empty strides list for a tensor of non-empty dims."""
+    dims, types, strides = args.get("Input Dims"), args.get("Input type"), args.get("Input Strides")
+    if not (isinstance(dims, list) and isinstance(types, list) and isinstance(strides, list)):
+        return False
+    return any(isinstance(d, list) and d and all(isinstance(v, int) for v in d) and isinstance(st, list) and st
+               and isinstance(t, str) and dtypes.is_tensor_type(t)
+               for d, t, st in zip(dims, types, strides, strict=False))
+
+
 def non_strided(call: OpCall) -> bool:
     """Whether a tensor argument of the call is of a non-strided layout (sparse COO or compressed): the
-    profiler records such a tensor with its dense sizes and an empty strides list where it records
-    every strided tensor's strides. Its stored elements (nnz) are not recorded, so a dense formula
-    would count the dense sizes."""
-    if not call.strides:
+    profiler records such a tensor with its dense sizes and an empty strides list, in a trace that
+    records every strided tensor's strides (`OpCall.strides_recorded`). Its stored elements (nnz) are
+    not recorded, so a dense formula would count the dense sizes."""
+    if not call.strides_recorded or not call.strides:
         return False  # a trace without strides tells no layout
     for i, kind in enumerate(call.types):
         if not dtypes.is_tensor_type(kind) or i >= len(call.dims) or i >= len(call.strides):
