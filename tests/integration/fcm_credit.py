@@ -62,6 +62,21 @@ class Zoo:
             self._costed[name] = costed(read(self.folder / f"{name}.json.gz"))
         return self._costed[name]
 
+    def assert_captured_on_cpu(self, count: int):
+        """The folder holds `count` fixtures, each captured on the CPU with torch 2.13 and FlopCounterMode's counts."""
+        assert len(self.names) == count
+        for n in self.names:
+            meta = self.reference(n)
+            assert meta["device"] == "cpu" and meta["torch"].startswith("2.13") and meta["flop_counter_error"] is None
+
+    def working_rows(self, name: str):
+        """The costed rows of `name`, asserted to be working ops: more than 20, each with its op, and no autograd
+        bookkeeping or composite among them."""
+        k = self.costed(name).kernels
+        assert len(k) > 20 and k.has_op.all()
+        assert not k.name.str.contains(r"Backward[0-9]|^autograd::engine|^torch::autograd::").any()
+        return k
+
     def assert_flops_equal_flop_counter(self, name: str, same_total: str | None = None, extra=frozenset()):
         """wlprof's FLOPs per op FlopCounterMode counts equal its counts; `same_total`: only the totals do,
         wlprof's over "every" op or over the ops of FlopCounterMode's "registry"; `extra`: ops of its registry

@@ -8,6 +8,7 @@ from wlprof.cost import (  # noqa: F401  (registration)
     attention,
     comm,
     convolution,
+    distances,
     elementwise,
     elementwise_extra,
     gemm,

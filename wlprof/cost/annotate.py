@@ -28,6 +28,7 @@ from wlprof.cost.registry import (
     Cost,
     OpCall,
     cost_of,
+    records_strides,
     uses_backward,
     uses_children,
     uses_kernels,
@@ -111,6 +112,7 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     memo: dict[tuple, Cost | None] = {}
     out: dict[int, Cost | None] = {}
     with_parent = set(op_positions[calls_parent].tolist())
+    strided = any(records_strides(a) for a in args_table if isinstance(a, dict))
     for pos in positions:
         if dispatcher[pos]:
             out[pos] = None
@@ -133,7 +135,7 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
                 caller = OpCall.from_args(names[par], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs) else pargs)
             after = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in fo]
             memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested, caller,
-                                                 _output_of(outputs, names[pos], args), after))
+                                                 _output_of(outputs, names[pos], args), after, strided))
         out[pos] = memo[key]
     return out
 

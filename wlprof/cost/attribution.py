@@ -18,6 +18,7 @@ from wlprof.cost.registry import (
     SUPPORT_OPS,
     aux_children,
     aux_ops,
+    dispatches_to,
     has_formula,
     is_view,
     is_wrapper,
@@ -72,13 +73,20 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
                 stack.extend(kids(c))
             has_costed_desc[i] = found
     child = np.flatnonzero(parent >= 0)
+    # ops that run a nested op doing their whole work (`dispatches_to`): dispatchers whatever their aux_children
+    handed = np.zeros(n, bool)
+    targets = per_name(lambda x: bool(dispatches_to(x)))
+    if targets.any() and len(child):
+        c = child[targets[parent[child]] & formula[child]]
+        c = c[[names[i] in dispatches_to(names[parent[i]]) for i in c.tolist()]] if len(c) else c
+        handed[parent[c]] = True
     same_name_parent = np.zeros(n, bool)
     same_name_parent[parent[child][codes[child] == codes[parent[child]]]] = True  # names compared by code
     out = ops.copy(deep=False)  # the columns are added, none is changed
     out["is_view"] = view
     out["is_wrapper"] = wrapper
     out["has_formula"] = formula
-    out["dispatcher"] = (formula & has_costed_desc & ~aux) | same_name_parent
+    out["dispatcher"] = (formula & has_costed_desc & ~aux) | same_name_parent | handed
     return out
 
 

@@ -62,6 +62,7 @@ SCALAR_TYPE_CODES: dict[int, str] = {
 
 FLOATING = {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
             "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2"}
+COMPLEX = {"complex32", "complex64", "complex128"}
 
 
 def spellings(*names: str) -> frozenset[str]:

@@ -8,6 +8,7 @@ each input read once at its stored size, the output written once.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from wlprof.cost import dtypes
 from wlprof.cost.registry import VECTOR, Cost, OpCall, TensorArg, formula, register_wrapper
@@ -198,6 +199,12 @@ def _make_unary(base: str, per: int):
     return unary
 
 
+# The arithmetic ops on complex values, in real operations per element: an add or subtract is 2 (the
+# real and imaginary parts), a multiply 6 (4 products, 2 sums), a divide 11 (the multiply by the
+# conjugate 6, the denominator's c^2 + d^2 3, two divides). An alpha scales a complex value: 2 more.
+COMPLEX_BINARY_FLOPS: dict[str, int] = {"add": 2, "sub": 2, "rsub": 2, "mul": 6, "div": 11, "true_divide": 11}
+
+
 def _make_binary(base: str, per: int):
     def binary(call: OpCall) -> Cost | None:
         if base == "where" and len(call.types) == 1:
@@ -208,7 +215,11 @@ def _make_binary(base: str, per: int):
             alpha = call.scalar(pos)
             if isinstance(alpha, (int, float)) and alpha != 1:
                 extra = 1
-        return _elementwise(call, per + extra, base in _BOOL_OUT, _ARITY.get(base, 2))
+        cost = _elementwise(call, per + extra, base in _BOOL_OUT, _ARITY.get(base, 2))
+        if base in COMPLEX_BINARY_FLOPS and cost.flops and any(t.dtype in dtypes.COMPLEX for t in call.tensors[:2]):
+            n = cost.flops // (per + extra)
+            return replace(cost, flops=n * (COMPLEX_BINARY_FLOPS[base] + 2 * extra))
+        return cost
 
     binary.__name__ = f"binary_{base}"
     return binary
@@ -314,3 +325,36 @@ def scalar_tensor(call: OpCall) -> Cost | None:
         return None
     size = dtypes.size_of_dtype(dtype)
     return Cost(0, size, VECTOR, dtype, written=size)
+
+
+def _factory_out(call: OpCall, count_args: int):
+    """The out tensor of a factory's out form (the argument after its `count_args` sizes), else None."""
+    return call.tensor(count_args) if len(call.types) == count_args + 1 else None
+
+
+@formula("aten::eye")
+def eye(call: OpCall) -> Cost | None:
+    # eye(n, out) or eye(n, m, out): the out form (the functional eye(n[, m], dtype, layout, device,
+    # pin_memory) runs it nested: then a dispatcher) zeroes the result with a nested zero_ (costed on its
+    # own) and writes the min(n, m) ones of the diagonal; the out tensor may be recorded before its resize
+    n = call.scalar(0)
+    two = len(call.types) == 3
+    m = call.scalar(1) if two else n
+    out = _factory_out(call, 2 if two else 1)
+    if out is None or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (n, m)):
+        return None
+    written = min(n, m) * out.itemsize
+    return Cost(0, written, VECTOR, out.dtype, written=written)
+
+
+@formula("aten::randperm")
+def randperm(call: OpCall) -> Cost | None:
+    # randperm(n, generator?, out): the out form (the functional randperm(n, [generator,] dtype, layout,
+    # device, pin_memory) runs it nested: then a dispatcher) writes the n values of a permutation; the
+    # random draws and swaps are not counted, as for the random generators
+    n = call.scalar(0)
+    out = call.tensor(len(call.types) - 1) if call.types else None
+    if out is None or not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        return None
+    written = n * out.itemsize
+    return Cost(0, written, VECTOR, out.dtype, written=written)

@@ -19,6 +19,7 @@ register_wrapper(
     "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
     "aten::thnn_conv2d",  # -> aten::_slow_conv2d_forward
     "aten::slow_conv3d",  # -> aten::slow_conv3d_forward
+    "aten::_trilinear",  # bilinear's product and its backward: nested bmm, mul, sum and add_
 )
 
 

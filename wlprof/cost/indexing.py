@@ -20,8 +20,9 @@ register_wrapper("aten::pad", "aten::constant_pad_nd")
 # Composites whose work is nested: repeat copies the input into an unfolded view of its result (copy_);
 # select_backward and slice_backward zero a gradient and copy into its slice (zeros, copy_); quantile
 # sorts, gathers and lerps; one_hot checks the range (aminmax) and scatters ones into zeros (scatter_).
+# gather_backward zeros a gradient and scatter_adds into it (new_zeros, scatter_add_).
 register_wrapper("aten::repeat", "aten::select_backward", "aten::slice_backward", "aten::quantile",
-                 "aten::nanquantile", "aten::one_hot")
+                 "aten::nanquantile", "aten::one_hot", "aten::gather_backward")
 
 
 def _row_numel(t, dim) -> int:
@@ -321,3 +322,61 @@ def index(call: OpCall) -> Cost | None:
 
 
 _INDEX_DTYPES = {"int64", "int32"}
+
+
+def _padded_dims(x, padding) -> list[int] | None:
+    """The dims of `x` padded by `padding` ([left, right] for the last dim, then the one before, ...)."""
+    if not isinstance(padding, list) or len(padding) % 2 or len(padding) // 2 > len(x.dims) \
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in padding):
+        return None
+    dims = list(x.dims)
+    for k in range(len(padding) // 2):
+        dims[-1 - k] += padding[2 * k] + padding[2 * k + 1]
+    return dims if all(d >= 0 for d in dims) else None
+
+
+_PADS = [f"aten::{kind}_pad{n}d" for kind in ("reflection", "replication") for n in (1, 2, 3)]
+
+
+@formula(*_PADS)
+def reflection_pad(call: OpCall) -> Cost | None:
+    # reflection_pad2d(self, padding) and the replication pads: every output element copied from the input
+    # element it mirrors or repeats; reads the input once, writes the padded output once, no arithmetic
+    x = call.tensor(0)
+    dims = _padded_dims(x, call.scalar(1))
+    if dims is None:
+        return None
+    written = math.prod(dims) * x.itemsize
+    return Cost(0, x.nbytes_read + written, VECTOR, x.dtype, written=written)
+
+
+@formula(*(f"{n}_backward" for n in _PADS))
+def reflection_pad_backward(call: OpCall) -> Cost | None:
+    # reflection_pad2d_backward(grad_output, self, padding): each grad_output element added into the input
+    # element it came from (1 add each, as the combining scatters count); reads grad_output, writes the
+    # gradient of `self` (its zero fill, where nested, is a zero_ of its own); `self` gives only the size
+    g, x = call.tensor(0), call.tensor(1)
+    if g is None or x is None:
+        return None
+    written = x.numel * g.itemsize
+    return Cost(g.numel, g.nbytes_read + written, VECTOR, g.dtype, written=written)
+
+
+@formula("aten::unfold_backward")
+def unfold_backward(call: OpCall) -> Cost | None:
+    """unfold_backward(grad_in, input_sizes, dim, size, step): the gradient of `x.unfold(dim, size, step)`,
+    each window's elements added back where they came from (overlap-add: istft runs it). grad_in is
+    [..., windows, ..., size]; one add per element of it. Reads grad_in (a broadcast one at its stored
+    size), and reads and writes each input element a window covers, at most the input's size (as the
+    combining scatters count; the zeroed result is a nested zero_, costed on its own)."""
+    g, sizes, dim, size, step = call.tensor(0), call.scalar(1), call.scalar(2), call.scalar(3), call.scalar(4)
+    if g is None or not isinstance(sizes, list) or not sizes or not all(isinstance(v, int) for v in (dim, size, step)):
+        return None
+    if not all(isinstance(v, int) for v in sizes) or step <= 0 or len(g.dims) != len(sizes) + 1:
+        return None
+    d = dim % len(sizes)
+    windows = g.dims[d]
+    span = min(sizes[d], (windows - 1) * step + size if step <= size else windows * size)
+    covered = math.prod(sizes) // max(sizes[d], 1) * span
+    written = covered * g.itemsize
+    return Cost(g.numel, g.nbytes_read + 2 * written, VECTOR, g.dtype, written=written)

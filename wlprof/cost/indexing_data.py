@@ -18,6 +18,9 @@ register_wrapper(
     "aten::nonzero_numpy",  # torch.where(cond): -> nonzero
     "aten::index_put_", "aten::index_put",  # -> _index_put_impl_
     "aten::embedding_backward",  # -> embedding_dense_backward (or the sparse form)
+    # a sparse gradient of the indices and grad_output rows as they are (views); with a padding_idx the
+    # rows kept are selected by index ops nested inside
+    "aten::embedding_sparse_backward",
     "aten::index_select_backward",  # -> zeros + index_add_
     "aten::item",  # -> _local_scalar_dense
     "aten::diff",  # -> narrow views and a sub (a cat first with prepend/append, a diff per order above 1)
@@ -59,7 +62,9 @@ def nonzero_static(call: OpCall) -> Cost | None:
     return Cost(x.numel, x.nbytes_read + written, VECTOR, x.dtype, written=written)
 
 
-@formula("aten::_index_put_impl_", "aten::_unsafe_index_put", aux_children=True, uses_children=True)
+# a boolean mask with a 0-d value is run as one masked_fill_ nested inside: that op does the work
+@formula("aten::_index_put_impl_", "aten::_unsafe_index_put", aux_children=True, uses_children=True,
+         dispatches_to=("aten::masked_fill_",))
 def index_put(call: OpCall) -> Cost | None:
     """self[indices] = values (accumulate: +=). As for `aten::index`, the index list is not
     recorded; the call's nested `aten::as_strided` of `self` (CPU), or `aten::expand` of the
@@ -138,7 +143,7 @@ def assert_async(call: OpCall) -> Cost | None:
     return Cost(0, t.itemsize * max(t.numel, 1), VECTOR, t.dtype, written=0)
 
 
-@formula("aten::_coalesce", aux_children=True, uses_children=True)
+@formula("aten::_coalesce", aux_children=True, uses_children=True, sparse_inputs=True)
 def coalesce(call: OpCall) -> Cost | None:
     """Sort a sparse COO tensor's entries by index and sum the duplicates. The sparse input is
     recorded by its dense shape alone; the nested calls record the rest: the result is built by

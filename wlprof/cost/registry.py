@@ -119,12 +119,16 @@ class OpCall:
     # `uses_next=True`, and only where the call launched no kernel (a CPU trace): a result's dtype the
     # call's own record leaves out (a TensorList's).
     following: tuple[OpCall, ...] = ()
+    # Whether the trace records the strides of its strided tensors (some call of it records a non-empty
+    # strides list for a tensor of non-empty dims): only then does an empty list mark a sparse layout
+    # (`non_strided`).
+    strides_recorded: bool = False
 
     @classmethod
     def from_args(cls, name: str, args: dict, ancestors: Sequence[str] = (),
                   kernels: Sequence[str] = (), children: Sequence[OpCall] = (),
                   parent: OpCall | None = None, output_dims: Sequence[int] = (),
-                  following: Sequence[OpCall] = ()) -> OpCall:
+                  following: Sequence[OpCall] = (), strides_recorded: bool = False) -> OpCall:
         def tup(x):
             return tuple(tup(v) if isinstance(v, list) else v for v in x) if isinstance(x, list) else ()
 
@@ -144,6 +148,7 @@ class OpCall:
             parent=parent,
             output_dims=tuple(output_dims),
             following=tuple(following),
+            strides_recorded=strides_recorded,
         )
 
     def arg(self, key: str, default=None):
@@ -214,6 +219,8 @@ class Entry:
     uses_parent: bool = False
     uses_backward: bool = False
     uses_next: bool = False
+    dispatches_to: frozenset[str] = frozenset()  # nested ops of these names do the work instead
+    sparse_inputs: bool = False  # the formula reads sparse inputs as what they are (see `non_strided`)
 
 
 _FORMULAS: dict[str, Entry] = {}
@@ -231,6 +238,8 @@ VIEW_OPS: frozenset[str] = frozenset(
         "permute numpy_T unsqueeze squeeze select slice narrow unbind split split_with_sizes chunk "
         "t_ transpose_ unsqueeze_ squeeze_ swapaxes swapaxes_ swapdims swapdims_ "
         "alias detach detach_ lift_fresh resolve_conj resolve_neg empty empty_strided empty_like "
+        # a complex tensor's conjugate and a negation as views: a bit set on the result, no data moved
+        "conj _conj _neg_view "
         "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
         "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim moveaxis diagonal "
         "unfold real imag view_as_real view_as_complex _has_compatible_shallow_copy_type "
@@ -257,7 +266,8 @@ SUPPORT_OPS: frozenset[str] = frozenset(
 
 def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernels: bool = False,
             uses_children: bool = False, uses_parent: bool = False,
-            uses_backward: bool = False, uses_next: bool = False) -> Callable[[Formula], Formula]:
+            uses_backward: bool = False, uses_next: bool = False,
+            dispatches_to: Sequence[str] = (), sparse_inputs: bool = False) -> Callable[[Formula], Formula]:
     """Register `fn` as the cost formula of each aten op in `names` (duplicates refused).
 
     `aux_children`: True when any op nested inside is auxiliary work of the op's own (it
@@ -266,7 +276,11 @@ def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernel
     op nested inside is a dispatcher). `uses_kernels`: the formula reads `OpCall.kernels`
     (the launched kernels' names); `uses_children`: it reads `OpCall.children`; `uses_parent`:
     it reads `OpCall.parent`; `uses_backward`: it reads `OpCall.output_dims`; `uses_next`: it reads
-    `OpCall.following`.
+    `OpCall.following`. `dispatches_to`: nested ops that, where the call runs one, do the whole
+    work instead of the call, which is then a dispatcher even with `aux_children` (`_index_put_impl_`
+    running a boolean mask and a scalar value as one `masked_fill_`). `sparse_inputs`: the formula
+    costs a sparse input as such (from what its nested calls record); any other formula is not applied
+    to a call with one (`non_strided`).
     """
     named = frozenset() if isinstance(aux_children, bool) else frozenset(aux_children)
 
@@ -274,7 +288,7 @@ def formula(*names: str, aux_children: bool | Sequence[str] = False, uses_kernel
         for name in names:
             _check_new(name)
             _FORMULAS[name] = Entry(fn, aux_children is True, uses_kernels, named, uses_children, uses_parent,
-                                    uses_backward, uses_next)
+                                    uses_backward, uses_next, frozenset(dispatches_to), sparse_inputs)
         return fn
 
     return deco
@@ -375,6 +389,20 @@ def aux_ops(name: str) -> frozenset[str]:
     return entry.aux_ops if entry else frozenset()
 
 
+def dispatches_to(name: str) -> frozenset[str]:
+    """The nested ops that, where `name` runs one, do its whole work (`name` is then a dispatcher)."""
+    entry = _FORMULAS.get(name)
+    return entry.dispatches_to if entry else frozenset()
+
+
+def is_aux_of(parent: str, child: str) -> bool:
+    """Whether an op `child` nested in `parent` is auxiliary work of `parent`'s own."""
+    entry = _FORMULAS.get(parent)
+    if entry is None or child in entry.dispatches_to:
+        return False
+    return entry.aux_children or child in entry.aux_ops
+
+
 def registered_ops() -> list[str]:
     return sorted(_FORMULAS)
 
@@ -396,10 +424,39 @@ def _entry(call: OpCall) -> Entry | None:
     return entry
 
 
+def records_strides(args: Mapping) -> bool:
+    """Whether a call's recorded args hold a non-empty strides list for a tensor of non-empty dims."""
+    dims, types, strides = args.get("Input Dims"), args.get("Input type"), args.get("Input Strides")
+    if not (isinstance(dims, list) and isinstance(types, list) and isinstance(strides, list)):
+        return False
+    return any(isinstance(d, list) and d and all(isinstance(v, int) for v in d) and isinstance(st, list) and st
+               and isinstance(t, str) and dtypes.is_tensor_type(t)
+               for d, t, st in zip(dims, types, strides, strict=False))
+
+
+def non_strided(call: OpCall) -> bool:
+    """Whether a tensor argument of the call is of a non-strided layout (sparse COO or compressed): the
+    profiler records such a tensor with its dense sizes and an empty strides list, in a trace that
+    records every strided tensor's strides (`OpCall.strides_recorded`). Its stored elements (nnz) are
+    not recorded, so a dense formula would count the dense sizes."""
+    if not call.strides_recorded or not call.strides:
+        return False  # a trace without strides tells no layout
+    for i, kind in enumerate(call.types):
+        if not dtypes.is_tensor_type(kind) or i >= len(call.dims) or i >= len(call.strides):
+            continue
+        dims, strides = call.dims[i], call.strides[i]
+        if isinstance(dims, tuple) and dims and all(isinstance(d, int) for d in dims) and strides == ():
+            return True
+    return False
+
+
 def cost_of(call: OpCall) -> Cost | None:
-    """The call's cost, or None when no formula applies or the shapes cannot tell."""
+    """The call's cost, or None when no formula applies, the shapes cannot tell, or a sparse input
+    would be costed at its dense sizes (`non_strided`)."""
     entry = _entry(call)
     if entry is None:
+        return None
+    if not entry.sparse_inputs and non_strided(call):
         return None
     try:
         return entry.formula(call)

@@ -34,6 +34,9 @@ register_wrapper(
     # -> _embedding_bag (or its forward-only form); the backward -> _embedding_bag_dense_backward (or the
     # sparse or per-sample-weights forms)
     "aten::embedding_bag", "aten::_embedding_bag_backward",
+    # the sparse gradient: grad rows gathered per index (index_select), scaled by per_sample_weights (mul_),
+    # then embedding_sparse_backward
+    "aten::_embedding_bag_sparse_backward",
 )
 
 GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # cuDNN's modes: RNN_RELU, RNN_TANH, LSTM, GRU

@@ -24,6 +24,10 @@ from wlprof.cost.registry import VECTOR, Cost, OpCall, TensorArg, formula, regis
 register_wrapper(*(f"aten::fft_{n}" for n in (
     "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2",
     "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn")))
+# The short-time transforms: stft pads (reflection_pad1d), windows the frames (mul) and runs _fft_r2c or
+# _fft_c2c; istft runs _fft_c2r or _fft_c2c, windows, overlap-adds (unfold_backward) and divides by the
+# window envelope: all nested.
+register_wrapper("aten::stft", "aten::istft")
 
 _COMPLEX_OF = {"float32": "complex64", "float64": "complex128", "float16": "complex32"}
 _REAL_OF = {v: k for k, v in _COMPLEX_OF.items()}

@@ -495,7 +495,7 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
                                  list(registry.SUPPORT_OPS))
     for i in range(len(ops) - 1, -1, -1):
         p = parent[i]
-        if kept_below[i] and p >= 0 and not (registry.aux_children(names[p]) or names[i] in registry.aux_ops(names[p])):
+        if kept_below[i] and p >= 0 and not registry.is_aux_of(names[p], names[i]):
             kept_below[p] = True
     lost = np.zeros(len(ops), bool)  # outermost costed ops on branches with no kept call
     inside = np.zeros(len(ops), bool)  # at or below a lost op
