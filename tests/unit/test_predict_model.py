@@ -280,6 +280,29 @@ def test_an_ops_other_scalars_answer_a_memory_call_only_near_it_and_its_kind_ans
     assert pred[1] == pytest.approx(1.2 * base(1 << 16, 4096), rel=0.05)
 
 
+def test_a_far_gemm_of_another_layout_is_answered_by_its_class_not_by_that_layouts_calls():
+    # the profile: bf16 A @ B.T GEMMs at 1.05x their base, and one small float32 A @ B (B row-major) at 2x
+    # its own; asked: float32 A @ B.T, a large one (far from that call: the bf16 calls of its layout answer,
+    # rebased on float32's peak) and a small one near it (the float32 call answers, as its other layout)
+    k2 = model.Constants(sms=132, matrix={"bfloat16": 800e6, "float32": 50e6}, vector=50e6, bandwidth=4e6,
+                         floor=2.0, tile=128)
+
+    def mm32(m, k, n, b_rows=False, **kw):
+        return _row("aten::mm", [[m, k], [k, n]], ["float", "float"], [[k, 1], [n, 1] if b_rows else [1, k]], 1.0,
+                    **kw)
+
+    prof = pd.DataFrame([mm_row(m, k, k, 1.0, point=10 * i + k // 1024)
+                         for i, m in enumerate((256, 512, 1024, 2048, 4096, 8192)) for k in (1024, 4096)])
+    prof["dur_us"] = 1.05 * model.fitted_base(describe(prof), k2, {})
+    one = pd.DataFrame([mm32(64, 128, 128, b_rows=True, point=99)])
+    one["dur_us"] = 2.0 * model.fitted_base(describe(one), k2, {})
+    p = model.fit(pd.concat([prof, one], ignore_index=True), k2)
+    q = pd.DataFrame([mm32(2048, 4096, 4096), mm32(64, 128, 256)])
+    pred, src = p.predict(q)
+    assert [model.SOURCES[s] for s in src] == ["other dtype", "op"]
+    np.testing.assert_allclose(pred / model.fitted_base(describe(q), k2, {}), [1.05, 2.0], rtol=0.02)
+
+
 def test_a_predictor_survives_its_json():
     prof = pd.DataFrame([copy_row(2 ** i, 1.0 + i, point=i) for i in range(10, 20)])
     p = model.fit(prof, K)

@@ -20,8 +20,8 @@ with the source that answered it:
   relaxed group, where only those were profiled there), at the same shapes for a GEMM and at
   the same bytes for a memory-bound op, their correction applied to this call's own base time
   (its dtype's measured matrix peak, its element size);
-- `op`: only other layouts or scalars of its op (the relaxed group) were profiled (for a memory-class
-  call, within `RELAXED_NEAR` of it, or where its kind holds no calls);
+- `op`: only other layouts or scalars of its op (the relaxed group) were profiled (for a GEMM, compute or
+  memory-class call, within `RELAXED_NEAR` of it, or where its class or kind holds no calls);
 - `class`: nothing of its op: the class's correction at the call's base time (a memory-class op's
   kind's, `memory_kind`, where the profile holds ops of that kind);
 - `base`: nothing of its class: the physical base time alone.
@@ -67,6 +67,7 @@ CONTEXT_MARGIN = 0.25  # log2 units: how much closer other contexts' calls must 
 # log2 units (over the coordinates, Euclidean): how near its op's other layouts and scalars must lie to answer a
 # call before its kind's calls do (a tiny float32 copy had been answered by the MoE router's one [256, 8] cast)
 RELAXED_NEAR = 4.0
+NEAR_FIRST = ("memory", "gemm", "compute")  # the classes whose far relaxed calls answer after the class's
 FLOOR_US = 2.0  # a launch's floor before the profile says otherwise
 SPLIT_K_MIN = 512  # the least K a split-K GEMM gives one split
 TILES = ((64.0, 128.0), (128.0, 64.0), (128.0, 128.0), (128.0, 256.0), (256.0, 128.0))  # (rows, cols)
@@ -581,14 +582,14 @@ class Predictor:
         src[own] = np.where(dist_g[own] <= 1e-6, 0, np.where(dist_g[own] <= NEAR * math.sqrt(NCOORDS), 1, 2))
         src[other] = 3
         todo = ~(own | other)
-        # its op's other layouts and scalars answer where they lie within RELAXED_NEAR of it; a memory-class
-        # call they lie farther from is answered by its kind's calls first (at its own base time), and by
-        # them only where its kind holds none
-        memory = d.cls.to_numpy(dtype=object) == "memory"
+        # its op's other layouts and scalars answer where they lie within RELAXED_NEAR of it; a GEMM, compute or
+        # memory-class call they lie farther from is answered by its class's calls first (a memory call's
+        # kind's), at its own base time, and by them only where its class holds none
+        near_first = np.isin(d.cls.to_numpy(dtype=object), NEAR_FIRST)
         kinds = _class_key(d.cls.to_numpy(), d.group.to_numpy())
         for level, keys, tables, x, lim, only in (
                 ("relaxed", relaxed, self.relaxed, coords, RELAXED_NEAR, None),
-                ("class", kinds, self.classes, _class_coords(base), np.inf, memory),
+                ("class", kinds, self.classes, _class_coords(base), np.inf, near_first),
                 ("relaxed", relaxed, self.relaxed, coords, np.inf, None),
                 ("class", d.cls.to_numpy(dtype=object), self.classes, _class_coords(base), np.inf, None)):
             ask = todo if only is None else todo & only
