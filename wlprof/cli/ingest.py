@@ -41,7 +41,9 @@ def ingest(
     from wlprof.cli import render
     from wlprof.cli.render import Col
     from wlprof.ingest import ingest as run_ingest
+    from wlprof.memory import keep_heap
 
+    keep_heap()  # this process ends with the command: a file read here reuses its freed pages, as a worker does
     err = console(stderr=True)
     t0 = time.perf_counter()
 
