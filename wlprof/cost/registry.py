@@ -403,6 +403,13 @@ def is_aux_of(parent: str, child: str) -> bool:
     return entry.aux_children or child in entry.aux_ops
 
 
+def formula_family(name: str) -> str | None:
+    """The family of the op's registered formula: the name of the module that registers it
+    (`elementwise`, `reductions`, `indexing`, ...), or None where the op has no formula."""
+    entry = _FORMULAS.get(name)
+    return entry.formula.__module__.rsplit(".", 1)[-1] if entry is not None else None
+
+
 def registered_ops() -> list[str]:
     return sorted(_FORMULAS)
 

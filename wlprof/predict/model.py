@@ -452,12 +452,9 @@ def memory_kind(name: str) -> str:
         return "move"
     if name.startswith("triton_poi_"):  # an Inductor pointwise kernel (its fused reductions, `per` and `red`,
         return "stream"                  # run faster per byte than the eager reductions the profile holds)
-    from wlprof.cost import registry
+    from wlprof.cost.registry import formula_family
 
-    entry = registry._FORMULAS.get(name)
-    if entry is None:
-        return ""
-    return _KIND_OF_MODULE.get(entry.formula.__module__.rsplit(".", 1)[-1], "")
+    return _KIND_OF_MODULE.get(formula_family(name) or "", "")
 
 
 def _class_key(cls: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -848,9 +845,9 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))
     coords = [f"c{j}" for j in range(NCOORDS)]
 
-    def tables(key: str, x_of, frame: pd.DataFrame = calls) -> dict[str, Table]:
+    def tables(key: str, x_of, rows: pd.DataFrame = calls) -> dict[str, Table]:
         out = {}
-        for k, g in frame.groupby(key, sort=False):
+        for k, g in rows.groupby(key, sort=False):
             # the same call profiled in several points: one point per coordinates (weighted mean residual)
             x = x_of(g)
             frame = pd.DataFrame(x).assign(r=g.r.to_numpy() * g.w.to_numpy(), w=g.w.to_numpy())
