@@ -815,10 +815,31 @@ def _numbers(values: list) -> np.ndarray:
 
 
 def _ids(values: list, default: int = NO_ID) -> np.ndarray:
-    """Integer ids; None, non-numbers and out-of-range values become `default`."""
+    """Integer ids; None, non-numbers and ids past 64 bits become `default`.
+
+    An id past float64's exact integers (2**53) is read from its value exactly, and one of
+    2**63 or more (an unsigned 64-bit id) as the int64 of the same bits: ids are only compared
+    for equality, and as floats ids 2**60 and 2**60 + 1 would be one id."""
     arr = _numbers(values)
-    bad = ~np.isfinite(arr) | (np.abs(arr) > 2**62)
-    return np.where(bad, default, arr).astype(np.int64)
+    big = np.abs(arr) >= 2**53  # NaN compares False
+    out = np.where(~np.isfinite(arr) | big, default, arr).astype(np.int64)
+    for i in np.flatnonzero(big):
+        out[i] = _exact_id(values[i], default)
+    return out
+
+
+def _exact_id(v, default: int) -> int:
+    """One id of 2**53 or more, exactly, as int64 (an unsigned 64-bit id wraps to the same bits)."""
+    if type(v) is str:
+        try:
+            v = int(v)
+        except ValueError:
+            return default
+    elif type(v) is float:
+        v = int(v)  # already rounded by the writer or reader: as close as it can be told
+    if type(v) is not int or not -2**63 <= v < 2**64:
+        return default
+    return v - 2**64 if v >= 2**63 else v
 
 
 def _num(v) -> float:
