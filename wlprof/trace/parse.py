@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import gzip
 import itertools
+import json
 import operator
 import re
 import sys
@@ -176,10 +177,20 @@ def _as_utf8(path: Path, data: bytearray) -> bytearray:
     return bytearray(text.lstrip("\ufeff").encode("utf-8"))
 
 
+# NaN, Infinity and -Infinity as values: not JSON, but what Python's json.dump writes for such floats
+_NONFINITE = re.compile(rb"[\[:,]\s*-?(?:NaN|Infinity)\s*[,\]}]")
+
+
 def _loads(path: Path, data: bytes, offset: int = 0) -> Any:
+    """The document; NaN and Infinity literals (a trace re-saved by Python's json) are read as null."""
     try:
         return jsonio.loads(data)
     except jsonio.JSONDecodeError as exc:
+        if _NONFINITE.search(data):
+            try:
+                return json.loads(data, parse_constant=lambda _: None)
+            except (ValueError, RecursionError):
+                pass
         pos = getattr(exc, "pos", None)
         where = f" at byte {offset + pos}" if pos is not None else ""
         raise TraceFormatError(str(path), f"invalid JSON{where} ({exc})") from None
@@ -297,6 +308,8 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                     continue
                 got = _whole_events(buf, fixed, decode)
                 if got is None:
+                    if _NONFINITE.search(buf):
+                        raise _NotStreamable()  # NaN or Infinity: no split parses; the whole parse reads them
                     if len(buf) > max(8 * CHUNK_BYTES, LARGEST_EVENT):
                         raise _NotStreamable()  # no split found in a large buffer: parse the file whole
                     continue  # read on until a chunk's worth of whole events is buffered

@@ -1,0 +1,59 @@
+"""Rewrites a real trace file can have, read as the original: hand-written traces, every value by hand.
+
+`benchmarks/trace_variants.py` makes these rewrites of the real fixtures; each case here is one it found
+read wrongly, in a trace small enough to check by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from wlprof.trace import parse
+from wlprof.trace.parse import read_trace
+
+
+def _ev(cat, name, ts, dur, pid=1, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+
+
+def _gpu_trace(n: int = 3) -> list[dict]:
+    """n ops, each launching one kernel (External ids 1..n, correlations 101..)."""
+    events = [_ev("user_annotation", "ProfilerStep#0", 0, 100 * n)]
+    for k in range(n):
+        t = 100 * k
+        events += [_ev("cpu_op", f"aten::op{k}", t + 1, 50, **{"External id": k + 1}),
+                   _ev("cuda_runtime", "cudaLaunchKernel", t + 2, 5, correlation=101 + k, **{"External id": k + 1}),
+                   _ev("kernel", f"k{k}", t + 10, 20 + k, pid=0, tid=7, correlation=101 + k, stream=7, device=0)]
+    return events
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("keep", [False, True])
+def test_nan_and_infinity_literals_are_read_as_null(tmp_path, monkeypatch, indent, keep):
+    # Python's json.dump writes float('nan') and float('inf') as NaN and Infinity, which are not JSON: such a
+    # file was refused as truncated ("ends at byte N before its event list is closed")
+    monkeypatch.setattr(parse, "CHUNK_BYTES", 2 << 10)  # many chunks: the NaN is met by the streaming reader
+    events = _gpu_trace(40)
+    events[4]["args"]["score"] = [math.nan, math.inf, -math.inf]  # op 1's args: an arg nobody reads
+    events[3 + 3 * 20]["ts"] = math.nan  # kernel 20's start: NaN, so it has no time
+    path = tmp_path / "nan.json"
+    text = json.dumps({"traceEvents": events, "note": math.inf}, indent=indent)
+    assert "NaN" in text and "-Infinity" in text
+    path.write_text(text)
+    trace = read_trace(path, keep_events=keep)
+    assert list(trace.ops.name) == [f"aten::op{k}" for k in range(40)]
+    assert len(trace.launches) == 40
+    assert list(trace.device.name) == [f"k{k}" for k in range(40) if k != 20]  # the NaN start: skipped, told
+    assert list(trace.device.dur_ns)[:3] == [20_000, 21_000, 22_000]
+    assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
+    assert trace.meta["note"] is None
+
+
+def test_a_file_that_is_not_json_for_another_reason_is_still_refused_as_such(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "ts": NaN, "dur": 1}, oops]}')
+    with pytest.raises(parse.TraceFormatError, match=r"bad\.json.*invalid JSON at byte"):
+        read_trace(path, keep_events=True)
