@@ -57,3 +57,23 @@ def test_a_file_that_is_not_json_for_another_reason_is_still_refused_as_such(tmp
     path.write_text('{"traceEvents": [{"ph": "X", "ts": NaN, "dur": 1}, oops]}')
     with pytest.raises(parse.TraceFormatError, match=r"bad\.json.*invalid JSON at byte"):
         read_trace(path, keep_events=True)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_complete_events_without_dur_last_0_and_are_counted(tmp_path, monkeypatch, typed):
+    # a kernel without `dur` was read as lasting 0 with nothing said; a null dur stays unusable (skipped)
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _gpu_trace(3)
+    del events[3]["dur"]  # kernel k0
+    events[9]["dur"] = None  # kernel k2
+    path = tmp_path / "nodur.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.device.name) == ["k0", "k1"]
+    assert list(trace.device.dur_ns) == [0, 21_000]
+    assert "1 complete events without a dur were read as lasting 0 µs" in trace.warnings
+    assert "1 complete events without a usable ts/dur were skipped" in trace.warnings

@@ -420,6 +420,7 @@ class _Tables:
         self.names: dict[str, int] = {}
         self.threads: dict[str, int] = {}  # non-numeric pid/tid strings -> negative codes
         self.skipped = 0
+        self.no_dur = 0  # complete events without a `dur`: read as lasting 0
         self.untimed_example: str | None = None  # the first skipped event, described
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
@@ -467,8 +468,11 @@ class _Tables:
                     self.legacy_cuda += pid == LEGACY_CUDA_PID
                     continue
             ts = get("ts")
-            dur = get("dur", 0)
-            if type(ts) not in number or type(dur) not in number:
+            dur = get("dur")
+            if type(ts) in number and dur is None and "dur" not in ev:
+                dur = 0
+                self.no_dur += 1
+            elif type(ts) not in number or type(dur) not in number:
                 self.skipped += 1
                 if self.untimed_example is None:
                     bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
@@ -573,7 +577,10 @@ class _Tables:
                     continue
             ts = ev.ts
             dur = ev.dur
-            if type(ts) not in number or type(dur) not in number:
+            if type(ts) in number and dur is missing:
+                dur = 0
+                self.no_dur += 1
+            elif type(ts) not in number or type(dur) not in number:
                 self.skipped += 1
                 if self.untimed_example is None:
                     bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
@@ -980,6 +987,8 @@ def read_trace(path: str | Path, keep_events: bool = True,
     warnings = []
     if _link_by_external_id(frames):
         warnings.append(LINKED_BY_EXTERNAL_ID)
+    if tables.no_dur:
+        warnings.append(f"{tables.no_dur} complete events without a dur were read as lasting 0 µs")
     if tables.skipped:
         warnings.append(f"{tables.skipped} complete events without a usable ts/dur were skipped")
     if tables.unpaired:
