@@ -77,3 +77,20 @@ def test_complete_events_without_dur_last_0_and_are_counted(tmp_path, monkeypatc
     assert list(trace.device.dur_ns) == [0, 21_000]
     assert "1 complete events without a dur were read as lasting 0 µs" in trace.warnings
     assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_file_with_windows_line_ends_is_streamed_event_by_line_as_with_unix_ones(tmp_path, monkeypatch, newline):
+    # with CRLF the one-event-per-line split ("},\n  {") never matched: the whole file was buffered, then
+    # parsed whole (holding it all in memory) where LF files are read a chunk at a time
+    monkeypatch.setattr(parse, "CHUNK_BYTES", 64 << 10)
+    chunks = []
+    add = parse._Tables.add
+    monkeypatch.setattr(parse._Tables, "add", lambda self, events, base: chunks.append(base) or add(self, events, base))
+    events = _gpu_trace(4000)  # ~1.7 MB: past the 1 MB the reader takes first
+    text = "{\n  \"traceEvents\": [\n" + ",\n".join("  " + json.dumps(e) for e in events) + "\n  ]\n}\n"
+    path = tmp_path / "t.json"
+    path.write_bytes(text.replace("\n", newline).encode())
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.device.name) == [f"k{k}" for k in range(4000)]
+    assert len(chunks) > 5  # read 64 kB at a time

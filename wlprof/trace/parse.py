@@ -181,12 +181,20 @@ def _as_utf8(path: Path, data: bytearray) -> bytearray:
 _NONFINITE = re.compile(rb"[\[:,]\s*-?(?:NaN|Infinity)\s*[,\]}]")
 
 
+def _nonfinite(data, start: int = 0) -> bool:
+    """Whether `data[start:]` holds a NaN or Infinity literal (the expression runs only where a plain search
+    finds one of the words: it would cost more than parsing a file that holds none)."""
+    start = max(0, start)
+    return ((data.find(b"NaN", start) >= 0 or data.find(b"Infinity", start) >= 0)
+            and _NONFINITE.search(data, start) is not None)
+
+
 def _loads(path: Path, data: bytes, offset: int = 0) -> Any:
     """The document; NaN and Infinity literals (a trace re-saved by Python's json) are read as null."""
     try:
         return jsonio.loads(data)
     except jsonio.JSONDecodeError as exc:
-        if _NONFINITE.search(data):
+        if _nonfinite(data):
             try:
                 return json.loads(data, parse_constant=lambda _: None)
             except (ValueError, RecursionError):
@@ -286,17 +294,20 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
             if head[first] != ord("{"):
                 raise _NotStreamable()  # an empty list, or not a list of events
             indent = bytes(head[bracket + 1:first])
-            fixed = b"},\n" + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
+            newline = b"\r\n" if b"\r\n" in indent else b"\n"  # a file saved with Windows line ends too
+            fixed = b"}," + newline + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
             prefix = None if array else bytes(head[:key])
             consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
             del head
             eof = False
+            nonfinite = _nonfinite(buf)
             while True:
                 if not eof:
                     block = stream.read(CHUNK_BYTES)
                     if block:
                         buf += block
+                        nonfinite = nonfinite or _nonfinite(buf, len(buf) - len(block) - 16)
                     else:
                         eof = True
                 if eof:
@@ -308,7 +319,7 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                     continue
                 got = _whole_events(buf, fixed, decode)
                 if got is None:
-                    if _NONFINITE.search(buf):
+                    if nonfinite:
                         raise _NotStreamable()  # NaN or Infinity: no split parses; the whole parse reads them
                     if len(buf) > max(8 * CHUNK_BYTES, LARGEST_EVENT):
                         raise _NotStreamable()  # no split found in a large buffer: parse the file whole
