@@ -430,3 +430,22 @@ def test_enclosing_and_nearest_equal_a_stack_sweep(intervals):
     got_top = _enclosing(thread.astype(np.int64), start.astype(np.int64), end.astype(np.int64), holds.astype(bool))
     assert got_top.tolist() == top
     assert _nearest(got_top, (target & holds).astype(bool)).tolist() == nearest
+
+
+@pytest.mark.parametrize("base", [2**60, 2**64 - 10, 2**53 - 2])
+def test_ids_past_float64s_exact_integers_join_each_kernel_to_its_own_op(tmp_path, base):
+    # ids 2**60 + 1 and 2**60 + 2 are one float64: read as floats, kernel k1 would take k2's op (or none).
+    # 2**64 - 10 ... are unsigned 64-bit ids (past int64): read as the int64 of the same bits
+    events = [ann("ProfilerStep#0", 0, 100)]
+    for k in range(4):
+        events += [op(f"aten::op{k}", 10 * k + 1, 8, ext=base + k), launch(10 * k + 2, base + 5 + k, ext=base + k),
+                   kernel(f"k{k}", 10 * k + 3, base + 5 + k)]
+    for layout in (None, 1):  # one line (streamed as minified), and one event per line
+        path = tmp_path / f"ids{layout}.json"
+        path.write_text(json.dumps({"traceEvents": events}, indent=layout))
+        for keep in (False, True):
+            rows = join(read_trace(path, keep_events=keep)).device_rows
+            assert rows.join_method.tolist() == ["external_id"] * 4, (layout, keep)
+            assert rows.op_pos.tolist() == [0, 1, 2, 3], (layout, keep)
+            want = [(base + k) - (2**64 if base + k >= 2**63 else 0) for k in range(4)]
+            assert rows.ext_id.tolist() == want

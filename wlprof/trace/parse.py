@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import gzip
 import itertools
+import json
 import operator
 import re
 import sys
@@ -176,10 +177,28 @@ def _as_utf8(path: Path, data: bytearray) -> bytearray:
     return bytearray(text.lstrip("\ufeff").encode("utf-8"))
 
 
+# NaN, Infinity and -Infinity as values: not JSON, but what Python's json.dump writes for such floats
+_NONFINITE = re.compile(rb"[\[:,]\s*-?(?:NaN|Infinity)\s*[,\]}]")
+
+
+def _nonfinite(data, start: int = 0) -> bool:
+    """Whether `data[start:]` holds a NaN or Infinity literal (the expression runs only where a plain search
+    finds one of the words: it would cost more than parsing a file that holds none)."""
+    start = max(0, start)
+    return ((data.find(b"NaN", start) >= 0 or data.find(b"Infinity", start) >= 0)
+            and _NONFINITE.search(data, start) is not None)
+
+
 def _loads(path: Path, data: bytes, offset: int = 0) -> Any:
+    """The document; NaN and Infinity literals (a trace re-saved by Python's json) are read as null."""
     try:
         return jsonio.loads(data)
     except jsonio.JSONDecodeError as exc:
+        if _nonfinite(data):
+            try:
+                return json.loads(data, parse_constant=lambda _: None)
+            except (ValueError, RecursionError):
+                pass
         pos = getattr(exc, "pos", None)
         where = f" at byte {offset + pos}" if pos is not None else ""
         raise TraceFormatError(str(path), f"invalid JSON{where} ({exc})") from None
@@ -275,17 +294,20 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
             if head[first] != ord("{"):
                 raise _NotStreamable()  # an empty list, or not a list of events
             indent = bytes(head[bracket + 1:first])
-            fixed = b"},\n" + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
+            newline = b"\r\n" if b"\r\n" in indent else b"\n"  # a file saved with Windows line ends too
+            fixed = b"}," + newline + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
             prefix = None if array else bytes(head[:key])
             consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
             del head
             eof = False
+            nonfinite = _nonfinite(buf)
             while True:
                 if not eof:
                     block = stream.read(CHUNK_BYTES)
                     if block:
                         buf += block
+                        nonfinite = nonfinite or _nonfinite(buf, len(buf) - len(block) - 16)
                     else:
                         eof = True
                 if eof:
@@ -297,6 +319,8 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                     continue
                 got = _whole_events(buf, fixed, decode)
                 if got is None:
+                    if nonfinite:
+                        raise _NotStreamable()  # NaN or Infinity: no split parses; the whole parse reads them
                     if len(buf) > max(8 * CHUNK_BYTES, LARGEST_EVENT):
                         raise _NotStreamable()  # no split found in a large buffer: parse the file whole
                     continue  # read on until a chunk's worth of whole events is buffered
@@ -407,6 +431,7 @@ class _Tables:
         self.names: dict[str, int] = {}
         self.threads: dict[str, int] = {}  # non-numeric pid/tid strings -> negative codes
         self.skipped = 0
+        self.no_dur = 0  # complete events without a `dur`: read as lasting 0
         self.untimed_example: str | None = None  # the first skipped event, described
         self.count = 0
         self.legacy_cuda = 0  # the legacy profiler's per-op CUDA intervals (not kernels): not read
@@ -454,8 +479,11 @@ class _Tables:
                     self.legacy_cuda += pid == LEGACY_CUDA_PID
                     continue
             ts = get("ts")
-            dur = get("dur", 0)
-            if type(ts) not in number or type(dur) not in number:
+            dur = get("dur")
+            if type(ts) in number and dur is None and "dur" not in ev:
+                dur = 0
+                self.no_dur += 1
+            elif type(ts) not in number or type(dur) not in number:
                 self.skipped += 1
                 if self.untimed_example is None:
                     bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
@@ -560,7 +588,10 @@ class _Tables:
                     continue
             ts = ev.ts
             dur = ev.dur
-            if type(ts) not in number or type(dur) not in number:
+            if type(ts) in number and dur is missing:
+                dur = 0
+                self.no_dur += 1
+            elif type(ts) not in number or type(dur) not in number:
                 self.skipped += 1
                 if self.untimed_example is None:
                     bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
@@ -815,10 +846,31 @@ def _numbers(values: list) -> np.ndarray:
 
 
 def _ids(values: list, default: int = NO_ID) -> np.ndarray:
-    """Integer ids; None, non-numbers and out-of-range values become `default`."""
+    """Integer ids; None, non-numbers and ids past 64 bits become `default`.
+
+    An id past float64's exact integers (2**53) is read from its value exactly, and one of
+    2**63 or more (an unsigned 64-bit id) as the int64 of the same bits: ids are only compared
+    for equality, and as floats ids 2**60 and 2**60 + 1 would be one id."""
     arr = _numbers(values)
-    bad = ~np.isfinite(arr) | (np.abs(arr) > 2**62)
-    return np.where(bad, default, arr).astype(np.int64)
+    big = np.abs(arr) >= 2**53  # NaN compares False
+    out = np.where(~np.isfinite(arr) | big, default, arr).astype(np.int64)
+    for i in np.flatnonzero(big):
+        out[i] = _exact_id(values[i], default)
+    return out
+
+
+def _exact_id(v, default: int) -> int:
+    """One id of 2**53 or more, exactly, as int64 (an unsigned 64-bit id wraps to the same bits)."""
+    if type(v) is str:
+        try:
+            v = int(v)
+        except ValueError:
+            return default
+    elif type(v) is float:
+        v = int(v)  # already rounded by the writer or reader: as close as it can be told
+    if type(v) is not int or not -2**63 <= v < 2**64:
+        return default
+    return v - 2**64 if v >= 2**63 else v
 
 
 def _num(v) -> float:
@@ -946,6 +998,8 @@ def read_trace(path: str | Path, keep_events: bool = True,
     warnings = []
     if _link_by_external_id(frames):
         warnings.append(LINKED_BY_EXTERNAL_ID)
+    if tables.no_dur:
+        warnings.append(f"{tables.no_dur} complete events without a dur were read as lasting 0 µs")
     if tables.skipped:
         warnings.append(f"{tables.skipped} complete events without a usable ts/dur were skipped")
     if tables.unpaired:

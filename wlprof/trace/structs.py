@@ -56,7 +56,7 @@ if msgspec is not None:
         rename={**{a: k for a, k, _ in VALUE_KEYS}, **dict(zip(RAW_ATTRS, RAW_KEYS, strict=True))},
         gc=False, module=__name__)
     _FIELDS = [("cat", Any, MISSING), ("name", Any, None), ("pid", Any, None), ("tid", Any, None),
-               ("ts", Any, None), ("dur", Any, 0), ("args", Args | None, None)]
+               ("ts", Any, None), ("dur", Any, MISSING), ("args", Args | None, None)]
 
     def _event(name: str, ph: str, fields: list):
         """A struct for the events of phase `ph` (the `ph` field picks it; `ph` is a class attribute)."""

@@ -1,0 +1,96 @@
+"""Rewrites a real trace file can have, read as the original: hand-written traces, every value by hand.
+
+`benchmarks/trace_variants.py` makes these rewrites of the real fixtures; each case here is one it found
+read wrongly, in a trace small enough to check by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from wlprof.trace import parse
+from wlprof.trace.parse import read_trace
+
+
+def _ev(cat, name, ts, dur, pid=1, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+
+
+def _gpu_trace(n: int = 3) -> list[dict]:
+    """n ops, each launching one kernel (External ids 1..n, correlations 101..)."""
+    events = [_ev("user_annotation", "ProfilerStep#0", 0, 100 * n)]
+    for k in range(n):
+        t = 100 * k
+        events += [_ev("cpu_op", f"aten::op{k}", t + 1, 50, **{"External id": k + 1}),
+                   _ev("cuda_runtime", "cudaLaunchKernel", t + 2, 5, correlation=101 + k, **{"External id": k + 1}),
+                   _ev("kernel", f"k{k}", t + 10, 20 + k, pid=0, tid=7, correlation=101 + k, stream=7, device=0)]
+    return events
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("keep", [False, True])
+def test_nan_and_infinity_literals_are_read_as_null(tmp_path, monkeypatch, indent, keep):
+    # Python's json.dump writes float('nan') and float('inf') as NaN and Infinity, which are not JSON: such a
+    # file was refused as truncated ("ends at byte N before its event list is closed")
+    monkeypatch.setattr(parse, "CHUNK_BYTES", 2 << 10)  # many chunks: the NaN is met by the streaming reader
+    events = _gpu_trace(40)
+    events[4]["args"]["score"] = [math.nan, math.inf, -math.inf]  # op 1's args: an arg nobody reads
+    events[3 + 3 * 20]["ts"] = math.nan  # kernel 20's start: NaN, so it has no time
+    path = tmp_path / "nan.json"
+    text = json.dumps({"traceEvents": events, "note": math.inf}, indent=indent)
+    assert "NaN" in text and "-Infinity" in text
+    path.write_text(text)
+    trace = read_trace(path, keep_events=keep)
+    assert list(trace.ops.name) == [f"aten::op{k}" for k in range(40)]
+    assert len(trace.launches) == 40
+    assert list(trace.device.name) == [f"k{k}" for k in range(40) if k != 20]  # the NaN start: skipped, told
+    assert list(trace.device.dur_ns)[:3] == [20_000, 21_000, 22_000]
+    assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
+    assert trace.meta["note"] is None
+
+
+def test_a_file_that_is_not_json_for_another_reason_is_still_refused_as_such(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "ts": NaN, "dur": 1}, oops]}')
+    with pytest.raises(parse.TraceFormatError, match=r"bad\.json.*invalid JSON at byte"):
+        read_trace(path, keep_events=True)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_complete_events_without_dur_last_0_and_are_counted(tmp_path, monkeypatch, typed):
+    # a kernel without `dur` was read as lasting 0 with nothing said; a null dur stays unusable (skipped)
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _gpu_trace(3)
+    del events[3]["dur"]  # kernel k0
+    events[9]["dur"] = None  # kernel k2
+    path = tmp_path / "nodur.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.device.name) == ["k0", "k1"]
+    assert list(trace.device.dur_ns) == [0, 21_000]
+    assert "1 complete events without a dur were read as lasting 0 µs" in trace.warnings
+    assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_file_with_windows_line_ends_is_streamed_event_by_line_as_with_unix_ones(tmp_path, monkeypatch, newline):
+    # with CRLF the one-event-per-line split ("},\n  {") never matched: the whole file was buffered, then
+    # parsed whole (holding it all in memory) where LF files are read a chunk at a time
+    monkeypatch.setattr(parse, "CHUNK_BYTES", 64 << 10)
+    chunks = []
+    add = parse._Tables.add
+    monkeypatch.setattr(parse._Tables, "add", lambda self, events, base: chunks.append(base) or add(self, events, base))
+    events = _gpu_trace(4000)  # ~1.7 MB: past the 1 MB the reader takes first
+    text = "{\n  \"traceEvents\": [\n" + ",\n".join("  " + json.dumps(e) for e in events) + "\n  ]\n}\n"
+    path = tmp_path / "t.json"
+    path.write_bytes(text.replace("\n", newline).encode())
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.device.name) == [f"k{k}" for k in range(4000)]
+    assert len(chunks) > 5  # read 64 kB at a time
