@@ -11,7 +11,6 @@ from pathlib import Path
 from wlprof.stderr_filter import profiler_noise_filtered, schedule_warning_ignored
 from wlprof.timing import Phase, Timings, no_phase, time_step
 
-
 # Bounds on the capture's counts: past them a run does not end in any useful time (a million calls of
 # the smallest step take seconds; the profiler holds every profiled step's events in memory)
 MAX_CALLS = 1_000_000
