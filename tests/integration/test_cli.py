@@ -154,6 +154,8 @@ def test_sweep_study_file_and_its_errors(tmp_path, cli, cpu_ceilings):
     (["run", "elementwise", "--ops", "relu,tanh"], "--ops must be one of"),
     (["run", "gemm", "--shapes", "2x2x2,2x2x2"], "must not repeat a sweep point"),
     (["run", "gemm", "--shapes", "1x1x1000000000000"], "--shapes must fit in host memory"),
+    # the value given, not the point's label (got 'concentrated / loop')
+    (["run", "moe", "--tokens", "10000000000"], "; lower --tokens (got '10000000000')"),
 ])
 def test_bad_input_names_argument_rule_value_and_writes_nothing(tmp_path, cli, args, needle):
     out = tmp_path / "traces"
