@@ -50,7 +50,8 @@ IDENTITY = [
     _c("point", I32, "", "sweep point index in its run"),
     _c("device_type", S, "", "'cuda' or 'cpu'"),
     _c("device_name", S, "", "e.g. 'NVIDIA H200'"),
-    _c("dtype", S, "", "the workload's compute dtype"),
+    _c("dtype", S, "", "the workload's compute dtype; an ingested trace's: the one its matrix-unit kernels ran "
+       "longest in, else the one of most kernel time"),
 ]
 
 # Columns of every run whatever generated it.
