@@ -110,6 +110,10 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["predict", "--profile", PROFILE, "--spec", "foo"],
      "error: --spec must start with a workload, one of gemm, mlp, elementwise, moe, gnn, halo, layers, optim (got 'foo')"),
     (["predict", "--profile", PROFILE, "--spec", "mop tokens=4"], "(got 'mop'); did you mean 'moe'?"),
+    # the routing was drawn on this CPU without a check: numpy's ArrayMemoryError (7.28 TiB) and a traceback
+    (["predict", "--profile", PROFILE, "--spec", "moe tokens=1000000000000"],
+     "error: --spec must be a configuration whose index data fits in this machine's memory to be listed: point "
+     "'concentrated / loop' draws about"),
     (["predict", "--profile", PROFILE, "--test", "b", "--scale", "batch=2"],
      "error: --scale applies only with --trace (it rescales the trace's shapes) (got 'batch=2')"),
     (["predict", "--profile", PROFILE, "--test", "b", "--top", "3"],
