@@ -11,6 +11,11 @@ from pathlib import Path
 from wlprof.stderr_filter import profiler_noise_filtered, schedule_warning_ignored
 from wlprof.timing import Phase, Timings, no_phase, time_step
 
+# Bounds on the capture's counts: past them a run does not end in any useful time (a million calls of
+# the smallest step take seconds; the profiler holds every profiled step's events in memory)
+MAX_CALLS = 1_000_000
+MAX_PROFILED = 10_000
+
 
 @dataclass(frozen=True)
 class CaptureConfig:
@@ -34,6 +39,9 @@ class CaptureConfig:
                 raise InputError(Key(name, "capture"), "must be an integer", v)
             if v < low:
                 raise InputError(Key(name, "capture"), f"must be at least {low}", v)
+            high = MAX_PROFILED if name in ("profiled_steps", "profiler_warmup") else MAX_CALLS
+            if v > high:
+                raise InputError(Key(name, "capture"), f"must be at most {high:,}", v)
         if isinstance(self.min_batch_ms, bool) or not isinstance(self.min_batch_ms, (int, float)) \
                 or not self.min_batch_ms > 0:
             raise InputError(Key("min_batch_ms", "capture"), "must be a positive number", self.min_batch_ms)

@@ -453,6 +453,11 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
              "device_type": device_type, "device_name": device_name, "rank": rank, "source_file": str(f)}
     tables = pipeline.tables(trace, ceilings=ceilings, identity=ident)
     kernels = tables.kernels
+    by_dtype, matrix_by_dtype = _time_by_dtype(kernels), _time_by_dtype(kernels, "matrix")
+    dtype = dominant_dtype([matrix_by_dtype]) or dominant_dtype([by_dtype])
+    if dtype is not None:  # the file's compute dtype, by the rule the run's is chosen by (docs/trace-formats.md)
+        for df in (kernels, tables.ops, tables.steps, tables.overlap):
+            df["dtype"] = dtype
     tables.steps["note"] = "; ".join(trace.warnings) or None
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
     meta, notes, events = trace.meta, list(trace.warnings), trace.event_count
@@ -468,8 +473,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     import pandas as pd
 
     entry = {"variant": variant, "status": "ok", "files": files, "rank": rank, "events": events,
-             "host": meta.get("host_name"), "dtype_us": _time_by_dtype(kernels),
-             "matrix_dtype_us": _time_by_dtype(kernels, "matrix")}
+             "host": meta.get("host_name"), "dtype_us": by_dtype, "matrix_dtype_us": matrix_by_dtype}
 
     ops = point["ops"]
     dims = ops.op_input_dims if "op_input_dims" in ops else pd.Series([], dtype=object)

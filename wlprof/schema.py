@@ -23,7 +23,8 @@ METADATA_KEY = b"wlprof.schema_version"
 class Column:
     """One column. `data`: part of the data a data-dependent op ran on (the graph drawn, the expert
     counts); `distribution`: part of what the data was drawn from; `feature`: a number the
-    performance models may use."""
+    performance models may use. `nullable`: an integer column that is null on some rows (read back as
+    pandas' nullable Int64/Int32, as the workload columns and trace facts are)."""
 
     name: str
     type: pa.DataType
@@ -32,6 +33,7 @@ class Column:
     data: bool = False
     distribution: bool = False
     feature: bool = False
+    nullable: bool = False
 
 
 def _c(name, type_, unit, meaning, **roles):
@@ -48,7 +50,8 @@ IDENTITY = [
     _c("point", I32, "", "sweep point index in its run"),
     _c("device_type", S, "", "'cuda' or 'cpu'"),
     _c("device_name", S, "", "e.g. 'NVIDIA H200'"),
-    _c("dtype", S, "", "the workload's compute dtype"),
+    _c("dtype", S, "", "the workload's compute dtype; an ingested trace's: the one its matrix-unit kernels ran "
+       "longest in, else the one of most kernel time"),
 ]
 
 # Columns of every run whatever generated it.
@@ -153,13 +156,14 @@ STEP_OWN = [
     _c("latency_samples_us", LIST_F64, "us", "every single-call sample"),
     _c("back_to_back_us", F64, "us", "device time per step with steps queued back to back (median of batches)"),
     _c("back_to_back_samples_us", LIST_F64, "us", "per-step time of each timed batch"),
-    _c("calls_per_batch", I32, "", "steps queued per back-to-back batch"),
+    _c("calls_per_batch", I32, "", "steps queued per back-to-back batch (null: not timed, as an ingested trace or "
+       "a failed point)", nullable=True),
     _c("graph_us", F64, "us", "per step by CUDA-graph replay (null when the step cannot be captured)"),
     _c("graph_error", S, "", "why graph capture was not possible"),
     _c("kernel_us", F64, "us", "profiled kernel time per step (median over profiled steps)"),
     _c("kernel_busy_us", F64, "us", "profiled device busy time per step (union of kernel intervals)"),
     _c("kernels_per_step", F64, "", "device activities per step"),
-    _c("profiled_steps", I32, "", "steps profiled"),
+    _c("profiled_steps", I32, "", "steps profiled (null: a failed point)", nullable=True),
     _c("useful_flops", F64, "FLOP", "FLOPs the workload needed per step (MoE: the routed tokens' expert FLOPs)"),
     _c("executed_flops", F64, "FLOP", "FLOPs the kernels of the workload's compute regions ran per step (MoE: "
        "moe/expert, padding included); all kernels where the workload names no region"),
@@ -185,7 +189,7 @@ COMM = [
     _c("collective", S, "", "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send, recv, "
        "gather, scatter, barrier (normalized from the trace's Collective name or c10d op)"),
     _c("process_group", S, "", "the collective's process group name (as the trace records it)"),
-    _c("group_size", I64, "ranks", "ranks in the collective's group"),
+    _c("group_size", I64, "ranks", "ranks in the collective's group", nullable=True),
     _c("comm_dtype", S, "", "dtype of the message elements"),
     _c("comm_bytes", F64, "bytes", "nccl-tests size S per rank: all_reduce, broadcast, reduce, send: the input "
        "buffer; recv: the output buffer; all_gather: the output (n x input); reduce_scatter: the input "
@@ -239,7 +243,8 @@ COLLECTIVE_OWN = [
     _c("arrival_skew_us", F64, "us", "start_us - the earliest matched rank's start: how late this rank arrived"),
     _c("skew_wait_us", F64, "us", "the latest matched rank's start - start_us: time this rank's collective waited "
        "for the last rank to arrive (0 on the straggler)"),
-    _c("straggler_rank", I64, "", "the rank that arrived last at this collective"),
+    _c("straggler_rank", I64, "", "the rank that arrived last at this collective (null: matched on no other rank)",
+       nullable=True),
 ]
 
 # Columns whose type changed, by the major version that changed them: (converter from the old type).
@@ -310,8 +315,10 @@ def columns(table: str) -> list[Column]:
 def nullable_int_columns() -> frozenset[str]:
     """The integer parameter columns (the workloads' and the trace facts'), read back as pandas' nullable
     integers: a folder mixes workloads, so most of these are null on some rows, and numpy's int64 has
-    no null (pandas would make them float64: batch 8.0)."""
-    return frozenset(c.name for c in workload_columns() + tuple(TRACE_FACTS) if pa.types.is_integer(c.type))
+    no null (pandas would make them float64: batch 8.0); and the core integer columns declared `nullable`."""
+    core = [c for t in _tables().values() for c in t if c.nullable]
+    return frozenset(c.name for c in workload_columns() + tuple(TRACE_FACTS) + tuple(core)
+                     if pa.types.is_integer(c.type))
 
 
 def _empty_column(c: Column, nullable: frozenset[str]):

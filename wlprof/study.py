@@ -298,7 +298,8 @@ def prepare(study: Study):
                         f"{free / 2**30:,.1f} GiB free; lower ",)
                 for i, k in enumerate(sizes):
                     rule += (", " if i else "", k)
-                raise InputError(sizes[0] if sizes else Key("params", "study"), rule, p.variant)
+                first = sizes[0].name  # its value as given (the point's where the study leaves it to the default)
+                raise InputError(sizes[0], rule, study.params.get(first, p.params.get(first, p.variant)))
     return wl, device, dtype, parsed, points, study
 
 

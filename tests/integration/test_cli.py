@@ -147,9 +147,16 @@ def test_sweep_study_file_and_its_errors(tmp_path, cli, cpu_ceilings):
     (["run", "gemm", "--shapes", "2x3"], "--shapes must be shapes MxKxN"),
     (["run", "gemm", "--shapes", "2x0x3"], "--shapes must be shapes MxKxN of positive integers, comma-separated (e.g. 2048x2048x2560) (got '2x0x3')"),
     (["run", "gemm", "--shapes", "2x2x2", "--steps", "0"], "--steps must be at least 1 (got 0)"),
+    # past 64 bits the manifest could not be written (a traceback, a staging folder left)
+    (["run", "gemm", "--shapes", "2x2x2", "--warmup", "99999999999999999999999"],
+     "--warmup must be at most 1,000,000 (got 99999999999999999999999)"),
+    (["run", "gemm", "--shapes", "2x2x2", "--reps", "1000000000000"], "--reps must be at most 1,000,000 (got 1000000000000)"),
+    (["run", "gemm", "--shapes", "2x2x2", "--steps", "10001"], "--steps must be at most 10,000 (got 10001)"),
     (["run", "elementwise", "--ops", "relu,tanh"], "--ops must be one of"),
     (["run", "gemm", "--shapes", "2x2x2,2x2x2"], "must not repeat a sweep point"),
     (["run", "gemm", "--shapes", "1x1x1000000000000"], "--shapes must fit in host memory"),
+    # the value given, not the point's label (got 'concentrated / loop')
+    (["run", "moe", "--tokens", "10000000000"], "; lower --tokens (got '10000000000')"),
 ])
 def test_bad_input_names_argument_rule_value_and_writes_nothing(tmp_path, cli, args, needle):
     out = tmp_path / "traces"

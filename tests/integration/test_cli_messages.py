@@ -68,6 +68,11 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["run", "gemm", "--step", "3"], "did you mean --steps?"),
     (["run", "moe", "--top_k", "2"], "did you mean --top-k?"),
     (["run", "gemm", "--batch", "4"], "--batch is an option of wlprof run layers, wlprof run mlp"),
+    # a group listed its options as "(options: ; see ...)": the option belongs to a command not yet named
+    (["run", "--shapes", "1x1x1"], "error: --shapes is not an option of `wlprof run`: name a command first "
+     "(`wlprof run COMMAND [OPTIONS]`, COMMAND one of elementwise, gemm, gnn, halo, layers, mlp, moe, optim; see "
+     "`wlprof run --help`); --shapes is an option of wlprof run gemm"),
+    (["--traces", "x", "ls"], "error: --traces is not an option of `wlprof`: name a command first (`wlprof COMMAND"),
     (["report", "--outt", "x"], "did you mean --out?"),
     (["show", "x", "--top", "abc"], "error: --top must be an integer (got 'abc')"),
     (["show"], "error: RUN_ID is required (see `wlprof show --help`)"),
@@ -105,6 +110,10 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["predict", "--profile", PROFILE, "--spec", "foo"],
      "error: --spec must start with a workload, one of gemm, mlp, elementwise, moe, gnn, halo, layers, optim (got 'foo')"),
     (["predict", "--profile", PROFILE, "--spec", "mop tokens=4"], "(got 'mop'); did you mean 'moe'?"),
+    # the routing was drawn on this CPU without a check: numpy's ArrayMemoryError (7.28 TiB) and a traceback
+    (["predict", "--profile", PROFILE, "--spec", "moe tokens=1000000000000"],
+     "error: --spec must be a configuration whose index data fits in this machine's memory to be listed: point "
+     "'concentrated / loop' draws about"),
     (["predict", "--profile", PROFILE, "--test", "b", "--scale", "batch=2"],
      "error: --scale applies only with --trace (it rescales the trace's shapes) (got 'batch=2')"),
     (["predict", "--profile", PROFILE, "--test", "b", "--top", "3"],

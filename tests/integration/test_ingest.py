@@ -367,6 +367,12 @@ def test_an_ingested_run_with_matrix_work_is_listed_with_the_dtype_its_matrix_un
     assert k.groupby("cost_dtype").dur_us.sum().idxmax() == "float32"
     assert listed["dtype"] == by.idxmax() == "bfloat16"
     assert listed["points"][0]["matrix_dtype_us"]["bfloat16"] == pytest.approx(by["bfloat16"], abs=0.01)
+    # every table's dtype column says so too, as a generated run's does (it was null on every ingested row)
+    import wlprof
+
+    for table in ("ops", "steps", "overlap"):
+        assert set(wlprof.load(tmp_path, table=table).dtype) == {"bfloat16"}, table
+    assert set(k.dtype) == {"bfloat16"}
 
 
 def test_an_h2d_copy_of_a_real_h200_trace_goes_against_the_measured_link(tmp_path, monkeypatch):

@@ -56,6 +56,26 @@ def test_rank_folder_collectives(store):
     assert c.clock_method.iloc[0] == "collective ends"
 
 
+def test_integer_columns_read_back_as_integers(store):
+    """Every column declared integer reads back as an integer dtype, however many of its rows are null:
+    group_size is null on the compute rows beside the collectives' sizes, straggler_rank on the
+    collectives no other rank matched (a float64 column would give 8.0 ranks)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from wlprof import schema
+
+    for table in schema.TABLE_NAMES:
+        df = pd.read_parquet(store) if table == "kernels" else wlprof.load(store, table=table)
+        for c in schema.columns(table):
+            if pa.types.is_integer(c.type):
+                assert pd.api.types.is_integer_dtype(df[c.name].dtype), (table, c.name, df[c.name].dtype)
+    k = pd.read_parquet(store)
+    assert k.group_size.isna().any() and {2, 8} <= set(k.group_size.dropna())  # the 2-rank folder, the b200's 8
+    c = wlprof.load(store, table="collectives")
+    assert c.straggler_rank.isna().any() and set(c.straggler_rank.dropna()) <= {0, 1}
+
+
 def test_duckdb_reads_the_store(store):
     duckdb = pytest.importorskip("duckdb")
     got = duckdb.sql(f"SELECT rank, collective_overlap_share FROM '{store}/*/_overlap/*.parquet' "

@@ -33,6 +33,15 @@ def test_a_staged_run_is_invisible_until_finished_and_abort_leaves_nothing(tmp_p
     assert w.path.is_dir()
 
 
+@pytest.mark.parametrize("staged", [False, True])
+def test_a_run_whose_manifest_cannot_be_written_leaves_nothing(tmp_path, staged):
+    """A manifest JSON cannot hold (an integer past 64 bits, as a capture setting of 10**23 warm-up calls
+    was) fails the writer before it starts: neither the run nor its hidden staging folder is left."""
+    with pytest.raises(TypeError):
+        RunWriter(tmp_path, "gemm", {"capture": {"warmup": 10**23}, "points": []}, staged=staged)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_reopened_run_knows_which_points_are_done(tmp_path):
     w = RunWriter(tmp_path, "gemm", {"points": [{"index": i, "status": "pending"} for i in range(3)]})
     w.manifest["points"][0].update(status="ok", files=_point(w, 0))

@@ -85,6 +85,15 @@ def message(exc) -> str:
     if isinstance(exc, click_exc.NoSuchOption):
         opts = _options(ctx.command) if ctx is not None else []
         shown = [o for o in opts if o.startswith("--") and o != "--help"]
+        subs = sorted(getattr(ctx.command, "commands", None) or {}) if ctx is not None else []
+        if subs and not shown:  # a group (`wlprof`, `wlprof run`): its commands take the options
+            text = (f"{exc.option_name} is not an option of `{cmd}`: name a command first (`{cmd} COMMAND "
+                    f"[OPTIONS]`, COMMAND one of {', '.join(subs)}; see `{cmd} --help`)")
+            owners = [n for n in subs if exc.option_name.split("=", 1)[0] in _options(ctx.command.commands[n])]
+            if owners:
+                text += f"; {exc.option_name.split('=', 1)[0]} is an option of " + ", ".join(
+                    f"{cmd} {o}" for o in owners)
+            return text
         text = (f"{exc.option_name} is not an option of `{cmd}` (options: {', '.join(shown)}; "
                 f"see `{cmd} --help`)")
         guess = close_option(exc.option_name, opts)

@@ -126,15 +126,21 @@ class RunWriter:
         self.path = path
         self.final_path = final
         self.staged = staged
-        for sub in ("_ops", "_steps", "_overlap", "_collectives", "_chrome"):
-            (self.path / sub).mkdir()
-        self.manifest = dict(manifest)
-        self.manifest.update(
-            schema_version=SCHEMA_VERSION, run_id=run_id, workload=workload, status="running",
-            created_at=utcnow(), finished_at=None, pid=os.getpid(), host=socket.gethostname(),
-        )
-        self.manifest.setdefault("points", [])
-        self.write_manifest()
+        try:  # a folder without its manifest is no run: one that cannot get it (or an interrupt) is removed
+            for sub in ("_ops", "_steps", "_overlap", "_collectives", "_chrome"):
+                (self.path / sub).mkdir()
+            self.manifest = dict(manifest)
+            self.manifest.update(
+                schema_version=SCHEMA_VERSION, run_id=run_id, workload=workload, status="running",
+                created_at=utcnow(), finished_at=None, pid=os.getpid(), host=socket.gethostname(),
+            )
+            self.manifest.setdefault("points", [])
+            self.write_manifest()
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+            raise
         if not staged:
             self._publish()
 

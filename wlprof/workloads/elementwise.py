@@ -47,8 +47,8 @@ class Elementwise(Workload):
     )
     examples = (
         "wlprof run elementwise",
-        "wlprof run elementwise --ops relu,gelu,copy --numel 65536,268435456",
-        "wlprof run elementwise --ops matvec,matmul --matvec-n 4096,16384 --matmul-n 1024,8192",
+        "wlprof run elementwise --ops relu,gelu,copy --numel 65536,16777216",
+        "wlprof run elementwise --ops matvec,matmul --matvec-n 1024,4096 --matmul-n 256,1024",
     )
 
     def spec(self, values: Values, device, dtype) -> Parsed:

@@ -49,7 +49,7 @@ class Optim(Workload):
     )
     examples = (
         "wlprof run optim",
-        "wlprof run optim --optimizer adamw --impl foreach,fused --tensors 16 --numel 65536,16777216",
+        "wlprof run optim --optimizer adamw --impl foreach,fused --tensors 16 --numel 4096,262144",
     )
 
     def spec(self, values: Values, device, dtype) -> Parsed:

@@ -99,7 +99,7 @@ class Halo(Workload):
     examples = (
         "wlprof run halo --schedule serial,overlap --partitions 4 --features 128",
         "wlprof run halo --schedule serial,overlap --world-size 2",
-        "wlprof run halo --exchange host --nodes 262144,1048576 --features 64,256",
+        "wlprof run halo --exchange host --nodes 4096,16384 --features 32,128",
     )
 
     def spec(self, values: Values, device, dtype) -> Parsed:

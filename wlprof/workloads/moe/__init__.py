@@ -243,6 +243,15 @@ class Moe(Workload):
         else:
             routing_for(point.params)
 
+    def prepare_bytes(self, point: Point) -> int:
+        """Host memory of drawing the routing (`prepare`): the int64 assignments and their shuffled copies and
+        the gates' float64 temporaries, about six [tokens, top_k] arrays of 8 bytes; the `router` routing
+        also holds the float32 input and the router's logits and probabilities."""
+        p = point.params
+        t, e, k = p["tokens"], p["experts"], p["top_k"]
+        router = 4 * t * (p["d_model"] + 2 * e) if str(p["routing"]).startswith("router") else 0
+        return 8 * t * (6 * k + 1) + router
+
     def estimate_bytes(self, point: Point, dtype) -> int:
         p = point.params
         t, e, k, d, f = p["tokens"], p["experts"], p["top_k"], p["d_model"], p["d_ff"]
