@@ -40,6 +40,11 @@ CAPTURES: dict[str, Callable[[], Callable[[], None]]] = {}
 NOTES: dict[str, str] = {}
 
 
+def gpu() -> bool:
+    """Whether the capture runs on a GPU (its sizes are then the GPU ones)."""
+    return torch.get_default_device().type != "cpu"
+
+
 def capture(name: str, note: str):
     """Register a builder that returns the step to profile."""
 

@@ -48,11 +48,7 @@ import capture_cpu_models as cm  # noqa: E402
 
 _EARLIER = set(cm.CAPTURES)  # the captures of capture_cpu_models; this file's register beside them
 capture = cm.capture
-
-
-def gpu() -> bool:
-    """Whether the capture runs on a GPU (its sizes are then the GPU ones)."""
-    return torch.get_default_device().type != "cpu"
+gpu = cm.gpu  # whether the capture runs on a GPU (its sizes are then the GPU ones)
 
 
 def autocast(dtype=torch.bfloat16):
