@@ -184,6 +184,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         notes.append(note)
         con.print(f"[yellow]{note}[/yellow]")
     gpu_profile = (info.get("device") or {}).get("type") == "cuda"
+    whole = ops
     if gpu_profile and len(ops) and "device_type" in ops and (ops.device_type == "cpu").all():
         compiled = compiled_note(ops)
         ops, left_out = _cpu_calls(path, ops, predictor)
@@ -202,7 +203,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     if parsed:
         dim, factor = parsed
         unscaled = ops
-        ops, value = scaled(ops, dim, factor)
+        ops, value = scaled(ops, dim, factor, whole=whole)
         con.print(describe(unscaled, ops, dim, value, factor))
         names = set(ops.device_name.dropna().astype(str)) if "device_name" in ops else set()
         same_device = names == {str((info.get("device") or {}).get("name"))}
