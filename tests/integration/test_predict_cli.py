@@ -200,6 +200,23 @@ def test_predict_refuses_profile_runs_as_tests(profiled):
     assert res.exit_code == 2 and "must not be runs of the profile" in res.output
 
 
+def test_predict_refuses_runs_of_another_device_and_says_how_to_profile_it(profiled):
+    # the CPU runs of `held` scored against the shipped H200 profile
+    from pathlib import Path
+
+    from wlprof.store.runs import list_runs
+
+    root, runner = profiled
+    h200 = Path(__file__).resolve().parents[2] / "benchmarks" / "profiles" / "h200"
+    run = next(iter(list_runs(root / "held")))["run_id"]
+    res = runner.invoke(app, ["predict", "--profile", str(h200), "--traces", str(root / "held"), "--test", run],
+                        env={"COLUMNS": "200"})
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2
+    assert "must come from the device the profile was measured on (NVIDIA H200)" in text
+    assert "wlprof profile --device cuda -o profiles/DEVICE" in text
+
+
 def test_predict_spec_and_scaled_trace(profiled, tmp_path):
     root, runner = profiled
     res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--spec",

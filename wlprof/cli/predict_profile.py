@@ -63,7 +63,11 @@ def score(profile: Path, test: list[str], traces: Path, out: Path | None, refit:
     prof_ops = profile_tables(profile)[0]
     devices = sorted(set(ops.device_name.dropna()) | set(prof_ops.device_name.dropna()))
     if len(devices) > 1:
-        raise InputError("--test", "must come from the device the profile was measured on", devices)
+        measured = sorted(set(prof_ops.device_name.dropna().astype(str)))
+        raise InputError("--test", f"must come from the device the profile was measured on ({', '.join(measured)})",
+                         sorted(set(ops.device_name.dropna().astype(str))),
+                         hint="a profile of that device: `wlprof profile --device cuda -o profiles/DEVICE` on it "
+                              "(--budget-minutes sets its GPU time)")
     if "ceiling_tflops" not in ops or ops.ceiling_tflops.isna().all():
         ops = placed_against(ops, info.get("ceilings"))  # an ingested trace: L0-L2 need a peak and a roof
     res = score_runs(predictor, host, prof_ops, ops, steps)
