@@ -94,3 +94,78 @@ def test_a_file_with_windows_line_ends_is_streamed_event_by_line_as_with_unix_on
     trace = read_trace(path, keep_events=False)
     assert list(trace.device.name) == [f"k{k}" for k in range(4000)]
     assert len(chunks) > 5  # read 64 kB at a time
+
+
+def _mm_trace() -> list[dict]:
+    """Two aten::mm ops of [64,32]x[32,16] fp32, each launching two kernels on streams 7 and 8."""
+    events = [_ev("user_annotation", "ProfilerStep#0", 0, 400)]
+    for k in range(2):
+        t = 200 * k
+        ext = k + 1
+        events += [_ev("cpu_op", "aten::mm", t + 1, 100, **{"External id": ext, "Input Dims": [[64, 32], [32, 16]],
+                                                           "Input type": ["float", "float"]})]
+        for j, stream in enumerate((7, 8)):
+            corr = 100 + 10 * k + j
+            events += [_ev("cuda_runtime", "cudaLaunchKernel", t + 2 + j, 5, correlation=corr, **{"External id": ext}),
+                       _ev("kernel", "gemm", t + 10, 30, pid=0, tid=stream, correlation=corr, stream=stream,
+                           device=0, grid=[4, 1, 1], block=[128, 1, 1], **{"External id": ext})]
+    return events
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_trace_whose_every_event_is_written_twice_reads_as_the_original_with_one_warning(
+        tmp_path, monkeypatch, typed, keep):
+    # every event twice (a trace joined to itself): each kernel row came twice, and its op's FLOPs and
+    # bytes were split over twice the kernels (each row's half the original's, the sums unchanged)
+    from wlprof import jsonio, pipeline
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _mm_trace()
+    once, twice = tmp_path / "once.json", tmp_path / "twice.json"
+    once.write_text(json.dumps({"traceEvents": events}, indent=1))
+    twice.write_text(json.dumps({"traceEvents": [e for ev in events for e in (ev, dict(ev))]}, indent=1))
+    a, b = read_trace(once, keep_events=keep), read_trace(twice, keep_events=keep)
+    for table in ("ops", "annotations", "launches", "device"):
+        x, y = getattr(a, table).drop(columns="idx"), getattr(b, table).drop(columns="idx")
+        assert x.reset_index(drop=True).equals(y.reset_index(drop=True)), table
+    # 1 annotation + 2 ops + 4 launches + 4 kernels written a second time
+    assert [w for w in b.warnings if "repeat" in w] == [
+        "11 events were dropped as exact repeats of an earlier event (the same phase, category, name, pid, tid, "
+        "ts, dur and args: a trace joined to itself, or events written twice)"]
+    assert not [w for w in a.warnings if "repeat" in w]
+    ka, kb = pipeline.costed(a).kernels, pipeline.costed(b).kernels
+    # each mm: 2*64*32*16 = 65,536 FLOPs, split over its two kernels of equal time: 32,768 each
+    assert list(kb.flops) == list(ka.flops) == [32_768.0] * 4
+    assert list(kb.bytes) == list(ka.bytes)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_path, monkeypatch, typed):
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = [
+        _ev("cpu_op", "aten::linear", 10, 50, **{"External id": 1}),
+        _ev("cpu_op", "aten::t", 10, 50, **{"External id": 1}),  # its child: same start, another name
+        _ev("cpu_op", "aten::add", 100, 5, **{"External id": 2, "Input Dims": [[4], [4]]}),
+        _ev("cpu_op", "aten::add", 100, 5, **{"External id": 2, "Input Dims": [[8], [8]]}),  # other inputs
+        _ev("kernel", "k", 20, 9, pid=0, tid=7, correlation=5, stream=7, device=0),
+        _ev("kernel", "k", 20, 9, pid=0, tid=8, correlation=6, stream=8, device=0),  # another stream
+        _ev("kernel", "k", 40, 9, pid=0, tid=7, correlation=7, stream=7, device=0, grid=[1, 1, 1]),
+        _ev("kernel", "k", 40, 9, pid=0, tid=7, correlation=7, stream=7, device=0, grid=[2, 1, 1]),  # other args
+        _ev("gpu_memcpy", "k", 60, 9, pid=0, tid=7, correlation=8, stream=7, device=0),
+        _ev("gpu_memset", "k", 60, 9, pid=0, tid=7, correlation=8, stream=7, device=0),  # another category
+        {"ph": "B", "cat": "user_annotation", "name": "step", "ts": 0, "pid": 1, "tid": 1},
+        {"ph": "E", "cat": "user_annotation", "name": "step", "ts": 200, "pid": 1, "tid": 1},
+        _ev("user_annotation", "step", 0, 200),  # the same span, as a complete event: another phase
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(path, keep_events=False)
+    assert len(trace.ops) == 4 and len(trace.device) == 6 and len(trace.annotations) == 2
+    assert not [w for w in trace.warnings if "repeat" in w]

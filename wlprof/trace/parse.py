@@ -440,6 +440,8 @@ class _Tables:
         self.begin_end: list[tuple[int, Any]] = []  # (index, event) of B/E events, paired in `pair_begin_end`
         self.unpaired = 0  # B events without their E, E events without their B
         self.paired = False  # rows were added from B/E pairs, out of file order
+        self.paired_at: list[np.ndarray] = []  # the file positions of the rows read from B/E pairs
+        self.duplicates = 0  # rows dropped by `frames` as exact repeats of an earlier event
 
     def add(self, events: list, base: int) -> None:
         if events and type(events[0]) in structs.EVENT_TYPES:
@@ -689,6 +691,7 @@ class _Tables:
             if events:
                 self._add_at(events, indices)
                 self.paired = True
+                self.paired_at.append(np.asarray(indices, dtype=np.int64))
 
     def _add_at(self, events: list, indices: list[int]) -> None:
         """`add` for events that are not consecutive in the file: their rows keep the file positions `indices`."""
@@ -771,6 +774,10 @@ class _Tables:
             if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
                 order = np.argsort(cols["idx"], kind="stable")
                 cols = {k: v[order] for k, v in cols.items()}
+            repeat = _repeats(cols, np.concatenate(self.paired_at) if self.paired_at else None)
+            if repeat is not None:
+                self.duplicates += int(repeat.sum())
+                cols = {k: v[~repeat] for k, v in cols.items()}
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
@@ -779,6 +786,47 @@ class _Tables:
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
                                      for k, v in cols.items()})
         return out
+
+
+# columns that tell rows apart in most traces: hashed together, the rows whose hash no other row
+# shares are no repeat, and only the few others are compared column by column
+_HASHED = ("ts_ns", "dur_ns", "name", "tid", "pid", "ext_id", "correlation", "stream")
+
+
+def _repeats(cols: dict[str, np.ndarray], paired: np.ndarray | None) -> np.ndarray | None:
+    """Which rows of a table repeat an earlier row (in file order) in every column but the file
+    position, as a mask; None where none does.
+
+    The columns are what the reader keeps of an event: its category as the table and kind, name,
+    pid, tid, ts, dur and the args read (ids, stream, launch shape, the recorded inputs); `paired`
+    (the file positions of rows read from B/E pairs) keeps their phase apart from complete events'.
+    An event written twice (a trace joined to itself, a tool that appended its events twice) is such
+    a repeat; two distinct events differ in one of these (a kernel's correlation or stream, an op's
+    External id or name)."""
+    n = len(cols.get("idx", ()))
+    if n < 2:
+        return None
+    h = np.zeros(n, dtype=np.uint64)
+    for k in _HASHED:
+        v = cols.get(k)
+        if v is not None:
+            h = h * np.uint64(0x9E3779B97F4A7C15) + v.astype(np.int64, copy=False).view(np.uint64)
+    s = np.sort(h)
+    same = s[1:] == s[:-1]
+    if not same.any():
+        return None
+    rows = np.flatnonzero(np.isin(h, s[1:][same]))
+    import pandas as pd
+
+    keys = {k: v[rows] for k, v in cols.items() if k != "idx"}
+    if paired is not None:
+        keys["paired"] = np.isin(cols["idx"][rows], paired)
+    repeat = pd.DataFrame(keys).duplicated(keep="first").to_numpy()
+    if not repeat.any():
+        return None
+    out = np.zeros(n, dtype=bool)
+    out[rows[repeat]] = True
+    return out
 
 
 def _pairs(items: list[tuple[Any, int, Any]], strict: bool = True) -> tuple[list | None, int]:
@@ -998,6 +1046,10 @@ def read_trace(path: str | Path, keep_events: bool = True,
     warnings = []
     if _link_by_external_id(frames):
         warnings.append(LINKED_BY_EXTERNAL_ID)
+    if tables.duplicates:
+        warnings.append(f"{tables.duplicates} events were dropped as exact repeats of an earlier event (the same "
+                        "phase, category, name, pid, tid, ts, dur and args: a trace joined to itself, or events "
+                        "written twice)")
     if tables.no_dur:
         warnings.append(f"{tables.no_dur} complete events without a dur were read as lasting 0 µs")
     if tables.skipped:
