@@ -774,7 +774,7 @@ class _Tables:
             if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
                 order = np.argsort(cols["idx"], kind="stable")
                 cols = {k: v[order] for k, v in cols.items()}
-            repeat = _repeats(cols, np.concatenate(self.paired_at) if self.paired_at else None)
+            repeat = _repeats(cols, np.concatenate(self.paired_at) if self.paired_at else None, self.args_table)
             if repeat is not None:
                 self.duplicates += int(repeat.sum())
                 cols = {k: v[~repeat] for k, v in cols.items()}
@@ -793,16 +793,17 @@ class _Tables:
 _HASHED = ("ts_ns", "dur_ns", "name", "tid", "pid", "ext_id", "correlation", "stream")
 
 
-def _repeats(cols: dict[str, np.ndarray], paired: np.ndarray | None) -> np.ndarray | None:
+def _repeats(cols: dict[str, np.ndarray], paired: np.ndarray | None, args_table: list[dict]) -> np.ndarray | None:
     """Which rows of a table repeat an earlier row (in file order) in every column but the file
     position, as a mask; None where none does.
 
     The columns are what the reader keeps of an event: its category as the table and kind, name,
     pid, tid, ts, dur and the args read (ids, stream, launch shape, the recorded inputs); `paired`
     (the file positions of rows read from B/E pairs) keeps their phase apart from complete events'.
-    An event written twice (a trace joined to itself, a tool that appended its events twice) is such
-    a repeat; two distinct events differ in one of these (a kernel's correlation or stream, an op's
-    External id or name)."""
+    Recorded args are compared by their values in `args_table` (two ids can name equal args: one
+    written with other spacing, or read by the other decoder). An event written twice (a trace joined
+    to itself, a tool that appended its events twice) is such a repeat; two distinct events differ in
+    one of these (a kernel's correlation or stream, an op's External id or name)."""
     n = len(cols.get("idx", ()))
     if n < 2:
         return None
@@ -821,6 +822,13 @@ def _repeats(cols: dict[str, np.ndarray], paired: np.ndarray | None) -> np.ndarr
     keys = {k: v[rows] for k, v in cols.items() if k != "idx"}
     if paired is not None:
         keys["paired"] = np.isin(cols["idx"][rows], paired)
+    if "args_id" in keys:
+        ids = keys["args_id"]
+        distinct = np.unique(ids)
+        spelled = [jsonio.dumps(args_table[i]) if i >= 0 else b"" for i in distinct.tolist()]
+        first: dict[bytes, int] = {}
+        canonical = np.array([first.setdefault(x, len(first)) for x in spelled], dtype=np.int64)
+        keys["args_id"] = canonical[np.searchsorted(distinct, ids)]
     repeat = pd.DataFrame(keys).duplicated(keep="first").to_numpy()
     if not repeat.any():
         return None
