@@ -169,3 +169,57 @@ def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_pat
     trace = read_trace(path, keep_events=False)
     assert len(trace.ops) == 4 and len(trace.device) == 6 and len(trace.annotations) == 2
     assert not [w for w in trace.warnings if "repeat" in w]
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("keep", [False, True])
+def test_ts_and_dur_written_as_numeric_strings_read_as_the_numbers(tmp_path, monkeypatch, typed, keep):
+    # Ascend's torch_npu writes "ts": "1704161511420306.491" and Perfetto's JSON importer reads such strings
+    # as numbers; such a trace was refused ("none with a number for its ts and dur")
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _mm_trace()
+    base = 1704161511420306.491  # µs since the epoch, as torch_npu writes them
+
+    def as_text(e):
+        return {**e, "ts": repr(base + e["ts"]), "dur": str(e["dur"])}
+
+    strings = [as_text(e) for e in events]
+    strings[0] = {k: v for k, v in strings[0].items() if k not in ("ph", "dur")}  # the step as a B/E pair
+    strings[0]["ph"] = "B"
+    strings.append({"ph": "E", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1,
+                    "ts": f"{base + 400:.3f}"})
+    numbers = [{**e, "ts": base + e["ts"]} for e in events]
+    a_path, b_path = tmp_path / "numbers.json", tmp_path / "strings.json"
+    a_path.write_text(json.dumps({"traceEvents": numbers}, indent=1))
+    b_path.write_text(json.dumps({"traceEvents": strings}, indent=1))
+    a, b = read_trace(a_path, keep_events=keep), read_trace(b_path, keep_events=keep)
+    for table in ("ops", "annotations", "launches", "device"):
+        x, y = getattr(a, table).drop(columns="idx"), getattr(b, table).drop(columns="idx")
+        assert x.reset_index(drop=True).equals(y.reset_index(drop=True)), table
+    assert list(b.device.dur_ns) == [30_000] * 4
+    assert list(b.annotations.dur_ns) == [400_000]
+    # (base + 1) µs: float64 holds µs since the epoch to 1/4 µs, as it does a JSON number's
+    assert int(b.ops.ts_ns.iloc[0]) == 1704161511420307_500
+    assert not b.warnings or all("skipped" not in w for w in b.warnings)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("value", ["12 us", "0x10", "1e999", "nan", ""])
+def test_a_ts_string_that_is_no_number_is_still_skipped_and_named(tmp_path, monkeypatch, typed, value):
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _gpu_trace(2)
+    events[3]["ts"] = value  # kernel k0
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.device.name) == ["k1"]
+    assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
+    assert trace.untimed_example == f"a kernel event's ts is str {value!r}"

@@ -482,15 +482,18 @@ class _Tables:
                     continue
             ts = get("ts")
             dur = get("dur")
-            if type(ts) in number and dur is None and "dur" not in ev:
-                dur = 0
-                self.no_dur += 1
-            elif type(ts) not in number or type(dur) not in number:
-                self.skipped += 1
-                if self.untimed_example is None:
-                    bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
-                    self.untimed_example = f"a {raw_cat or cat} event's {bad} is {type(value).__name__} {value!r:.40}"
-                continue
+            if type(ts) not in number or type(dur) not in number:
+                ts, dur = _number(ts), _number(dur)  # numbers written as strings ("123.5")
+                if type(ts) in number and dur is None and "dur" not in ev:
+                    dur = 0
+                    self.no_dur += 1
+                elif type(ts) not in number or type(dur) not in number:
+                    self.skipped += 1
+                    if self.untimed_example is None:
+                        bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
+                        self.untimed_example = f"a {raw_cat or cat} event's {bad} is {type(value).__name__} " \
+                                               f"{value!r:.40}"
+                    continue
             args = get("args")
             if type(args) is not dict:
                 args = empty
@@ -590,16 +593,18 @@ class _Tables:
                     continue
             ts = ev.ts
             dur = ev.dur
-            if type(ts) in number and dur is missing:
-                dur = 0
-                self.no_dur += 1
-            elif type(ts) not in number or type(dur) not in number:
-                self.skipped += 1
-                if self.untimed_example is None:
-                    bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
-                    self.untimed_example = f"a {raw_cat if type(raw_cat) is str else cat} event's {bad} is " \
-                                           f"{type(value).__name__} {value!r:.40}"
-                continue
+            if type(ts) not in number or type(dur) not in number:
+                ts, dur = _number(ts), _number(dur)  # numbers written as strings ("123.5")
+                if type(ts) in number and dur is missing:
+                    dur = 0
+                    self.no_dur += 1
+                elif type(ts) not in number or type(dur) not in number:
+                    self.skipped += 1
+                    if self.untimed_example is None:
+                        bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
+                        self.untimed_example = f"a {raw_cat if type(raw_cat) is str else cat} event's {bad} is " \
+                                               f"{type(value).__name__} {value!r:.40}"
+                    continue
             a = ev.args
             if a is None:
                 a = no_args
@@ -666,7 +671,7 @@ class _Tables:
         by_thread: dict[tuple, list[tuple[Any, int, Any]]] = {}
         for i, ev in self.begin_end:
             key = (_field(ev, "pid"), _field(ev, "tid"))
-            by_thread.setdefault(key, []).append((_field(ev, "ts"), i, ev))
+            by_thread.setdefault(key, []).append((_number(_field(ev, "ts")), i, ev))
         self.begin_end = []
         dicts: tuple[list, list] = ([], [])
         structs_: tuple[list, list] = ([], [])
@@ -865,6 +870,23 @@ def _field(ev, name: str):
         return ev.get(name)
     value = getattr(ev, name, None)
     return None if value is structs.MISSING else value
+
+
+# a number written as a JSON string: digits with an optional point and fraction (".5" and "5." too) and
+# exponent, as Perfetto's JSON importer reads a string `ts` (its json_utils' CoerceToTs)
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*")
+
+
+def _number(value):
+    """A string that spells a finite number ("123.5") as that number (an int where it has no point or
+    exponent); any other value as it is."""
+    if type(value) is not str or _NUMBER_TEXT.fullmatch(value) is None:
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        number = float(value)
+        return number if number - number == 0 else value  # "1e999": past float64, not a time
 
 
 def _columns(rows: list[tuple], width: int) -> list:
