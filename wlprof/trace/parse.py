@@ -483,17 +483,10 @@ class _Tables:
             ts = get("ts")
             dur = get("dur")
             if type(ts) not in number or type(dur) not in number:
-                ts, dur = _number(ts), _number(dur)  # numbers written as strings ("123.5")
-                if type(ts) in number and dur is None and "dur" not in ev:
-                    dur = 0
-                    self.no_dur += 1
-                elif type(ts) not in number or type(dur) not in number:
-                    self.skipped += 1
-                    if self.untimed_example is None:
-                        bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
-                        self.untimed_example = f"a {raw_cat or cat} event's {bad} is {type(value).__name__} " \
-                                               f"{value!r:.40}"
+                timed = self._timed(ts, dur, "dur" in ev, raw_cat or cat)
+                if timed is None:
                     continue
+                ts, dur = timed
             args = get("args")
             if type(args) is not dict:
                 args = empty
@@ -594,17 +587,10 @@ class _Tables:
             ts = ev.ts
             dur = ev.dur
             if type(ts) not in number or type(dur) not in number:
-                ts, dur = _number(ts), _number(dur)  # numbers written as strings ("123.5")
-                if type(ts) in number and dur is missing:
-                    dur = 0
-                    self.no_dur += 1
-                elif type(ts) not in number or type(dur) not in number:
-                    self.skipped += 1
-                    if self.untimed_example is None:
-                        bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
-                        self.untimed_example = f"a {raw_cat if type(raw_cat) is str else cat} event's {bad} is " \
-                                               f"{type(value).__name__} {value!r:.40}"
+                timed = self._timed(ts, dur, dur is not missing, raw_cat if type(raw_cat) is str else cat)
+                if timed is None:
                     continue
+                ts, dur = timed
             a = ev.args
             if a is None:
                 a = no_args
@@ -661,6 +647,23 @@ class _Tables:
                        ev.tid if stream is missing else stream, ev.pid if device is missing else device,
                        a.grid, a.block, a.regs, a.smem, a.bps, a.wps, nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
+
+    def _timed(self, ts, dur, has_dur: bool, cat: str) -> tuple | None:
+        """(ts, dur) of a complete event whose ts or dur is no number: a number written as a string
+        ("123.5") read as the number, a missing dur as 0 (counted); None where the event has no time
+        (counted, the first one described)."""
+        number = (float, int)
+        ts, dur = _number(ts), _number(dur)
+        if type(ts) in number and not has_dur:
+            self.no_dur += 1
+            return ts, 0
+        if type(ts) in number and type(dur) in number:
+            return ts, dur
+        self.skipped += 1
+        if self.untimed_example is None:
+            bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
+            self.untimed_example = f"a {cat} event's {bad} is {type(value).__name__} {value!r:.40}"
+        return None
 
     def pair_begin_end(self) -> None:
         """Read Chrome's other duration form: each B event closed by the next E on its pid and tid
