@@ -143,7 +143,8 @@ def test_a_trace_whose_every_event_is_written_twice_reads_as_the_original_with_o
 
 
 @pytest.mark.parametrize("typed", [True, False])
-def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_path, monkeypatch, typed):
+@pytest.mark.parametrize("keep", [False, True])
+def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_path, monkeypatch, typed, keep):
     from wlprof import jsonio
     from wlprof.trace import structs
 
@@ -160,14 +161,16 @@ def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_pat
         _ev("kernel", "k", 40, 9, pid=0, tid=7, correlation=7, stream=7, device=0, grid=[2, 1, 1]),  # other args
         _ev("gpu_memcpy", "k", 60, 9, pid=0, tid=7, correlation=8, stream=7, device=0),
         _ev("gpu_memset", "k", 60, 9, pid=0, tid=7, correlation=8, stream=7, device=0),  # another category
+        _ev("kernel", "g", 80, 9, pid=0, tid=7, rank=0),
+        _ev("kernel", "g", 80, 9, pid=0, tid=7, rank=1),  # another value of an arg no table keeps
         {"ph": "B", "cat": "user_annotation", "name": "step", "ts": 0, "pid": 1, "tid": 1},
         {"ph": "E", "cat": "user_annotation", "name": "step", "ts": 200, "pid": 1, "tid": 1},
         _ev("user_annotation", "step", 0, 200),  # the same span, as a complete event: another phase
     ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    trace = read_trace(path, keep_events=False)
-    assert len(trace.ops) == 4 and len(trace.device) == 6 and len(trace.annotations) == 2
+    trace = read_trace(path, keep_events=keep)
+    assert len(trace.ops) == 4 and len(trace.device) == 8 and len(trace.annotations) == 2
     assert not [w for w in trace.warnings if "repeat" in w]
 
 

@@ -771,21 +771,35 @@ class _Tables:
         for k, v in cols.items():
             part.setdefault(k, []).append(v)
 
-    def frames(self) -> dict[str, Any]:
-        """The four tables, and under "distinct_names" each table's names once each (from the codes)."""
+    def frames(self, events_at=None) -> dict[str, Any]:
+        """The four tables, and under "distinct_names" each table's names once each (from the codes).
+
+        Rows that repeat an earlier event are dropped (counted in `duplicates`): equal in every column
+        kept, and, where `events_at` is given (file positions -> {position: event}), in every field of
+        the events themselves (the args the reader does not keep too)."""
         import pandas as pd
 
         names = np.array(list(self.names), dtype=object)
         out: dict = {"distinct_names": {}}
+        tables = {}
         for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
             cols = {k: np.concatenate(v) if v else np.array([]) for k, v in self.parts[table].items()}
             if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
                 order = np.argsort(cols["idx"], kind="stable")
                 cols = {k: v[order] for k, v in cols.items()}
-            repeat = _repeats(cols, np.concatenate(self.paired_at) if self.paired_at else None, self.args_table)
-            if repeat is not None:
+            tables[key] = cols
+        paired = np.concatenate(self.paired_at) if self.paired_at else None
+        groups = {key: g for key, cols in tables.items()
+                  if (g := _equal_rows(cols, paired, self.args_table)) is not None}
+        if groups:
+            wanted = {i for key, (rows, _) in groups.items() for i in tables[key]["idx"][rows].tolist()}
+            events = events_at(wanted) if events_at is not None else None
+            for key, (rows, group) in groups.items():
+                cols = tables[key]
+                repeat = _repeats(cols["idx"], rows, group, events)
                 self.duplicates += int(repeat.sum())
-                cols = {k: v[~repeat] for k, v in cols.items()}
+                tables[key] = {k: v[~repeat] for k, v in cols.items()}
+        for key, cols in tables.items():
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
@@ -801,17 +815,16 @@ class _Tables:
 _HASHED = ("ts_ns", "dur_ns", "name", "tid", "pid", "ext_id", "correlation", "stream")
 
 
-def _repeats(cols: dict[str, np.ndarray], paired: np.ndarray | None, args_table: list[dict]) -> np.ndarray | None:
-    """Which rows of a table repeat an earlier row (in file order) in every column but the file
-    position, as a mask; None where none does.
+def _equal_rows(cols: dict[str, np.ndarray], paired: np.ndarray | None,
+                args_table: list[dict]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, group): the rows of a table equal to another row in every column but the file position
+    (in file order), each with a number shared by the rows equal to it; None where no two are equal.
 
     The columns are what the reader keeps of an event: its category as the table and kind, name,
     pid, tid, ts, dur and the args read (ids, stream, launch shape, the recorded inputs); `paired`
     (the file positions of rows read from B/E pairs) keeps their phase apart from complete events'.
     Recorded args are compared by their values in `args_table` (two ids can name equal args: one
-    written with other spacing, or read by the other decoder). An event written twice (a trace joined
-    to itself, a tool that appended its events twice) is such a repeat; two distinct events differ in
-    one of these (a kernel's correlation or stream, an op's External id or name)."""
+    written with other spacing, or read by the other decoder)."""
     n = len(cols.get("idx", ()))
     if n < 2:
         return None
@@ -837,11 +850,29 @@ def _repeats(cols: dict[str, np.ndarray], paired: np.ndarray | None, args_table:
         first: dict[bytes, int] = {}
         canonical = np.array([first.setdefault(x, len(first)) for x in spelled], dtype=np.int64)
         keys["args_id"] = canonical[np.searchsorted(distinct, ids)]
-    repeat = pd.DataFrame(keys).duplicated(keep="first").to_numpy()
-    if not repeat.any():
+    frame = pd.DataFrame(keys)
+    group = frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy()
+    shared = np.bincount(group)[group] > 1
+    if not shared.any():
         return None
-    out = np.zeros(n, dtype=bool)
-    out[rows[repeat]] = True
+    return rows[shared], group[shared]
+
+
+def _repeats(idx: np.ndarray, rows: np.ndarray, group: np.ndarray, events: dict | None) -> np.ndarray:
+    """A mask of a table's rows that repeat an earlier row of their group (`_equal_rows`): where `events`
+    (file position -> event) is given, only those whose event equals an earlier one's in every field.
+    An event written twice (a trace joined to itself, a tool that appended its events twice) is such a
+    repeat; two distinct events differ in a field (a kernel's correlation or stream, an op's External id
+    or name, an arg no table keeps)."""
+    out = np.zeros(len(idx), dtype=bool)
+    seen: dict[int, list] = {}
+    for r, g in zip(rows.tolist(), group.tolist(), strict=True):
+        event = events.get(int(idx[r])) if events is not None else None
+        earlier = seen.setdefault(g, [])
+        if earlier and (events is None or any(event == e for e in earlier)):
+            out[r] = True
+        else:
+            earlier.append(event)
     return out
 
 
@@ -1075,7 +1106,9 @@ def read_trace(path: str | Path, keep_events: bool = True,
     path = Path(path)
     tables, meta, events = parsed if parsed is not None else parse_events(path, keep_events)
     with _gc_paused():
-        frames = tables.frames()
+        frames = tables.frames(
+            (lambda wanted: {i: events[i] for i in wanted}) if events is not None
+            else (lambda wanted: dict(_events_where(path, lambda e, i: i in wanted)[1])))
     warnings = []
     if _link_by_external_id(frames):
         warnings.append(LINKED_BY_EXTERNAL_ID)
@@ -1135,20 +1168,22 @@ def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]
     without holding every event at once. Metadata events (`ph` "M") are kept too, so
     viewers name the processes and threads.
     """
-    path = Path(path)
-    out: list[dict] = []
+    meta, picked = _events_where(Path(path), lambda e, i: i in wanted or (isinstance(e, dict) and e.get("ph") == "M"))
+    return meta, [e for _, e in picked]
 
-    def keep(e, i):
-        return i in wanted or (isinstance(e, dict) and e.get("ph") == "M")
 
+def _events_where(path: Path, keep) -> tuple[dict, list[tuple[int, Any]]]:
+    """The trace's metadata and (position, event) of the events for which `keep(event, position)` holds,
+    in file order, read chunk by chunk (the whole file where it cannot be streamed)."""
     with _gc_paused():
         got: list[dict] = []
         try:
             base = 0
+            out: list[tuple[int, Any]] = []
             for _offset, chunk in _stream_events(path, got.append):
-                out.extend(e for i, e in enumerate(chunk, base) if keep(e, i))
+                out.extend((i, e) for i, e in enumerate(chunk, base) if keep(e, i))
                 base += len(chunk)
             return got[0], out
         except (_NotStreamable, TraceFormatError):
             meta, events = _split(_loads(path, _read(path)), path)
-            return meta, [e for i, e in enumerate(events) if keep(e, i)]
+            return meta, [(i, e) for i, e in enumerate(events) if keep(e, i)]
