@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from wlprof.cli.main import app
@@ -371,3 +372,31 @@ def test_a_scale_naming_no_dimension_the_trace_can_scale_is_refused(scale, says,
     assert res.exit_code == 2, res.output
     assert says in " ".join(res.output.split()), res.output
     assert not (tmp_path / "t.md").exists()
+
+
+def test_a_sequence_first_lstms_batch_must_be_named_by_its_value(tmp_path):
+    # nn.LSTM(32, 64) over x [S 50, N 8, 32] on the CPU (batch_first=False): the CPU's mkldnn_rnn_layer is left
+    # out of the H200's calls, yet it tells that the leading 50 is the sequence; 'batch=2' is refused with the
+    # value to name, and '8=2' doubles the batch
+    from pathlib import Path
+
+    from torch.profiler import ProfilerActivity, profile
+
+    lstm, x = torch.nn.LSTM(32, 64), torch.randn(50, 8, 32)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        lstm(x)[0].sum().backward()
+    trace = tmp_path / "lstm.json"
+    prof.export_chrome_trace(str(trace))
+    profile_dir = Path(__file__).resolve().parents[2] / "benchmarks" / "profiles" / "h200"
+    args = ["predict", "--profile", str(profile_dir), "--trace", str(trace), "-o", str(tmp_path / "t.md"), "--scale"]
+    res = CliRunner().invoke(app, [*args, "batch=2"], env={"COLUMNS": "300"})
+    assert res.exit_code == 2, res.output
+    flat = " ".join(res.output.split())
+    assert ("--scale cannot take the batch from the leading dimension: aten::mkldnn_rnn_layer runs sequence-first"
+            in flat and "its batch N = 8" in flat and "(that is 50)" in flat and "--scale 8=2 scales it" in flat)
+    assert not (tmp_path / "t.md").exists()
+    res = CliRunner().invoke(app, [*args, "8=2"], env={"COLUMNS": "300"})
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "t.md").read_text()
+    # the LSTM's output gradient [50, 8, 64] summed and filled: its batch 8 became 16, its sequence stayed 50
+    assert "with 8 (8) x 2" in text and "[[50,16,64]" in text and "[[50,8,64]" not in text

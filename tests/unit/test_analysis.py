@@ -337,3 +337,21 @@ def test_the_spectrum_names_the_reasons_above_the_roof_as_words_apart():
     steps = _steps("gemm", [1e9, 2e9, 4e9], [200.0, 400.0, 800.0], roofline_fraction=[1.2, 1.1, 0.5],
                    roof_note=["within_spread,l2_resident", "data_dependent", None])
     assert spectrum(steps).iloc[0].above_roof == "2 of 3: within_spread, data_dependent"
+
+
+def test_the_regression_of_a_small_training_set_runs_on_one_openmp_thread():
+    import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime the regression runs on)
+    from threadpoolctl import threadpool_info
+
+    from wlprof.analysis import models
+
+    def openmp_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "openmp"]
+
+    outside = openmp_threads()
+    assert outside  # scikit-learn's OpenMP runtime is loaded
+    with models._threads(332):
+        assert openmp_threads() == [1] * len(outside)
+    assert openmp_threads() == outside  # restored after
+    with models._threads(models.ONE_THREAD_ROWS):
+        assert openmp_threads() == outside  # a large set keeps the default threads

@@ -420,3 +420,39 @@ def test_an_embedding_bags_indices_scale_with_its_bags(tmp_path):
     # (position 6) 18 -> 54, as a capture of 18 bags records them
     assert got["aten::_embedding_bag"][:3] == [[50, 8], [54], [18]] and got["aten::_embedding_bag"][6] == [54]
     assert got == want
+
+
+def test_a_sequence_first_rnns_batch_is_named_by_its_value_not_taken_from_the_leading_dimension():
+    from wlprof.predict.scale import scaled, sequence_first_rnn
+
+    # nn.LSTM(32, 64) over x [S 50, N 8, 32] (batch_first=False), one layer: hx and cx [1, 8, 64]; the
+    # activations around it are [50, 8, *], so the outermost dimension is the sequence, 50
+    def lstm(x, hx):
+        return ops(("aten::lstm", [x, [hx, hx], [[256, 32], [256, 64], [256], [256]], [], [], [], [], [], []],
+                    [[x[1] * x[2], x[2], 1], [[512, 64, 1], [512, 64, 1]], [[32, 1], [64, 1], [1], [1]], [], [], [],
+                     [], [], []]),
+                   ("aten::tanh", [[x[0], x[1], 64]], [[x[1] * 64, 64, 1]]),
+                   ("aten::mul", [[x[0], x[1], 64], [x[0], x[1], 64]], [[x[1] * 64, 64, 1], [x[1] * 64, 64, 1]]))
+
+    seq_first = lstm([50, 8, 32], [1, 8, 64])
+    assert sequence_first_rnn(seq_first) == ("aten::lstm", 8)
+    with pytest.raises(InputError) as exc:
+        scaled(seq_first, "batch", 2)
+    text = str(exc.value) + str(getattr(exc.value, "hint", ""))
+    assert "sequence-first" in text and "N = 8" in text and "(that is 50)" in text and "--scale 8=2" in text
+    new, value = scaled(seq_first, "8", 2)  # named by its value: the batch of every tensor doubles
+    assert value == 8 and json.loads(new.op_input_dims.iloc[0])[1] == [[1, 16, 64], [1, 16, 64]]
+    assert json.loads(new.op_input_dims.iloc[0])[0] == [50, 16, 32]
+    # batch_first=True: x [8, 50, 32], the same hx: the batch leads and scales as usual
+    batch_first = lstm([8, 50, 32], [1, 8, 64])
+    assert sequence_first_rnn(batch_first) is None
+    new, value = scaled(batch_first, "batch", 2)
+    assert value == 8 and json.loads(new.op_input_dims.iloc[0])[0] == [16, 50, 32]
+    # the CPU's one-layer op (hx [N, H] at input 5) and cuDNN's (hx at input 4), as torch records them
+    cpu = ops(("aten::mkldnn_rnn_layer", [[50, 8, 32], [256, 32], [256, 64], [256], [256], [8, 64], [8, 64]],
+               [[256, 32, 1], [32, 1], [64, 1], [1], [1], [64, 1], [64, 1]]))
+    assert sequence_first_rnn(cpu) == ("aten::mkldnn_rnn_layer", 8)
+    cudnn = ops(("aten::_cudnn_rnn", [[64, 128, 256], [[2048, 256], [2048, 512]], [], [3678208], [2, 64, 512],
+                                      [2, 64, 512]], [[32768, 256, 1], [[256, 1], [512, 1]], [], [1], [32768, 512, 1],
+                                                      [32768, 512, 1]]))
+    assert sequence_first_rnn(cudnn) is None  # batch-first: x [64, 128, 256], hx [2, 64, 512]

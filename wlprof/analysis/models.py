@@ -261,7 +261,8 @@ class Ladder:
                     source[todo[i]] = 2
         rest = np.flatnonzero(np.isnan(pred))
         if len(rest):
-            pred[rest] = 10 ** self.l3.predict(_l3_matrix(o.iloc[rest], self.l3_columns))
+            with _threads(len(rest)):
+                pred[rest] = 10 ** self.l3.predict(_l3_matrix(o.iloc[rest], self.l3_columns))
             source[rest] = 3
         return pred, source
 
@@ -307,6 +308,22 @@ def _l3_matrix(o: pd.DataFrame, columns: list[str]) -> np.ndarray:
     return f.reindex(columns=columns, fill_value=0.0).to_numpy()
 
 
+ONE_THREAD_ROWS = 50_000  # below this many rows the regression fits and predicts on one OpenMP thread
+
+
+def _threads(rows: int):
+    """One OpenMP thread for the gradient-boosted regression of fewer than ONE_THREAD_ROWS rows (a
+    context manager): its threads wait for each other on every split, and on a small training set
+    that waiting, on a machine other processes share, takes longer than the work."""
+    import contextlib
+
+    if rows >= ONE_THREAD_ROWS:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, "openmp")
+
+
 def fit(train: pd.DataFrame, l3: bool = True, seed: int = 0) -> Ladder:
     """Fit the ladder's free parameters on training ops (output of `features`)."""
     if train.empty:
@@ -324,7 +341,8 @@ def fit(train: pd.DataFrame, l3: bool = True, seed: int = 0) -> Ladder:
     cols = list(f.columns)
     est = HistGradientBoostingRegressor(max_iter=800, learning_rate=0.05, max_leaf_nodes=31,
                                         min_samples_leaf=3, l2_regularization=1e-3, random_state=seed)
-    est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
+    with _threads(len(f)):
+        est.fit(f.to_numpy(), np.log10(train.dur_us.to_numpy()))
     key = call_key(train)
     profile = train.dur_us.groupby(key).median().to_dict()
     point = train.dur_us.groupby(point_key(train, key)).median().to_dict()

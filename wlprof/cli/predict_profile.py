@@ -117,6 +117,7 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
                                                                    ", on the trace's device, not the profile's"))
         b2b, lat = times_of(d, pred, host)
         label = key[0] if isinstance(key, tuple) and key else str(key)
+        unpriced = _unpriced_note(g, pred, src)
         row = {"point": label, "calls": len(g), "kernel_us": float(pred.sum()), "back_to_back_us": b2b,
                "latency_us": lat, "answered near or same": float(np.isin(src, (0, 1)).mean())}
         if "measured_us" in g:
@@ -135,6 +136,9 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
         con.print(msg)
         for t in transfers:
             con.print(t)
+        if unpriced:
+            con.print(f"[yellow]{unpriced}[/yellow]")
+            transfers = [*transfers, unpriced]
         con.print(rich_table(bd, cols, wide=wide, width=con.width, priorities=BREAKDOWN_PRIORITY,
                              wrap={"shapes": 24}, formats=BREAKDOWN_FORMATS))
         lines += [f"## {label}", "", msg, "", *[x for t in transfers for x in (t, "")],
@@ -142,6 +146,35 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
     summary = pd.DataFrame(rows)
     _write(out, "\n".join(lines), con)
     return summary
+
+
+def _unpriced_note(g: pd.DataFrame, pred: np.ndarray, src: np.ndarray) -> str | None:
+    """A line for the calls the profile prices by their bytes alone: ops with no FLOP formula (a custom op,
+    a fused kernel) that neither their op's calls in the profile nor its other layouts answer (`class`,
+    `base`). Their predicted time is a bytes-and-floor guess, whatever work they do; with the trace's
+    measured times, the line says how much of the step that guess stands for."""
+    from wlprof.predict.model import SOURCES
+
+    if "flops" not in g or not len(g):
+        return None
+    flops = pd.to_numeric(g.flops, errors="coerce").to_numpy(dtype=float)
+    hit = np.isnan(flops) & (src >= SOURCES.index("class"))
+    if not hit.any():
+        return None
+    names = g.op_name.astype(str).to_numpy()[hit]
+    measured = pd.to_numeric(g.measured_us, errors="coerce").to_numpy(dtype=float)[hit] if "measured_us" in g \
+        else np.full(int(hit.sum()), np.nan)
+    weight = pd.Series(np.where(np.isfinite(measured), measured, pred[hit])).groupby(names).sum()
+    top = ", ".join(weight.sort_values(ascending=False).index[:3])
+    n = int(hit.sum())
+    line = (f"{n} call{'s' if n != 1 else ''} of ops with no FLOP formula ({top}{', ...' if len(weight) > 3 else ''}) "
+            f"priced by {'their' if n != 1 else 'its'} bytes alone: {pred[hit].sum():,.1f} µs predicted is a "
+            "guess at the bytes and the launch floor, whatever work they do")
+    total = float(np.nansum(pd.to_numeric(g.measured_us, errors="coerce"))) if "measured_us" in g else 0.0
+    if total > 0 and np.isfinite(measured).any():
+        line += (f"; measured {np.nansum(measured):,.1f} µs, {np.nansum(measured) / total:.0%} of the trace's "
+                 "kernel time")
+    return line
 
 
 def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None, refit: bool,
@@ -184,6 +217,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         notes.append(note)
         con.print(f"[yellow]{note}[/yellow]")
     gpu_profile = (info.get("device") or {}).get("type") == "cuda"
+    whole = ops
     if gpu_profile and len(ops) and "device_type" in ops and (ops.device_type == "cpu").all():
         compiled = compiled_note(ops)
         ops, left_out = _cpu_calls(path, ops, predictor)
@@ -202,7 +236,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     if parsed:
         dim, factor = parsed
         unscaled = ops
-        ops, value = scaled(ops, dim, factor)
+        ops, value = scaled(ops, dim, factor, whole=whole)
         con.print(describe(unscaled, ops, dim, value, factor))
         names = set(ops.device_name.dropna().astype(str)) if "device_name" in ops else set()
         same_device = names == {str((info.get("device") or {}).get("name"))}

@@ -484,8 +484,11 @@ def ingest_trace(path: str) -> pd.DataFrame:
     return ops
 
 
-def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> tuple[pd.DataFrame, int]:
-    """(the calls rewritten, the dimension's value that was scaled)."""
+def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale",
+           whole: pd.DataFrame | None = None) -> tuple[pd.DataFrame, int]:
+    """(the calls rewritten, the dimension's value that was scaled). `whole`: the trace's every op, where
+    `ops` is a selection of them (a CPU trace's calls as a GPU would launch them): a recurrent op left out
+    of the selection still tells whether the step runs sequence-first."""
     recorded = ops.op_input_dims.astype(object).map(lambda v: v is not None and str(v).strip("[] ,") != "")
     if not len(ops) or not recorded.any():
         raise InputError(arg, "needs the trace's input shapes, and it recorded none (profile with "
@@ -495,6 +498,13 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> 
         if value is None:
             raise InputError(arg, "must name a dimension by its value: the trace has no activation of three or "
                              "more dimensions and no matrix op to take the batch from", dim)
+        rnn = sequence_first_rnn(ops if whole is None else whole)
+        if rnn is not None and rnn[1] != value:
+            name, n = rnn
+            raise InputError(arg, f"cannot take the batch from the leading dimension: {name} runs sequence-first "
+                             f"(input [S, N, C]), so its batch N = {n} is not the outermost dimension the batch "
+                             f"is found by (that is {value}); name the batch by its value", dim,
+                             hint=f"--scale {n}={factor:g} scales it")
         if value == 1:
             raise InputError(arg, "cannot rewrite a batch of 1: the trace's size-1 dimensions cannot be told "
                              "from its batch (name another dimension by its value, or predict a trace of a "
@@ -517,6 +527,32 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale") -> 
 
 
 INT64_MAX = 2**63 - 1
+# the recurrent ops that take a whole sequence, and where their initial state hx ([layers x directions, N, H],
+# or [N, H] for one layer's op; aten::lstm's a list [hx, cx]) is among their inputs
+RNN_HX = {"aten::lstm": 1, "aten::gru": 1, "aten::rnn_tanh": 1, "aten::rnn_relu": 1, "aten::_cudnn_rnn": 4,
+          "aten::miopen_rnn": 3, "aten::mkldnn_rnn_layer": 5}
+
+
+def sequence_first_rnn(ops: pd.DataFrame) -> tuple[str, int] | None:
+    """(op name, batch N) of the first recurrent op whose input is sequence-first, [S, N, C] (nn.LSTM's
+    default, batch_first=False): its batch is hx's next-to-last dimension, which is the input's second and
+    not its first. None where every recurrent op runs batch-first, packed, or records no shapes."""
+    rows = ops[ops.op_name.isin(list(RNN_HX))] if "op_name" in ops else ops.iloc[:0]
+    for name, d_s in zip(rows.op_name, rows.op_input_dims, strict=True):
+        try:
+            dims = json.loads(d_s) if isinstance(d_s, str) else []
+        except ValueError:
+            continue
+        at = RNN_HX[str(name)]
+        if len(dims) <= at or not _int_list(dims[0]) or len(dims[0]) != 3:
+            continue
+        hx = dims[at][0] if dims[at] and isinstance(dims[at][0], list) else dims[at]
+        if not _int_list(hx) or len(hx) not in (2, 3):
+            continue
+        s, n = dims[0][0], hx[-2]
+        if dims[0][1] == n and s != n:
+            return str(name), int(n)
+    return None
 
 
 def _largest_numel(dims_col: pd.Series) -> int:
