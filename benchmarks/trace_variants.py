@@ -306,7 +306,9 @@ def variants(text: bytes, doc) -> list[Variant]:
         doc, lambda p, e: p, lambda t, e: f"stream {t}" if e.get("cat") in DEVICE_CATS else f"thread {t}")), "same"))
     add(Variant("ts in scientific notation", ".json", ts_scientific(dumps(doc, indent=1)), "same"))
     add(Variant("ts as strings", ".json", kineto(map_events(doc, lambda e: {**e, "ts": str(e["ts"])} if isinstance(
-        e.get("ts"), (int, float)) else e)), r"refuse:ts"))
+        e.get("ts"), (int, float)) else e)), "same"))
+    add(Variant("ts and dur as strings", ".json", kineto(map_events(doc, lambda e: {
+        **e, **{k: str(e[k]) for k in ("ts", "dur") if isinstance(e.get(k), (int, float))}})), "same"))
     add(Variant("metadata events duplicated", ".json", kineto(map_events(
         doc, lambda e: [e, copy.deepcopy(e)] if e.get("ph") == "M" else e)), "same"))
     add(Variant("every event duplicated", ".json", kineto(map_events(doc, lambda e: [e, copy.deepcopy(e)])), "dup"))

@@ -73,7 +73,8 @@ def _odd_events() -> list:
                   "Collective name": "allreduce", "In msg nelems": 1024, "dtype": "Float", "Group size": 2}},
         {"ph": "X", "cat": "Memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": "stream 7", "ts": 13, "dur": 1,
          "args": {"bytes": 4096, "blocks per SM": 0.5}},
-        {"ph": "X", "cat": "kernel", "name": 12345, "pid": 0, "tid": 7, "ts": "14", "dur": 1},  # untimed
+        {"ph": "X", "cat": "kernel", "name": 12345, "pid": 0, "tid": 7, "ts": "14", "dur": "1.5"},  # as numbers
+        {"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": "14 us", "dur": 1},  # untimed
         {"ph": "X", "cat": None, "name": "x", "pid": 1, "tid": 2, "ts": 15, "dur": 1},  # foreign category
         {"ph": "X", "cat": "made_up", "name": "y", "pid": 1, "tid": 2, "ts": 15, "dur": 1},
         {"ph": "X", "name": "aten::relu", "pid": "CPU functions", "tid": 2, "ts": 50, "dur": 2},  # legacy
@@ -107,7 +108,8 @@ def test_typed_decoding_reads_odd_events_as_the_dicts_do(tmp_path, monkeypatch, 
     assert ids[0] == ids[1] and typed.args_table[ids[0]]["Input Dims"] == [[4, 8], [8, 16]]
     assert typed.args_table[ids[2]] == {"Input Dims": [[3], [3]]}
     assert "1 complete events without a usable ts/dur were skipped" in typed.warnings
-    assert typed.untimed_example == "a kernel event's ts is str '14'"
+    assert typed.untimed_example == "a kernel event's ts is str '14 us'"
+    assert typed.device[typed.device.name == "12345"][["ts_ns", "dur_ns"]].values.tolist() == [[14_000, 1_500]]
     assert (typed.foreign_events, typed.legacy_device_events) == (2, 1)
     kernel = typed.device[typed.device.name == "ncclKernel"].iloc[0]
     assert (kernel.device_index, kernel.stream, kernel.grid_x, kernel.block_x) == (-1, 7, 8, 128)

@@ -94,3 +94,135 @@ def test_a_file_with_windows_line_ends_is_streamed_event_by_line_as_with_unix_on
     trace = read_trace(path, keep_events=False)
     assert list(trace.device.name) == [f"k{k}" for k in range(4000)]
     assert len(chunks) > 5  # read 64 kB at a time
+
+
+def _mm_trace() -> list[dict]:
+    """Two aten::mm ops of [64,32]x[32,16] fp32, each launching two kernels on streams 7 and 8."""
+    events = [_ev("user_annotation", "ProfilerStep#0", 0, 400)]
+    for k in range(2):
+        t = 200 * k
+        ext = k + 1
+        events += [_ev("cpu_op", "aten::mm", t + 1, 100, **{"External id": ext, "Input Dims": [[64, 32], [32, 16]],
+                                                           "Input type": ["float", "float"]})]
+        for j, stream in enumerate((7, 8)):
+            corr = 100 + 10 * k + j
+            events += [_ev("cuda_runtime", "cudaLaunchKernel", t + 2 + j, 5, correlation=corr, **{"External id": ext}),
+                       _ev("kernel", "gemm", t + 10, 30, pid=0, tid=stream, correlation=corr, stream=stream,
+                           device=0, grid=[4, 1, 1], block=[128, 1, 1], **{"External id": ext})]
+    return events
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_trace_whose_every_event_is_written_twice_reads_as_the_original_with_one_warning(
+        tmp_path, monkeypatch, typed, keep):
+    # every event twice (a trace joined to itself): each kernel row came twice, and its op's FLOPs and
+    # bytes were split over twice the kernels (each row's half the original's, the sums unchanged)
+    from wlprof import jsonio, pipeline
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _mm_trace()
+    once, twice = tmp_path / "once.json", tmp_path / "twice.json"
+    once.write_text(json.dumps({"traceEvents": events}, indent=1))
+    twice.write_text(json.dumps({"traceEvents": [e for ev in events for e in (ev, dict(ev))]}, indent=1))
+    a, b = read_trace(once, keep_events=keep), read_trace(twice, keep_events=keep)
+    for table in ("ops", "annotations", "launches", "device"):
+        x, y = getattr(a, table).drop(columns="idx"), getattr(b, table).drop(columns="idx")
+        assert x.reset_index(drop=True).equals(y.reset_index(drop=True)), table
+    # 1 annotation + 2 ops + 4 launches + 4 kernels written a second time
+    assert [w for w in b.warnings if "repeat" in w] == [
+        "11 events were dropped as exact repeats of an earlier event (the same phase, category, name, pid, tid, "
+        "ts, dur and args: a trace joined to itself, or events written twice)"]
+    assert not [w for w in a.warnings if "repeat" in w]
+    ka, kb = pipeline.costed(a).kernels, pipeline.costed(b).kernels
+    # each mm: 2*64*32*16 = 65,536 FLOPs, split over its two kernels of equal time: 32,768 each
+    assert list(kb.flops) == list(ka.flops) == [32_768.0] * 4
+    assert list(kb.bytes) == list(ka.bytes)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("keep", [False, True])
+def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_path, monkeypatch, typed, keep):
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = [
+        _ev("cpu_op", "aten::linear", 10, 50, **{"External id": 1}),
+        _ev("cpu_op", "aten::t", 10, 50, **{"External id": 1}),  # its child: same start, another name
+        _ev("cpu_op", "aten::add", 100, 5, **{"External id": 2, "Input Dims": [[4], [4]]}),
+        _ev("cpu_op", "aten::add", 100, 5, **{"External id": 2, "Input Dims": [[8], [8]]}),  # other inputs
+        _ev("kernel", "k", 20, 9, pid=0, tid=7, correlation=5, stream=7, device=0),
+        _ev("kernel", "k", 20, 9, pid=0, tid=8, correlation=6, stream=8, device=0),  # another stream
+        _ev("kernel", "k", 40, 9, pid=0, tid=7, correlation=7, stream=7, device=0, grid=[1, 1, 1]),
+        _ev("kernel", "k", 40, 9, pid=0, tid=7, correlation=7, stream=7, device=0, grid=[2, 1, 1]),  # other args
+        _ev("gpu_memcpy", "k", 60, 9, pid=0, tid=7, correlation=8, stream=7, device=0),
+        _ev("gpu_memset", "k", 60, 9, pid=0, tid=7, correlation=8, stream=7, device=0),  # another category
+        _ev("kernel", "g", 80, 9, pid=0, tid=7, rank=0),
+        _ev("kernel", "g", 80, 9, pid=0, tid=7, rank=1),  # another value of an arg no table keeps
+        {"ph": "B", "cat": "user_annotation", "name": "step", "ts": 0, "pid": 1, "tid": 1},
+        {"ph": "E", "cat": "user_annotation", "name": "step", "ts": 200, "pid": 1, "tid": 1},
+        _ev("user_annotation", "step", 0, 200),  # the same span, as a complete event: another phase
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(path, keep_events=keep)
+    assert len(trace.ops) == 4 and len(trace.device) == 8 and len(trace.annotations) == 2
+    assert not [w for w in trace.warnings if "repeat" in w]
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("keep", [False, True])
+def test_ts_and_dur_written_as_numeric_strings_read_as_the_numbers(tmp_path, monkeypatch, typed, keep):
+    # Ascend's torch_npu writes "ts": "1704161511420306.491" and Perfetto's JSON importer reads such strings
+    # as numbers; such a trace was refused ("none with a number for its ts and dur")
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _mm_trace()
+    base = 1704161511420306.491  # µs since the epoch, as torch_npu writes them
+
+    def as_text(e):
+        return {**e, "ts": repr(base + e["ts"]), "dur": str(e["dur"])}
+
+    strings = [as_text(e) for e in events]
+    strings[0] = {k: v for k, v in strings[0].items() if k not in ("ph", "dur")}  # the step as a B/E pair
+    strings[0]["ph"] = "B"
+    strings.append({"ph": "E", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1,
+                    "ts": f"{base + 400:.3f}"})
+    numbers = [{**e, "ts": base + e["ts"]} for e in events]
+    a_path, b_path = tmp_path / "numbers.json", tmp_path / "strings.json"
+    a_path.write_text(json.dumps({"traceEvents": numbers}, indent=1))
+    b_path.write_text(json.dumps({"traceEvents": strings}, indent=1))
+    a, b = read_trace(a_path, keep_events=keep), read_trace(b_path, keep_events=keep)
+    for table in ("ops", "annotations", "launches", "device"):
+        x, y = getattr(a, table).drop(columns="idx"), getattr(b, table).drop(columns="idx")
+        assert x.reset_index(drop=True).equals(y.reset_index(drop=True)), table
+    assert list(b.device.dur_ns) == [30_000] * 4
+    assert list(b.annotations.dur_ns) == [400_000]
+    # (base + 1) µs: float64 holds µs since the epoch to 1/4 µs, as it does a JSON number's
+    assert int(b.ops.ts_ns.iloc[0]) == 1704161511420307_500
+    assert not b.warnings or all("skipped" not in w for w in b.warnings)
+
+
+@pytest.mark.parametrize("typed", [True, False])
+@pytest.mark.parametrize("value", ["12 us", "0x10", "1e999", "nan", ""])
+def test_a_ts_string_that_is_no_number_is_still_skipped_and_named(tmp_path, monkeypatch, typed, value):
+    from wlprof import jsonio
+    from wlprof.trace import structs
+
+    if not typed:
+        monkeypatch.setattr(structs, "decode", jsonio.loads)
+    events = _gpu_trace(2)
+    events[3]["ts"] = value  # kernel k0
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.device.name) == ["k1"]
+    assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
+    assert trace.untimed_example == f"a kernel event's ts is str {value!r}"

@@ -383,6 +383,45 @@ def test_a_misspelt_row_name_gets_the_close_one():
     assert "did you mean" not in str(e.value)
 
 
+def _embedding_bag_capture(path, bags: int, per_bag: int = 3):
+    """A CPU capture of EmbeddingBag(50, 8, sum) over `bags` bags of `per_bag` indices each, with per-sample
+    weights, then Linear(8, 4), forward and backward."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    bag, lin = torch.nn.EmbeddingBag(50, 8, mode="sum"), torch.nn.Linear(8, 4)
+    idx = torch.randint(0, 50, (bags * per_bag,))
+    offsets = torch.arange(0, bags * per_bag, per_bag)
+    weights = torch.rand(bags * per_bag)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        lin(bag(idx, offsets, per_sample_weights=weights)).sum().backward()
+    prof.export_chrome_trace(str(path))
+    return path
+
+
+def test_an_embedding_bags_indices_scale_with_its_bags(tmp_path):
+    # `--scale batch=3` rewrote an EmbeddingBag's offsets (one per bag) but not its indices (bags x mean bag
+    # size), so the scaled call had as many indices as bags
+    from wlprof.predict.scale import ingest_trace, scaled
+
+    small = ingest_trace(str(_embedding_bag_capture(tmp_path / "b6.json", 6)))
+    large = ingest_trace(str(_embedding_bag_capture(tmp_path / "b18.json", 18)))
+    new, value = scaled(small, "batch", 3)
+    assert value == 6
+
+    def bag_calls(frame):
+        return {n: json.loads(d) for n, d in zip(frame.op_name, frame.op_input_dims, strict=True)
+                if "embedding_bag" in n}
+
+    got, want = bag_calls(new), bag_calls(large)
+    assert got and set(got) == set(want)
+    # 6 bags of 3 -> 18 bags of 3: weight [50, 8] kept, indices 18 -> 54, offsets 6 -> 18, per-sample weights
+    # (position 6) 18 -> 54, as a capture of 18 bags records them
+    assert got["aten::_embedding_bag"][:3] == [[50, 8], [54], [18]] and got["aten::_embedding_bag"][6] == [54]
+    assert got == want
+
+
 def test_a_sequence_first_rnns_batch_is_named_by_its_value_not_taken_from_the_leading_dimension():
     from wlprof.predict.scale import scaled, sequence_first_rnn
 

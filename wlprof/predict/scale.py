@@ -162,6 +162,15 @@ PARAM_POSITIONS = {
     "aten::cudnn_batch_norm": (1, 2, 3, 4), "aten::native_batch_norm_backward": (2, 3, 4, 5, 6),
     "aten::cudnn_batch_norm_backward": (2, 3, 4, 5, 6),
 }
+# an embedding bag's 1-D indices (and the tensors of one entry per index) beside the tensor of one entry per
+# bag that `--scale batch` rewrites: (indices, bags, the other per-index positions). Its indices number
+# bags x mean bag size, so they scale with the bags (the aten signatures' positions).
+EMBEDDING_BAGS = {
+    "aten::embedding_bag": (1, 2, (6,)), "aten::_embedding_bag": (1, 2, (6,)),
+    "aten::_embedding_bag_forward_only": (1, 2, (6,)), "aten::_embedding_bag_backward": (1, 2, (3, 10)),
+    "aten::_embedding_bag_sparse_backward": (1, 2, (3,)), "aten::_embedding_bag_dense_backward": (1, 3, (2,)),
+    "aten::_embedding_bag_per_sample_weights_backward": (2, 3, (4,)),
+}
 MATRIX_OPERANDS = {"aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::matmul": (0, 1), "aten::addmm": (1, 2),
                    "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2), "aten::_grouped_mm": (0, 1)}
 
@@ -376,6 +385,8 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
         for i, member, t in kept:  # the same shape as a rewritten tensor of the call: the same new shape
             if tuple(t) in moved:
                 _put(new_dims, i, member, moved[tuple(t)])
+        if name in EMBEDDING_BAGS:
+            _indices_follow_bags(EMBEDDING_BAGS[name], dims, new_dims)
         if operands and all(a < len(dims) and _int_list(dims[a]) and len(dims[a]) >= 2 for a in operands):
             a, b = operands
             a_old, a_new, b_old = dims[a], new_dims[a], dims[b]
@@ -404,6 +415,23 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
     out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
     out["dur_us"] = np.nan
     return _costs_dropped(out, ops)
+
+
+def _indices_follow_bags(positions: tuple, dims: list, new_dims: list) -> None:
+    """In place: an embedding bag's 1-D indices, and its other tensors of one entry per index, scaled as
+    its bags were (`positions`: `EMBEDDING_BAGS`'); nothing where the bags kept their number or the
+    indices are not 1-D (2-D indices lead with the batch themselves)."""
+    indices, bags, per_index = positions
+    if not all(i < len(dims) and _int_list(dims[i]) and len(dims[i]) == 1 for i in (indices, bags)):
+        return
+    old_bags, new_bags = dims[bags][0], new_dims[bags][0]
+    if new_bags == old_bags or old_bags <= 0:
+        return
+    n = dims[indices][0]
+    n_new = max(1, int(round(n * new_bags / old_bags)))
+    for i in (indices, *per_index):
+        if i < len(dims) and dims[i] == [n]:
+            new_dims[i] = [n_new]
 
 
 def _costs_dropped(out: pd.DataFrame, before: pd.DataFrame) -> pd.DataFrame:

@@ -440,6 +440,8 @@ class _Tables:
         self.begin_end: list[tuple[int, Any]] = []  # (index, event) of B/E events, paired in `pair_begin_end`
         self.unpaired = 0  # B events without their E, E events without their B
         self.paired = False  # rows were added from B/E pairs, out of file order
+        self.paired_at: list[np.ndarray] = []  # the file positions of the rows read from B/E pairs
+        self.duplicates = 0  # rows dropped by `frames` as exact repeats of an earlier event
 
     def add(self, events: list, base: int) -> None:
         if events and type(events[0]) in structs.EVENT_TYPES:
@@ -480,15 +482,11 @@ class _Tables:
                     continue
             ts = get("ts")
             dur = get("dur")
-            if type(ts) in number and dur is None and "dur" not in ev:
-                dur = 0
-                self.no_dur += 1
-            elif type(ts) not in number or type(dur) not in number:
-                self.skipped += 1
-                if self.untimed_example is None:
-                    bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
-                    self.untimed_example = f"a {raw_cat or cat} event's {bad} is {type(value).__name__} {value!r:.40}"
-                continue
+            if type(ts) not in number or type(dur) not in number:
+                timed = self._timed(ts, dur, "dur" in ev, raw_cat or cat)
+                if timed is None:
+                    continue
+                ts, dur = timed
             args = get("args")
             if type(args) is not dict:
                 args = empty
@@ -588,16 +586,11 @@ class _Tables:
                     continue
             ts = ev.ts
             dur = ev.dur
-            if type(ts) in number and dur is missing:
-                dur = 0
-                self.no_dur += 1
-            elif type(ts) not in number or type(dur) not in number:
-                self.skipped += 1
-                if self.untimed_example is None:
-                    bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
-                    self.untimed_example = f"a {raw_cat if type(raw_cat) is str else cat} event's {bad} is " \
-                                           f"{type(value).__name__} {value!r:.40}"
-                continue
+            if type(ts) not in number or type(dur) not in number:
+                timed = self._timed(ts, dur, dur is not missing, raw_cat if type(raw_cat) is str else cat)
+                if timed is None:
+                    continue
+                ts, dur = timed
             a = ev.args
             if a is None:
                 a = no_args
@@ -655,6 +648,23 @@ class _Tables:
                        a.grid, a.block, a.regs, a.smem, a.bps, a.wps, nbytes, aid))
         self._store_rows(o_rows, a_rows, l_rows, d_rows)
 
+    def _timed(self, ts, dur, has_dur: bool, cat: str) -> tuple | None:
+        """(ts, dur) of a complete event whose ts or dur is no number: a number written as a string
+        ("123.5") read as the number, a missing dur as 0 (counted); None where the event has no time
+        (counted, the first one described)."""
+        number = (float, int)
+        ts, dur = _number(ts), _number(dur)
+        if type(ts) in number and not has_dur:
+            self.no_dur += 1
+            return ts, 0
+        if type(ts) in number and type(dur) in number:
+            return ts, dur
+        self.skipped += 1
+        if self.untimed_example is None:
+            bad, value = ("ts", ts) if type(ts) not in number else ("dur", dur)
+            self.untimed_example = f"a {cat} event's {bad} is {type(value).__name__} {value!r:.40}"
+        return None
+
     def pair_begin_end(self) -> None:
         """Read Chrome's other duration form: each B event closed by the next E on its pid and tid
         becomes the complete event it stands for. Pairs are taken in file order, or in time order
@@ -664,7 +674,7 @@ class _Tables:
         by_thread: dict[tuple, list[tuple[Any, int, Any]]] = {}
         for i, ev in self.begin_end:
             key = (_field(ev, "pid"), _field(ev, "tid"))
-            by_thread.setdefault(key, []).append((_field(ev, "ts"), i, ev))
+            by_thread.setdefault(key, []).append((_number(_field(ev, "ts")), i, ev))
         self.begin_end = []
         dicts: tuple[list, list] = ([], [])
         structs_: tuple[list, list] = ([], [])
@@ -689,6 +699,7 @@ class _Tables:
             if events:
                 self._add_at(events, indices)
                 self.paired = True
+                self.paired_at.append(np.asarray(indices, dtype=np.int64))
 
     def _add_at(self, events: list, indices: list[int]) -> None:
         """`add` for events that are not consecutive in the file: their rows keep the file positions `indices`."""
@@ -760,17 +771,35 @@ class _Tables:
         for k, v in cols.items():
             part.setdefault(k, []).append(v)
 
-    def frames(self) -> dict[str, Any]:
-        """The four tables, and under "distinct_names" each table's names once each (from the codes)."""
+    def frames(self, events_at=None) -> dict[str, Any]:
+        """The four tables, and under "distinct_names" each table's names once each (from the codes).
+
+        Rows that repeat an earlier event are dropped (counted in `duplicates`): equal in every column
+        kept, and, where `events_at` is given (file positions -> {position: event}), in every field of
+        the events themselves (the args the reader does not keep too)."""
         import pandas as pd
 
         names = np.array(list(self.names), dtype=object)
         out: dict = {"distinct_names": {}}
+        tables = {}
         for table, key in (("ops", "ops"), ("ann", "annotations"), ("lau", "launches"), ("dev", "device")):
             cols = {k: np.concatenate(v) if v else np.array([]) for k, v in self.parts[table].items()}
             if self.paired and len(cols.get("idx", ())):  # rows of B/E pairs were added last: file order
                 order = np.argsort(cols["idx"], kind="stable")
                 cols = {k: v[order] for k, v in cols.items()}
+            tables[key] = cols
+        paired = np.concatenate(self.paired_at) if self.paired_at else None
+        groups = {key: g for key, cols in tables.items()
+                  if (g := _equal_rows(cols, paired, self.args_table)) is not None}
+        if groups:
+            wanted = {i for key, (rows, _) in groups.items() for i in tables[key]["idx"][rows].tolist()}
+            events = events_at(wanted) if events_at is not None else None
+            for key, (rows, group) in groups.items():
+                cols = tables[key]
+                repeat = _repeats(cols["idx"], rows, group, events)
+                self.duplicates += int(repeat.sum())
+                tables[key] = {k: v[~repeat] for k, v in cols.items()}
+        for key, cols in tables.items():
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
@@ -779,6 +808,72 @@ class _Tables:
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
                                      for k, v in cols.items()})
         return out
+
+
+# columns that tell rows apart in most traces: hashed together, the rows whose hash no other row
+# shares are no repeat, and only the few others are compared column by column
+_HASHED = ("ts_ns", "dur_ns", "name", "tid", "pid", "ext_id", "correlation", "stream")
+
+
+def _equal_rows(cols: dict[str, np.ndarray], paired: np.ndarray | None,
+                args_table: list[dict]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows, group): the rows of a table equal to another row in every column but the file position
+    (in file order), each with a number shared by the rows equal to it; None where no two are equal.
+
+    The columns are what the reader keeps of an event: its category as the table and kind, name,
+    pid, tid, ts, dur and the args read (ids, stream, launch shape, the recorded inputs); `paired`
+    (the file positions of rows read from B/E pairs) keeps their phase apart from complete events'.
+    Recorded args are compared by their values in `args_table` (two ids can name equal args: one
+    written with other spacing, or read by the other decoder)."""
+    n = len(cols.get("idx", ()))
+    if n < 2:
+        return None
+    h = np.zeros(n, dtype=np.uint64)
+    for k in _HASHED:
+        v = cols.get(k)
+        if v is not None:
+            h = h * np.uint64(0x9E3779B97F4A7C15) + v.astype(np.int64, copy=False).view(np.uint64)
+    s = np.sort(h)
+    same = s[1:] == s[:-1]
+    if not same.any():
+        return None
+    rows = np.flatnonzero(np.isin(h, s[1:][same]))
+    import pandas as pd
+
+    keys = {k: v[rows] for k, v in cols.items() if k != "idx"}
+    if paired is not None:
+        keys["paired"] = np.isin(cols["idx"][rows], paired)
+    if "args_id" in keys:
+        ids = keys["args_id"]
+        distinct = np.unique(ids)
+        spelled = [jsonio.dumps(args_table[i]) if i >= 0 else b"" for i in distinct.tolist()]
+        first: dict[bytes, int] = {}
+        canonical = np.array([first.setdefault(x, len(first)) for x in spelled], dtype=np.int64)
+        keys["args_id"] = canonical[np.searchsorted(distinct, ids)]
+    frame = pd.DataFrame(keys)
+    group = frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy()
+    shared = np.bincount(group)[group] > 1
+    if not shared.any():
+        return None
+    return rows[shared], group[shared]
+
+
+def _repeats(idx: np.ndarray, rows: np.ndarray, group: np.ndarray, events: dict | None) -> np.ndarray:
+    """A mask of a table's rows that repeat an earlier row of their group (`_equal_rows`): where `events`
+    (file position -> event) is given, only those whose event equals an earlier one's in every field.
+    An event written twice (a trace joined to itself, a tool that appended its events twice) is such a
+    repeat; two distinct events differ in a field (a kernel's correlation or stream, an op's External id
+    or name, an arg no table keeps)."""
+    out = np.zeros(len(idx), dtype=bool)
+    seen: dict[int, list] = {}
+    for r, g in zip(rows.tolist(), group.tolist(), strict=True):
+        event = events.get(int(idx[r])) if events is not None else None
+        earlier = seen.setdefault(g, [])
+        if earlier and (events is None or any(event == e for e in earlier)):
+            out[r] = True
+        else:
+            earlier.append(event)
+    return out
 
 
 def _pairs(items: list[tuple[Any, int, Any]], strict: bool = True) -> tuple[list | None, int]:
@@ -809,6 +904,23 @@ def _field(ev, name: str):
         return ev.get(name)
     value = getattr(ev, name, None)
     return None if value is structs.MISSING else value
+
+
+# a number written as a JSON string: digits with an optional point and fraction (".5" and "5." too) and
+# exponent, as Perfetto's JSON importer reads a string `ts` (its json_utils' CoerceToTs)
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*")
+
+
+def _number(value):
+    """A string that spells a finite number ("123.5") as that number (an int where it has no point or
+    exponent); any other value as it is."""
+    if type(value) is not str or _NUMBER_TEXT.fullmatch(value) is None:
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        number = float(value)
+        return number if number - number == 0 else value  # "1e999": past float64, not a time
 
 
 def _columns(rows: list[tuple], width: int) -> list:
@@ -994,10 +1106,16 @@ def read_trace(path: str | Path, keep_events: bool = True,
     path = Path(path)
     tables, meta, events = parsed if parsed is not None else parse_events(path, keep_events)
     with _gc_paused():
-        frames = tables.frames()
+        frames = tables.frames(
+            (lambda wanted: {i: events[i] for i in wanted}) if events is not None
+            else (lambda wanted: dict(_events_where(path, lambda e, i: i in wanted)[1])))
     warnings = []
     if _link_by_external_id(frames):
         warnings.append(LINKED_BY_EXTERNAL_ID)
+    if tables.duplicates:
+        warnings.append(f"{tables.duplicates} events were dropped as exact repeats of an earlier event (the same "
+                        "phase, category, name, pid, tid, ts, dur and args: a trace joined to itself, or events "
+                        "written twice)")
     if tables.no_dur:
         warnings.append(f"{tables.no_dur} complete events without a dur were read as lasting 0 µs")
     if tables.skipped:
@@ -1050,20 +1168,22 @@ def select_events(path: str | Path, wanted: set[int]) -> tuple[dict, list[dict]]
     without holding every event at once. Metadata events (`ph` "M") are kept too, so
     viewers name the processes and threads.
     """
-    path = Path(path)
-    out: list[dict] = []
+    meta, picked = _events_where(Path(path), lambda e, i: i in wanted or (isinstance(e, dict) and e.get("ph") == "M"))
+    return meta, [e for _, e in picked]
 
-    def keep(e, i):
-        return i in wanted or (isinstance(e, dict) and e.get("ph") == "M")
 
+def _events_where(path: Path, keep) -> tuple[dict, list[tuple[int, Any]]]:
+    """The trace's metadata and (position, event) of the events for which `keep(event, position)` holds,
+    in file order, read chunk by chunk (the whole file where it cannot be streamed)."""
     with _gc_paused():
         got: list[dict] = []
         try:
             base = 0
+            out: list[tuple[int, Any]] = []
             for _offset, chunk in _stream_events(path, got.append):
-                out.extend(e for i, e in enumerate(chunk, base) if keep(e, i))
+                out.extend((i, e) for i, e in enumerate(chunk, base) if keep(e, i))
                 base += len(chunk)
             return got[0], out
         except (_NotStreamable, TraceFormatError):
             meta, events = _split(_loads(path, _read(path)), path)
-            return meta, [e for i, e in enumerate(events) if keep(e, i)]
+            return meta, [(i, e) for i, e in enumerate(events) if keep(e, i)]
