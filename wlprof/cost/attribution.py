@@ -73,11 +73,13 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
                 stack.extend(kids(c))
             has_costed_desc[i] = found
     child = np.flatnonzero(parent >= 0)
-    # ops that run a nested op doing their whole work (`dispatches_to`): dispatchers whatever their aux_children
+    # ops that run a nested op doing their whole work (`dispatches_to`; the nested op costed, or a wrapper of
+    # one: repeat_interleave's int-repeat form copies an expanded view through a clone): dispatchers whatever
+    # their aux_children
     handed = np.zeros(n, bool)
     targets = per_name(lambda x: bool(dispatches_to(x)))
     if targets.any() and len(child):
-        c = child[targets[parent[child]] & formula[child]]
+        c = child[targets[parent[child]] & (formula[child] | wrapper[child])]
         c = c[[names[i] in dispatches_to(names[parent[i]]) for i in c.tolist()]] if len(c) else c
         handed[parent[c]] = True
     same_name_parent = np.zeros(n, bool)

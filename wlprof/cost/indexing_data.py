@@ -238,7 +238,8 @@ def _repeat_output(call: OpCall) -> int | None:
     return None
 
 
-@formula("aten::repeat_interleave", aux_children=("aten::cumsum", "aten::ge", "aten::all"), uses_children=True)
+@formula("aten::repeat_interleave", aux_children=("aten::cumsum", "aten::ge", "aten::all"), uses_children=True,
+         dispatches_to=("aten::clone",))
 def repeat_interleave(call: OpCall) -> Cost | None:
     """repeat_interleave(repeats [L], output_size?): index i written repeats[i] times. The forms that
     take a tensor to repeat dispatch to this one and an index_select (nested, of their own name). Reads

@@ -42,6 +42,8 @@ register_wrapper(
     "aten::linalg_eigvals", "aten::orgqr", "aten::linalg_cond",
     # the check of `info` after a factorization (an any and an item nested) and diag (diag_embed or a clone)
     "aten::_linalg_check_errors", "aten::diag",
+    # the matrix exponential: norms, a degree chosen per matrix, its Taylor products by bmm, and squarings
+    "aten::linalg_matrix_exp", "aten::matrix_exp", "aten::matrix_exp_backward",
 )
 
 _INT32 = 4

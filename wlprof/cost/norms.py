@@ -23,6 +23,8 @@ from wlprof.cost.registry import VECTOR, Cost, OpCall, TensorArg, formula, regis
 
 # always dispatch to native_batch_norm / cudnn_batch_norm / miopen_batch_norm (and their backward)
 register_wrapper("aten::_batch_norm_impl_index", "aten::_batch_norm_impl_index_backward")
+# weight normalization: _weight_norm runs _weight_norm_interface nested (its backward has no such wrapper)
+register_wrapper("aten::_weight_norm")
 
 
 def _acc(x: TensorArg) -> int:
@@ -187,3 +189,50 @@ def rms_norm_backward(call: OpCall) -> Cost | None:
     x, w = call.tensor(1), call.tensor(4)
     return _norm_backward(call, x, w, mask, True, None, rms=True)
 
+
+def _weight_norm_rows(v: TensorArg, dim) -> int | None:
+    """The number of norms weight normalization takes of v: one per index of `dim` (-1: one over all of v)."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        return None
+    if dim == -1:
+        return 1
+    return v.dims[dim % len(v.dims)]
+
+
+def _norm_size(g: TensorArg) -> int:
+    """Bytes per saved norm: float32 for a reduced-precision weight, else its own size."""
+    return max(g.itemsize, 4)
+
+
+@formula("aten::_weight_norm_interface")
+def weight_norm_interface(call: OpCall) -> Cost | None:
+    """_weight_norm_interface(v, g, dim) -> (w, norms): w = v * g / ||v|| with one norm per index of `dim`.
+
+    Per element of v: square and add into the norm (2) and the scaling multiply (1) = 3; per norm a
+    sqrt and the divide of g by it (2). Reads v and g, writes w (v's shape and dtype) and the norms
+    (float32 for a reduced-precision weight)."""
+    v, g = call.tensor(0), call.tensor(1)
+    rows = _weight_norm_rows(v, call.scalar(2)) if v is not None and g is not None else None
+    if rows is None:
+        return None
+    written = v.numel * v.itemsize + rows * _norm_size(g)
+    return Cost(3 * v.numel + 2 * rows, v.nbytes_read + g.nbytes_read + written, VECTOR, v.dtype, written=written)
+
+
+@formula("aten::_weight_norm_interface_backward")
+def weight_norm_interface_backward(call: OpCall) -> Cost | None:
+    """_weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim) -> (grad_v, grad_g).
+
+    With s = sum(grad_w * v) per norm: grad_g = s / norm and grad_v = (g / norm) * (grad_w - v * s / norm^2).
+    Per element of v: the product and its sum (2), v times the coefficient (1), the subtract (1) and the
+    scaling multiply (1) = 5; per norm grad_g's divide, g / norm, and s / norm^2 (a square and a divide) = 4.
+    Reads grad_w, v, g and the norms; writes grad_v (v's shape) and grad_g (g's)."""
+    gw, v, g, norms = (call.tensor(i) for i in range(4))
+    if gw is None or v is None or g is None or norms is None:
+        return None
+    rows = _weight_norm_rows(v, call.scalar(4))
+    if rows is None:
+        return None
+    written = v.numel * gw.itemsize + g.numel * g.itemsize
+    reads = gw.nbytes_read + v.nbytes_read + g.nbytes_read + norms.nbytes_read
+    return Cost(5 * v.numel + 4 * rows, reads + written, VECTOR, v.dtype, written=written)

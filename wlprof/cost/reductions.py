@@ -14,6 +14,11 @@ from wlprof.cost.registry import VECTOR, Cost, OpCall, TensorArg, formula, regis
 
 register_wrapper("aten::softmax", "aten::log_softmax", "aten::layer_norm", "aten::argsort",
                  "aten::msort", "aten::group_norm", "aten::batch_norm", "aten::instance_norm")
+# the scans with a helper or an implementation op nested (cummax -> _cummax_helper, logcumsumexp ->
+# _logcumsumexp), and the scans' backward composites (cumprod's: mul, cumsum, div, flip; cummax's and
+# cummin's: zeros and a scatter_add_ of the gradient at the indices)
+register_wrapper("aten::cummax", "aten::cummin", "aten::logcumsumexp", "aten::cumprod_backward",
+                 "aten::cummaxmin_backward")
 
 # FLOPs per input element, and whether an int64 index tensor is written beside the values
 _REDUCE: dict[str, tuple[int, bool]] = {
@@ -169,6 +174,25 @@ def cumsum(call: OpCall) -> Cost | None:
     t = call.tensor(0)
     size = _out_itemsize(t, call.scalar(2), promote_int=not call.name.startswith("aten::_"))
     return Cost(t.numel, t.nbytes_read + t.numel * size, VECTOR, t.dtype, written=t.numel * size)
+
+
+@formula("aten::_logcumsumexp")
+def logcumsumexp(call: OpCall) -> Cost | None:
+    # _logcumsumexp(self, dim): out_i = log(exp(out_{i-1}) + exp(x_i)), evaluated stably as
+    # max + log1p(exp(min - max)): a max, a min, a subtract, an exp, a log1p and an add = 6 FLOPs
+    # per element. Reads the input, writes a result of its shape and dtype.
+    t = call.tensor(0)
+    written = t.numel * t.itemsize
+    return Cost(6 * t.numel, t.nbytes_read + written, VECTOR, t.dtype, written=written)
+
+
+@formula("aten::_cummax_helper", "aten::_cummin_helper")
+def cummax_helper(call: OpCall) -> Cost | None:
+    # _cummax_helper(self, values, indices, dim): one comparison per element; reads the input,
+    # writes the running values (the input's dtype) and their int64 indices into the given buffers.
+    t, idx = call.tensor(0), call.tensor(2)
+    written = t.numel * t.itemsize + t.numel * (idx.itemsize if idx is not None else 8)
+    return Cost(t.numel, t.nbytes_read + written, VECTOR, t.dtype, written=written)
 
 
 @formula("aten::aminmax", "aten::_aminmax")

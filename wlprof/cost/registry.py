@@ -243,7 +243,7 @@ VIEW_OPS: frozenset[str] = frozenset(
         "new_empty new_empty_strided resize_ set_ _nnz crow_indices col_indices values indices "
         "_indices _values size stride is_same_size is_nonzero unflatten flatten movedim moveaxis diagonal "
         "unfold real imag view_as_real view_as_complex _has_compatible_shallow_copy_type "
-        "record_stream contiguous_format _to_dense lift mT mH adjoint broadcast_tensors result_type "
+        "record_stream contiguous_format _to_dense lift mT mH matrix_H adjoint broadcast_tensors result_type "
         "_nnpack_available cudnn_is_acceptable unsafe_split unsafe_split_with_sizes unsafe_chunk resize_as_ "
         "dense_dim sparse_dim is_coalesced is_pinned _coalesced_ "
         # sparse constructors: the index and value tensors given are kept as they are (a dtype or

@@ -5,7 +5,9 @@ On the CPU, torch.profiler records a collective twice: the c10d op that enqueued
 (`gloo:all_to_all`, a `user_annotation` on a gloo worker thread, with the tensor's dims
 and dtype) whose interval is when the data moved. There is no id between them; gloo runs
 a process group's work in the order it was enqueued, so the k-th gloo work of a kind is
-the k-th c10d op of that kind (`join_method = comm_order`). The rows get the op's region
+the k-th c10d op of that kind (`join_method = comm_order`). A c10d op may run as gloo work of
+another kind (`GLOO_RUNS_AS`: gloo's `_reduce_scatter_base_` all-reduces its whole input, recorded
+as `gloo:all_reduce`): such a work goes to the earliest op not yet matched of the kinds it may be. The rows get the op's region
 and step; their time is the gloo work's.
 """
 
@@ -14,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from wlprof.collectives import normalize
+from wlprof.collectives import ALL_REDUCE, REDUCE_SCATTER, normalize
 from wlprof.trace.parse import NO_ID, RawTrace
 
 KIND = "comm"
 JOIN = "comm_order"
+# The kinds of gloo work a c10d op of a kind may run as, where other than its own
+GLOO_RUNS_AS = {REDUCE_SCATTER: (REDUCE_SCATTER, ALL_REDUCE)}
 
 
 def gloo_rows(trace: RawTrace, ops: pd.DataFrame) -> pd.DataFrame | None:
@@ -38,15 +42,22 @@ def gloo_rows(trace: RawTrace, ops: pd.DataFrame) -> pd.DataFrame | None:
         key = normalize(names[p])
         if key is not None:
             queues.setdefault(key, []).append(int(p))
+    # the op kinds whose ops a gloo work of a kind may belong to
+    owners: dict[str, list[str]] = {}
+    for kind in queues:
+        for runs_as in GLOO_RUNS_AS.get(kind, (kind,)):
+            owners.setdefault(runs_as, []).append(kind)
+    ts = ops.ts_ns.to_numpy()
     taken: dict[str, int] = {}
     op_pos = np.full(len(work), -1, np.int64)
     for j, name in enumerate(work.name.tolist()):
         key = normalize(name)
-        q = queues.get(key, [])
-        k = taken.get(key, 0)
-        if k < len(q):
-            op_pos[j] = q[k]
-        taken[key] = k + 1
+        heads = [(ts[queues[kind][taken.get(kind, 0)]], kind) for kind in owners.get(key, ())
+                 if taken.get(kind, 0) < len(queues[kind])]
+        if heads:
+            kind = min(heads)[1]
+            op_pos[j] = queues[kind][taken.get(kind, 0)]
+            taken[kind] = taken.get(kind, 0) + 1
     has_op = op_pos >= 0
     safe = np.maximum(op_pos, 0)
     region = ops.region.to_numpy(dtype=object)
