@@ -111,6 +111,24 @@ def test_every_column_of_a_kernels_row_and_its_op(tmp_path):
     assert p.ceiling_tflops == 400.0 and p.compute_roof == "compute:tf32"
 
 
+def test_a_kernel_named_for_tf32_is_placed_under_tf32_with_the_runs_setting_off(tmp_path):
+    # a trace recorded elsewhere with TF32 on: the run's own setting (tf32=False) does not know it, the kernel
+    # names do. cuBLAS's `..._tf32f32_...` and CUTLASS's `tensorop_s1688` ran TF32; `ampere_sgemm` (SIMT) and
+    # `3xtf32` (float32 accuracy from three TF32 products) did not
+    names = ["sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_cublas",
+             "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(Params)",
+             "ampere_sgemm_128x64_nn", "cutlass_80_tensorop_f32_s1688gemm_3xtf32_64x64_nn"]
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 1000)]
+    for i, name in enumerate(names):
+        t = 10 + 100 * i
+        events += [mm(t, 20, i + 1, 4, 8, 16), launch(t + 1, i + 1, i + 1), kernel(name, 500 + 100 * i, 4, i + 1)]
+    c = _costed(tmp_path, events, ceilings=CEILINGS, tf32=False)
+    roofs = c.kernels.set_index("name").compute_roof
+    assert [roofs[n] for n in names] == ["compute:tf32", "compute:tf32", "compute:float32", "compute:float32"]
+    # each op takes its kernel's roof: 400 TFLOP/s under TF32, 50 without
+    assert list(c.ops.sort_values("ts_us").ceiling_tflops) == [400.0, 400.0, 50.0, 50.0]
+
+
 OPS_COLUMNS = ["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
                "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us", "kernel_count", "transfer",
                "dur_us", "flops", "bytes",

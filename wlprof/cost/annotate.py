@@ -35,7 +35,7 @@ from wlprof.cost.registry import (
     uses_next,
     uses_parent,
 )
-from wlprof.cost.roofline import add_roofline
+from wlprof.cost.roofline import add_roofline, tf32_kernels
 from wlprof.cost.tensor_lists import GRADIENTS, TRACE, fill_declared
 from wlprof.cost.tensor_lists import recover as recover_lists
 
@@ -373,10 +373,14 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     cols["_op_pos"] = np.where(has_op, op_pos, -1)
     cols["_event_idx"] = rows.idx.to_numpy()
     k = pd.DataFrame(cols)
-    add_roofline(k, ceilings, tf32)
+    # TF32: the run's setting, or a kernel whose name says so (a trace recorded elsewhere, TF32 on there)
+    tf = tf32 | tf32_kernels(rows.name.to_numpy(dtype=object))
+    add_roofline(k, ceilings, tf)
 
     o = _ops_table(k, ops)
-    add_roofline(o, ceilings, tf32)
+    with_op = k._op_pos.to_numpy() >= 0
+    op_tf = pd.Series(tf[with_op]).groupby(k._op_pos.to_numpy()[with_op], sort=True).any().to_numpy(dtype=bool)
+    add_roofline(o, ceilings, op_tf if len(op_tf) == len(o) else tf32)
     return k, o
 
 

@@ -13,6 +13,7 @@ Rules: `docs/ceilings.md`.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -43,6 +44,21 @@ def compute_key(unit: str | None, dtype: str | None, tf32: bool = False) -> str 
             return None
         return "tf32" if (dtype == "float32" and tf32) else dtype
     return "vector"
+
+
+# a float32 matrix kernel that runs on the tensor cores in TF32: cuBLAS/cuDNN name the math (`..._tf32f32_...`), CUTLASS
+# its TF32 instruction (`tensorop_s1688`); `3xtf32` (float32 accuracy from three TF32 products) is not TF32's rate
+_TF32_KERNEL = re.compile(r"(?<!3x)tf32|tensorop_s1688", re.IGNORECASE)
+
+
+def tf32_kernels(names: np.ndarray) -> np.ndarray:
+    """Whether each kernel name says it ran float32 operands in TF32 (looked up once per distinct name)."""
+    names = np.asarray(names, dtype=object)
+    if not len(names):
+        return np.zeros(0, dtype=bool)
+    codes, uniq = pd.factorize(names)
+    said = np.array([isinstance(x, str) and _TF32_KERNEL.search(x) is not None for x in uniq], dtype=bool)
+    return np.where(codes >= 0, said[np.maximum(codes, 0)], False)
 
 
 def traffic(nbytes: np.ndarray, written: np.ndarray) -> np.ndarray:
