@@ -14,6 +14,7 @@ gather). Each call carries its point's parameters and build facts, as a profiled
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -429,6 +430,24 @@ LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam",
 # cuda, rely on device assert thrown by scatter"); these children and what runs under them are no calls
 CPU_ONLY_CHILDREN = {"aten::one_hot": frozenset(("aten::aminmax", "aten::min", "aten::max", "aten::item",
                                                  "aten::_local_scalar_dense"))}
+# formula families whose ops are device-generic kernels (TensorIterator and reduction kernels, pooling, norms,
+# losses, optimizer updates): CUDA launches each under the name the CPU recorded, unless the name is a
+# backend's own (`_BACKEND_NAME`)
+GENERIC_FAMILIES = frozenset(("elementwise", "elementwise_extra", "activations", "reductions", "pooling", "norms",
+                              "losses", "optimizers"))
+_BACKEND_NAME = re.compile(r"cpu|mkl|nnpack|fbgemm|onednn|cudnn|miopen|_mps")
+
+
+def launches_as_recorded(name: str) -> bool:
+    """Whether CUDA launches an op under the name a CPU trace recorded it with: an op of a device-generic
+    formula family (`aten::sqrt`, `aten::lerp_`, `aten::_softmax_backward_data`) that is not a dispatcher
+    and whose name is no backend's own kernel (`mkldnn_max_pool2d`, `..._for_cpu`)."""
+    from wlprof.cost import registry
+
+    return (registry.formula_family(name) in GENERIC_FAMILIES and not registry.uses_children(name)
+            and _BACKEND_NAME.search(name) is None)
+
+
 # ops that dispatch to others on CUDA too when they take these shapes (one-argument where is nonzero)
 _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
 
@@ -505,6 +524,16 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
             inside[i] = True
         elif not (covered[i] or keep[i] or kept_below[i] or cpu_only[i]) and registry.has_formula(names[i]):
             lost[i] = inside[i] = True
+    # an outermost costed op of such a branch that CUDA launches as recorded (`launches_as_recorded`: a sqrt,
+    # the single-tensor optimizer's lerp_) is a call there, not work left out; what the CPU ran under it
+    # (its fills and copies) is its own work, no call
+    as_recorded = lost & np.array([launches_as_recorded(n) for n in names], dtype=bool)
+    under = np.zeros(len(ops), bool)
+    for i in range(len(ops)):
+        p = parent[i]
+        under[i] = p >= 0 and (under[p] or as_recorded[p])
+    keep = (keep & ~under) | as_recorded
+    lost &= ~as_recorded
     steps = ops.step.to_numpy() if "step" in ops else np.zeros(len(ops), int)
     left_out = pd.DataFrame({"op_name": names[lost].astype(str), "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3,
                              "trace_step": steps[lost]}, columns=["op_name", "ts_us", "trace_step"])
