@@ -62,3 +62,36 @@ def test_predict_trace_predicts_them_and_leaves_nothing_out(trace, tmp_path):
     assert "left out" not in shown
     rows = [line for line in (tmp_path / "p.md").read_text().splitlines() if line.startswith("| aten::sqrt")]
     assert rows, (tmp_path / "p.md").read_text()
+
+
+def test_a_channels_last_convolution_and_a_no_grad_max_pool_are_named_as_cuda_launches_them(tmp_path):
+    import warnings
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from wlprof.predict.spec import calls_and_left_out
+
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("the CPU's convolution runs through oneDNN here only where torch has it")
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 5, 3, stride=2).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 9, 9).to(memory_format=torch.channels_last)
+    path = tmp_path / "conv_pool.pt.trace.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, torch.no_grad():
+            torch.nn.functional.max_pool2d(conv(x), 2)
+    prof.export_chrome_trace(str(path))
+    if '"aten::mkldnn_convolution"' not in path.read_text():
+        pytest.skip("this torch ran the convolution through another CPU kernel")
+    calls, left = calls_and_left_out(str(path))
+    assert left.op_name.tolist() == []
+    # cuDNN's convolution, then the bias added to its output: (9 - 3) // 2 + 1 = 4, [2, 5, 4, 4] channels-last
+    # (strides 80, 1, 20, 5); CUDA's max_pool2d runs max_pool2d_with_indices on the same arguments
+    assert calls.op_name.tolist() == ["aten::cudnn_convolution", "aten::add_", "aten::max_pool2d_with_indices"]
+    assert calls.op_input_dims.tolist()[:2] == ["[[2,3,9,9],[5,3,3,3],[],[],[],[],[],[],[]]",
+                                                "[[2,5,4,4],[1,5,1,1],[]]"]
+    assert calls.op_input_strides.iat[1] == "[[80,1,20,5],[5,1,1,1],[]]"
+    assert calls.op_concrete_inputs.iat[0] == '["","","[0, 0]","[2, 2]","[1, 1]","1","False","False","True"]'
+    assert calls.op_input_dims.iat[2].startswith("[[2,5,4,4],")

@@ -30,7 +30,10 @@ BIG = 1 << 16  # floating tensors with more elements live on the meta device
 INDEX_SELECT_MAX = 16
 CUDA_NAMES = {"aten::index_select": "aten::gather", "aten::zero_": "aten::fill_", "aten::full": "aten::fill_",
               "aten::zeros": "aten::fill_", "aten::new_zeros": "aten::fill_", "aten::zeros_like": "aten::fill_",
-              "aten::_sparse_addmm": "aten::addmm"}
+              "aten::_sparse_addmm": "aten::addmm", "aten::mkldnn_convolution": "aten::cudnn_convolution",
+              # the CPU's max_pool2d without gradients runs its own kernel; CUDA's calls max_pool2d_with_indices
+              # with the same arguments
+              "aten::max_pool2d": "aten::max_pool2d_with_indices"}
 
 
 DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
@@ -551,8 +554,68 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     out["step"] = 0
     out["dur_us"] = np.nan
     out["kernel_count"] = 1
-    out = _translate(out.sort_values("ts_us", kind="stable"))
+    out = _translate(_cudnn_convolutions(out.sort_values("ts_us", kind="stable")))
     return out.drop(columns="_as").reset_index(drop=True), left_out
+
+
+def _conv_out(size: int, kernel: int, pad: int, stride: int, dilation: int) -> int:
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _cudnn_convolutions(ops: pd.DataFrame) -> pd.DataFrame:
+    """oneDNN's convolution, `mkldnn_convolution(x, w, bias?, padding, stride, dilation, groups)`, as CUDA's
+    `_convolution` runs it: `cudnn_convolution(x, w, padding, stride, dilation, groups, benchmark,
+    deterministic, allow_tf32)`, then, with a bias, `add_(out, bias viewed [1, C_out, 1, ...])` (ATen's
+    Convolution.cpp). The output [N, C_out, *spatial] follows the input's layout (channels-last or not)."""
+    import json
+
+    def dump(v):
+        return json.dumps(v, separators=(",", ":"))
+
+    rows = np.flatnonzero((ops._as == "aten::mkldnn_convolution").to_numpy())
+    if not len(rows):
+        return ops
+    extra = []
+    for i in rows:
+        try:
+            dims, types = json.loads(ops.op_input_dims.iat[i]), json.loads(ops.op_input_types.iat[i])
+            strides = json.loads(ops.op_input_strides.iat[i] or "null") or [[]] * len(dims)
+            conc = json.loads(ops.op_concrete_inputs.iat[i] or "null") or [""] * len(dims)
+            x, w, b = dims[0], dims[1], dims[2]
+            pad, stride, dil = (json.loads(conc[j]) for j in (3, 4, 5))
+            groups = conc[6]
+            spatial = [_conv_out(x[2 + j], w[2 + j], pad[j], stride[j], dil[j]) for j in range(len(x) - 2)]
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
+        cols = {"op_input_dims": [x, w, [], [], [], [], [], [], []],
+                "op_input_types": [types[0], types[1], "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar",
+                                   "Scalar", "Scalar"],
+                "op_input_strides": [strides[0], strides[1], [], [], [], [], [], [], []],
+                "op_concrete_inputs": ["", "", conc[3], conc[4], conc[5], groups, "False", "False", "True"]}
+        for col, v in cols.items():
+            ops.iat[i, ops.columns.get_loc(col)] = dump(v)
+        if not b:  # no bias: nothing added
+            continue
+        out = [x[0], w[0], *spatial]
+        last = len(strides[0]) == len(x) and strides[0][1] == 1 and x[1] > 1  # channels-last input
+        order = [0, *range(2, len(out)), 1] if last else list(range(len(out)))
+        ost = [0] * len(out)
+        acc = 1
+        for j in reversed(order):
+            ost[j] = acc
+            acc *= out[j]
+        view = [1, w[0], *([1] * len(spatial))]
+        add = ops.iloc[i].copy()
+        add["op_name"], add["_as"] = "aten::add_", "aten::add_"
+        add["op_input_dims"] = dump([out, view, []])
+        add["op_input_types"] = dump([types[0], types[2], "Scalar"])
+        add["op_input_strides"] = dump([ost, [w[0], *([1] * (len(view) - 1))], []])
+        add["op_concrete_inputs"] = dump(["", "", "1"])
+        add["ts_us"] = ops.ts_us.iat[i] + 1e-3  # right after its convolution
+        extra.append(add)
+    if extra:
+        ops = pd.concat([ops, pd.DataFrame(extra)], ignore_index=True).sort_values("ts_us", kind="stable")
+    return ops.reset_index(drop=True)
 
 
 def _translate(ops: pd.DataFrame) -> pd.DataFrame:
