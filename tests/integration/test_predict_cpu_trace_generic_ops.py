@@ -95,3 +95,33 @@ def test_a_channels_last_convolution_and_a_no_grad_max_pool_are_named_as_cuda_la
     assert calls.op_input_strides.iat[1] == "[[80,1,20,5],[5,1,1,1],[]]"
     assert calls.op_concrete_inputs.iat[0] == '["","","[0, 0]","[2, 2]","[1, 1]","1","False","False","True"]'
     assert calls.op_input_dims.iat[2].startswith("[[2,5,4,4],")
+
+
+def test_an_embedding_bag_and_an_upsample_are_one_call_each_not_their_cpu_internals(tmp_path):
+    import warnings
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from wlprof.predict.spec import calls_and_left_out
+
+    torch.manual_seed(0)
+    bag = torch.nn.EmbeddingBag(50, 12, mode="mean")
+    idx = torch.randint(0, 50, (6, 5))
+    x = torch.randn(2, 6, 11, 11)
+    path = tmp_path / "bag_upsample.pt.trace.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, torch.no_grad():
+            bag(idx)
+            torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+    prof.export_chrome_trace(str(path))
+    calls, left = calls_and_left_out(str(path))
+    assert left.op_name.tolist() == []
+    # F.embedding_bag's offsets for a 2-D input (arange, on either device), then the bag and the upsample: CUDA
+    # launches each under its own name; the CPU's offsets arithmetic (index_add_, cumsum) and mean division
+    # inside the bag, and the upsample's layout copies, are their own work, no calls
+    names = calls.op_name.tolist()
+    assert names == ["aten::arange", "aten::_embedding_bag", "aten::upsample_nearest2d"], names
+    assert calls.op_input_dims.iat[1].startswith("[[50,12],[30],[6],")
+    assert calls.op_input_dims.iat[2].startswith("[[2,6,11,11],")

@@ -423,7 +423,7 @@ LAUNCHING = frozenset("aten::" + n for n in (
     "nonzero segment_reduce floor_divide arange all _local_scalar_dense repeat_interleave "
     "_convert_indices_from_coo_to_csr bincount clamp "
     "threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward leaky_relu_backward "
-    "hardtanh_backward").split())
+    "hardtanh_backward _addmm_activation _transform_bias_rescale_qkv").split())
 # the tensor-list ops of optimizers and AMP (every `_foreach_*`, the fused optimizers): each launches its
 # multi-tensor-apply kernels on CUDA, whether or not the profile holds that op
 LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam", "aten::_fused_sgd",
@@ -434,10 +434,10 @@ LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam",
 CPU_ONLY_CHILDREN = {"aten::one_hot": frozenset(("aten::aminmax", "aten::min", "aten::max", "aten::item",
                                                  "aten::_local_scalar_dense"))}
 # formula families whose ops are device-generic kernels (TensorIterator and reduction kernels, pooling, norms,
-# losses, optimizer updates): CUDA launches each under the name the CPU recorded, unless the name is a
-# backend's own (`_BACKEND_NAME`)
+# losses, optimizer updates, resampling, index ops, embedding bags): CUDA launches each under the name the
+# CPU recorded, unless the name is a backend's own (`_BACKEND_NAME`)
 GENERIC_FAMILIES = frozenset(("elementwise", "elementwise_extra", "activations", "reductions", "pooling", "norms",
-                              "losses", "optimizers"))
+                              "losses", "optimizers", "resampling", "indexing", "indexing_data", "rnn"))
 _BACKEND_NAME = re.compile(r"cpu|mkl|nnpack|fbgemm|onednn|cudnn|miopen|_mps")
 
 
