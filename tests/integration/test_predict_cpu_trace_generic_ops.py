@@ -125,3 +125,32 @@ def test_an_embedding_bag_and_an_upsample_are_one_call_each_not_their_cpu_intern
     assert names == ["aten::arange", "aten::_embedding_bag", "aten::upsample_nearest2d"], names
     assert calls.op_input_dims.iat[1].startswith("[[50,12],[30],[6],")
     assert calls.op_input_dims.iat[2].startswith("[[2,6,11,11],")
+
+
+def test_a_transposed_convolution_is_cudnns_transpose_call_and_its_bias_add(tmp_path):
+    import warnings
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from wlprof.predict.spec import calls_and_left_out
+
+    torch.manual_seed(0)
+    up = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, output_padding=1)
+    x = torch.randn(2, 4, 5, 5)
+    path = tmp_path / "convT.pt.trace.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, torch.no_grad():
+            up(x)
+    prof.export_chrome_trace(str(path))
+    calls, left = calls_and_left_out(str(path))
+    assert left.op_name.tolist() == []
+    # the CPU records its kernel under no op of its own: _convolution(x, w, bias, stride [2, 2], padding [0, 0],
+    # dilation [1, 1], transposed, output_padding [1, 1], groups 1) is CUDA's
+    # cudnn_convolution_transpose(x, w, padding, output_padding, stride, dilation, groups, ...), then the bias
+    # added to its output: (5 - 1) x 2 - 0 + (3 - 1) + 1 + 1 = 12, [2, 6, 12, 12]
+    assert calls.op_name.tolist() == ["aten::cudnn_convolution_transpose", "aten::add_"], calls.op_name.tolist()
+    assert calls.op_input_dims.iat[0] == "[[2,4,5,5],[4,6,3,3],[],[],[],[],[],[],[],[]]"
+    assert calls.op_concrete_inputs.iat[0] == '["","","[0, 0]","[1, 1]","[2, 2]","[1, 1]","1","False","False","True"]'
+    assert calls.op_input_dims.iat[1] == "[[2,6,12,12],[1,6,1,1],[]]"

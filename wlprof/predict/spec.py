@@ -530,7 +530,7 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     # an outermost costed op of such a branch that CUDA launches as recorded (`launches_as_recorded`: a sqrt,
     # the single-tensor optimizer's lerp_) is a call there, not work left out; what the CPU ran under it
     # (its fills and copies) is its own work, no call
-    as_recorded = lost & np.array([launches_as_recorded(n) for n in names], dtype=bool)
+    as_recorded = lost & np.array([launches_as_recorded(n) or n == "aten::_convolution" for n in names], dtype=bool)
     under = np.zeros(len(ops), bool)
     for i in range(len(ops)):
         p = parent[i]
@@ -563,16 +563,18 @@ def _conv_out(size: int, kernel: int, pad: int, stride: int, dilation: int) -> i
 
 
 def _cudnn_convolutions(ops: pd.DataFrame) -> pd.DataFrame:
-    """oneDNN's convolution, `mkldnn_convolution(x, w, bias?, padding, stride, dilation, groups)`, as CUDA's
-    `_convolution` runs it: `cudnn_convolution(x, w, padding, stride, dilation, groups, benchmark,
-    deterministic, allow_tf32)`, then, with a bias, `add_(out, bias viewed [1, C_out, 1, ...])` (ATen's
-    Convolution.cpp). The output [N, C_out, *spatial] follows the input's layout (channels-last or not)."""
+    """oneDNN's convolution, `mkldnn_convolution(x, w, bias?, padding, stride, dilation, groups)`, and a
+    `_convolution` whose CPU kernel has no op of its own (a transposed one), as CUDA's `_convolution` runs them:
+    `cudnn_convolution(x, w, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)` or
+    `cudnn_convolution_transpose(x, w, padding, output_padding, stride, dilation, groups, ...)`, then, with a
+    bias, `add_(out, bias viewed [1, C_out, 1, ...])` (ATen's Convolution.cpp). The output [N, C_out, *spatial]
+    follows the input's layout (channels-last or not)."""
     import json
 
     def dump(v):
         return json.dumps(v, separators=(",", ":"))
 
-    rows = np.flatnonzero((ops._as == "aten::mkldnn_convolution").to_numpy())
+    rows = np.flatnonzero(ops._as.isin(["aten::mkldnn_convolution", "aten::_convolution"]).to_numpy())
     if not len(rows):
         return ops
     extra = []
@@ -582,21 +584,41 @@ def _cudnn_convolutions(ops: pd.DataFrame) -> pd.DataFrame:
             strides = json.loads(ops.op_input_strides.iat[i] or "null") or [[]] * len(dims)
             conc = json.loads(ops.op_concrete_inputs.iat[i] or "null") or [""] * len(dims)
             x, w, b = dims[0], dims[1], dims[2]
-            pad, stride, dil = (json.loads(conc[j]) for j in (3, 4, 5))
-            groups = conc[6]
-            spatial = [_conv_out(x[2 + j], w[2 + j], pad[j], stride[j], dil[j]) for j in range(len(x) - 2)]
+            if ops._as.iat[i] == "aten::_convolution":
+                # _convolution(x, w, bias?, stride, padding, dilation, transposed, output_padding, groups, ...):
+                # the CPU kernel under it has no op of its own (a transposed convolution through oneDNN)
+                stride, pad, dil, opad = (json.loads(conc[j]) for j in (3, 4, 5, 7))
+                transposed, groups = conc[6] == "True", conc[8]
+                # as recorded: padding, output_padding, stride, dilation (transposed); padding, stride, dilation
+                lists = [conc[4], conc[7], conc[3], conc[5]] if transposed else [conc[4], conc[3], conc[5]]
+            else:
+                pad, stride, dil = (json.loads(conc[j]) for j in (3, 4, 5))
+                transposed, groups, opad = False, conc[6], []
+                lists = [conc[3], conc[4], conc[5]]
+            n = len(x) - 2
+            if transposed:  # w [C_in, C_out / groups, *kernel]
+                c_out = w[1] * int(groups)
+                spatial = [(x[2 + j] - 1) * stride[j] - 2 * pad[j] + dil[j] * (w[2 + j] - 1) + opad[j] + 1
+                           for j in range(n)]
+            else:
+                c_out = w[0]
+                spatial = [_conv_out(x[2 + j], w[2 + j], pad[j], stride[j], dil[j]) for j in range(n)]
         except (TypeError, ValueError, IndexError, KeyError):
             continue
-        cols = {"op_input_dims": [x, w, [], [], [], [], [], [], []],
-                "op_input_types": [types[0], types[1], "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar",
-                                   "Scalar", "Scalar"],
-                "op_input_strides": [strides[0], strides[1], [], [], [], [], [], [], []],
-                "op_concrete_inputs": ["", "", conc[3], conc[4], conc[5], groups, "False", "False", "True"]}
+        # cudnn_convolution(x, w, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32), and
+        # cudnn_convolution_transpose with output_padding after padding
+        ops.iat[i, ops.columns.get_loc("op_name")] = ("aten::cudnn_convolution_transpose" if transposed
+                                                      else "aten::cudnn_convolution")
+        cols = {"op_input_dims": [x, w, *[[] for _ in lists], [], [], [], []],
+                "op_input_types": [types[0], types[1], *["ScalarList"] * len(lists), "Scalar", "Scalar", "Scalar",
+                                   "Scalar"],
+                "op_input_strides": [strides[0], strides[1], *[[] for _ in lists], [], [], [], []],
+                "op_concrete_inputs": ["", "", *lists, groups, "False", "False", "True"]}
         for col, v in cols.items():
             ops.iat[i, ops.columns.get_loc(col)] = dump(v)
         if not b:  # no bias: nothing added
             continue
-        out = [x[0], w[0], *spatial]
+        out = [x[0], c_out, *spatial]
         last = len(strides[0]) == len(x) and strides[0][1] == 1 and x[1] > 1  # channels-last input
         order = [0, *range(2, len(out)), 1] if last else list(range(len(out)))
         ost = [0] * len(out)
@@ -604,12 +626,12 @@ def _cudnn_convolutions(ops: pd.DataFrame) -> pd.DataFrame:
         for j in reversed(order):
             ost[j] = acc
             acc *= out[j]
-        view = [1, w[0], *([1] * len(spatial))]
+        view = [1, c_out, *([1] * len(spatial))]
         add = ops.iloc[i].copy()
         add["op_name"], add["_as"] = "aten::add_", "aten::add_"
         add["op_input_dims"] = dump([out, view, []])
         add["op_input_types"] = dump([types[0], types[2], "Scalar"])
-        add["op_input_strides"] = dump([ost, [w[0], *([1] * (len(view) - 1))], []])
+        add["op_input_strides"] = dump([ost, [c_out, *([1] * (len(view) - 1))], []])
         add["op_concrete_inputs"] = dump(["", "", "1"])
         add["ts_us"] = ops.ts_us.iat[i] + 1e-3  # right after its convolution
         extra.append(add)
