@@ -355,6 +355,10 @@ def run_study(study: Study, traces: str | Path = "traces", progress: Progress | 
             if not same:
                 raise InputError(Key("resume", "store"), "must name a run of this same study (workload, "
                                  "parameters, device, dtype)", resume)
+            differ = _capture_differences(m.get("capture"), study.capture.to_dict())
+            if differ:
+                raise InputError(Key("resume", "store"), "must name a run captured as this command captures "
+                                 f"(its finished points would differ from the rest): {differ}", resume)
             writer = RunWriter.reopen(root, resume)
             ceilings = Ceilings.from_dict(m["ceilings"])
             origin = f"the run's own: {m['ceilings'].get('origin')}"
@@ -380,6 +384,16 @@ def run_study(study: Study, traces: str | Path = "traces", progress: Progress | 
         raise Interrupted(f"{kept} in {Path(traces)}/ (stopped before a point began)") from None
     writer = RunWriter(root, wl.name, manifest)
     return _run_points(writer, wl, device, dtype, points, study, ceilings, origin, info, parsed, progress)
+
+
+def _capture_differences(recorded: dict | None, wanted: dict) -> str:
+    """The capture settings (`CaptureConfig` fields) in which a run's manifest differs from this command's,
+    'profiled_steps 10 in the run, 11 here'; empty where they agree or the manifest records none."""
+    if not isinstance(recorded, dict):
+        return ""
+    wanted = _jsonable_roundtrip(wanted)
+    return "; ".join(f"capture.{k} {recorded[k]!r} in the run, {wanted[k]!r} here" for k in wanted
+                     if k in recorded and recorded[k] != wanted[k])
 
 
 def _jsonable_roundtrip(spec) -> Any:

@@ -132,7 +132,7 @@ def _capture_conv_lstm(path: Path) -> Path:
     return path
 
 
-def test_a_steps_first_convolution_and_a_onednn_lstm_are_named_as_left_out_not_dropped(tmp_path):
+def test_a_steps_first_convolution_is_cudnns_call_and_a_onednn_lstm_is_named_as_left_out(tmp_path):
     import torch
 
     from wlprof.predict.profile import load_profile
@@ -144,21 +144,30 @@ def test_a_steps_first_convolution_and_a_onednn_lstm_are_named_as_left_out_not_d
     predictor, _, _ = load_profile(PROFILE, False)
     calls, left = calls_and_left_out(str(trace), frozenset(predictor.meta.get("op_names", [])))
     names = " ".join(trace.read_text().split('"name": ')[1:])
-    per_step = left.groupby("trace_step").op_name.apply(list).to_dict()
-    assert len(per_step) == 2, per_step  # ProfilerStep#0 and #1
-    for step, ops in per_step.items():
-        # CUDA runs neither as recorded (cudnn_convolution, _cudnn_rnn): each is named, once a step
-        assert ops.count("aten::_convolution") == 1, (step, ops)
-        if '"aten::mkldnn_rnn_layer"' in names:  # the LSTM ran through oneDNN: forward and backward
-            # its nested bias add is a call, but the layer's gate products are not in it
+    # oneDNN's convolution is CUDA's cudnn_convolution (no bias: x [2, 3, 4, 4], w [4, 3, 3, 3], padding,
+    # stride and dilation [1, 1], one group) and the bias added to its [2, 4, 4, 4] output, once a step
+    conv = calls[calls.op_name == "aten::cudnn_convolution"]
+    assert conv.trace_step.tolist() == [0, 1]
+    assert conv.op_input_dims.iat[0] == "[[2,3,4,4],[4,3,3,3],[],[],[],[],[],[],[]]"
+    assert conv.op_concrete_inputs.iat[0] == '["","","[1, 1]","[1, 1]","[1, 1]","1","False","False","True"]'
+    bias = calls[(calls.op_name == "aten::add_") & (calls.op_input_dims == "[[2,4,4,4],[1,4,1,1],[]]")]
+    assert len(bias) == 2 and bias.op_input_strides.iat[0] == "[[64,16,4,1],[4,1,1,1],[]]"
+    assert "aten::_convolution" not in left.op_name.tolist()
+    if '"aten::mkldnn_rnn_layer"' in names:  # the LSTM ran through oneDNN: forward and backward
+        per_step = left.groupby("trace_step").op_name.apply(list).to_dict()
+        assert len(per_step) == 2, per_step  # ProfilerStep#0 and #1
+        for step, ops in per_step.items():
+            # CUDA runs it as _cudnn_rnn: named, once a step; its nested bias add is a call, but the
+            # layer's gate products are not in it
             assert ops.count("aten::mkldnn_rnn_layer") == 1 and ops.count("aten::mkldnn_rnn_layer_backward") == 1, \
                 (step, ops)
     # the convolution opens each step: the step filter keeps it (the working ops' times began after it)
-    res = CliRunner().invoke(app, ["predict", "--profile", str(PROFILE), "--trace", str(trace),
+    res = CliRunner().invoke(app, ["predict", "--profile", str(PROFILE), "--trace", str(trace), "--top", "0",
                                    "-o", str(tmp_path / "p.md")], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    shown = " ".join(res.output.split())
-    assert "aten::_convolution (1)" in shown, shown
+    rows = [line for line in (tmp_path / "p.md").read_text().splitlines()
+            if line.startswith("| aten::cudnn_convolution | [[2,3,4,4],[4,3,3,3],")]
+    assert len(rows) == 1 and rows[0].split("|")[3].strip() == "1", rows
 
 
 def test_a_compiled_cpu_steps_inductor_kernels_are_named_as_left_out(tmp_path):

@@ -85,6 +85,29 @@ def test_resume_refuses_a_different_study(tmp_path, cpu_ceilings, cli):
     assert r.exit_code == 2 and "RUN_ID" in r.output
 
 
+def test_resume_refuses_a_run_captured_otherwise_and_leaves_it_as_it_was(tmp_path, cpu_ceilings, cli):
+    # two points, the second marked pending as a killed sweep leaves it: resumed with --steps 3 instead of
+    # the run's 2, it would hold points of 2 and of 3 profiled steps under one manifest saying 2
+    out = tmp_path / "traces"
+    r = cli("run", "gemm", "--shapes", "8x8x8,16x8x8", "--traces", out, *FAST)
+    assert r.exit_code == 0
+    run = next(out.iterdir())
+    m = json.loads((run / "_manifest.json").read_text())
+    m["status"], m["points"][1]["status"] = "incomplete", "pending"
+    (run / "_manifest.json").write_text(json.dumps(m))
+    before = {p.name: p.stat().st_mtime_ns for p in run.rglob("*")}
+    fast = [a for a in FAST if a not in ("--steps", "2")]
+    r = cli("run", "gemm", "--shapes", "8x8x8,16x8x8", "--traces", out, "--steps", "3", *fast, "--resume", run.name)
+    assert r.exit_code == 2, r.output
+    assert (f"error: --resume must name a run captured as this command captures (its finished points would "
+            f"differ from the rest): capture.profiled_steps 2 in the run, 3 here (got '{run.name}')") in \
+        " ".join(r.output.split())
+    assert {p.name: p.stat().st_mtime_ns for p in run.rglob("*")} == before
+    r = cli("run", "gemm", "--shapes", "8x8x8,16x8x8", "--traces", out, *FAST, "--resume", run.name)
+    assert r.exit_code == 0, r.output  # the same capture finishes it
+    assert json.loads((run / "_manifest.json").read_text())["status"] == "complete"
+
+
 def test_resume_of_a_run_that_is_not_there_writes_nothing(tmp_path, cli):
     # the traces folder was made before the run was looked for: an empty folder left behind
     out = tmp_path / "traces"

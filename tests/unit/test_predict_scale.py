@@ -423,7 +423,7 @@ def test_an_embedding_bags_indices_scale_with_its_bags(tmp_path):
 
 
 def test_a_sequence_first_rnns_batch_is_named_by_its_value_not_taken_from_the_leading_dimension():
-    from wlprof.predict.scale import scaled, sequence_first_rnn
+    from wlprof.predict.scale import recurrent_batch, scaled
 
     # nn.LSTM(32, 64) over x [S 50, N 8, 32] (batch_first=False), one layer: hx and cx [1, 8, 64]; the
     # activations around it are [50, 8, *], so the outermost dimension is the sequence, 50
@@ -435,7 +435,7 @@ def test_a_sequence_first_rnns_batch_is_named_by_its_value_not_taken_from_the_le
                    ("aten::mul", [[x[0], x[1], 64], [x[0], x[1], 64]], [[x[1] * 64, 64, 1], [x[1] * 64, 64, 1]]))
 
     seq_first = lstm([50, 8, 32], [1, 8, 64])
-    assert sequence_first_rnn(seq_first) == ("aten::lstm", 8)
+    assert recurrent_batch(seq_first) == ("aten::lstm", 8, True)
     with pytest.raises(InputError) as exc:
         scaled(seq_first, "batch", 2)
     text = str(exc.value) + str(getattr(exc.value, "hint", ""))
@@ -445,14 +445,34 @@ def test_a_sequence_first_rnns_batch_is_named_by_its_value_not_taken_from_the_le
     assert json.loads(new.op_input_dims.iloc[0])[0] == [50, 16, 32]
     # batch_first=True: x [8, 50, 32], the same hx: the batch leads and scales as usual
     batch_first = lstm([8, 50, 32], [1, 8, 64])
-    assert sequence_first_rnn(batch_first) is None
+    assert recurrent_batch(batch_first) == ("aten::lstm", 8, False)
     new, value = scaled(batch_first, "batch", 2)
     assert value == 8 and json.loads(new.op_input_dims.iloc[0])[0] == [16, 50, 32]
     # the CPU's one-layer op (hx [N, H] at input 5) and cuDNN's (hx at input 4), as torch records them
     cpu = ops(("aten::mkldnn_rnn_layer", [[50, 8, 32], [256, 32], [256, 64], [256], [256], [8, 64], [8, 64]],
                [[256, 32, 1], [32, 1], [64, 1], [1], [1], [64, 1], [64, 1]]))
-    assert sequence_first_rnn(cpu) == ("aten::mkldnn_rnn_layer", 8)
+    assert recurrent_batch(cpu) == ("aten::mkldnn_rnn_layer", 8, True)
     cudnn = ops(("aten::_cudnn_rnn", [[64, 128, 256], [[2048, 256], [2048, 512]], [], [3678208], [2, 64, 512],
                                       [2, 64, 512]], [[32768, 256, 1], [[256, 1], [512, 1]], [], [1], [32768, 512, 1],
                                                       [32768, 512, 1]]))
-    assert sequence_first_rnn(cudnn) is None  # batch-first: x [64, 128, 256], hx [2, 64, 512]
+    assert recurrent_batch(cudnn) == ("aten::_cudnn_rnn", 64, False)  # batch-first: x [64, 128, 256], hx [2, 64, 512]
+
+
+def test_a_batch_first_rnns_batch_is_its_hx_batch_where_the_steps_run_sequence_first():
+    from wlprof.predict.scale import scaled
+
+    # nn.GRU(24, 40, batch_first=True) over x [N 7, S 9, 24] on the CPU's unfused path: aten::gru records the
+    # batch-first input and hx [1, 7, 40], and its time steps run on a sequence-first copy: the input
+    # projection's [9, 7, 120] and each step's [7, 40] gates. The 3-D activations lead with the sequence, 9;
+    # the batch is hx's 7
+    x = ops(("aten::gru", [[7, 9, 24], [1, 7, 40], [[120, 24], [120, 40], [120], [120]], [], [], [], [], [], []],
+             [[216, 24, 1], [280, 40, 1], [[24, 1], [40, 1], [1], [1]], [], [], [], [], [], []]),
+            ("aten::contiguous", [[9, 7, 24]], [[24, 216, 1]]),
+            ("aten::add", [[9, 7, 120], [120], []], [[840, 120, 1], [1], []]),
+            ("aten::sigmoid", [[7, 40]], [[40, 1]]),
+            ("aten::tanh", [[9, 7, 40]], [[280, 40, 1]]))
+    new, value = scaled(x, "batch", 4)
+    assert value == 7
+    got = [json.loads(d) for d in new.op_input_dims]
+    assert got[0][0] == [28, 9, 24] and got[0][1] == [1, 28, 40]
+    assert got[2][0] == [9, 28, 120] and got[3][0] == [28, 40] and got[4][0] == [9, 28, 40]

@@ -309,8 +309,10 @@ def _check_slos(models, costs, device_name: str) -> None:
             continue
         floor = costs[m.name].roofline_us
         if floor > m.slo_us:
+            from wlprof.cli.render import sig
+
             raise InputError(f"model[{m.index}].slo_us", f"must be at least {m.name}'s roofline time alone "
-                             f"({floor:,.1f} µs on {device_name}'s measured ceilings): no placement can meet it",
+                             f"({sig(floor, 3)} µs on {device_name}'s measured ceilings): no placement can meet it",
                              m.slo_us)
 
 

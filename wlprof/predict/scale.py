@@ -259,23 +259,24 @@ def _parameters(ops: pd.DataFrame) -> set[tuple[int, ...]]:
     return out
 
 
-def batch_mapping(ops: pd.DataFrame, factor: float) -> tuple[int | None, dict[int, int]]:
-    """(the step's batch, {old size: new size}) for `--scale batch=FACTOR`: the batch is the first dimension
-    that leads most of the elements of the activations of three or more dimensions (else the first matrix op's rows); the mapping
-    holds it and each flattening of it with the next dimension in memory that the trace holds (a [batch,
-    sequence, ...] activation and a [batch x sequence, ...] one)."""
+def batch_mapping(ops: pd.DataFrame, factor: float, batch: int | None = None) -> tuple[int | None, dict[int, int]]:
+    """(the step's batch, {old size: new size}) for `--scale batch=FACTOR`: the batch is `batch` where given,
+    else the first dimension that leads most of the elements of the activations of three or more dimensions
+    (else the first matrix op's rows); the mapping holds it and each flattening of it with the next dimension
+    in memory that the trace holds (a [batch, sequence, ...] activation and a [batch x sequence, ...] one)."""
     from collections import Counter
 
     calls = list(_tensors(ops))
     params = _parameters(ops)
-    lead, lead2 = Counter(), Counter()  # elements led, by a call's distinct tensors of 3+ and of 2 dimensions
-    for name, ts in calls:
-        first = MATRIX_OPERANDS.get(name, (None,))[0]
-        for t in {tuple(t) for i, _, t, st in ts if i == first or tuple(_memory_order(t, st)) not in params}:
-            (lead if len(t) >= 3 else lead2)[t[0]] += math.prod(t)
-    top = max(lead.values(), default=0)
-    tied = [v for v, w in lead.items() if w >= 0.99 * top]  # a tie: the leader of the 2-D ones (a loss's rows)
-    batch = max(tied, key=lambda v: (lead2[v], lead[v])) if lead else batch_dim(ops)
+    if batch is None:
+        lead, lead2 = Counter(), Counter()  # elements led, by a call's distinct tensors of 3+ and of 2 dimensions
+        for name, ts in calls:
+            first = MATRIX_OPERANDS.get(name, (None,))[0]
+            for t in {tuple(t) for i, _, t, st in ts if i == first or tuple(_memory_order(t, st)) not in params}:
+                (lead if len(t) >= 3 else lead2)[t[0]] += math.prod(t)
+        top = max(lead.values(), default=0)
+        tied = [v for v, w in lead.items() if w >= 0.99 * top]  # a tie: the leader of the 2-D ones (a loss's rows)
+        batch = max(tied, key=lambda v: (lead2[v], lead[v])) if lead else batch_dim(ops)
     if batch is None:
         return None, {}
     new = max(1, int(round(batch * factor)))
@@ -481,7 +482,26 @@ def ingest_trace(path: str) -> pd.DataFrame:
              "device_type": device_type, "device_name": device_name}
     ops = pipeline.tables(trace, ceilings=ceilings, identity=ident).ops
     ops.attrs["warnings"] = list(trace.warnings)  # e.g. no step markers: the whole trace is one step
+    ops.attrs["recurrent"] = _recurrent_ops(trace)
     return ops
+
+
+def _recurrent_ops(trace) -> pd.DataFrame:
+    """The trace's recurrent ops (`RNN_HX`) with their recorded input dims, working ops or not: the CPU's
+    unfused GRU records `aten::gru` only as the parent of its time steps' ops."""
+    raw = trace.ops
+    rows = raw[raw.name.isin(list(RNN_HX))] if "name" in raw and "args_id" in raw else raw.iloc[:0]
+    table = trace.args_table
+
+    def dims(a):
+        try:
+            d = table[int(a)].get("Input Dims") if a is not None and 0 <= int(a) < len(table) else None
+        except (TypeError, ValueError):
+            d = None
+        return json.dumps(d, separators=(",", ":")) if d is not None else None
+
+    return pd.DataFrame({"op_name": rows.name.astype(str).to_numpy(),
+                         "op_input_dims": [dims(a) for a in rows.args_id]}, columns=["op_name", "op_input_dims"])
 
 
 def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale",
@@ -498,9 +518,15 @@ def scaled(ops: pd.DataFrame, dim: str, factor: float, arg: str = "--scale",
         if value is None:
             raise InputError(arg, "must name a dimension by its value: the trace has no activation of three or "
                              "more dimensions and no matrix op to take the batch from", dim)
-        rnn = sequence_first_rnn(ops if whole is None else whole)
-        if rnn is not None and rnn[1] != value:
-            name, n = rnn
+        source = ops if whole is None else whole
+        rnn = recurrent_batch(pd.concat([source, source.attrs.get("recurrent", source.iloc[:0])], ignore_index=True)
+                              [["op_name", "op_input_dims"]])
+        if rnn is not None and rnn[1] != value and not rnn[2]:
+            # a batch-first recurrent op states the batch (its hx's N) where the leading dimensions need not:
+            # the CPU's unfused GRU and LSTM run their time steps on sequence-first copies of the input
+            value, mapping = batch_mapping(ops, factor, batch=rnn[1])
+        elif rnn is not None and rnn[1] != value:
+            name, n, _ = rnn
             raise InputError(arg, f"cannot take the batch from the leading dimension: {name} runs sequence-first "
                              f"(input [S, N, C]), so its batch N = {n} is not the outermost dimension the batch "
                              f"is found by (that is {value}); name the batch by its value", dim,
@@ -533,10 +559,11 @@ RNN_HX = {"aten::lstm": 1, "aten::gru": 1, "aten::rnn_tanh": 1, "aten::rnn_relu"
           "aten::miopen_rnn": 3, "aten::mkldnn_rnn_layer": 5}
 
 
-def sequence_first_rnn(ops: pd.DataFrame) -> tuple[str, int] | None:
-    """(op name, batch N) of the first recurrent op whose input is sequence-first, [S, N, C] (nn.LSTM's
-    default, batch_first=False): its batch is hx's next-to-last dimension, which is the input's second and
-    not its first. None where every recurrent op runs batch-first, packed, or records no shapes."""
+def recurrent_batch(ops: pd.DataFrame) -> tuple[str, int, bool] | None:
+    """(op name, batch N, whether its input is sequence-first) of the first recurrent op that records a
+    sequence input beside its initial state: N is hx's next-to-last dimension, the input's second where it is
+    sequence-first ([S, N, C], nn.LSTM's default) and its first where it is batch-first ([N, S, C]). None
+    where no recurrent op records both, or the input is packed."""
     rows = ops[ops.op_name.isin(list(RNN_HX))] if "op_name" in ops else ops.iloc[:0]
     for name, d_s in zip(rows.op_name, rows.op_input_dims, strict=True):
         try:
@@ -551,7 +578,9 @@ def sequence_first_rnn(ops: pd.DataFrame) -> tuple[str, int] | None:
             continue
         s, n = dims[0][0], hx[-2]
         if dims[0][1] == n and s != n:
-            return str(name), int(n)
+            return str(name), int(n), True
+        if s == n:
+            return str(name), int(n), False
     return None
 
 

@@ -14,6 +14,7 @@ gather). Each call carries its point's parameters and build facts, as a profiled
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,10 @@ BIG = 1 << 16  # floating tensors with more elements live on the meta device
 INDEX_SELECT_MAX = 16
 CUDA_NAMES = {"aten::index_select": "aten::gather", "aten::zero_": "aten::fill_", "aten::full": "aten::fill_",
               "aten::zeros": "aten::fill_", "aten::new_zeros": "aten::fill_", "aten::zeros_like": "aten::fill_",
-              "aten::_sparse_addmm": "aten::addmm"}
+              "aten::_sparse_addmm": "aten::addmm", "aten::mkldnn_convolution": "aten::cudnn_convolution",
+              # the CPU's max_pool2d without gradients runs its own kernel; CUDA's calls max_pool2d_with_indices
+              # with the same arguments
+              "aten::max_pool2d": "aten::max_pool2d_with_indices"}
 
 
 DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
@@ -419,7 +423,7 @@ LAUNCHING = frozenset("aten::" + n for n in (
     "nonzero segment_reduce floor_divide arange all _local_scalar_dense repeat_interleave "
     "_convert_indices_from_coo_to_csr bincount clamp "
     "threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward leaky_relu_backward "
-    "hardtanh_backward").split())
+    "hardtanh_backward _addmm_activation _transform_bias_rescale_qkv").split())
 # the tensor-list ops of optimizers and AMP (every `_foreach_*`, the fused optimizers): each launches its
 # multi-tensor-apply kernels on CUDA, whether or not the profile holds that op
 LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam", "aten::_fused_sgd",
@@ -429,6 +433,24 @@ LIST_LAUNCHING = ("aten::_foreach_", "aten::_amp_foreach_", "aten::_fused_adam",
 # cuda, rely on device assert thrown by scatter"); these children and what runs under them are no calls
 CPU_ONLY_CHILDREN = {"aten::one_hot": frozenset(("aten::aminmax", "aten::min", "aten::max", "aten::item",
                                                  "aten::_local_scalar_dense"))}
+# formula families whose ops are device-generic kernels (TensorIterator and reduction kernels, pooling, norms,
+# losses, optimizer updates, resampling, index ops, embedding bags): CUDA launches each under the name the
+# CPU recorded, unless the name is a backend's own (`_BACKEND_NAME`)
+GENERIC_FAMILIES = frozenset(("elementwise", "elementwise_extra", "activations", "reductions", "pooling", "norms",
+                              "losses", "optimizers", "resampling", "indexing", "indexing_data", "rnn"))
+_BACKEND_NAME = re.compile(r"cpu|mkl|nnpack|fbgemm|onednn|cudnn|miopen|_mps")
+
+
+def launches_as_recorded(name: str) -> bool:
+    """Whether CUDA launches an op under the name a CPU trace recorded it with: an op of a device-generic
+    formula family (`aten::sqrt`, `aten::lerp_`, `aten::_softmax_backward_data`) that is not a dispatcher
+    and whose name is no backend's own kernel (`mkldnn_max_pool2d`, `..._for_cpu`)."""
+    from wlprof.cost import registry
+
+    return (registry.formula_family(name) in GENERIC_FAMILIES and not registry.uses_children(name)
+            and _BACKEND_NAME.search(name) is None)
+
+
 # ops that dispatch to others on CUDA too when they take these shapes (one-argument where is nonzero)
 _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in ("Scalar", "")) == 1}
 
@@ -505,6 +527,16 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
             inside[i] = True
         elif not (covered[i] or keep[i] or kept_below[i] or cpu_only[i]) and registry.has_formula(names[i]):
             lost[i] = inside[i] = True
+    # an outermost costed op of such a branch that CUDA launches as recorded (`launches_as_recorded`: a sqrt,
+    # the single-tensor optimizer's lerp_) is a call there, not work left out; what the CPU ran under it
+    # (its fills and copies) is its own work, no call
+    as_recorded = lost & np.array([launches_as_recorded(n) or n == "aten::_convolution" for n in names], dtype=bool)
+    under = np.zeros(len(ops), bool)
+    for i in range(len(ops)):
+        p = parent[i]
+        under[i] = p >= 0 and (under[p] or as_recorded[p])
+    keep = (keep & ~under) | as_recorded
+    lost &= ~as_recorded
     steps = ops.step.to_numpy() if "step" in ops else np.zeros(len(ops), int)
     left_out = pd.DataFrame({"op_name": names[lost].astype(str), "ts_us": ops.ts_ns.to_numpy()[lost] / 1e3,
                              "trace_step": steps[lost]}, columns=["op_name", "ts_us", "trace_step"])
@@ -522,8 +554,90 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     out["step"] = 0
     out["dur_us"] = np.nan
     out["kernel_count"] = 1
-    out = _translate(out.sort_values("ts_us", kind="stable"))
+    out = _translate(_cudnn_convolutions(out.sort_values("ts_us", kind="stable")))
     return out.drop(columns="_as").reset_index(drop=True), left_out
+
+
+def _conv_out(size: int, kernel: int, pad: int, stride: int, dilation: int) -> int:
+    return (size + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _cudnn_convolutions(ops: pd.DataFrame) -> pd.DataFrame:
+    """oneDNN's convolution, `mkldnn_convolution(x, w, bias?, padding, stride, dilation, groups)`, and a
+    `_convolution` whose CPU kernel has no op of its own (a transposed one), as CUDA's `_convolution` runs them:
+    `cudnn_convolution(x, w, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)` or
+    `cudnn_convolution_transpose(x, w, padding, output_padding, stride, dilation, groups, ...)`, then, with a
+    bias, `add_(out, bias viewed [1, C_out, 1, ...])` (ATen's Convolution.cpp). The output [N, C_out, *spatial]
+    follows the input's layout (channels-last or not)."""
+    import json
+
+    def dump(v):
+        return json.dumps(v, separators=(",", ":"))
+
+    rows = np.flatnonzero(ops._as.isin(["aten::mkldnn_convolution", "aten::_convolution"]).to_numpy())
+    if not len(rows):
+        return ops
+    extra = []
+    for i in rows:
+        try:
+            dims, types = json.loads(ops.op_input_dims.iat[i]), json.loads(ops.op_input_types.iat[i])
+            strides = json.loads(ops.op_input_strides.iat[i] or "null") or [[]] * len(dims)
+            conc = json.loads(ops.op_concrete_inputs.iat[i] or "null") or [""] * len(dims)
+            x, w, b = dims[0], dims[1], dims[2]
+            if ops._as.iat[i] == "aten::_convolution":
+                # _convolution(x, w, bias?, stride, padding, dilation, transposed, output_padding, groups, ...):
+                # the CPU kernel under it has no op of its own (a transposed convolution through oneDNN)
+                stride, pad, dil, opad = (json.loads(conc[j]) for j in (3, 4, 5, 7))
+                transposed, groups = conc[6] == "True", conc[8]
+                # as recorded: padding, output_padding, stride, dilation (transposed); padding, stride, dilation
+                lists = [conc[4], conc[7], conc[3], conc[5]] if transposed else [conc[4], conc[3], conc[5]]
+            else:
+                pad, stride, dil = (json.loads(conc[j]) for j in (3, 4, 5))
+                transposed, groups, opad = False, conc[6], []
+                lists = [conc[3], conc[4], conc[5]]
+            n = len(x) - 2
+            if transposed:  # w [C_in, C_out / groups, *kernel]
+                c_out = w[1] * int(groups)
+                spatial = [(x[2 + j] - 1) * stride[j] - 2 * pad[j] + dil[j] * (w[2 + j] - 1) + opad[j] + 1
+                           for j in range(n)]
+            else:
+                c_out = w[0]
+                spatial = [_conv_out(x[2 + j], w[2 + j], pad[j], stride[j], dil[j]) for j in range(n)]
+        except (TypeError, ValueError, IndexError, KeyError):
+            continue
+        # cudnn_convolution(x, w, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32), and
+        # cudnn_convolution_transpose with output_padding after padding
+        ops.iat[i, ops.columns.get_loc("op_name")] = ("aten::cudnn_convolution_transpose" if transposed
+                                                      else "aten::cudnn_convolution")
+        cols = {"op_input_dims": [x, w, *[[] for _ in lists], [], [], [], []],
+                "op_input_types": [types[0], types[1], *["ScalarList"] * len(lists), "Scalar", "Scalar", "Scalar",
+                                   "Scalar"],
+                "op_input_strides": [strides[0], strides[1], *[[] for _ in lists], [], [], [], []],
+                "op_concrete_inputs": ["", "", *lists, groups, "False", "False", "True"]}
+        for col, v in cols.items():
+            ops.iat[i, ops.columns.get_loc(col)] = dump(v)
+        if not b:  # no bias: nothing added
+            continue
+        out = [x[0], c_out, *spatial]
+        last = len(strides[0]) == len(x) and strides[0][1] == 1 and x[1] > 1  # channels-last input
+        order = [0, *range(2, len(out)), 1] if last else list(range(len(out)))
+        ost = [0] * len(out)
+        acc = 1
+        for j in reversed(order):
+            ost[j] = acc
+            acc *= out[j]
+        view = [1, c_out, *([1] * len(spatial))]
+        add = ops.iloc[i].copy()
+        add["op_name"], add["_as"] = "aten::add_", "aten::add_"
+        add["op_input_dims"] = dump([out, view, []])
+        add["op_input_types"] = dump([types[0], types[2], "Scalar"])
+        add["op_input_strides"] = dump([ost, [c_out, *([1] * (len(view) - 1))], []])
+        add["op_concrete_inputs"] = dump(["", "", "1"])
+        add["ts_us"] = ops.ts_us.iat[i] + 1e-3  # right after its convolution
+        extra.append(add)
+    if extra:
+        ops = pd.concat([ops, pd.DataFrame(extra)], ignore_index=True).sort_values("ts_us", kind="stable")
+    return ops.reset_index(drop=True)
 
 
 def _translate(ops: pd.DataFrame) -> pd.DataFrame:
