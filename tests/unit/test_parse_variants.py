@@ -52,6 +52,38 @@ def test_nan_and_infinity_literals_are_read_as_null(tmp_path, monkeypatch, inden
     assert trace.meta["note"] is None
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_nan_search_reads_each_byte_at_most_once_and_only_where_a_split_fails(tmp_path, monkeypatch, indent):
+    # the streaming reader looks for NaN/Infinity only where no split of its buffer parses; a long event
+    # past the first megabyte (the head it reads at once) with 40 kB of arg (20 chunks) makes every split
+    # fail while the buffer grows, and each search covers only the bytes no earlier search covered (16
+    # bytes of overlap each), not the whole buffer again
+    monkeypatch.setattr(parse, "CHUNK_BYTES", 2 << 10)
+    events = _gpu_trace(3000)
+    events[-30]["args"]["note"] = "x" * (40 << 10)
+    path = tmp_path / "long.json"
+    text = json.dumps({"traceEvents": events}, indent=indent)
+    assert len(text) > 1.2 * (1 << 20) and text.index("xxx") > (1 << 20)
+    path.write_text(text)
+    searched = []
+    real = parse._nonfinite
+
+    def spy(data, start=0):
+        searched.append(len(data) - max(0, start))
+        return real(data, start)
+
+    monkeypatch.setattr(parse, "_nonfinite", spy)
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.ops.name) == [f"aten::op{k}" for k in range(3000)]
+    assert len(searched) > 10  # the long event made splits fail as the buffer grew
+    assert sum(searched) <= len(text) + 16 * len(searched)
+    # a file whose every split parses is never searched
+    searched.clear()
+    path.write_text(json.dumps({"traceEvents": _gpu_trace(3000)}, indent=indent))
+    assert len(read_trace(path, keep_events=False).ops) == 3000
+    assert searched == []
+
+
 def test_a_file_that_is_not_json_for_another_reason_is_still_refused_as_such(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text('{"traceEvents": [{"ph": "X", "ts": NaN, "dur": 1}, oops]}')
