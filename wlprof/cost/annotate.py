@@ -429,12 +429,16 @@ def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
     out = np.full(len(positions), None, dtype=object)
     if "kind" not in rows or "name" not in rows:
         return out
-    copy = rows[rows.kind.to_numpy(dtype=object) == "memcpy"]
-    if copy.empty:
+    copy = np.flatnonzero(rows.kind.to_numpy(dtype=object) == "memcpy")  # the two columns read, not the frame
+    if not len(copy):
         return out
     labels: dict[int, set] = {}
-    for pos, name in zip(copy._op_pos.to_numpy().tolist(), copy.name.to_numpy(dtype=object).tolist(), strict=True):
-        label = transfer_label(str(name))
+    label_of: dict = {}  # per distinct name: a trace's copies share a few
+    for pos, name in zip(rows._op_pos.to_numpy()[copy].tolist(), rows.name.to_numpy(dtype=object)[copy].tolist(),
+                         strict=True):
+        label = label_of.get(name, False)
+        if label is False:
+            label = label_of[name] = transfer_label(str(name))
         if label:
             labels.setdefault(pos, set()).add(label)
     at = {p: i for i, p in enumerate(np.asarray(positions).tolist())}
