@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from wlprof.trace import parse
@@ -258,3 +259,21 @@ def test_a_ts_string_that_is_no_number_is_still_skipped_and_named(tmp_path, monk
     assert list(trace.device.name) == ["k1"]
     assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
     assert trace.untimed_example == f"a kernel event's ts is str {value!r}"
+
+
+def test_ids_are_read_exactly_whether_or_not_a_column_holds_a_null():
+    # a column of ids is converted at once where every value fits int64, else value by value; both ways
+    # give each id the same int64: here each value alone (the whole column fits) and beside a None (it does not)
+    expected = {
+        5: 5, -3: -3, 2**53 + 1: 2**53 + 1,  # past float64's exact integers: still exact
+        2**63 - 1: 2**63 - 1, 2**63: -2**63, 2**64 - 1: -1,  # unsigned 64-bit ids: the int64 of the same bits
+        2**64: -1,  # past 64 bits: no id
+        5.7: 5, 1e16: 10**16, True: 1,  # numbers as numbers
+        "7": 7, "1e3": 1000, "12.0": 12, "abc": -1, "nan": -1,  # ids written as strings
+    }
+    for value, want in expected.items():
+        assert parse._ids([value]).tolist() == [want], value
+        assert parse._ids([value, None]).tolist() == [want, -1], value
+    assert parse._ids([None], default=0).tolist() == [0]
+    column = parse._ids([1, 2**62, -7])
+    assert column.dtype == np.int64 and column.tolist() == [1, 2**62, -7]

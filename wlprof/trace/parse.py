@@ -966,6 +966,12 @@ def _ids(values: list, default: int = NO_ID) -> np.ndarray:
     An id past float64's exact integers (2**53) is read from its value exactly, and one of
     2**63 or more (an unsigned 64-bit id) as the int64 of the same bits: ids are only compared
     for equality, and as floats ids 2**60 and 2**60 + 1 would be one id."""
+    try:  # the usual column, every id a number that fits int64: converted at once, exactly
+        out = np.asarray(values, dtype=np.int64)
+        if out.ndim == 1 and len(out) == len(values):
+            return out
+    except (TypeError, ValueError, OverflowError):  # a null, NaN, a string that is no integer, 2**63 or more
+        pass
     arr = _numbers(values)
     big = np.abs(arr) >= 2**53  # NaN compares False
     out = np.where(~np.isfinite(arr) | big, default, arr).astype(np.int64)
