@@ -113,17 +113,20 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     out: dict[int, Cost | None] = {}
     with_parent = set(op_positions[calls_parent].tolist())
     strided = any(records_strides(a) for a in args_table if isinstance(a, dict))
+    enclosing: dict[int, tuple] = {}  # an op's ancestors' names depend on its parent alone: once per parent
     for pos in positions:
         if dispatcher[pos]:
             out[pos] = None
             continue
-        anc = ancestors(names, parent, pos)
+        anc = enclosing.get(parent[pos])
+        if anc is None:
+            anc = enclosing[parent[pos]] = ancestors(names, parent, pos)
         kn = kernels.get(pos, ())
         ch = children.get(pos, ())
         par = parent[pos] if pos in with_parent else -1
         fo = following.get(pos, ())
-        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch),
-               args_id[par] if par >= 0 else None, tuple((names[c], args_id[c]) for c in fo))
+        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch) if ch else (),
+               args_id[par] if par >= 0 else None, tuple((names[c], args_id[c]) for c in fo) if fo else ())
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
             args = args_table[args_id[pos]]
