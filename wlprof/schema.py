@@ -374,6 +374,13 @@ def conform(df, table: str) -> pa.Table:
 
     Undeclared columns are an error (the contract is the schema, nothing beside it).
     """
+    return next(conformed(df, table, max(len(df), 1)))
+
+
+def conformed(df, table: str, rows: int):
+    """`conform` of the DataFrame `rows` rows at a time: an Arrow table per slice (one, empty, for an
+    empty frame). Each column is taken from the frame once, and each slice is a view of it."""
+    import numpy as np
     import pandas as pd
 
     schema = arrow_schema(table)
@@ -382,20 +389,34 @@ def conform(df, table: str) -> pa.Table:
     extra = [c for c in df.columns if c not in declared and not str(c).startswith("_")]
     if extra:
         raise ValueError(f"columns not declared in wlprof.schema ({table}): {extra}")
-    arrays = []
+    present = set(df.columns)
+    sources = []  # per field: None (absent: nulls), or how it is sliced and the values it is sliced from
     for f in schema:
-        if f.name in df.columns:
-            col = df[f.name]
-            if pa.types.is_list(f.type):
-                values = [None if v is None or (isinstance(v, float) and pd.isna(v)) else list(v) for v in col]
+        if f.name not in present:
+            sources.append(None)
+            continue
+        col = df[f.name]
+        if pa.types.is_list(f.type):
+            sources.append(("list", col.to_numpy(dtype=object)))
+        elif col.dtype == object:  # from_pandas: None and NaN are nulls; object columns are read in place
+            sources.append(("values", col.to_numpy(dtype=object)))
+        elif isinstance(col.dtype, np.dtype):
+            sources.append(("values", col.to_numpy()))
+        else:  # an extension array (nullable integers, booleans, strings): sliced as itself
+            sources.append(("values", col.array))
+    for start in range(0, max(len(df), 1), rows):
+        stop = min(start + rows, len(df))
+        arrays = []
+        for f, src in zip(schema, sources, strict=True):
+            if src is None:
+                arrays.append(pa.nulls(max(stop - start, 0), type=f.type))
+            elif src[0] == "list":
+                values = [None if v is None or (isinstance(v, float) and pd.isna(v)) else list(v)
+                          for v in src[1][start:stop]]
                 arrays.append(pa.array(values, type=f.type))
             else:
-                # from_pandas: None and NaN are nulls; object columns are read in place
-                arrays.append(pa.array(col.to_numpy(dtype=object) if col.dtype == object else col,
-                                       type=f.type, from_pandas=True))
-        else:
-            arrays.append(pa.nulls(len(df), type=f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
+                arrays.append(pa.array(src[1][start:stop], type=f.type, from_pandas=True))
+        yield pa.Table.from_arrays(arrays, schema=schema)
 
 
 def check_version(found: str, where: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from wlprof.trace import parse
@@ -50,6 +51,38 @@ def test_nan_and_infinity_literals_are_read_as_null(tmp_path, monkeypatch, inden
     assert list(trace.device.dur_ns)[:3] == [20_000, 21_000, 22_000]
     assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
     assert trace.meta["note"] is None
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_the_nan_search_reads_each_byte_at_most_once_and_only_where_a_split_fails(tmp_path, monkeypatch, indent):
+    # the streaming reader looks for NaN/Infinity only where no split of its buffer parses; a long event
+    # past the first megabyte (the head it reads at once) with 40 kB of arg (20 chunks) makes every split
+    # fail while the buffer grows, and each search covers only the bytes no earlier search covered (16
+    # bytes of overlap each), not the whole buffer again
+    monkeypatch.setattr(parse, "CHUNK_BYTES", 2 << 10)
+    events = _gpu_trace(3000)
+    events[-30]["args"]["note"] = "x" * (40 << 10)
+    path = tmp_path / "long.json"
+    text = json.dumps({"traceEvents": events}, indent=indent)
+    assert len(text) > 1.2 * (1 << 20) and text.index("xxx") > (1 << 20)
+    path.write_text(text)
+    searched = []
+    real = parse._nonfinite
+
+    def spy(data, start=0):
+        searched.append(len(data) - max(0, start))
+        return real(data, start)
+
+    monkeypatch.setattr(parse, "_nonfinite", spy)
+    trace = read_trace(path, keep_events=False)
+    assert list(trace.ops.name) == [f"aten::op{k}" for k in range(3000)]
+    assert len(searched) > 10  # the long event made splits fail as the buffer grew
+    assert sum(searched) <= len(text) + 16 * len(searched)
+    # a file whose every split parses is never searched
+    searched.clear()
+    path.write_text(json.dumps({"traceEvents": _gpu_trace(3000)}, indent=indent))
+    assert len(read_trace(path, keep_events=False).ops) == 3000
+    assert searched == []
 
 
 def test_a_file_that_is_not_json_for_another_reason_is_still_refused_as_such(tmp_path):
@@ -226,3 +259,21 @@ def test_a_ts_string_that_is_no_number_is_still_skipped_and_named(tmp_path, monk
     assert list(trace.device.name) == ["k1"]
     assert "1 complete events without a usable ts/dur were skipped" in trace.warnings
     assert trace.untimed_example == f"a kernel event's ts is str {value!r}"
+
+
+def test_ids_are_read_exactly_whether_or_not_a_column_holds_a_null():
+    # a column of ids is converted at once where every value fits int64, else value by value; both ways
+    # give each id the same int64: here each value alone (the whole column fits) and beside a None (it does not)
+    expected = {
+        5: 5, -3: -3, 2**53 + 1: 2**53 + 1,  # past float64's exact integers: still exact
+        2**63 - 1: 2**63 - 1, 2**63: -2**63, 2**64 - 1: -1,  # unsigned 64-bit ids: the int64 of the same bits
+        2**64: -1,  # past 64 bits: no id
+        5.7: 5, 1e16: 10**16, True: 1,  # numbers as numbers
+        "7": 7, "1e3": 1000, "12.0": 12, "abc": -1, "nan": -1,  # ids written as strings
+    }
+    for value, want in expected.items():
+        assert parse._ids([value]).tolist() == [want], value
+        assert parse._ids([value, None]).tolist() == [want, -1], value
+    assert parse._ids([None], default=0).tolist() == [0]
+    column = parse._ids([1, 2**62, -7])
+    assert column.dtype == np.int64 and column.tolist() == [1, 2**62, -7]

@@ -113,17 +113,20 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     out: dict[int, Cost | None] = {}
     with_parent = set(op_positions[calls_parent].tolist())
     strided = any(records_strides(a) for a in args_table if isinstance(a, dict))
+    enclosing: dict[int, tuple] = {}  # an op's ancestors' names depend on its parent alone: once per parent
     for pos in positions:
         if dispatcher[pos]:
             out[pos] = None
             continue
-        anc = ancestors(names, parent, pos)
+        anc = enclosing.get(parent[pos])
+        if anc is None:
+            anc = enclosing[parent[pos]] = ancestors(names, parent, pos)
         kn = kernels.get(pos, ())
         ch = children.get(pos, ())
         par = parent[pos] if pos in with_parent else -1
         fo = following.get(pos, ())
-        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch),
-               args_id[par] if par >= 0 else None, tuple((names[c], args_id[c]) for c in fo))
+        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch) if ch else (),
+               args_id[par] if par >= 0 else None, tuple((names[c], args_id[c]) for c in fo) if fo else ())
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
             args = args_table[args_id[pos]]
@@ -433,12 +436,16 @@ def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
     out = np.full(len(positions), None, dtype=object)
     if "kind" not in rows or "name" not in rows:
         return out
-    copy = rows[rows.kind.to_numpy(dtype=object) == "memcpy"]
-    if copy.empty:
+    copy = np.flatnonzero(rows.kind.to_numpy(dtype=object) == "memcpy")  # the two columns read, not the frame
+    if not len(copy):
         return out
     labels: dict[int, set] = {}
-    for pos, name in zip(copy._op_pos.to_numpy().tolist(), copy.name.to_numpy(dtype=object).tolist(), strict=True):
-        label = transfer_label(str(name))
+    label_of: dict = {}  # per distinct name: a trace's copies share a few
+    for pos, name in zip(rows._op_pos.to_numpy()[copy].tolist(), rows.name.to_numpy(dtype=object)[copy].tolist(),
+                         strict=True):
+        label = label_of.get(name, False)
+        if label is False:
+            label = label_of[name] = transfer_label(str(name))
         if label:
             labels.setdefault(pos, set()).add(label)
     at = {p: i for i, p in enumerate(np.asarray(positions).tolist())}

@@ -72,8 +72,8 @@ def atomic_write_parquet(path: Path, df, table: str) -> None:
         small = len(df) <= SMALL_TABLE
         compression = {f.name: "none" if small or f.name not in df.columns else "zstd" for f in arrow_schema}
         with pq.ParquetWriter(tmp, arrow_schema, compression=compression, use_dictionary=strings) as writer:
-            for start in range(0, max(len(df), 1), ROW_GROUP):
-                writer.write_table(schema.conform(df.iloc[start:start + ROW_GROUP], table))
+            for part in schema.conformed(df, table, ROW_GROUP):
+                writer.write_table(part)
                 if len(df) > ROW_GROUP:
                     release(heap=False)  # each row group's Arrow copy; the heap's pages serve the next one
         os.replace(tmp, path)

@@ -301,13 +301,14 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
             del head
             eof = False
-            nonfinite = _nonfinite(buf)
+            # NaN/Infinity are looked for only where no split parses, each byte once: buf[:checked] was
+            # searched (a chunk that parses holds none, so a search of every block read is not needed)
+            checked = 1
             while True:
                 if not eof:
                     block = stream.read(CHUNK_BYTES)
                     if block:
                         buf += block
-                        nonfinite = nonfinite or _nonfinite(buf, len(buf) - len(block) - 16)
                     else:
                         eof = True
                 if eof:
@@ -319,7 +320,8 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                     continue
                 got = _whole_events(buf, fixed, decode)
                 if got is None:
-                    if nonfinite:
+                    searched, checked = checked, len(buf)
+                    if _nonfinite(buf, searched - 16):
                         raise _NotStreamable()  # NaN or Infinity: no split parses; the whole parse reads them
                     if len(buf) > max(8 * CHUNK_BYTES, LARGEST_EVENT):
                         raise _NotStreamable()  # no split found in a large buffer: parse the file whole
@@ -329,6 +331,7 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                 del chunk
                 del buf[1:stop + 1]  # keep the spare byte; the next chunk starts after the comma
                 consumed += stop  # buf[1] was at consumed + 1, now buf[stop + 1] is there
+                checked = max(1, checked - stop)
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
 
@@ -963,6 +966,12 @@ def _ids(values: list, default: int = NO_ID) -> np.ndarray:
     An id past float64's exact integers (2**53) is read from its value exactly, and one of
     2**63 or more (an unsigned 64-bit id) as the int64 of the same bits: ids are only compared
     for equality, and as floats ids 2**60 and 2**60 + 1 would be one id."""
+    try:  # the usual column, every id a number that fits int64: converted at once, exactly
+        out = np.asarray(values, dtype=np.int64)
+        if out.ndim == 1 and len(out) == len(values):
+            return out
+    except (TypeError, ValueError, OverflowError):  # a null, NaN, a string that is no integer, 2**63 or more
+        pass
     arr = _numbers(values)
     big = np.abs(arr) >= 2**53  # NaN compares False
     out = np.where(~np.isfinite(arr) | big, default, arr).astype(np.int64)
