@@ -276,3 +276,17 @@ def test_a_norms_units_and_block_steps_follow_what_its_op_reduces():
     assert (ln[4]["R"], ln[4]["W"], ln[4]["L"]) == (lnb[4]["R"], lnb[4]["W"], lnb[4]["L"]) == (1024, 1024, 2)
     # the coordinates stay the sizes (log2 values, last dim, channels)
     assert fwd[3][:3] == (math.log2(16 * 128 * 144), math.log2(12), 7.0)
+
+
+def test_an_ingested_traces_dtype_does_not_name_its_tensor_lists():
+    # a foreach optimizer call whose kernels name no dtype (cost_dtype null): a wlprof run's dtype names its lists
+    # (the optim workload in bfloat16 updates bfloat16 parameters); an ingested trace's dtype is its matrix
+    # kernels' (bfloat16 under autocast) while its optimizer's parameters and states are float32
+    import numpy as np
+    import pandas as pd
+
+    from wlprof.predict.calls import _list_dtypes
+
+    ops = pd.DataFrame({"workload": ["optim", "ingest", "ingest"], "dtype": ["bfloat16", "bfloat16", "bfloat16"],
+                        "cost_dtype": [None, None, "float32"]})
+    assert list(_list_dtypes(ops, np.arange(3))) == ["bfloat16", "", "float32"]

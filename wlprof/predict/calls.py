@@ -390,6 +390,7 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
                 out.iloc[rows, out.columns.get_loc(c)] = out[c].to_numpy(dtype=object)[rows] + tag
             out.iloc[rows, out.columns.get_loc("dtype")] = listed[known]
         run_dtype = _text(ops["dtype"])[lst] if "dtype" in ops else np.full(len(lst), "float32", dtype=object)
+        run_dtype = np.where(_ingested(ops, lst), "float32", run_dtype)  # a list of unnamed dtype: float32
         if listed is not None:
             run_dtype = np.where(listed != "", listed, run_dtype)
         size = np.array([_itemsize(t) for t in run_dtype]) if len(lst) else np.zeros(0)
@@ -439,7 +440,15 @@ def _list_dtypes(ops: pd.DataFrame, rows: np.ndarray) -> np.ndarray | None:
         return np.where(np.isin(out, list(FLOATING)), out, "")
 
     named = floating("cost_dtype")
-    return np.where(named != "", named, floating("dtype"))
+    return np.where(named != "", named, np.where(_ingested(ops, rows), "", floating("dtype")))
+
+
+def _ingested(ops: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """Whether each row at `rows` is of an ingested trace, whose `dtype` column names its matrix kernels' dtype
+    (bfloat16 under autocast), not its tensor lists' (an optimizer's float32 parameters and states)."""
+    if "workload" not in ops:
+        return np.zeros(len(rows), dtype=bool)
+    return _text(ops["workload"])[rows] == "ingest"
 
 
 def _itemsize(dtype: str) -> int:
