@@ -208,7 +208,7 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         raise InputError("--trace", "must be a torch.profiler trace file", str(path))
     parsed = parse_scale(scale_text) if scale_text else None  # refused before the trace is read
     predictor, host, info = load_profile(profile, refit)
-    ops = ingest_trace(str(path))
+    ops = ingest_trace(str(path), info.get("ceilings"))
     notes = []
     if NO_STEP_MARKERS in ops.attrs.get("warnings", []):
         notes.append(f"{Path(path).name}: {NO_STEP_MARKERS}, and predicted as one (a torch.profiler "

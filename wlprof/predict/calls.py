@@ -398,9 +398,28 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
             np.isfinite(rec) & (rec > 0), rec, 2 * out.list_elements.to_numpy(dtype=float)[lst] * size)
     _data_features(ops, out, coords)
     _link_features(ops, out, coords)
+    _tf32_feature(ops, out)
     for j in range(NCOORDS):
         out[f"c{j}"] = coords[:, j]
     return out
+
+
+TF32_TAG = "|tf32"
+
+
+def _tf32_feature(ops: pd.DataFrame, out: pd.DataFrame) -> None:
+    """`tf32`: the float32 matrix calls that ran in TF32 (placed under `compute:tf32`: the run's setting or
+    their kernels' names). Their groups end in `TF32_TAG`, apart from float32 calls on the CUDA cores, so
+    those never answer them; their base time is at TF32's matrix peak."""
+    tf = np.zeros(len(out), dtype=bool)
+    if "compute_roof" in ops and len(out):
+        tf = (_text(ops["compute_roof"]) == "compute:tf32") & (out.dtype.to_numpy(dtype=object) == "float32")
+    out["tf32"] = tf
+    if tf.any():
+        for c in ("group", "relaxed"):
+            v = out[c].to_numpy(dtype=object).copy()
+            v[tf] = v[tf] + TF32_TAG
+            out[c] = v
 
 
 def _link_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:

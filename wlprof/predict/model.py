@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from wlprof.predict.calls import ALIGN_BITS, NCOORDS, describe
+from wlprof.predict.calls import ALIGN_BITS, NCOORDS, TF32_TAG, describe
 from wlprof.predict.neighbours import Table
 
 SOURCES = ("same call", "near", "far", "other context", "other dtype", "op", "class", "base")
@@ -132,6 +132,8 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     floor = k.floor * (np.nan_to_num(d.launches.to_numpy(dtype=float), nan=1.0) if "launches" in d else 1.0)
     out = floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
     peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
+    if "tf32" in d and "tf32" in k.matrix:  # float32 operands on the tensor cores
+        peak = np.where(d.tf32.to_numpy(dtype=bool), k.matrix["tf32"], peak)
     # an op of the compute, norm or memory class: its FLOPs at the peak of the unit it runs on (the matrix unit for a
     # convolution, attention), where they take longer than its bytes
     mem = np.isin(d.cls.to_numpy(), ("compute", "norm", "memory"))
@@ -504,9 +506,13 @@ class Predictor:
         todo = np.isin(src, [SOURCES.index(s) for s in ("class", "base")]) & np.isin(answered, FLOAT_DTYPES)
         own = d.dtype.to_numpy(dtype=object)
         profiled = self._profiled_dtypes()
-        for t in pd.unique(own[todo]):
-            at = np.flatnonzero(todo & (own == t))
-            for dst in _nearest_dtypes(str(t), profiled):
+        tf = d.tf32.to_numpy(dtype=bool) if "tf32" in d else np.zeros(len(d), dtype=bool)
+        for t, on_tf32 in dict.fromkeys(zip(own[todo].tolist(), tf[todo].tolist(), strict=True)):
+            at = np.flatnonzero(todo & (own == t) & (tf == on_tf32))
+            nearest = _nearest_dtypes(str(t), profiled)
+            if on_tf32:  # the tensor cores' dtypes first, then float32 (where TF32 calls were profiled)
+                nearest = [x for x in nearest if _size(x) == 2] + [x for x in nearest if _size(x) != 2]
+            for dst in nearest:
                 moved = transfer_dtype(d.iloc[at], dst)
                 p2, s2 = self._predict(moved)
                 hit = s2 <= SOURCES.index("op")  # its op in that dtype, at least: nearer than the class
@@ -534,13 +540,21 @@ class Predictor:
         if "answered_dtype" not in d:
             return []
         own, got = d.dtype.to_numpy(dtype=object), d.answered_dtype.to_numpy(dtype=object)
+        moved = own != got
+        if "tf32" in d:  # float32 calls that ran in TF32 are their own line, rebased on TF32's peak
+            own = np.where(d.tf32.to_numpy(dtype=bool), "tf32", own)
         out = []
-        for t, a in sorted({(str(x), str(y)) for x, y in zip(own, got, strict=True) if x != y}):
-            n = int(((own == t) & (got == a)).sum())
+        for t, a in sorted({(str(x), str(y)) for x, y in zip(own[moved], got[moved], strict=True)}):
+            n = int(((own == t) & (got == a) & moved).sum())
             mt, ma = self.constants.matrix.get(t), self.constants.matrix.get(a)
             peaks = (f"{t}'s matrix peak in the profile's ceilings ({mt / 1e6:.0f} TFLOP/s against {a}'s {ma / 1e6:.0f})"
                      if mt and ma else f"the float32 matrix peak (the ceilings hold none for {t if not mt else a})")
             their = "their ops" if n != 1 else "its op"
+            if t == "tf32":
+                out.append(f"{n} float32 call{'s' if n != 1 else ''} ran in TF32 (placed under compute:tf32), which "
+                           f"the profile holds none of; answered by {a}'s tensor-core calls of the same op and "
+                           f"layouts, their times rebased on {peaks} and on 4 against {_size(a)} bytes per element.")
+                continue
             out.append(f"{n} {t} call{'s' if n != 1 else ''}: the profile holds {their} in {a} only; answered "
                        f"by {a}'s calls of the same op and layouts (GEMMs at the same shapes, memory-bound ops "
                        f"at the same bytes), their times rebased on {peaks} and on {_size(t)} against "
@@ -715,8 +729,11 @@ def transfer_dtype(d: pd.DataFrame, dst: str) -> pd.DataFrame:
     stay: the base time of each call is its own (its dtype's matrix peak, its bytes)."""
     out = d.copy()
     own = out.dtype.to_numpy(dtype=object)
-    out["group"] = [_swap_dtype(g, t, dst) for g, t in zip(out.group.to_numpy(dtype=object), own, strict=True)]
-    out["relaxed"] = [_swap_dtype(g, t, dst) for g, t in zip(out.relaxed.to_numpy(dtype=object), own, strict=True)]
+    # a TF32 call is answered by the tensor-core calls of `dst` as they are (its tag names its own dtype's only)
+    untag = [g.removesuffix(TF32_TAG) for g in out.group.to_numpy(dtype=object)]
+    out["group"] = [_swap_dtype(g, t, dst) for g, t in zip(untag, own, strict=True)]
+    untag = [g.removesuffix(TF32_TAG) for g in out.relaxed.to_numpy(dtype=object)]
+    out["relaxed"] = [_swap_dtype(g, t, dst) for g, t in zip(untag, own, strict=True)]
     shift = np.log2(np.array([_size(t) for t in own], dtype=float) / _size(dst))
     cls = out.cls.to_numpy()
     mem = np.isin(cls, ("norm", "memory"))

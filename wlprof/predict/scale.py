@@ -469,15 +469,23 @@ def _put(new_dims: list, i: int, member: int | None, t_new: list[int]) -> None:
     else:
         new_dims[i][member] = t_new
 
-def ingest_trace(path: str) -> pd.DataFrame:
-    """The op calls of a torch.profiler trace (the pipeline's ops table, no store written)."""
+def ingest_trace(path: str, fallback: dict | None = None) -> pd.DataFrame:
+    """The op calls of a torch.profiler trace (the pipeline's ops table, no store written). `fallback`: the
+    ceilings (a dict) to place a trace against where this machine holds none of its device, if of its type
+    (a profile's: each call is then placed on the GPU it is predicted for, a TF32 GEMM under TF32's roof)."""
     from wlprof import pipeline
+    from wlprof.ceilings import Ceilings
     from wlprof.ingest import _ceilings
     from wlprof.trace.identity import device_of
 
     trace = pipeline.read(path, keep_events=False)
     device_type, device_name = device_of(trace.meta, trace.device, mtia=trace.mtia_events > 0)
     ceilings, _ = _ceilings(device_type, device_name)
+    if ceilings is None and fallback and fallback.get("device_type") == device_type:
+        try:
+            ceilings = Ceilings.from_dict(fallback)
+        except (KeyError, TypeError, ValueError):
+            ceilings = None
     ident = {"run_id": "trace", "workload": "ingest", "variant": str(path), "point": 0,
              "device_type": device_type, "device_name": device_name}
     ops = pipeline.tables(trace, ceilings=ceilings, identity=ident).ops
