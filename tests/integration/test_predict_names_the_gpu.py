@@ -34,3 +34,16 @@ def test_a_trace_of_the_profiles_own_gpu_names_it_too(tmp_path):
     assert res.output.splitlines()[0] == f"predicted for NVIDIA H200 from profile {profile}"
     assert (f"Predicted for NVIDIA H200 from profile {profile} beside the trace's measured calls."
             in " ".join((tmp_path / "p.md").read_text().split()))
+
+
+@pytest.mark.parametrize("text", ['{"traceEvents": [', '{"not": "a trace"}'])
+def test_a_file_that_is_no_trace_is_refused_naming_the_trace_option(text, tmp_path):
+    bad = tmp_path / "step.json"
+    bad.write_text(text)
+    out = tmp_path / "p.md"
+    res = CliRunner().invoke(app, ["predict", "--profile", str(ROOT / "benchmarks" / "profiles" / "h100"),
+                                   "--trace", str(bad), "-o", str(out)], env={"COLUMNS": "300"})
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --trace must be a torch.profiler trace: "), lines
+    assert lines[0].endswith(f"(got '{bad}')") and not out.exists()

@@ -204,7 +204,7 @@ def _gpu(info: dict) -> str:
 def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path | None, refit: bool,
           wide: bool = False) -> None:
     from wlprof.cli.common import console
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, TraceFormatError
     from wlprof.predict.profile import load_profile
     from wlprof.predict.scale import describe, ingest_trace, parse_scale, scaled
     from wlprof.trace.join import NO_STEP_MARKERS
@@ -214,7 +214,10 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         raise InputError("--trace", "must be a torch.profiler trace file", str(path))
     parsed = parse_scale(scale_text) if scale_text else None  # refused before the trace is read
     predictor, host, info = load_profile(profile, refit)
-    ops = ingest_trace(str(path))
+    try:
+        ops = ingest_trace(str(path))
+    except TraceFormatError as exc:
+        raise InputError("--trace", f"must be a torch.profiler trace: {exc.problem}", str(path)) from None
     con.print(f"predicted for {_gpu(info)} from profile {profile}", highlight=False)
     notes = []
     if NO_STEP_MARKERS in ops.attrs.get("warnings", []):
