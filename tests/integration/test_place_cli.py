@@ -160,3 +160,14 @@ def test_impossible_slo_and_idle_gpus(tmp_path, cpu_ceilings):
     assert "5 GPUs for 3 models: at least 2 stay idle" in text
     plan = json.loads((tmp_path / "o2" / "plan.json").read_text())
     assert all(len(p["assignment"]) + p["idle_gpus"] == 5 for p in plan["planners"])
+
+
+def test_a_missing_profile_is_said_to_be_not_given_not_none(tmp_path):
+    # `--planner all` names the profile planner, which needs --profile; the value is absent, not Python's None
+    out = tmp_path / "out"
+    code, text = _run(_mix(tmp_path), "--gpus", 2, "--planner", "all", "--device", "cpu", "-q", "-o", out)
+    assert code == 2, text
+    assert text.strip().splitlines() == [
+        "error: --profile is required by the profile planner: an offline profile folder (`wlprof sweep STUDY "
+        "--traces DIR` on the device, or `wlprof profile`) (not given)"], text
+    assert not out.exists()
