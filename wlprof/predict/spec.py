@@ -306,8 +306,9 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
         raise InputError("--dtype", f"must agree with {_SPEC_KEY}'s dtype ({given}), or be left out", dtype)
     name = str(given or dtype or "bfloat16")
     dt = DTYPES.get(name.lower())
-    if dt is None:
-        raise InputError(_SPEC_KEY, f"dtype must be one of {', '.join(DTYPES)}", name)
+    if dt is None:  # blamed on where the dtype was given: the spec's dtype= or --dtype
+        raise InputError(_SPEC_KEY if given is not None else "--dtype",
+                         f"{'dtype ' if given is not None else ''}must be one of {', '.join(DTYPES)}", name)
     dt = getattr(torch, dt)
     # the defaults a user means are the GPU's (d_model 4096, 64 experts), checked as on the CPU
     try:
