@@ -64,7 +64,8 @@ class InputError(WlprofError, ValueError):
 
     def message(self, spell: Spelling) -> str:
         arg = spell(self.arg) if isinstance(self.arg, Key) else self.arg
-        text = f"{arg} {_render(self.rule, spell)} (got {self.value!r})"
+        got = "not given" if self.value is None else f"got {self.value!r}"  # an absent value, not Python's None
+        text = f"{arg} {_render(self.rule, spell)} ({got})"
         return f"{text}; {_render(self.hint, spell)}" if self.hint else text
 
     def __reduce__(self):  # pickled with its own arguments (raised in a worker process)

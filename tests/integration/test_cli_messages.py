@@ -106,6 +106,11 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["predict", "--profile", PROFILE, "--test", "b", "--allow-mixed-devices"],
      "error: --allow-mixed-devices does not apply with --profile, --spec or --trace (a profile is of one device) "
      "(got True)"),
+    # a --dtype the spec path lacks was blamed on --spec, which held no dtype
+    (["predict", "--profile", PROFILE, "--spec", "mlp batch=2", "--dtype", "float8"],
+     "error: --dtype must be one of bfloat16, bf16, float16, fp16, float32, fp32 (got 'float8')"),
+    (["predict", "--profile", PROFILE, "--spec", "mlp batch=2 dtype=int8"],
+     "error: --spec dtype must be one of bfloat16, bf16, float16, fp16, float32, fp32 (got 'int8')"),
     # the unknown workload of a --spec was named WORKLOAD, an argument predict does not have
     (["predict", "--profile", PROFILE, "--spec", "foo"],
      "error: --spec must start with a workload, one of gemm, mlp, elementwise, moe, gnn, halo, layers, optim (got 'foo')"),

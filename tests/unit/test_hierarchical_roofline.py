@@ -117,3 +117,21 @@ def test_the_command_counts_the_calls_above_their_roof_by_reason():
     # it printed the notes as a Python dict, placement notes included: {'l3_resident,ceiling_stale': 1, ...}
     assert above_roof_counts(ops) == "2 ceiling_stale, 1 cache_fit"
     assert above_roof_counts(ops[ops.roofline_fraction < 1]) == ""
+
+
+def test_the_commands_counts_above_the_roof_are_those_the_figure_draws():
+    # an ingested CPU step (tests/fixtures/cpu_zoo6/sr-param-train) held a 0-FLOP copy_ above its memory roof:
+    # the command said '13 mixed_traffic', the legend (intensity 0 cannot be drawn) 'mixed_traffic (12)'
+    from wlprof.cli.roofline import placed_summary
+
+    ops = _ops([(0.1, 0.43, 60.0, "elementwise", "vector", "bfloat16", "compute:vector", 1.3, "cache_fit"),
+                (0.2, 0.9, 40.0, "elementwise", "vector", "bfloat16", "compute:vector", 1.1, "mixed_traffic"),
+                (0.0, 0.0, 30.0, "copy", "vector", "bfloat16", "compute:vector", 1.2, "mixed_traffic"),
+                (0.25, 1.2, 50.0, "elementwise", "vector", "bfloat16", "compute:vector", 0.6, None)])
+    ops["flops"], ops["bytes"] = [6.0, 9.0, 0.0, 12.0], [60.0, 45.0, 64.0, 48.0]
+    ops["op_input_dims"] = "[[4,4]]"
+    assert placed_summary(ops) == ("3 of 4 op calls placed; the others have no FLOPs, bytes or kernel time; "
+                                   "above their roof: 1 cache_fit, 1 mixed_traffic")
+    fig = figures.roofline(ops, C)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "above its roof: cache_fit (1)" in labels and "above its roof: mixed_traffic (1)" in labels, labels

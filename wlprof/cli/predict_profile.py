@@ -188,17 +188,23 @@ def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None
     from wlprof.predict.spec import parse_spec, record
 
     con = console(wide=wide)
-    predictor, host, _ = load_profile(profile, refit)
+    predictor, host, info = load_profile(profile, refit)
     sp = parse_spec(text)
     ops = record(sp, dtype, launching=frozenset(predictor.meta.get("op_names", [])))
-    _predict_and_show(f"# {text}\n\nPredicted from profile {profile}; calls listed on the meta device.", ops,
-                      predictor, host, top, out, con, wide=wide)
+    head = f"predicted for {_gpu(info)} from profile {profile}; calls listed on the meta device"
+    con.print(head, highlight=False)
+    _predict_and_show(f"# {text}\n\n{head[0].upper()}{head[1:]}.", ops, predictor, host, top, out, con, wide=wide)
+
+
+def _gpu(info: dict) -> str:
+    """The GPU a profile was measured on, as its profile.json names it."""
+    return str((info.get("device") or {}).get("name") or "the profile's GPU")
 
 
 def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path | None, refit: bool,
           wide: bool = False) -> None:
     from wlprof.cli.common import console
-    from wlprof.errors import InputError
+    from wlprof.errors import InputError, TraceFormatError
     from wlprof.predict.profile import load_profile
     from wlprof.predict.scale import describe, ingest_trace, parse_scale, scaled
     from wlprof.trace.join import NO_STEP_MARKERS
@@ -208,7 +214,11 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         raise InputError("--trace", "must be a torch.profiler trace file", str(path))
     parsed = parse_scale(scale_text) if scale_text else None  # refused before the trace is read
     predictor, host, info = load_profile(profile, refit)
-    ops = ingest_trace(str(path), info.get("ceilings"))
+    try:
+        ops = ingest_trace(str(path), info.get("ceilings"))
+    except TraceFormatError as exc:
+        raise InputError("--trace", f"must be a torch.profiler trace: {exc.problem}", str(path)) from None
+    con.print(f"predicted for {_gpu(info)} from profile {profile}", highlight=False)
     notes = []
     if NO_STEP_MARKERS in ops.attrs.get("warnings", []):
         notes.append(f"{Path(path).name}: {NO_STEP_MARKERS}, and predicted as one (a torch.profiler "
@@ -244,11 +254,11 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         con.print(describe(unscaled, ops, dim, value, factor))
         names = set(ops.device_name.dropna().astype(str)) if "device_name" in ops else set()
         same_device = names == {str((info.get("device") or {}).get("name"))}
-        title = (f"# {path} with {dim} ({value}) x {factor:g}\n\nPredicted from profile {profile}; "
+        title = (f"# {path} with {dim} ({value}) x {factor:g}\n\nPredicted for {_gpu(info)} from profile {profile}; "
                  "measured µs: the trace's own calls before scaling.")
     else:
         ops = ops.assign(measured_us=pd.to_numeric(ops.dur_us, errors="coerce"))
-        title = f"# {path}\n\nPredicted from profile {profile} beside the trace's measured calls."
+        title = f"# {path}\n\nPredicted for {_gpu(info)} from profile {profile} beside the trace's measured calls."
     ops = ops.assign(variant=str(Path(path).name))
     if "measured_us" in ops and pd.to_numeric(ops.measured_us, errors="coerce").isna().all():
         ops = ops.drop(columns="measured_us")  # a CPU trace: no device times to set beside the prediction

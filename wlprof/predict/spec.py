@@ -310,8 +310,9 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
         raise InputError("--dtype", f"must agree with {_SPEC_KEY}'s dtype ({given}), or be left out", dtype)
     name = str(given or dtype or "bfloat16")
     dt = DTYPES.get(name.lower())
-    if dt is None:
-        raise InputError(_SPEC_KEY, f"dtype must be one of {', '.join(DTYPES)}", name)
+    if dt is None:  # blamed on where the dtype was given: the spec's dtype= or --dtype
+        raise InputError(_SPEC_KEY if given is not None else "--dtype",
+                         f"{'dtype ' if given is not None else ''}must be one of {', '.join(DTYPES)}", name)
     dt = getattr(torch, dt)
     # the defaults a user means are the GPU's (d_model 4096, 64 experts), checked as on the CPU
     try:
@@ -457,8 +458,9 @@ _DESCEND = {"aten::where": lambda types: sum(1 for t in types if t and t not in 
 
 def calls_of_trace(path: str, launching: frozenset[str] | None = None, lists=()) -> pd.DataFrame:
     """The op calls of a CPU trace as CUDA launches them (one row each, in launch order): on every
-    branch of the op tree the outermost op that launches kernels on CUDA (`LAUNCHING`, and the names
-    in `launching`), else an op CUDA runs as another (`CUDA_NAMES`). `lists`: the workload's recorded
+    branch of the op tree the outermost op that launches kernels on CUDA (`LAUNCHING`, the names in
+    `launching`, and a costed op torch declares a CUDA kernel of its own for: `cuda_ops`), else an op CUDA
+    runs as another (`CUDA_NAMES`). `lists`: the workload's recorded
     list calls (`Built.tensor_lists`), for the tensor lists the profiler records as `[]`."""
     return calls_and_left_out(path, launching, lists)[0].drop(columns="trace_step")
 
@@ -474,9 +476,11 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     from wlprof import pipeline
     from wlprof.cost import registry
     from wlprof.cost.tensor_lists import fill_declared
+    from wlprof.predict.cuda_ops import cuda_kernel_ops
     from wlprof.trace.join import join
 
     names_ok = LAUNCHING | (launching or frozenset())
+    cuda_ops = cuda_kernel_ops()
     trace = pipeline.read(path)
     joined = join(trace)
     table, ops, _ = fill_declared(joined.ops, trace.args_table, lists)
@@ -493,8 +497,9 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
 
     def launches(n: str) -> bool:
         # the in-place form of an op that launches (div_ of div) launches as it does
+        # and an op with a cost formula that torch declares a CUDA kernel of its own for (pow, a layer norm)
         return (n in names_ok or n in CUDA_NAMES or (n.endswith("_") and n[:-1] in names_ok)
-                or (n.startswith(LIST_LAUNCHING) and registry.has_formula(n)))
+                or ((n.startswith(LIST_LAUNCHING) or n in cuda_ops) and registry.has_formula(n)))
 
     launch = np.array([launches(n) for n in names], dtype=bool)
     for i in np.flatnonzero(launch):

@@ -1,0 +1,112 @@
+"""`predict --profile GPU --trace CPU_TRACE`: an op that CUDA runs under its own name (torch declares a CUDA
+kernel for it) is predicted, not left out, whether or not the profile holds it; only work CUDA runs under
+another name (the CPU's own attention and oneDNN kernels) is named as left out."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from wlprof.cli.main import app
+from wlprof.predict.cuda_ops import cuda_kernel_ops, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+H200 = ROOT / "benchmarks" / "profiles" / "h200"
+H100 = ROOT / "benchmarks" / "profiles" / "h100"
+ZOO6 = ROOT / "tests" / "fixtures" / "cpu_zoo6"
+
+YAML = """\
+- func: pow.Tensor_Scalar_out(Tensor self, Scalar exponent, *, Tensor(a!) out) -> Tensor(a!)
+  structured: True
+  dispatch:
+    CPU, CUDA: pow_Tensor_Scalar_out
+    MPS: pow_Tensor_Scalar_out_mps
+  tags: pointwise
+
+- func: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
+  structured_delegate: pow.Tensor_Scalar_out
+  variants: function, method
+
+- func: rsqrt(Tensor self) -> Tensor
+  structured_delegate: rsqrt.out
+
+- func: rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA, MPS, MTIA: rsqrt_out
+
+- func: masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: masked_fill
+    NestedTensorCPU, NestedTensorHPU, NestedTensorCUDA: NestedTensor_masked_fill
+
+- func: _scaled_dot_product_flash_attention_for_cpu(Tensor query) -> (Tensor, Tensor)
+  dispatch:
+    CPU: _scaled_dot_product_flash_attention_cpu
+
+- func: neg_sparse_only(Tensor self) -> Tensor
+  dispatch:
+    SparseCPU, SparseCUDA: neg_sparse
+
+- func: layer_norm(Tensor input, int[] normalized_shape) -> Tensor
+"""
+
+
+def test_parse_takes_a_cuda_kernel_directly_or_through_the_out_overload_it_is_structured_on():
+    # pow's functional overload and rsqrt (delegate declared before its target) inherit their out= CUDA
+    # kernel; a composite, a CPU-only kernel, a sparse-only CUDA kernel and an undispatched op do not count
+    assert parse(YAML) == frozenset({"aten::pow", "aten::rsqrt"})
+
+
+def test_the_installed_torch_declares_the_ops_and_not_the_cpu_only_kernels():
+    ops = cuda_kernel_ops()
+    if not ops:
+        pytest.skip("this torch ships no native_functions.yaml")
+    assert {"aten::pow", "aten::rsqrt", "aten::native_layer_norm", "aten::_log_softmax", "aten::nll_loss_forward",
+            "aten::masked_fill_", "aten::bernoulli_", "aten::embedding_dense_backward"} <= ops
+    assert not {"aten::_scaled_dot_product_flash_attention_for_cpu", "aten::mkldnn_convolution",
+                "aten::_convolution", "aten::layer_norm", "aten::linear", "aten::masked_fill"} & ops
+
+
+def _raw_count(path: Path, name: str) -> int:
+    events = json.loads(gzip.open(path).read())["traceEvents"]
+    return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e.get("name") == name)
+
+
+@pytest.mark.parametrize("profile", [H200, H100], ids=["h200", "h100"])
+def test_a_t5_steps_rms_norm_dropout_and_loss_are_calls_not_left_out(profile):
+    from wlprof.cost import registry
+    from wlprof.predict.profile import load_profile
+    from wlprof.predict.spec import calls_and_left_out
+
+    if not cuda_kernel_ops():
+        pytest.skip("this torch ships no native_functions.yaml")
+    trace = ZOO6 / "t5-train.json.gz"
+    predictor, _, _ = load_profile(profile, False)
+    calls, left = calls_and_left_out(str(trace), frozenset(predictor.meta.get("op_names", [])))
+    # T5's RMS norm is x * rsqrt(mean(x.pow(2)) + eps): each pow and rsqrt the CPU ran is a CUDA launch of
+    # the same op, one call each (the trace's count, from the raw events)
+    for name in ("aten::pow", "aten::rsqrt", "aten::bernoulli_", "aten::_log_softmax", "aten::nll_loss_forward"):
+        n = _raw_count(trace, name)
+        assert n > 0 and (calls.op_name == name).sum() == n, (name, n)
+    declared = {n for n in left.op_name if n in cuda_kernel_ops() and registry.has_formula(n)}
+    assert not declared, sorted(declared)
+
+
+def test_the_cpu_only_attention_and_convolution_stay_left_out_with_a_true_note(tmp_path):
+    if not cuda_kernel_ops():
+        pytest.skip("this torch ships no native_functions.yaml")
+    out = tmp_path / "p.md"
+    res = CliRunner().invoke(app, ["predict", "--profile", str(H100), "--trace", str(ZOO6 / "clip-train.json.gz"),
+                                   "-o", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    shown = " ".join(res.output.split())
+    note = shown.split("left out, not predicted: ")[1].split(" --scale")[0]
+    for cpu_only in ("aten::_scaled_dot_product_flash_attention_for_cpu (2)",
+                     "aten::_scaled_dot_product_flash_attention_for_cpu_backward (2)", "aten::_convolution (1)"):
+        assert cpu_only in note, note
+    for launched in ("aten::native_layer_norm ", "aten::_log_softmax ", "aten::nll_loss_forward ", "aten::argmax "):
+        assert launched not in note, note
