@@ -54,3 +54,22 @@ def test_a_tf32_gemm_is_predicted_at_tf32s_rate(tmp_path):
     t, s = _predicted_us(tf32), _predicted_us(simt)
     assert s > 60.0
     assert t < s / 3
+
+
+def test_a_tf32_gemm_stays_tf32_when_its_shapes_are_scaled(tmp_path):
+    # --scale rewrites the mm's M (2048 -> 4096) and drops its recorded cost; the kernel's TF32 stays with the
+    # call: 6.44 GFLOP at the TF32 peak, well below the same call on the CUDA cores
+    runner = CliRunner()
+    env = {"COLUMNS": "200", "WLPROF_CACHE_DIR": str(tmp_path / "cache")}
+    out = {}
+    for name, kernel in (("tf32", "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_cublas"),
+                         ("simt", "sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_cublas")):
+        res = runner.invoke(app, ["predict", "--profile", str(PROFILE), "--trace",
+                                  str(_trace(tmp_path / f"{name}.json", kernel)), "--scale", "2048=2"], env=env)
+        assert res.exit_code == 0, res.output
+        out[name] = res
+    assert "ran in TF32" in " ".join(out["tf32"].output.split())
+    assert "becomes 4096" in " ".join(out["tf32"].output.split())
+    t, s = _predicted_us(out["tf32"]), _predicted_us(out["simt"])
+    assert s > 120.0  # 6.44 GFLOP at about 50 TFLOP/s
+    assert t < s / 3

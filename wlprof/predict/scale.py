@@ -443,7 +443,8 @@ def _costs_dropped(out: pd.DataFrame, before: pd.DataFrame) -> pd.DataFrame:
     moved = (out.op_input_dims.to_numpy(dtype=object) != before.op_input_dims.to_numpy(dtype=object))
     if not moved.any():
         return out
-    for c in (c.name for c in COST if c.name in out):
+    # the compute roof stays: it names the unit and dtype the call's kernels ran on (TF32), not its size
+    for c in (c.name for c in COST if c.name in out and c.name != "compute_roof"):
         col = out[c]
         if pd.api.types.is_numeric_dtype(col):
             out[c] = col.where(~moved, np.nan)
