@@ -22,3 +22,16 @@ def test_calls_priced_by_bytes_alone_are_named_with_their_measured_share():
     # answered by its op's calls in the profile, or with a formula: nothing to say
     assert _unpriced_note(g, np.array([4.0, 48.0, 3.0]), np.full(3, SOURCES.index("op"))) is None
     assert _unpriced_note(g.assign(flops=1.0), np.array([4.0, 48.0, 3.0]), src) is None
+
+
+def test_a_rescaled_call_of_an_op_with_a_formula_is_not_called_unpriced():
+    # `--scale` drops the recorded cost of the calls it rewrote (flops and flops_source empty): a bmm (it has a
+    # formula) answered by its class is not "priced by its bytes alone"; a custom op without one still is, and
+    # so is an op whose formula found no FLOPs in an unscaled call (flops_source `unknown`)
+    g = pd.DataFrame({"op_name": ["aten::bmm", "vllm::moe_forward", "aten::native_layer_norm"],
+                      "flops": [np.nan, np.nan, np.nan], "flops_source": [None, None, "unknown"],
+                      "measured_us": [10.0, 20.0, 10.0]})
+    src = np.full(3, SOURCES.index("class"))
+    note = _unpriced_note(g, np.array([5.0, 6.0, 7.0]), src)
+    assert note.startswith("2 calls of ops with no FLOP formula (vllm::moe_forward, aten::native_layer_norm) ")
+    assert "13.0 µs predicted" in note

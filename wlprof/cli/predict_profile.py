@@ -161,8 +161,15 @@ def _unpriced_note(g: pd.DataFrame, pred: np.ndarray, src: np.ndarray) -> str | 
 
     if "flops" not in g or not len(g):
         return None
+    from wlprof.cost import registry
+
     flops = pd.to_numeric(g.flops, errors="coerce").to_numpy(dtype=float)
-    hit = np.isnan(flops) & (src >= SOURCES.index("class"))
+    # no FLOPs: the formula found none (flops_source `unknown`), or there is no formula (a call whose shapes
+    # `--scale` rewrote has its recorded cost dropped, so its source is empty)
+    formula = np.array([registry.has_formula(n) for n in g.op_name.astype(str)], dtype=bool)
+    unknown = (g.flops_source.astype(object).to_numpy() == "unknown") if "flops_source" in g \
+        else np.ones(len(g), dtype=bool)
+    hit = np.isnan(flops) & (src >= SOURCES.index("class")) & (unknown | ~formula)
     if not hit.any():
         return None
     names = g.op_name.astype(str).to_numpy()[hit]
