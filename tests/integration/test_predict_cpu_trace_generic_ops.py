@@ -14,27 +14,39 @@ from wlprof.cli.main import app
 PROFILE = Path(__file__).resolve().parents[2] / "benchmarks" / "profiles" / "h200"
 
 
-@pytest.fixture(scope="module")
-def trace(tmp_path_factory) -> Path:
-    """One CPU training step: Linear(8, 6) -> pow(2) -> rsqrt -> sigmoid -> sum, backward, then a
-    single-tensor AdamW step (foreach=False: per parameter lerp_, mul_, addcmul_, sqrt, div_, addcdiv_)."""
+def _cpu_trace(path: Path, step, grad: bool = True) -> Path:
+    """`step()` profiled on the CPU with its shapes recorded (under no_grad unless `grad`), written to `path`."""
+    import contextlib
     import warnings
 
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, \
+                (contextlib.nullcontext() if grad else torch.no_grad()):
+            step()
+    prof.export_chrome_trace(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory) -> Path:
+    """One CPU training step: Linear(8, 6) -> pow(2) -> rsqrt -> sigmoid -> sum, backward, then a
+    single-tensor AdamW step (foreach=False: per parameter lerp_, mul_, addcmul_, sqrt, div_, addcdiv_)."""
+
+    import torch
+
     torch.manual_seed(0)
     lin = torch.nn.Linear(8, 6)
     opt = torch.optim.AdamW(lin.parameters(), lr=1e-3, foreach=False)
     x = torch.randn(5, 8)
-    path = tmp_path_factory.mktemp("generic") / "adamw.pt.trace.json"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-            torch.sigmoid(torch.rsqrt(lin(x).pow(2) + 1)).sum().backward()
-            opt.step()
-    prof.export_chrome_trace(str(path))
-    return path
+    def step():
+        torch.sigmoid(torch.rsqrt(lin(x).pow(2) + 1)).sum().backward()
+        opt.step()
+
+    return _cpu_trace(tmp_path_factory.mktemp("generic") / "adamw.pt.trace.json", step)
 
 
 def test_generic_ops_are_calls_not_left_out(trace):
@@ -65,10 +77,8 @@ def test_predict_trace_predicts_them_and_leaves_nothing_out(trace, tmp_path):
 
 
 def test_a_channels_last_convolution_and_a_no_grad_max_pool_are_named_as_cuda_launches_them(tmp_path):
-    import warnings
 
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from wlprof.predict.spec import calls_and_left_out
 
@@ -77,12 +87,8 @@ def test_a_channels_last_convolution_and_a_no_grad_max_pool_are_named_as_cuda_la
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(3, 5, 3, stride=2).to(memory_format=torch.channels_last)
     x = torch.randn(2, 3, 9, 9).to(memory_format=torch.channels_last)
-    path = tmp_path / "conv_pool.pt.trace.json"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, torch.no_grad():
-            torch.nn.functional.max_pool2d(conv(x), 2)
-    prof.export_chrome_trace(str(path))
+    path = _cpu_trace(tmp_path / "conv_pool.pt.trace.json", lambda: torch.nn.functional.max_pool2d(conv(x), 2),
+                      grad=False)
     if '"aten::mkldnn_convolution"' not in path.read_text():
         pytest.skip("this torch ran the convolution through another CPU kernel")
     calls, left = calls_and_left_out(str(path))
@@ -98,10 +104,8 @@ def test_a_channels_last_convolution_and_a_no_grad_max_pool_are_named_as_cuda_la
 
 
 def test_an_embedding_bag_and_an_upsample_are_one_call_each_not_their_cpu_internals(tmp_path):
-    import warnings
 
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from wlprof.predict.spec import calls_and_left_out
 
@@ -109,13 +113,11 @@ def test_an_embedding_bag_and_an_upsample_are_one_call_each_not_their_cpu_intern
     bag = torch.nn.EmbeddingBag(50, 12, mode="mean")
     idx = torch.randint(0, 50, (6, 5))
     x = torch.randn(2, 6, 11, 11)
-    path = tmp_path / "bag_upsample.pt.trace.json"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, torch.no_grad():
-            bag(idx)
-            torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest")
-    prof.export_chrome_trace(str(path))
+    def step():
+        bag(idx)
+        torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest")
+
+    path = _cpu_trace(tmp_path / "bag_upsample.pt.trace.json", step, grad=False)
     calls, left = calls_and_left_out(str(path))
     assert left.op_name.tolist() == []
     # F.embedding_bag's offsets for a 2-D input (arange, on either device), then the bag and the upsample: CUDA
@@ -128,22 +130,15 @@ def test_an_embedding_bag_and_an_upsample_are_one_call_each_not_their_cpu_intern
 
 
 def test_a_transposed_convolution_is_cudnns_transpose_call_and_its_bias_add(tmp_path):
-    import warnings
 
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     from wlprof.predict.spec import calls_and_left_out
 
     torch.manual_seed(0)
     up = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, output_padding=1)
     x = torch.randn(2, 4, 5, 5)
-    path = tmp_path / "convT.pt.trace.json"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof, torch.no_grad():
-            up(x)
-    prof.export_chrome_trace(str(path))
+    path = _cpu_trace(tmp_path / "convT.pt.trace.json", lambda: up(x), grad=False)
     calls, left = calls_and_left_out(str(path))
     assert left.op_name.tolist() == []
     # the CPU records its kernel under no op of its own: _convolution(x, w, bias, stride [2, 2], padding [0, 0],
