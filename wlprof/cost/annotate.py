@@ -25,6 +25,7 @@ from wlprof.cost.copies import copy_kind, transfer_label
 from wlprof.cost.kernel_types import element_type
 from wlprof.cost.registry import (
     FORMULA,
+    MATRIX,
     Cost,
     OpCall,
     cost_of,
@@ -376,8 +377,11 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     cols["_op_pos"] = np.where(has_op, op_pos, -1)
     cols["_event_idx"] = rows.idx.to_numpy()
     k = pd.DataFrame(cols)
-    # TF32: the run's setting, or a kernel whose name says so (a trace recorded elsewhere, TF32 on there)
-    tf = tf32 | tf32_kernels(rows.name.to_numpy(dtype=object))
+    # TF32: the run's setting, or a float32 matrix kernel whose name says so (a trace recorded elsewhere)
+    tf = np.full(n, bool(tf32))
+    fp32_matrix = np.flatnonzero((unit == MATRIX) & (cdtype == "float32"))
+    if len(fp32_matrix) and not tf32:
+        tf[fp32_matrix] = tf32_kernels(rows.name.to_numpy(dtype=object)[fp32_matrix])
     add_roofline(k, ceilings, tf)
 
     o = _ops_table(k, ops)
