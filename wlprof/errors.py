@@ -89,11 +89,14 @@ class InputError(WlprofError, ValueError):
 def shown(value: Any, top: bool = True) -> str:
     """A value as a user would type it: a string in quotes (where it stands alone, or where its bounds
     matter in a list: empty, a comma or a space at an end), a list as comma-separated items, a bool as
-    true or false, a number as Python prints it."""
+    true or false, a number as written (`1e3` where the text it came from is kept)."""
     if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)) and getattr(value, "ndim", 0) == 0:
         value = value.item()  # a numpy scalar
     elif hasattr(value, "tolist") and not isinstance(value, (list, tuple, dict, str)):
         value = value.tolist()  # a numpy array
+    text = getattr(value, "text", None)
+    if isinstance(text, str):  # a number that keeps the text it was parsed from (`params.Written`)
+        return text
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -350,3 +350,11 @@ def test_a_misspelt_study_section_gets_the_close_one(tmp_path):
     assert "[parms] is not a section of a study file" in res.output and "did you mean 'params'?" in res.output
     assert not (tmp_path / "t").exists() or not any((tmp_path / "t").iterdir())
 
+
+@pytest.mark.parametrize("spec", ["mlp batch=1e3", "mlp batch=1000.0"])
+def test_spec_refuses_an_integer_written_as_a_float(spec):
+    res = invoke("predict", "--profile", PROFILE, "--spec", spec)
+    value = spec.split("=")[1]
+    assert res.exit_code == 2, res.output
+    assert (f"error: --spec's batch must be a positive integer (got {value}); an integer is written in digits: "
+            "1000") in res.output

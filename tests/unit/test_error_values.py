@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from wlprof.errors import InputError, shown
+from wlprof.params import toml_value
 
 
 @pytest.mark.parametrize(("value", "text"), [
@@ -24,6 +25,7 @@ from wlprof.errors import InputError, shown
     (np.float64(2.5), "2.5"),
     (np.array([1, 2]), "1, 2"),
     ({"batch": 2, "dtype": "bf16"}, "batch=2, dtype=bf16"),
+    (toml_value("1e3"), "1e3"),
 ])
 def test_values_read_as_typed(value, text):
     assert shown(value) == text
