@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 
@@ -64,7 +65,7 @@ class InputError(WlprofError, ValueError):
 
     def message(self, spell: Spelling) -> str:
         arg = spell(self.arg) if isinstance(self.arg, Key) else self.arg
-        got = "not given" if self.value is None else f"got {self.value!r}"  # an absent value, not Python's None
+        got = "not given" if self.value is None else f"got {shown(self.value)}"  # an absent value, not Python's None
         text = f"{arg} {_render(self.rule, spell)} ({got})"
         return f"{text}; {_render(self.hint, spell)}" if self.hint else text
 
@@ -83,6 +84,32 @@ class InputError(WlprofError, ValueError):
     @property
     def key(self) -> str | None:
         return self.arg.name if isinstance(self.arg, Key) else None
+
+
+def shown(value: Any, top: bool = True) -> str:
+    """A value as a user would type it: a string in quotes (where it stands alone, or where its bounds
+    matter in a list: empty, a comma or a space at an end), a list as comma-separated items, a bool as
+    true or false, a number as written (`1e3` where the text it came from is kept)."""
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)) and getattr(value, "ndim", 0) == 0:
+        value = value.item()  # a numpy scalar
+    elif hasattr(value, "tolist") and not isinstance(value, (list, tuple, dict, str)):
+        value = value.tolist()  # a numpy array
+    text = getattr(value, "text", None)
+    if isinstance(text, str):  # a number that keeps the text it was parsed from (`params.Written`)
+        return text
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(shown(v, top=False) for v in items) if items else "(empty)"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={shown(v, top=False)}" for k, v in value.items()) if value else "(empty)"
+    if isinstance(value, (str, PurePath)):
+        s = str(value)
+        if top or not s or s != s.strip() or "," in s:
+            return f'"{s}"' if "'" in s else f"'{s}'"
+        return s
+    return str(value)
 
 
 def did_you_mean(value: str, choices: Iterable[str]) -> str | None:

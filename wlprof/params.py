@@ -129,8 +129,8 @@ class Param:
         what = self.what()
         try:
             number = parse_int(value, self.key) if self.kind == "int" else parse_float(value, self.key)
-        except InputError:
-            raise InputError(self.key, f"must be {what}", value) from None
+        except InputError as exc:
+            raise InputError(self.key, f"must be {what}", value, hint=exc.hint) from None
         if low is not None and number < low:
             raise InputError(self.key, f"must be {what}", value)
         if high is not None and number > high:
@@ -147,13 +147,31 @@ class Param:
         return f"a finite number >= {show(low)}" if low is not None else "a finite number"
 
 
+class Written(float):
+    """A float that keeps the text it was read from (`1e3`), for the messages that name it."""
+
+    text: str
+
+    def __new__(cls, text: str) -> Written:
+        f = super().__new__(cls, text)
+        f.text = text
+        return f
+
+
+def toml_loads(text: str) -> dict:
+    """A TOML document, its floats as `Written` (an integer parameter given `1e3` is named so when refused)."""
+    import tomllib
+
+    return tomllib.loads(text, parse_float=Written)
+
+
 def toml_value(raw: str) -> Any:
     """The value of `KEY=VALUE`'s right side as TOML reads it (a number, a list, a quoted string), else the
     text itself."""
     import tomllib
 
     try:
-        return tomllib.loads(f"v = {raw.strip()}")["v"]
+        return toml_loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         return raw.strip()
 
@@ -180,18 +198,29 @@ def split(value: Any) -> list:
 
 
 def parse_int(value: Any, key: Key | str) -> int:
-    """An integer from an int or its decimal text ('+3', '-1'); bools, floats and '2.5' are refused."""
+    """An integer from an int or its text in decimal digits ('+3', '-1'). Anything written as a float is
+    refused, whole or not ('1e3', '8.0', 2.5, a TOML float), as are bools: an integer parameter takes an
+    integer literal wherever it is given (a flag, a spec, a study file)."""
     if isinstance(value, bool):
         raise InputError(key, "must be an integer", value)
     if isinstance(value, int):
         return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)  # TOML and pandas hand back 8.0 for 8
-    text = str(value).strip()
+    text = getattr(value, "text", None) or str(value).strip()
     body = text[1:] if text[:1] in "+-" else text
     if not body.isdigit():
-        raise InputError(key, "must be an integer", value)
+        raise InputError(key, "must be an integer", value, hint=written_in_digits(value))
     return int(text)
+
+
+def written_in_digits(value: Any) -> str | None:
+    """'write it in digits: 1000' for a whole number written as a float ('1e3', 1000.0), else None."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if isinstance(value, bool) or not math.isfinite(f) or not f.is_integer():
+        return None
+    return f"an integer is written in digits: {int(f)}"
 
 
 def parse_float(value: Any, key: Key | str) -> float:

@@ -114,9 +114,11 @@ def study_from_toml(data: bytes, source: str) -> Study:
     """A study from the bytes of a study file (`source` names it in errors)."""
     import tomllib
 
+    from wlprof.params import toml_loads
+
     path = Path(source)
     try:
-        doc = tomllib.loads(data.decode())
+        doc = toml_loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError("STUDY_FILE", f"must be valid TOML ({exc})", str(path)) from None
     sections = ("study", "params", "capture", "cpu")

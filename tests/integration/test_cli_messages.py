@@ -95,17 +95,17 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["predict", "--test", "b", "--top", "15"],
      "error: --top applies only with --profile and --spec or --trace (the op rows of their breakdown) (got 15)"),
     (["predict", "--test", "b", "--refit"],
-     "error: --refit applies only with --profile (it fits the profile's runs again) (got True)"),
+     "error: --refit applies only with --profile (it fits the profile's runs again) (got true)"),
     (["predict", "--test", "b", "--dtype", "float16"],
      "error: --dtype applies only with --profile and --spec (a run keeps its own dtypes) (got 'float16')"),
     (["predict", "--profile", PROFILE, "--spec", "mlp batch=2", "--train", "a"],
-     "error: --train does not apply with --profile, --spec or --trace (they predict from the profile) (got ['a'])"),
+     "error: --train does not apply with --profile, --spec or --trace (they predict from the profile) (got a)"),
     (["predict", "--profile", PROFILE, "--spec", "mlp batch=2", "--train-traces", "offline"],
      "error: --train-traces does not apply with --profile, --spec or --trace (they predict from the profile) "
      "(got 'offline')"),
     (["predict", "--profile", PROFILE, "--test", "b", "--allow-mixed-devices"],
      "error: --allow-mixed-devices does not apply with --profile, --spec or --trace (a profile is of one device) "
-     "(got True)"),
+     "(got true)"),
     # a --dtype the spec path lacks was blamed on --spec, which held no dtype
     (["predict", "--profile", PROFILE, "--spec", "mlp batch=2", "--dtype", "float8"],
      "error: --dtype must be one of bfloat16, bf16, float16, fp16, float32, fp32 (got 'float8')"),
@@ -349,3 +349,12 @@ def test_a_misspelt_study_section_gets_the_close_one(tmp_path):
     assert res.exit_code == 2
     assert "[parms] is not a section of a study file" in res.output and "did you mean 'params'?" in res.output
     assert not (tmp_path / "t").exists() or not any((tmp_path / "t").iterdir())
+
+
+@pytest.mark.parametrize("spec", ["mlp batch=1e3", "mlp batch=1000.0"])
+def test_spec_refuses_an_integer_written_as_a_float(spec):
+    res = invoke("predict", "--profile", PROFILE, "--spec", spec)
+    value = spec.split("=")[1]
+    assert res.exit_code == 2, res.output
+    assert (f"error: --spec's batch must be a positive integer (got {value}); an integer is written in digits: "
+            "1000") in res.output

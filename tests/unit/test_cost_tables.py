@@ -129,6 +129,21 @@ def test_a_kernel_named_for_tf32_is_placed_under_tf32_with_the_runs_setting_off(
     assert list(c.ops.sort_values("ts_us").ceiling_tflops) == [400.0, 400.0, 50.0, 50.0]
 
 
+def test_a_hipblaslt_xf32_kernel_is_placed_under_tf32(tmp_path):
+    # a ROCm trace: hipBLASLt's Tensile kernels name their problem type; float32 operands with the xf32 math op
+    # (`S_MX`, MI300's TF32 counterpart) ran at the TF32 rate, plain float32 (`S` then `B`, `SB` in older names) did not
+    names = ["Cijk_Alik_Bljk_S_MX_B_UserArgs_MT128x128x32_MI16x16x1_SN_LDSB0",
+             "Cijk_Ailk_Bjlk_SB_Bias_AS_SAV_UserArgs_MT64x64x16_MI32x32x2x1_SN",
+             "Cijk_Alik_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT128x128x32_MI32x32x2x1_SN"]
+    events = [_x("user_annotation", "ProfilerStep#1", 0, 1000)]
+    for i, name in enumerate(names):
+        t = 10 + 100 * i
+        events += [mm(t, 20, i + 1, 4, 8, 16), launch(t + 1, i + 1, i + 1), kernel(name, 500 + 100 * i, 4, i + 1)]
+    c = _costed(tmp_path, events, ceilings=CEILINGS, tf32=False)
+    roofs = c.kernels.set_index("name").compute_roof
+    assert [roofs[n] for n in names] == ["compute:tf32", "compute:float32", "compute:float32"]
+
+
 OPS_COLUMNS = ["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
                "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us", "kernel_count", "transfer",
                "dur_us", "flops", "bytes",

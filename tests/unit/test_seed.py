@@ -64,11 +64,12 @@ def test_gnn_seed_redraws_the_graph_and_features():
     torch.testing.assert_close(x0, gnn_steps.node_features(n0, 8, CPU, F32))  # default seed 0
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, "x", True])
-def test_bad_seed_names_the_argument(bad):
+@pytest.mark.parametrize(("bad", "typed"), [(-1, "-1"), (1.5, "1.5"), ("x", "'x'"), (True, "true")])
+def test_bad_seed_names_the_argument(bad, typed):
+    # the value as a user types it: a string quoted, a bool as TOML writes it
     with pytest.raises(InputError) as exc:
         get("moe").parse({"seed": bad}, CPU, F32)
-    assert exc.value.message(spell_cli) == f"--seed must be an integer >= 0 (got {bad!r})"
+    assert exc.value.message(spell_cli) == f"--seed must be an integer >= 0 (got {typed})"
     with pytest.raises(InputError) as exc:
         gnn_mod.Gnn().parse({"seed": bad}, CPU, F32)
-    assert exc.value.message(spell_study) == f"params.seed must be an integer >= 0 (got {bad!r})"
+    assert exc.value.message(spell_study) == f"params.seed must be an integer >= 0 (got {typed})"

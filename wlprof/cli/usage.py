@@ -111,7 +111,9 @@ def message(exc) -> str:
             rule = "must be an integer"
         elif re.search(r"valid (number|float)\b", rule):
             rule = "must be a number"
-        got = f" (got {value!r})" if value is not None else ""
+        from wlprof.errors import shown as typed
+
+        got = f" (got {typed(value)})" if value is not None else ""
         sep = " " if rule.startswith("must") else ": "
         return f"{_param_name(exc.param, ctx)}{sep}{rule}{got} (see `{cmd} --help`)"
     text = exc.format_message()
@@ -167,12 +169,12 @@ class WlprofGroup(TyperGroup):
         return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
 
     def resolve_command(self, ctx, args):
-        from wlprof.errors import did_you_mean
+        from wlprof.errors import did_you_mean, shown
 
         if args and args[0] not in self.commands and not args[0].startswith("-"):
             hint = did_you_mean(args[0], self.commands)
             label = "WORKLOAD" if ctx.info_name == "run" else "COMMAND"
-            typer.echo(f"error: {label} must be one of {', '.join(sorted(self.commands))} (got {args[0]!r})"
+            typer.echo(f"error: {label} must be one of {', '.join(sorted(self.commands))} (got {shown(args[0])})"
                        + (f"; {hint}" if hint else ""), err=True)
             raise typer.Exit(2)
         return super().resolve_command(ctx, args)

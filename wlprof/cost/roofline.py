@@ -47,8 +47,10 @@ def compute_key(unit: str | None, dtype: str | None, tf32: bool = False) -> str 
 
 
 # a float32 matrix kernel that runs on the tensor cores in TF32: cuBLAS/cuDNN name the math (`..._tf32f32_...`), CUTLASS
-# its TF32 instruction (`tensorop_s1688`); `3xtf32` (float32 accuracy from three TF32 products) is not TF32's rate
-_TF32_KERNEL = re.compile(r"(?<!3x)tf32|tensorop_s1688", re.IGNORECASE)
+# its TF32 instruction (`tensorop_s1688`); `3xtf32` (float32 accuracy from three TF32 products) is not TF32's rate.
+# AMD's counterpart, xf32, is named by hipBLASLt's Tensile kernels after their problem type: float32 operands (`S`)
+# with the xf32 math op (`MX`), `Cijk_Alik_Bljk_S_MX_B_...` (hipBLASLt's tensilelite ProblemType naming; docs/ceilings.md)
+_TF32_KERNEL = re.compile(r"(?<!3x)tf32|tensorop_s1688|Cijk_A[a-z]+_B[a-z]+_S_MX_", re.IGNORECASE)
 
 
 def tf32_kernels(names: np.ndarray) -> np.ndarray:

@@ -124,8 +124,10 @@ def load_mix(path: str | Path) -> Mix:
 def mix_from_toml(data: bytes, source: str = "mix.toml") -> Mix:
     import tomllib
 
+    from wlprof.params import toml_loads
+
     try:
-        doc = tomllib.loads(data.decode())
+        doc = toml_loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError("MIX_FILE", f"must be valid TOML ({exc})", source) from None
     unknown = sorted(set(doc) - {"mix", "model"})
