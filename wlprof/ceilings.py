@@ -5,7 +5,8 @@ spread (`Measurement`). Compute: the matrix rate per dtype (GEMM on random data)
 vector rate. Memory: main-memory read, write and copy bandwidth on working sets far past
 the last cache (`hbm_*` on a GPU, `dram_*` on a CPU), and the bandwidth of each cache level
 that matters (`l2` on a GPU; `l1`, `l2`, `l3` on a CPU) with its capacity (`cache_bytes`).
-Datasheet numbers are kept beside them, labelled, and never used in their place. Every run
+Datasheet numbers are kept beside them, labelled, and used only where asked for (`datasheet_ceilings`,
+`--ceilings datasheet`), never in place of measured ones. Every run
 records which ceilings it used. Rules and method: `docs/ceilings.md`.
 """
 
@@ -46,22 +47,33 @@ NOTES = (
 ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "indexed_reuse", "cache_fit",
                     "data_dependent", "ceiling_stale", "above_measured_roof")
 
-# Datasheet values: dense (no sparsity) TFLOP/s and memory bandwidth in GB/s.
-DATASHEETS: list[tuple[str, dict[str, Any]]] = [
-    ("H200", {"bfloat16": 989.4, "float16": 989.4, "tf32": 494.7, "float32": 66.9, "copy_gbps": 4800.0,
-              "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM, dense)"}),
-    ("H100", {"bfloat16": 989.4, "float16": 989.4, "tf32": 494.7, "float32": 66.9, "copy_gbps": 3350.0,
-              "source": "NVIDIA H100 Tensor Core GPU datasheet (SXM, dense)"}),
-    ("A100", {"bfloat16": 312.0, "float16": 312.0, "tf32": 156.0, "float32": 19.5, "copy_gbps": 2039.0,
-              "source": "NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB, dense)"}),
-]
+def datasheet_for(device_name: str, props: dict | None = None) -> dict[str, Any] | None:
+    """The vendor's datasheet peaks of the GPU named so (`datasheets.sheet_for`), as a dict, or None."""
+    from wlprof.datasheets import sheet_for
+
+    sheet = sheet_for(device_name, props)
+    return sheet.as_dict() if sheet is not None else None
 
 
-def datasheet_for(device_name: str) -> dict[str, Any] | None:
-    for key, sheet in DATASHEETS:
-        if key in device_name:
-            return dict(sheet)
-    return None
+def datasheet_ceilings(device_name: str, props: dict | None = None) -> Ceilings | None:
+    """Ceilings built from the GPU's datasheet (`source = 'datasheet'`), or None where it has no sheet.
+
+    Matrix roofs per dtype the sheet lists, the vector roof at its fp32 vector rate, the main memory's
+    read, write and copy roofs all at its bandwidth; no cache roofs, no spread (nothing was measured).
+    """
+    from wlprof.datasheets import sheet_for
+
+    sheet = sheet_for(device_name, props)
+    if sheet is None:
+        return None
+    bw = float(sheet.gbps)
+    return Ceilings(
+        device_type="cuda", device_name=device_name, matrix_tflops=dict(sheet.tflops),
+        vector_tflops=float(sheet.vector_tflops), copy_gbps=bw, source="datasheet", measured_at="", torch_version="",
+        method={"datasheet": sheet.key, "document": sheet.source, "sparsity_halved": sheet.halved,
+                "rule": "dense peaks from the vendor's document; every main-memory roof at its bandwidth; "
+                        "no cache roofs; nothing measured"},
+        datasheet=sheet.as_dict(), bandwidth_gbps={f"hbm_{k}": bw for k in ("read", "write", "copy")})
 
 
 def main_memory(device_type: str) -> str:
@@ -970,11 +982,23 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
         measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         torch_version=torch.__version__,
         method=method,
-        datasheet=datasheet_for(name) if gpu else None,
+        datasheet=datasheet_for(name, _kineto_props(device)) if gpu else None,
         bandwidth_gbps=bandwidth,
         cache_bytes={k: v for k, v in plan.cache_bytes.items() if k in caches},
         measurements=measurements,
     )
+
+
+def _kineto_props(device) -> dict[str, Any]:
+    """The device's properties under the names Kineto's `deviceProperties` gives them (what a sheet is told by)."""
+    import torch
+
+    try:
+        p = torch.cuda.get_device_properties(device)
+    except (RuntimeError, AssertionError, ValueError):  # no CUDA device of that index: the name alone
+        return {}
+    return {"totalGlobalMem": int(p.total_memory), "numSms": int(p.multi_processor_count),
+            "computeMajor": int(p.major), "computeMinor": int(p.minor)}
 
 
 def get_ceilings(device, recalibrate: bool = False, quick: bool = False) -> tuple[Ceilings, str]:
