@@ -27,6 +27,7 @@ FORMAT_VERSION = 2  # 1: a single copy_gbps; 2: read/write/copy, cache levels, s
 
 # The roof_note vocabulary of the roofline placement (`cost.roofline`), in the order notes are listed.
 NOTES = (
+    "datasheet",  # placed against the GPU's datasheet peaks (`--ceilings datasheet`), not measured ceilings
     "l1_resident", "l2_resident", "l3_resident",  # placed against that cache level
     "written_unknown",  # bytes_written null: placed against the copy roof
     "roof_unmeasured",  # the roof its traffic calls for was not measured: the copy roof stands in
@@ -41,11 +42,13 @@ NOTES = (
     "data_dependent",  # above the matrix roof (measured on randn data), within the rate of the same GEMM on
     #                    zeros: padded, masked or sparse inputs draw less power and hold higher clocks
     "ceiling_stale",  # above its roof beyond the measured spread, or the run's ceilings are stale
+    "above_datasheet",  # above 1 against a datasheet peak, with none of the reasons above: the counted work
+    #                     exceeds what the GPU moved or computed (a cache served it, a formula over-counts)
     "above_measured_roof",  # above 1 against a ceiling that kept no spread to judge by
 )
 # the notes that explain a roofline fraction above 1
 ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "indexed_reuse", "cache_fit",
-                    "data_dependent", "ceiling_stale", "above_measured_roof")
+                    "data_dependent", "ceiling_stale", "above_datasheet", "above_measured_roof")
 
 def datasheet_for(device_name: str, props: dict | None = None) -> dict[str, Any] | None:
     """The vendor's datasheet peaks of the GPU named so (`datasheets.sheet_for`), as a dict, or None."""
@@ -402,7 +405,7 @@ def load_cached(device_type: str, device_name: str) -> Ceilings | None:
         return None  # a damaged cache is re-measured, not trusted
 
 
-def load_file(path: str | Path, choices: tuple[str, ...] = ("run", "current")) -> Ceilings:
+def load_file(path: str | Path, choices: tuple[str, ...] = ("run", "current", "datasheet")) -> Ceilings:
     """Ceilings from a JSON file (a cache, or one written by `wlprof calibrate` elsewhere); `choices`: the
     words the option takes besides a file, named in its error."""
     from wlprof import jsonio
