@@ -107,7 +107,7 @@ def test_a_ceilings_argument_that_is_no_file_names_the_choices_and_the_missing_f
 
     with pytest.raises(InputError) as err:  # was: 'must be a readable ceilings JSON file (No such file ...)'
         load_file(tmp_path / "curent")
-    assert err.value.rule == "must be run, current or a readable ceilings JSON file (No such file or directory)"
+    assert err.value.rule == "must be run, current, datasheet or a readable ceilings JSON file (No such file or directory)"
     with pytest.raises(InputError) as err:
         load_file("curent")
     assert err.value.hint == "did you mean 'current'?"
