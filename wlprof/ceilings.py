@@ -5,7 +5,8 @@ spread (`Measurement`). Compute: the matrix rate per dtype (GEMM on random data)
 vector rate. Memory: main-memory read, write and copy bandwidth on working sets far past
 the last cache (`hbm_*` on a GPU, `dram_*` on a CPU), and the bandwidth of each cache level
 that matters (`l2` on a GPU; `l1`, `l2`, `l3` on a CPU) with its capacity (`cache_bytes`).
-Datasheet numbers are kept beside them, labelled, and never used in their place. Every run
+Datasheet numbers are kept beside them, labelled, and used only where asked for (`datasheet_ceilings`,
+`--ceilings datasheet`), never in place of measured ones. Every run
 records which ceilings it used. Rules and method: `docs/ceilings.md`.
 """
 
@@ -26,6 +27,7 @@ FORMAT_VERSION = 2  # 1: a single copy_gbps; 2: read/write/copy, cache levels, s
 
 # The roof_note vocabulary of the roofline placement (`cost.roofline`), in the order notes are listed.
 NOTES = (
+    "datasheet",  # placed against the GPU's datasheet peaks (`--ceilings datasheet`), not measured ceilings
     "l1_resident", "l2_resident", "l3_resident",  # placed against that cache level
     "written_unknown",  # bytes_written null: placed against the copy roof
     "roof_unmeasured",  # the roof its traffic calls for was not measured: the copy roof stands in
@@ -40,28 +42,41 @@ NOTES = (
     "data_dependent",  # above the matrix roof (measured on randn data), within the rate of the same GEMM on
     #                    zeros: padded, masked or sparse inputs draw less power and hold higher clocks
     "ceiling_stale",  # above its roof beyond the measured spread, or the run's ceilings are stale
+    "above_datasheet",  # above 1 against a datasheet peak, with none of the reasons above: the counted work
+    #                     exceeds what the GPU moved or computed (a cache served it, a formula over-counts)
     "above_measured_roof",  # above 1 against a ceiling that kept no spread to judge by
 )
 # the notes that explain a roofline fraction above 1
 ABOVE_ROOF_NOTES = ("within_spread", "mixed_traffic", "written_unknown", "indexed_reuse", "cache_fit",
-                    "data_dependent", "ceiling_stale", "above_measured_roof")
+                    "data_dependent", "ceiling_stale", "above_datasheet", "above_measured_roof")
 
-# Datasheet values: dense (no sparsity) TFLOP/s and memory bandwidth in GB/s.
-DATASHEETS: list[tuple[str, dict[str, Any]]] = [
-    ("H200", {"bfloat16": 989.4, "float16": 989.4, "tf32": 494.7, "float32": 66.9, "copy_gbps": 4800.0,
-              "source": "NVIDIA H200 Tensor Core GPU datasheet (SXM, dense)"}),
-    ("H100", {"bfloat16": 989.4, "float16": 989.4, "tf32": 494.7, "float32": 66.9, "copy_gbps": 3350.0,
-              "source": "NVIDIA H100 Tensor Core GPU datasheet (SXM, dense)"}),
-    ("A100", {"bfloat16": 312.0, "float16": 312.0, "tf32": 156.0, "float32": 19.5, "copy_gbps": 2039.0,
-              "source": "NVIDIA A100 Tensor Core GPU datasheet (SXM 80GB, dense)"}),
-]
+def datasheet_for(device_name: str, props: dict | None = None) -> dict[str, Any] | None:
+    """The vendor's datasheet peaks of the GPU named so (`datasheets.sheet_for`), as a dict, or None."""
+    from wlprof.datasheets import sheet_for
+
+    sheet = sheet_for(device_name, props)
+    return sheet.as_dict() if sheet is not None else None
 
 
-def datasheet_for(device_name: str) -> dict[str, Any] | None:
-    for key, sheet in DATASHEETS:
-        if key in device_name:
-            return dict(sheet)
-    return None
+def datasheet_ceilings(device_name: str, props: dict | None = None) -> Ceilings | None:
+    """Ceilings built from the GPU's datasheet (`source = 'datasheet'`), or None where it has no sheet.
+
+    Matrix roofs per dtype the sheet lists, the vector roof at its fp32 vector rate, the main memory's
+    read, write and copy roofs all at its bandwidth; no cache roofs, no spread (nothing was measured).
+    """
+    from wlprof.datasheets import sheet_for
+
+    sheet = sheet_for(device_name, props)
+    if sheet is None:
+        return None
+    bw = float(sheet.gbps)
+    return Ceilings(
+        device_type="cuda", device_name=device_name, matrix_tflops=dict(sheet.tflops),
+        vector_tflops=float(sheet.vector_tflops), copy_gbps=bw, source="datasheet", measured_at="", torch_version="",
+        method={"datasheet": sheet.key, "document": sheet.source, "sparsity_halved": sheet.halved,
+                "rule": "dense peaks from the vendor's document; every main-memory roof at its bandwidth; "
+                        "no cache roofs; nothing measured"},
+        datasheet=sheet.as_dict(), bandwidth_gbps={f"hbm_{k}": bw for k in ("read", "write", "copy")})
 
 
 def main_memory(device_type: str) -> str:
@@ -390,7 +405,7 @@ def load_cached(device_type: str, device_name: str) -> Ceilings | None:
         return None  # a damaged cache is re-measured, not trusted
 
 
-def load_file(path: str | Path, choices: tuple[str, ...] = ("run", "current")) -> Ceilings:
+def load_file(path: str | Path, choices: tuple[str, ...] = ("run", "current", "datasheet")) -> Ceilings:
     """Ceilings from a JSON file (a cache, or one written by `wlprof calibrate` elsewhere); `choices`: the
     words the option takes besides a file, named in its error."""
     from wlprof import jsonio
@@ -970,11 +985,23 @@ def _calibrate(device, plan: _Plan, gpu: bool, quick: bool) -> Ceilings:
         measured_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         torch_version=torch.__version__,
         method=method,
-        datasheet=datasheet_for(name) if gpu else None,
+        datasheet=datasheet_for(name, _kineto_props(device)) if gpu else None,
         bandwidth_gbps=bandwidth,
         cache_bytes={k: v for k, v in plan.cache_bytes.items() if k in caches},
         measurements=measurements,
     )
+
+
+def _kineto_props(device) -> dict[str, Any]:
+    """The device's properties under the names Kineto's `deviceProperties` gives them (what a sheet is told by)."""
+    import torch
+
+    try:
+        p = torch.cuda.get_device_properties(device)
+    except (RuntimeError, AssertionError, ValueError):  # no CUDA device of that index: the name alone
+        return {}
+    return {"totalGlobalMem": int(p.total_memory), "numSms": int(p.multi_processor_count),
+            "computeMajor": int(p.major), "computeMinor": int(p.minor)}
 
 
 def get_ceilings(device, recalibrate: bool = False, quick: bool = False) -> tuple[Ceilings, str]:

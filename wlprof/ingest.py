@@ -109,11 +109,19 @@ def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None 
     raise InputError(arg, "must be an existing trace file or folder", str(p))
 
 
-def _ceilings(device_type: str, device_name: str, ceilings_file: str | None = None):
-    """Measured ceilings for the trace's device: from `ceilings_file` where it holds that device's, else
-    from this machine's cache; datasheets are never used."""
-    from wlprof import ceilings as C
+DATASHEET = "datasheet"  # the --ceilings word for the GPU's datasheet peaks
+PROPERTY_KEYS = ("totalGlobalMem", "numSms", "computeMajor", "computeMinor")  # what tells a GPU's variant
 
+
+def _ceilings(device_type: str, device_name: str, ceilings_file: str | None = None, props: dict | None = None):
+    """The ceilings for the trace's device and where they came from: from `ceilings_file` where it holds that
+    device's, else from this machine's cache; the GPU's datasheet peaks only where `ceilings_file` is
+    'datasheet' (refused for a device with no sheet)."""
+    from wlprof import ceilings as C
+    from wlprof.datasheets import known, sheet_for
+
+    if ceilings_file == DATASHEET:
+        return _datasheet(device_type, device_name, props)
     other = ""
     if ceilings_file:
         given = C.load_file(ceilings_file, choices=())
@@ -123,9 +131,36 @@ def _ceilings(device_type: str, device_name: str, ceilings_file: str | None = No
     cached = C.load_cached(device_type, device_name)
     if cached is not None:
         return cached, f"{other}cache: {C.cache_path(device_type, device_name)}"
+    sheet = sheet_for(device_name, props) if device_type == "cuda" else None
+    hint = (f"; `--ceilings datasheet` places them against the {sheet.key}'s datasheet peaks ({sheet.source}), "
+            "not measured ones" if sheet is not None else
+            f"; no datasheet is known for {device_name} either (known: {', '.join(known())})"
+            if device_type == "cuda" else "")
     return None, (f"{other}no measured ceilings for {device_name} (run `wlprof calibrate` on that device, or pass "
-                  "its ceilings with --ceilings FILE): no roofline columns; datasheet values are never used in "
-                  "their place")
+                  f"its ceilings with --ceilings FILE): the roofline columns are empty{hint}")
+
+
+def _datasheet(device_type: str, device_name: str, props: dict | None):
+    """The GPU's datasheet ceilings and their origin line; an InputError where it has no sheet."""
+    from wlprof import ceilings as C
+    from wlprof.datasheets import known
+
+    made = C.datasheet_ceilings(device_name, props) if device_type == "cuda" else None
+    if made is None:
+        mem = (props or {}).get("totalGlobalMem")
+        told = f" ({mem / 2**30:.0f} GiB)" if isinstance(mem, (int, float)) and mem > 0 else ""
+        what = f"the trace ran on {device_name}{told}, which has none" if device_type == "cuda" else \
+            f"the trace ran on a CPU ({device_name})"
+        raise InputError("--ceilings", f"datasheet needs a GPU with a known datasheet: {what}; known: "
+                         f"{', '.join(known())}", DATASHEET,
+                         hint="pass ceilings measured on that GPU (`wlprof calibrate --out FILE` there) instead")
+    m = made.method
+    cached = C.load_cached(device_type, device_name)
+    also = (f"; measured ceilings of {device_name} are cached here ({C.cache_path(device_type, device_name)}): "
+            "without --ceilings they are used" if cached is not None else "")
+    halved = ", its sparse rates halved" if m["sparsity_halved"] else ""
+    return made, (f"datasheet: {m['datasheet']} ({m['document']}{halved}): vendor peaks, not measured; "
+                  f"a fraction above 1 is noted above_datasheet{also}")
 
 
 _NOTHING_WRITTEN = "nothing was written to {traces}/ (an ingest appears only once every file is read)"
@@ -139,7 +174,7 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
 
     The files of a folder are read in parallel by `jobs` processes (default: one per core,
     at most one per file). `ceilings_file`: ceilings measured by `wlprof calibrate` (its `--out`), used
-    for the traces of the device they were measured on.
+    for the traces of the device they were measured on, or 'datasheet': the GPU's datasheet peaks.
     """
     import os
 
@@ -153,11 +188,11 @@ def ingest(path: str | Path, traces: str | Path = "traces", name: str | None = N
         raise InputError(Key("chrome_top", "store"), "must be a positive number of kernels", chrome_top)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise InputError(Key("jobs", "store"), "must be a positive number of processes", jobs)
-    if ceilings_file is not None:
+    if ceilings_file is not None and str(ceilings_file) != DATASHEET:
         from wlprof import ceilings as C
 
-        C.load_file(ceilings_file, choices=())  # refused now, before any file is read
-        ceilings_file = str(ceilings_file)
+        C.load_file(ceilings_file, choices=(DATASHEET,))  # refused now, before any file is read
+    ceilings_file = str(ceilings_file) if ceilings_file is not None else None
     skipped: list[Path] = []
     made = [d for d in (Path(traces), *Path(traces).parents) if not d.exists()]  # deepest first
     try:
@@ -441,12 +476,14 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     from wlprof.analysis.collectives import COLLECTIVE_COLUMNS, collective_rows
     from wlprof.memory import release
     from wlprof.store.runs import write_point
-    from wlprof.trace.identity import device_of, rank_of
+    from wlprof.trace.identity import device_of, device_properties, rank_of
 
     trace = pipeline.read(f, keep_events=False)
     device_type, device_name = device_of(trace.meta, trace.device, trace.gpu_work_without_device is not None,
                                          trace.mtia_events > 0)
-    ceilings, origin = _ceilings(device_type, device_name, ceilings_file)
+    props = {k: v for k, v in device_properties(trace.meta, trace.device).items() if k in PROPERTY_KEYS} \
+        if device_type == "cuda" else {}
+    ceilings, origin = _ceilings(device_type, device_name, ceilings_file, props)
     rank = rank_of(trace.meta, i, f.name, _communicates(trace))
     variant = f"rank {rank}" if "distributedInfo" in trace.meta else f.name
     ident = {"run_id": run_id, "workload": "ingest", "variant": variant, "point": i,
@@ -491,7 +528,8 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None
     del point, ops, kernels
     release()
-    return i, entry, summary, {"type": device_type, "name": device_name}, ceil, coll
+    dev = {"type": device_type, "name": device_name, **({"properties": props} if props else {})}
+    return i, entry, summary, dev, ceil, coll
 
 
 def _replayed(kernels):

@@ -125,10 +125,12 @@ COST = [
     _c("compute_roof", S, "", "the compute roof the row is placed under: compute:<dtype> or compute:vector"),
     _c("memory_roof", S, "", "the memory roof the row is placed under: by its traffic (bytes_written / bytes "
        "<= 0.1: read, >= 0.9: write, else copy; null bytes_written: copy) or the cache level its working set fits"),
-    _c("roof_note", S, "", "why the placement is what it is, comma-separated: l1/l2/l3_resident, "
+    _c("roof_note", S, "", "why the placement is what it is, comma-separated: datasheet (placed against the GPU's "
+       "datasheet peaks, not measured ceilings), l1/l2/l3_resident, "
        "written_unknown, roof_unmeasured, compute_unmeasured (a matrix op of a dtype with no measured matrix rate: "
        "not placed), and for a fraction above 1 within_spread, mixed_traffic, "
-       "indexed_reuse, cache_fit, data_dependent, ceiling_stale or above_measured_roof (docs/ceilings.md)"),
+       "indexed_reuse, cache_fit, data_dependent, ceiling_stale, above_datasheet or above_measured_roof "
+       "(docs/ceilings.md)"),
     _c("working_set_bytes", F64, "bytes", "own bytes plus the bytes moved between this call and the same "
        "call one step away: what a cache must hold for its data to stay (null: the call does not repeat)"),
 ]

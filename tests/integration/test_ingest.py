@@ -452,7 +452,7 @@ def test_ceilings_given_as_a_file_place_the_traces_of_their_device(tmp_path, cli
     placed = k.groupby(k.run_id.str.split("-").str[0]).roofline_fraction.apply(lambda s: s.notna().mean())
     assert placed["plain"] == 0 and placed["given"] == 1 and placed["other"] == 0
     res = cli("ingest", h200, "--traces", tmp_path / "t2", "--ceilings", tmp_path / "none.json")
-    assert res.exit_code == 2 and "--ceilings must be a readable ceilings JSON file" in res.output
+    assert res.exit_code == 2 and "--ceilings must be datasheet or a readable ceilings JSON file" in res.output
     assert not (tmp_path / "t2").exists()
 
 

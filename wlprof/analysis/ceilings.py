@@ -82,7 +82,8 @@ def replace_all(kernels: pd.DataFrame | None, ops: pd.DataFrame | None, steps: p
                 rc: dict[str, RunCeilings], which: str | Ceilings) -> tuple:
     """The tables (any may be None) with runs re-placed against one set of ceilings per
     device: this machine's current ones for each run's device (`which='current'`), each run's own
-    (`which='own'`: to name the roofs of runs placed before roofs had names) or the given ones.
+    (`which='own'`: to name the roofs of runs placed before roofs had names), its GPU's datasheet peaks
+    (`which='datasheet'`) or the given ones.
     Runs of another device, or with no current calibration here, keep theirs. Returns the kernels,
     ops and steps, and lines saying which runs were re-placed against what. A steps row's placement
     is recomputed from its re-placed kernels (without kernels it keeps its own)."""
@@ -90,18 +91,21 @@ def replace_all(kernels: pd.DataFrame | None, ops: pd.DataFrame | None, steps: p
     from wlprof.steps import replace_steps_roofline
 
     lines: list[str] = []
-    groups: dict[int, tuple[Ceilings, list[str]]] = {}
+    groups: dict[object, tuple[Ceilings, list[str]]] = {}
     for run_id, r in rc.items():
-        target = {"current": r.current, "own": r.ceilings}.get(which, which) if isinstance(which, str) else which
+        target = {"current": r.current, "own": r.ceilings, "datasheet": _datasheet(r)}.get(which, which) \
+            if isinstance(which, str) else which
         name = r.ceilings.device_name if r.ceilings is not None else r.device_name
         if target is None or target.device_name != name:
             if isinstance(which, str):
-                why = "no current calibration of its device here" if which == "current" else "no ceilings recorded"
+                why = {"current": "no current calibration of its device here",
+                       "datasheet": f"no datasheet is known for {name}"}.get(which, "no ceilings recorded")
             else:
                 why = f"the ceilings given are of {which.device_name}, it ran on {name}"
             lines.append(f"{run_id}: kept its own ceilings ({why})")
             continue
-        groups.setdefault(id(target), (target, []))[1].append(run_id)
+        same = ("datasheet", name, target.method.get("datasheet")) if target.source == "datasheet" else id(target)
+        groups.setdefault(same, (target, []))[1].append(run_id)
     placed = [r for _, ids in groups.values() for r in ids]
 
     def kept(df):
@@ -126,6 +130,15 @@ def replace_all(kernels: pd.DataFrame | None, ops: pd.DataFrame | None, steps: p
         return pd.concat(parts, ignore_index=True) if parts else None
 
     return cat(k_parts), cat(o_parts), cat(s_parts), lines
+
+
+def _datasheet(r: RunCeilings) -> Ceilings | None:
+    """The datasheet ceilings of a run's GPU, or None (a CPU run, a GPU with no sheet)."""
+    from wlprof.ceilings import datasheet_ceilings
+
+    if r.device_type != "cuda" or not r.device_name:
+        return None
+    return datasheet_ceilings(r.device_name, r.properties)
 
 
 def _tf32(df: pd.DataFrame, rc: dict[str, RunCeilings]):

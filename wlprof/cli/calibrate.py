@@ -67,7 +67,7 @@ def ceilings_table(c):
     for key, val in sorted(c.matrix_tflops.items()):
         label = "tf32 (fp32 inputs)" if key == "tf32" else key
         row(f"matrix {label} TFLOP/s", f"matrix:{key}", val, 1, key)
-    row("vector TFLOP/s (fp32 GEMM, TF32 off)", "vector", c.vector_tflops, 1, "float32")
+    row("vector TFLOP/s (fp32 GEMM, TF32 off)", "vector", c.vector_tflops, 1, "vector" if "vector" in sheet else "float32")
     labels = {"read": "read", "write": "write", "copy": "copy (read + write)"}
     for roof, gbps in c.memory_roofs().items():
         level, _, kind = roof.partition("_")

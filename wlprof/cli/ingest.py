@@ -28,9 +28,10 @@ def ingest(
         "--jobs", "-j", help="Processes reading the files of a folder at once. Default: one per core.",
         metavar="N")] = None,
     wide: Wide = False,
-    ceilings: Annotated[Path | None, typer.Option(
-        "--ceilings", help="Ceilings measured on the traces' device (`wlprof calibrate --out FILE` there). Default: "
-        "this machine's cache.", metavar="FILE")] = None,
+    ceilings: Annotated[str | None, typer.Option(
+        "--ceilings", help="Ceilings measured on the traces' device (`wlprof calibrate --out FILE` there), or "
+        "'datasheet': the GPU's vendor peaks, not measured (docs/ceilings.md lists the GPUs). Default: this "
+        "machine's cache.", metavar="FILE|datasheet")] = None,
 ) -> None:
     """Per-kernel FLOPs, bytes and achieved rates for any torch.profiler trace, through wlprof's parser."""
     import time

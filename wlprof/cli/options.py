@@ -43,8 +43,9 @@ AllowMixed = Annotated[bool, typer.Option(
 CeilingsChoice = Annotated[str, typer.Option(
     "--ceilings", help="The ceilings the roofline placement is read against: 'run' (each run's own, as recorded; "
     "a run whose ceilings are older and lower than this machine's current calibration is marked ceiling_stale), "
-    "'current' (this machine's cached ceilings of each run's device) or a ceilings JSON file (`wlprof calibrate "
-    "--out`, a cache file or a run manifest).", metavar="run|current|FILE")]
+    "'current' (this machine's cached ceilings of each run's device), 'datasheet' (each run's GPU's vendor peaks, "
+    "not measured: docs/ceilings.md lists the GPUs) or a ceilings JSON file (`wlprof calibrate --out`, a cache "
+    "file or a run manifest).", metavar="run|current|datasheet|FILE")]
 
 # Capture settings a `run` takes as flags: CaptureConfig field -> (flag, help)
 CAPTURE_FLAGS = {

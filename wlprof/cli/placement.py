@@ -22,9 +22,10 @@ class Placed:
 
 def place(traces: Path, choice: str, ops: pd.DataFrame | None, kernels: pd.DataFrame | None = None,
           steps: pd.DataFrame | None = None) -> Placed:
-    """The tables as the reader should see them under `--ceilings` (`choice`: 'run', 'current' or a
-    file), the ceilings to draw the roof lines from, and the findings about the runs' ceilings."""
+    """The tables as the reader should see them under `--ceilings` (`choice`: 'run', 'current', 'datasheet'
+    or a file), the ceilings to draw the roof lines from, and the findings about the runs' ceilings."""
     from wlprof.analysis.ceilings import (
+        _datasheet,
         ceiling_groups,
         ceilings_findings,
         legacy_runs,
@@ -54,11 +55,30 @@ def place(traces: Path, choice: str, ops: pd.DataFrame | None, kernels: pd.DataF
             owner = next(ids for c, ids in groups if c is first)
             findings.append(f"the figure's roof lines are those of {owner[0]}'s ceilings")
         return Placed(*(mark_stale(t, rc) if t is not None else None for t in (kernels, ops, steps)), first, findings)
-    target = "current" if choice == "current" else load_file(choice)
+    target = choice if choice in ("current", "datasheet") else load_file(choice)
+    if target == "datasheet":
+        _check_datasheets(rc)
     k, o, s, lines = replace_all(kernels, ops, steps, rc, target)
-    drawn = target if isinstance(target, Ceilings) else next(
-        (r.current for r in rc.values() if r.current is not None), None)
+    if isinstance(target, Ceilings):
+        drawn = target
+    else:
+        pick = _datasheet if target == "datasheet" else (lambda r: r.current)
+        drawn = next((c for c in map(pick, rc.values()) if c is not None), None)
     return Placed(k, o, s, drawn, ["recorded: " + f for f in findings] + lines)
+
+
+def _check_datasheets(rc) -> None:
+    """An InputError naming --ceilings datasheet where no run's GPU has a datasheet (a CPU run, an unknown GPU)."""
+    from wlprof.analysis.ceilings import _datasheet
+    from wlprof.datasheets import known
+    from wlprof.errors import InputError
+
+    if not rc or any(_datasheet(r) is not None for r in rc.values()):
+        return
+    gpus = sorted({str(r.device_name) for r in rc.values()})
+    raise InputError("--ceilings", f"datasheet needs runs of a GPU with a known datasheet: these ran on "
+                     f"{', '.join(gpus)}, which has none; known: {', '.join(known())}", "datasheet",
+                     hint="pass ceilings measured on that GPU (`wlprof calibrate --out FILE` there) instead")
 
 
 def _only(df: pd.DataFrame | None, runs: list[str]) -> pd.DataFrame | None:

@@ -228,6 +228,9 @@ def ceilings_text(c: dict) -> str:
     if c.get("vector_tflops"):
         parts.append(f"vector fp32 {sig(c['vector_tflops'] / scale)} {unit}")
     where = ", ".join(str(x) for x in (c.get("source"), c.get("measured_at")) if x)
+    if c.get("source") == "datasheet":  # vendor peaks: say whose, and that nothing was measured
+        m = c.get("method") or {}
+        where = f"datasheet of the {m.get('datasheet')} ({m.get('document')}), not measured"
     return "; ".join(parts) + (f" ({where})" if where else "")
 
 

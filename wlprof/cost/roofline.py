@@ -266,11 +266,12 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
 
     # why a fraction is above 1
     above = placed_ok & (frac > 1)
+    datasheet = np.bool_(ceilings.source == "datasheet")  # a peak, not a measurement: no spread, never stale
     upper = np.full(n, np.nan)
     for r in pd.unique(roof[above]):
         meas = ceilings.measurements.get(_measurement_key(r))
         ratio = meas.upper_ratio if meas is not None else None
-        upper[roof == r] = ratio if ratio is not None else np.nan
+        upper[roof == r] = ratio if ratio is not None else (1.0 if datasheet else np.nan)
     no_spread = above & np.isnan(upper)
     within = above & ~no_spread & (frac <= upper)
     beyond = above & ~no_spread & ~within
@@ -293,12 +294,13 @@ def add_roofline(df: pd.DataFrame, ceilings: Ceilings | None, tf32: bool | np.nd
     fit = beyond & on_main & _cache_could_serve(nbytes, bw, dur, ceilings) & ~mixed & ~explained_unknown & ~indexed
     data = beyond & is_compute & _within_zero_data_rate(frac, roof, peak, ceilings)
     compute_unmeasured = pd.notna(compute_roof) & np.isnan(peak)  # e.g. compute:float64 on a GPU
+    unexplained = beyond & ~mixed & ~explained_unknown & ~indexed & ~fit & ~data
     masks = {**resident, "written_unknown": written_unknown, "roof_unmeasured": roof_unmeasured,
              "compute_unmeasured": compute_unmeasured,
              "within_spread": within, "mixed_traffic": mixed, "indexed_reuse": indexed, "cache_fit": fit,
              "data_dependent": data,
-             "ceiling_stale": beyond & ~mixed & ~explained_unknown & ~indexed & ~fit & ~data,
-             "above_measured_roof": no_spread}
+             "ceiling_stale": unexplained & ~datasheet, "above_datasheet": unexplained & datasheet,
+             "above_measured_roof": no_spread, "datasheet": placed_ok & datasheet}
     df["roof_note"] = _obj(_notes(masks, n), df.index)
 
 

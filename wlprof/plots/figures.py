@@ -52,7 +52,7 @@ def _as_ceilings(ceilings):
 
 
 # how a point above its roof is marked, by the first of its reasons found in this order
-_ABOVE = [("ceiling_stale", "X", "red"), ("above_measured_roof", "P", "darkorange"),
+_ABOVE = [("ceiling_stale", "X", "red"), ("above_datasheet", "d", "magenta"), ("above_measured_roof", "P", "darkorange"),
           ("indexed_reuse", "s", "olive"), ("cache_fit", "h", "teal"), ("data_dependent", "*", "navy"),
           ("mixed_traffic", "^", "purple"),
           ("written_unknown", "v", "brown"), ("within_spread", "D", "grey")]
@@ -106,6 +106,7 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
     d = ops[(ops.intensity_flop_per_byte > 0) & (ops.achieved_tflops > 0)]
     memory, compute = roofline_lines(ops, c) if c is not None else ({}, {})
+    kind_of = "datasheet" if c is not None and c.source == "datasheet" else "measured"
     top = max(compute.values(), default=1.0)
     xmin, xmax = 1e-3, 1e5
     if not d.empty:
@@ -116,7 +117,7 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
         ridge = top * 1e3 / bw
         x = np.logspace(np.log10(xmin), np.log10(ridge), 200)
         ax.plot(x, bw * x / 1e3, _MEMORY_STYLE.get(kind, "-."), color="black" if kind else "teal", lw=1.2,
-                label=f"{roof}: {_rate(bw, 0)} GB/s (measured)")
+                label=f"{roof}: {_rate(bw, 0)} GB/s ({kind_of})")
     slowest = min(memory.values(), default=None)
     same: dict[float, list[str]] = {}
     for roof, peak in compute.items():  # roofs of one value (fp32 matrix and vector) share a line
@@ -124,7 +125,7 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     for (peak, roofs), ls in zip(sorted(same.items(), reverse=True), ["-", "--", ":", "-."] * 4, strict=False):
         x0 = peak * 1e3 / slowest if slowest else xmin
         ax.plot([x0, xmax], [peak, peak], ls, color="dimgrey", lw=1.2,
-                label=f"{', '.join(roofs)}: {_rate(peak, 1)} TFLOP/s (measured)")
+                label=f"{', '.join(roofs)}: {_rate(peak, 1)} TFLOP/s ({kind_of})")
     if not d.empty:
         colors, markers = _colors(d.family), _markers(d.family)
         t = d.dur_us.to_numpy()
@@ -160,7 +161,8 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     if c is None:
         when = "no ceilings measured for this device: no roofs drawn"
     else:
-        when = f"ceilings measured {c.measured_at}" if c.measured_at else "ceilings"
+        when = (f"datasheet peaks of the {c.method.get('datasheet')}, not measured" if kind_of == "datasheet" else
+                f"ceilings measured {c.measured_at}" if c.measured_at else "ceilings")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=6.5, loc="lower right", ncol=2)
     _title_inside(ax, f"{title} (marker area ~ time per call; {when})", fontsize=10)

@@ -104,17 +104,32 @@ class RunCeilings:
     ceilings: Ceilings | None  # None: the run had none (an ingest without a calibration)
     current: Ceilings | None  # this machine's cached ceilings for the run's device, where comparable
     stale: list[str] = field(default_factory=list)  # why the run's are stale against `current`
+    properties: dict = field(default_factory=dict)  # its GPU's deviceProperties (what tells a datasheet variant)
 
     def describe(self) -> str:
         return describe(self.ceilings) if self.ceilings is not None else "no ceilings (no roofline placement)"
 
 
 def describe(c: Ceilings) -> str:
-    """One line: when, the memory roofs and the compute ceilings."""
+    """One line: when (or which datasheet), the memory roofs and the compute ceilings."""
     mem = ", ".join(f"{k} {_rate(v, 0)}" for k, v in c.memory_roofs().items())
     mat = ", ".join(f"{k} {_rate(v, 1)}" for k, v in sorted(c.matrix_tflops.items()))
     fmt = f"format {c.migrated_from}, migrated" if c.migrated_from else f"format {c.format_version}"
-    return f"measured {c.measured_at} ({fmt}): {mem} GB/s; {mat} TFLOP/s; vector {_rate(c.vector_tflops, 1)}"
+    when = (f"datasheet of the {c.method.get('datasheet')} ({c.method.get('document')}), not measured"
+            if c.source == "datasheet" else f"measured {c.measured_at} ({fmt})")
+    return f"{when}: {mem} GB/s; {mat} TFLOP/s; vector {_rate(c.vector_tflops, 1)}"
+
+
+def device_properties(dev: dict) -> dict:
+    """A manifest's device entry as Kineto's deviceProperties names it: an ingest records them
+    (`properties`), a run made here its own fields (`memory_bytes`, `sm_count`, `compute_capability`)."""
+    if dev.get("properties"):
+        return dict(dev["properties"])
+    out = {"totalGlobalMem": dev.get("memory_bytes"), "numSms": dev.get("sm_count")}
+    major, _, minor = str(dev.get("compute_capability") or "").partition(".")
+    if major.isdigit() and minor.isdigit():
+        out.update(computeMajor=int(major), computeMinor=int(minor))
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _rate(v: float, decimals: int) -> str:
@@ -155,5 +170,5 @@ def run_ceilings(root: str | Path, run_ids: list[str]) -> dict[str, RunCeilings]
                 current_cache[key] = C.load_cached(*key)
             cur = current_cache[key]
         stale = C.stale_against(c, cur) if c is not None and cur is not None else []
-        out[run_id] = RunCeilings(run_id, dtype, name, c, cur, stale)
+        out[run_id] = RunCeilings(run_id, dtype, name, c, cur, stale, device_properties(dev))
     return out

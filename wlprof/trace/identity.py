@@ -18,10 +18,7 @@ def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False, mtia: bo
     if len(device) or gpu_work:
         props = meta.get("deviceProperties") or meta.get("computeProperties") or []
         names = {p.get("id"): p.get("name") or described(p) for p in props if isinstance(p, dict)}
-        idx = device.device_index.to_numpy() if "device_index" in device else np.zeros(0, np.int64)
-        idx = idx[idx >= 0]
-        main = int(np.bincount(idx).argmax()) if len(idx) else 0
-        name = names.get(main) or next((n for n in names.values() if n), None)
+        name = names.get(_main_index(device)) or next((n for n in names.values() if n), None)
         return "cuda", str(name) if name else "unknown MTIA" if mtia else "unknown GPU"
     host = meta.get("host_name")
     if host == socket.gethostname():
@@ -29,6 +26,23 @@ def device_of(meta: dict, device: pd.DataFrame, gpu_work: bool = False, mtia: bo
 
         return "cpu", cpu_model()
     return "cpu", f"CPU of host {host}" if host else "unknown CPU"
+
+
+def _main_index(device: pd.DataFrame) -> int:
+    """The index of the device most of the trace's device rows ran on (0 where none says)."""
+    idx = device.device_index.to_numpy() if "device_index" in device else np.zeros(0, np.int64)
+    idx = idx[idx >= 0]
+    return int(np.bincount(idx).argmax()) if len(idx) else 0
+
+
+def device_properties(meta: dict, device: pd.DataFrame) -> dict:
+    """The `deviceProperties` entry of the GPU `device_of` names (the one most kernels ran on, else the first
+    listed): what tells a GPU's variant where its name does not (`totalGlobalMem`, `numSms`, compute
+    capability). Empty where the trace lists none."""
+    props = [p for p in (meta.get("deviceProperties") or meta.get("computeProperties") or []) if isinstance(p, dict)]
+    main = _main_index(device)
+    named = next((p for p in props if p.get("name") or described(p)), {})
+    return next((p for p in props if p.get("id") == main), named)
 
 
 def described(props: dict) -> str | None:
