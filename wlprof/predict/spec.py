@@ -498,7 +498,7 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     def launches(n: str) -> bool:
         # the in-place form of an op that launches (div_ of div) launches as it does
         # and an op with a cost formula that torch declares a CUDA kernel of its own for (pow, a layer norm)
-        return (n in names_ok or n in CUDA_NAMES or (n.endswith("_") and n[:-1] in names_ok)
+        return (n in names_ok or n in CUDA_NAMES or n in CPU_ATTENTION or (n.endswith("_") and n[:-1] in names_ok)
                 or ((n.startswith(LIST_LAUNCHING) or n in cuda_ops) and registry.has_formula(n)))
 
     launch = np.array([launches(n) for n in names], dtype=bool)
@@ -560,7 +560,87 @@ def calls_and_left_out(path: str, launching: frozenset[str] | None = None,
     out["dur_us"] = np.nan
     out["kernel_count"] = 1
     out = _translate(_cudnn_convolutions(out.sort_values("ts_us", kind="stable")))
+    out = _cpu_attention(out, names_ok)
     return out.drop(columns="_as").reset_index(drop=True), left_out
+
+
+# the CPU's fused attention (SDPA's CPU kernel), forward and backward; CUDA runs it as another kernel
+CPU_ATTENTION = ("aten::_scaled_dot_product_flash_attention_for_cpu",
+                 "aten::_scaled_dot_product_flash_attention_for_cpu_backward")
+
+
+def _cpu_attention(ops: pd.DataFrame, held: frozenset[str]) -> pd.DataFrame:
+    """The CPU's fused attention as CUDA's SDPA runs it, by the kernel that launches: float32 through the
+    memory-efficient kernel (flash and cuDNN take 16-bit inputs only), `_efficient_attention_forward(q, k,
+    v, bias, cu_q, cu_k, max_q, max_k, dropout_p, custom_mask_type, compute_log_sumexp, scale, ...)` on
+    [B, S, H, D] views of the [B, H, S, D] inputs; 16-bit inputs through cuDNN's `_cudnn_attention_forward`
+    where the profile holds it (the backend torch picked where it was measured), else flash's
+    `_flash_attention_forward` ([B, S, H, D]). The backward likewise. The attention mask, where one was
+    given, is the bias; the log-sum-exp is kept where the step runs a backward (training)."""
+    import json
+
+    rows = np.flatnonzero(ops._as.isin(CPU_ATTENTION).to_numpy())
+    if not len(rows):
+        return ops
+    training = bool((ops._as == CPU_ATTENTION[1]).any())
+    cudnn = "aten::_cudnn_attention_forward" in held
+
+    def sc(value):
+        return [], "Scalar", [], value
+
+    def arg(dims, ctype, strides, bshd):
+        """One tensor argument, as a [B, S, H, D] view where `bshd` (the [B, H, S, D] one transposed)."""
+        if bshd and len(dims) == 4:
+            dims = [dims[0], dims[2], dims[1], dims[3]]
+            strides = [strides[0], strides[2], strides[1], strides[3]] if len(strides) == 4 else []
+        return dims, ctype, strides, ""
+
+    for i in rows:
+        try:
+            dims, types = json.loads(ops.op_input_dims.iat[i]), json.loads(ops.op_input_types.iat[i])
+            strides = json.loads(ops.op_input_strides.iat[i] or "null") or [[]] * len(dims)
+            conc = json.loads(ops.op_concrete_inputs.iat[i] or "null") or [""] * len(dims)
+            backward = ops._as.iat[i] == CPU_ATTENTION[1]
+            # forward (q, k, v, dropout_p, is_causal, attn_mask, scale); backward (grad_out, q, k, v, out, lse,
+            # dropout_p, is_causal, attn_mask, scale)
+            tensors, mask_at, dropout, causal = (6, 8, conc[6], conc[7]) if backward else (3, 5, conc[3], conc[4])
+            four = (0, 1, 2, 3, 4) if backward else (0, 1, 2)
+            if any(len(dims[j]) != 4 for j in four):
+                continue
+            mask = (dims[mask_at], types[mask_at], strides[mask_at] or [], "")
+        except (TypeError, ValueError, IndexError):
+            continue
+        sixteen = types[0] in ("c10::BFloat16", "c10::Half")
+        kind = "cudnn" if sixteen and cudnn else "flash" if sixteen else "efficient"
+        ts = [arg(dims[j], types[j], strides[j] or [], kind != "cudnn") for j in range(tensors)]
+        bias = mask if mask[0] else ([], "", [], "")
+        none, false, unset = ([], "", [], ""), sc("False"), sc("")
+        lse, p, c = sc("True" if training else "False"), sc(dropout), sc(causal)
+        mask_type = sc("1" if causal == "True" else "0")  # the efficient kernel's custom_mask_type: causal
+        if not backward:
+            q, k, v = ts
+            name, args = {
+                "efficient": ("aten::_efficient_attention_forward",
+                              [q, k, v, bias, none, none, none, none, p, mask_type, lse, none]),
+                "cudnn": ("aten::_cudnn_attention_forward",
+                          [q, k, v, bias, none, none, unset, unset, lse, p, c, false, none]),
+                "flash": ("aten::_flash_attention_forward", [q, k, v, none, none, unset, unset, p, c, false, none]),
+            }[kind]
+        else:
+            g, q, k, v, o, m = ts
+            name, args = {
+                "efficient": ("aten::_efficient_attention_backward",
+                              [g, q, k, v, bias, o, none, none, none, none, m, p, none, none, mask_type, false, none]),
+                "cudnn": ("aten::_cudnn_attention_backward",
+                          [g, q, k, v, o, m, none, none, bias, none, none, unset, unset, p, c, none]),
+                "flash": ("aten::_flash_attention_backward",
+                          [g, q, k, v, o, m, none, none, unset, unset, p, c, none, none, none]),
+            }[kind]
+        ops.iat[i, ops.columns.get_loc("op_name")] = name
+        for col, j in (("op_input_dims", 0), ("op_input_types", 1), ("op_input_strides", 2),
+                       ("op_concrete_inputs", 3)):
+            ops.iat[i, ops.columns.get_loc(col)] = json.dumps([a[j] for a in args], separators=(",", ":"))
+    return ops
 
 
 def _conv_out(size: int, kernel: int, pad: int, stride: int, dilation: int) -> int:
