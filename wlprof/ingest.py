@@ -461,6 +461,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     tables.steps["note"] = "; ".join(trace.warnings) or None
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
     meta, notes, events = trace.meta, list(trace.warnings), trace.event_count
+    notes += _noisy_notes(tables.steps)
     opless = trace.device_work_without_ops is not None
     point = {"kernels": kernels, "ops": tables.ops, "steps": tables.steps, "overlap": tables.overlap}
     del trace, tables  # the event tables and the join are not written: free them before the writing does
@@ -492,6 +493,19 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     del point, ops, kernels
     release()
     return i, entry, summary, {"type": device_type, "name": device_name}, ceil, coll
+
+
+def _noisy_notes(steps) -> list[str]:
+    """A note for each point whose profiled steps' kernel times spread past `steps.NOISY_SPREAD`."""
+    from wlprof.steps import NOISY_SPREAD
+
+    out = []
+    for row in steps.itertuples():
+        if getattr(row, "noisy", None) is True:
+            out.append(f"noisy: its {row.profiled_steps} profiled steps' kernel times spread "
+                       f"{row.timing_spread:.0%} of their median (above {NOISY_SPREAD:.0%}): the median step is not "
+                       "stable (profile more steps, or on a quieter machine)")
+    return out
 
 
 def _replayed(kernels):

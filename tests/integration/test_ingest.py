@@ -491,3 +491,33 @@ def test_a_name_without_letters_or_digits_is_refused(tmp_path, cli, name):
     assert res.exit_code == 2, res.output
     assert "--name must contain letters or digits" in " ".join(res.output.split())
     assert not (tmp_path / "t").exists()
+
+
+def _stepped_trace(step_us: list[float]) -> dict:
+    """A CPU trace of one 8x8x8 aten::mm per ProfilerStep, each step's op lasting `step_us`."""
+    events, ts = [], 0.0
+    for i, dur in enumerate(step_us):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                       "ts": ts, "dur": dur + 2})
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts + 1,
+                       "dur": dur, "args": {"Input Dims": [[8, 8], [8, 8]], "Input type": ["float", "float"],
+                                            "Input Strides": [[8, 1], [8, 1]]}})
+        ts += dur + 10
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+def test_an_ingest_whose_steps_spread_is_called_noisy(tmp_path, cli):
+    # 100, 110 and 1,000 us steps: (1000 - 100) / 110 = 818% of the median step
+    noisy = tmp_path / "noisy.pt.trace.json"
+    noisy.write_text(json.dumps(_stepped_trace([100.0, 110.0, 1000.0])))
+    res = cli("ingest", noisy, "--traces", tmp_path / "t")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "noisy.pt.trace.json: noisy: its 3 profiled steps' kernel times spread 818% of their median" in flat
+    steps = wlprof.load(tmp_path / "t", table="steps")
+    assert steps.noisy.tolist() == [True] and steps.timing_spread.iloc[0] == pytest.approx(900 / 110)
+    assert steps.kernel_us.iloc[0] == 110.0
+    steady = tmp_path / "steady.pt.trace.json"
+    steady.write_text(json.dumps(_stepped_trace([100.0, 101.0, 102.0])))
+    res = cli("ingest", steady, "--traces", tmp_path / "t2")
+    assert res.exit_code == 0 and "noisy" not in res.output
