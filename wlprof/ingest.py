@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wlprof.errors import InputError, Interrupted, Key
+from wlprof.errors import InputError, Interrupted, Key, TraceFormatError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -83,6 +83,12 @@ def looks_like_trace(path: Path) -> bool:
     if start[:1] == b"{":
         return b'"traceEvents"' in head or b'"ph"' in head
     return start[:1] == b"[" and b'"ph"' in head
+
+
+def unreadable(path: str | Path, exc: TraceFormatError) -> str:
+    """The rule a file of `path` (the file itself, or one of a folder's) broke, for an InputError on PATH."""
+    what = "hold torch.profiler traces" if Path(path).is_dir() else "be a torch.profiler trace"
+    return f"must {what}; {Path(exc.path).name}: {exc.problem}"
 
 
 def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None = None) -> list[Path]:

@@ -183,6 +183,9 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
     (b"version https://git-lfs.github.com/spec/v1\noid sha256:d7e7\nsize 564133236\n",
      "is a Git LFS pointer, not the trace: its content was never downloaded"),
     (b'{"traceEvents": []}', "has no events (its event list is empty)"),
+    # Nsight Systems' `nsys export --type json`: one JSON object per line; it read "invalid JSON at byte 31"
+    (b'{"type": "ProcessInfo", "pid": 1}\n{"Type": 79, "CudaEvent": {"startNs": "1", "endNs": "2"}}\n',
+     "holds one JSON document per line (JSON Lines, as `nsys export --type json` writes), not a Chrome trace"),
     # what tensorboard_trace_handler writes when nothing ran between the profiler's start and stop
     (b'{"schemaVersion": 1, "traceEvents": [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 9, "tid": 9, '
      b'"args": {"name": "thread 9 ()"}}, {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", '
@@ -227,6 +230,9 @@ def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, conten
     res = cli("ingest", bad, "--traces", out)
     assert res.exit_code == 2, res.output
     assert needle in res.output and str(bad) in res.output
+    # the argument, the rule and the value: it read "error: FILE: problem", naming no argument
+    assert res.output.startswith("error: PATH must be a torch.profiler trace; bad.json.gz: ")
+    assert res.output.rstrip().endswith(f"(got {str(bad)!r})")
     assert files_under(out) == before  # no half-written run, nothing else touched
 
 
@@ -260,6 +266,8 @@ def test_a_folder_with_one_bad_file_writes_nothing(tmp_path, cli):
     out = tmp_path / "traces"
     res = cli("ingest", src, "--traces", out)
     assert res.exit_code == 2 and "b.json" in res.output
+    assert res.output.startswith("error: PATH must hold torch.profiler traces; b.json: invalid JSON at byte 17 ")
+    assert res.output.rstrip().endswith(f"(got {str(src)!r})")
     assert [p for p in files_under(out) if not p.startswith(".wlprof")] == []
 
 
