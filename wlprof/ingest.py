@@ -108,11 +108,30 @@ def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None 
         if not files:
             why = f" ({', '.join(f.name for f in other[:3])}{', ...' if len(other) > 3 else ''} are not traces)" \
                 if other else ""
-            raise InputError(arg, f"must be a trace file or a folder holding *.json or *.json.gz traces{why}", str(p))
+            raise InputError(arg, f"must be a trace file or a folder holding *.json or *.json.gz traces{why}", str(p),
+                             hint=_sub_folders_hint(p))
         if skipped is not None:
             skipped.extend(other)
         return files
     raise InputError(arg, "must be an existing trace file or folder", str(p))
+
+
+def _sub_folders_hint(folder: Path) -> str | None:
+    """Where a folder holds no trace but its sub-folders do (tensorboard_trace_handler's `./log` of one
+    folder per model), which of them to ingest."""
+    subs = []
+    for d in sorted(folder.iterdir()):
+        if d.is_dir() and not d.name.startswith((".", "_")):
+            n = sum(1 for f in d.iterdir() if f.is_file() and not f.name.startswith((".", "_"))
+                    and f.name.endswith(TRACE_SUFFIXES) and looks_like_trace(f))
+            if n:
+                subs.append((d, n))
+    if not subs:
+        return None
+    listed = ", ".join(f"{d.name}/ ({n} trace{'s' if n > 1 else ''})" for d, n in subs[:5])
+    more = f" and {len(subs) - 5} more" if len(subs) > 5 else ""
+    return (f"its sub-folders hold traces, which a folder's ingest does not read: {listed}{more}; ingest one "
+            f"of them (wlprof ingest {subs[0][0]})")
 
 
 def _ceilings(device_type: str, device_name: str, ceilings_file: str | None = None):

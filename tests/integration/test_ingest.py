@@ -271,6 +271,26 @@ def test_a_folder_with_one_bad_file_writes_nothing(tmp_path, cli):
     assert [p for p in files_under(out) if not p.startswith(".wlprof")] == []
 
 
+def test_a_folder_whose_traces_lie_in_sub_folders_names_them(tmp_path, cli):
+    # the profiler tutorial's tensorboard_trace_handler('./log/resnet18'): `ingest log` read nothing and said
+    # only that log held no trace
+    log = tmp_path / "log"
+    for sub in ("resnet18", "gpt"):
+        (log / sub).mkdir(parents=True)
+        shutil.copy(_raw("gemm"), log / sub / "host_1.1.pt.trace.json.gz")
+    (log / "notes").mkdir()
+    (log / "notes" / "config.json").write_text('{"lr": 0.1}')
+    res = cli("ingest", log, "--traces", tmp_path / "t")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 2 and not (tmp_path / "t").exists()
+    assert (f"its sub-folders hold traces, which a folder's ingest does not read: gpt/ (1 trace), resnet18/ "
+            f"(1 trace); ingest one of them (wlprof ingest {log / 'gpt'})") in flat
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = cli("ingest", empty, "--traces", tmp_path / "t")
+    assert res.exit_code == 2 and "sub-folders" not in res.output
+
+
 def test_missing_path_and_empty_folder(tmp_path, cli):
     res = cli("ingest", tmp_path / "nope.json", "--traces", tmp_path / "t")
     assert res.exit_code == 2 and "PATH must be an existing trace file or folder" in res.output
