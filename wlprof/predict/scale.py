@@ -259,6 +259,13 @@ def _parameters(ops: pd.DataFrame) -> set[tuple[int, ...]]:
     return out
 
 
+def _activation_shapes(calls: list, params: set[tuple[int, ...]]) -> set[tuple[int, ...]]:
+    """The step's activation shapes in memory order: every tensor not of a parameter's shape, and a matrix
+    op's first operand even where a weight has its shape."""
+    return {mo for name, ts in calls for i, _, t, st in ts
+            if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+
+
 def batch_mapping(ops: pd.DataFrame, factor: float, batch: int | None = None) -> tuple[int | None, dict[int, int]]:
     """(the step's batch, {old size: new size}) for `--scale batch=FACTOR`: the batch is `batch` where given,
     else the first dimension that leads most of the elements of the activations of three or more dimensions
@@ -283,8 +290,7 @@ def batch_mapping(ops: pd.DataFrame, factor: float, batch: int | None = None) ->
     mapping = {batch: new}
     # the activations as `lead` reads them: a matrix op's first operand is one even where a weight has its
     # shape (an attention's [batch x sequence, width] input beside its [width, width] projection)
-    ordered = {mo for name, ts in calls for i, _, t, st in ts
-               if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+    ordered = _activation_shapes(calls, params)
     for _, ts in calls:
         for _, _, t, st in ts:
             mo = _memory_order(t, st)
@@ -305,8 +311,7 @@ def value_mapping(ops: pd.DataFrame, value: int, factor: float) -> dict[int, int
         return mapping
     calls = list(_tensors(ops))
     params = _parameters(ops)
-    ordered = {mo for name, ts in calls for i, _, t, st in ts
-               if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+    ordered = _activation_shapes(calls, params)
     for mo in ordered:
         for j, x in enumerate(mo):
             if x != value:
