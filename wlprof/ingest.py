@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wlprof.errors import InputError, Interrupted, Key
+from wlprof.errors import InputError, Interrupted, Key, TraceFormatError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -85,6 +85,12 @@ def looks_like_trace(path: Path) -> bool:
     return start[:1] == b"[" and b'"ph"' in head
 
 
+def unreadable(path: str | Path, exc: TraceFormatError) -> str:
+    """The rule a file of `path` (the file itself, or one of a folder's) broke, for an InputError on PATH."""
+    what = "hold torch.profiler traces" if Path(path).is_dir() else "be a torch.profiler trace"
+    return f"must {what}; {Path(exc.path).name}: {exc.problem}"
+
+
 def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None = None) -> list[Path]:
     """The trace files of a file or folder argument, sorted; an InputError when there are none.
 
@@ -102,7 +108,8 @@ def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None 
         if not files:
             why = f" ({', '.join(f.name for f in other[:3])}{', ...' if len(other) > 3 else ''} are not traces)" \
                 if other else ""
-            raise InputError(arg, f"must be a trace file or a folder holding *.json or *.json.gz traces{why}", str(p))
+            raise InputError(arg, f"must be a trace file or a folder holding *.json or *.json.gz traces{why}", str(p),
+                             hint=_sub_folders_hint(p))
         if skipped is not None:
             skipped.extend(other)
         return files
@@ -111,6 +118,24 @@ def trace_files(path: str | Path, arg: str = "PATH", skipped: list[Path] | None 
 
 DATASHEET = "datasheet"  # the --ceilings word for the GPU's datasheet peaks
 PROPERTY_KEYS = ("totalGlobalMem", "numSms", "computeMajor", "computeMinor")  # what tells a GPU's variant
+
+
+def _sub_folders_hint(folder: Path) -> str | None:
+    """Where a folder holds no trace but its sub-folders do (tensorboard_trace_handler's `./log` of one
+    folder per model), which of them to ingest."""
+    subs = []
+    for d in sorted(folder.iterdir()):
+        if d.is_dir() and not d.name.startswith((".", "_")):
+            n = sum(1 for f in d.iterdir() if f.is_file() and not f.name.startswith((".", "_"))
+                    and f.name.endswith(TRACE_SUFFIXES) and looks_like_trace(f))
+            if n:
+                subs.append((d, n))
+    if not subs:
+        return None
+    listed = ", ".join(f"{d.name}/ ({n} trace{'s' if n > 1 else ''})" for d, n in subs[:5])
+    more = f" and {len(subs) - 5} more" if len(subs) > 5 else ""
+    return (f"its sub-folders hold traces, which a folder's ingest does not read: {listed}{more}; ingest one "
+            f"of them (wlprof ingest {subs[0][0]})")
 
 
 def _ceilings(device_type: str, device_name: str, ceilings_file: str | None = None, props: dict | None = None):
@@ -498,6 +523,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     tables.steps["note"] = "; ".join(trace.warnings) or None
     chrome = _top_chrome(f, trace.meta, kernels, tables.joined, chrome_top, run_id, variant) if chrome_top else None
     meta, notes, events = trace.meta, list(trace.warnings), trace.event_count
+    notes += _noisy_notes(tables.steps)
     opless = trace.device_work_without_ops is not None
     point = {"kernels": kernels, "ops": tables.ops, "steps": tables.steps, "overlap": tables.overlap}
     del trace, tables  # the event tables and the join are not written: free them before the writing does
@@ -530,6 +556,19 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     release()
     dev = {"type": device_type, "name": device_name, **({"properties": props} if props else {})}
     return i, entry, summary, dev, ceil, coll
+
+
+def _noisy_notes(steps) -> list[str]:
+    """A note for each point whose profiled steps' kernel times spread past `steps.NOISY_SPREAD`."""
+    from wlprof.steps import NOISY_SPREAD
+
+    out = []
+    for row in steps.itertuples():
+        if getattr(row, "noisy", None) is True:
+            out.append(f"noisy: its {row.profiled_steps} profiled steps' kernel times spread "
+                       f"{row.timing_spread:.0%} of their median (above {NOISY_SPREAD:.0%}): the median step is not "
+                       "stable (profile more steps, or on a quieter machine)")
+    return out
 
 
 def _replayed(kernels):

@@ -131,8 +131,10 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
     bytes_unknown = float(k.loc[k["bytes"].isna(), "dur_us"].sum() / total) if total > 0 else math.nan
     placement = roofline_fields(k, n_steps)
     lat = timings.latency_median_us if timings is not None else math.nan  # ingested traces: not measured
+    # an ingested trace has no unprofiled timings, but its profiled steps' kernel times spread as a run's do
     spread_, spread_of = (timing_spread(timings.latency_us, timings.back_to_back_us, timings.graph_us,
-                                        per_step.to_numpy()) if timings is not None else (math.nan, None))
+                                        per_step.to_numpy()) if timings is not None
+                          else timing_spread(None, None, None, per_step.to_numpy()))
     with np.errstate(divide="ignore", invalid="ignore"):
         row = {
             "latency_us": lat,

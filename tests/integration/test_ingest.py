@@ -183,6 +183,9 @@ def test_a_trace_recorded_without_shapes_says_so_in_ingest_and_roofline(tmp_path
     (b"version https://git-lfs.github.com/spec/v1\noid sha256:d7e7\nsize 564133236\n",
      "is a Git LFS pointer, not the trace: its content was never downloaded"),
     (b'{"traceEvents": []}', "has no events (its event list is empty)"),
+    # Nsight Systems' `nsys export --type json`: one JSON object per line; it read "invalid JSON at byte 31"
+    (b'{"type": "ProcessInfo", "pid": 1}\n{"Type": 79, "CudaEvent": {"startNs": "1", "endNs": "2"}}\n',
+     "holds one JSON document per line (JSON Lines, as `nsys export --type json` writes), not a Chrome trace"),
     # what tensorboard_trace_handler writes when nothing ran between the profiler's start and stop
     (b'{"schemaVersion": 1, "traceEvents": [{"name": "thread_name", "ph": "M", "ts": 0, "pid": 9, "tid": 9, '
      b'"args": {"name": "thread 9 ()"}}, {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", '
@@ -227,6 +230,9 @@ def test_bad_traces_are_refused_and_the_store_is_untouched(tmp_path, cli, conten
     res = cli("ingest", bad, "--traces", out)
     assert res.exit_code == 2, res.output
     assert needle in res.output and str(bad) in res.output
+    # the argument, the rule and the value: it read "error: FILE: problem", naming no argument
+    assert res.output.startswith("error: PATH must be a torch.profiler trace; bad.json.gz: ")
+    assert res.output.rstrip().endswith(f"(got {str(bad)!r})")
     assert files_under(out) == before  # no half-written run, nothing else touched
 
 
@@ -260,7 +266,29 @@ def test_a_folder_with_one_bad_file_writes_nothing(tmp_path, cli):
     out = tmp_path / "traces"
     res = cli("ingest", src, "--traces", out)
     assert res.exit_code == 2 and "b.json" in res.output
+    assert res.output.startswith("error: PATH must hold torch.profiler traces; b.json: invalid JSON at byte 17 ")
+    assert res.output.rstrip().endswith(f"(got {str(src)!r})")
     assert [p for p in files_under(out) if not p.startswith(".wlprof")] == []
+
+
+def test_a_folder_whose_traces_lie_in_sub_folders_names_them(tmp_path, cli):
+    # the profiler tutorial's tensorboard_trace_handler('./log/resnet18'): `ingest log` read nothing and said
+    # only that log held no trace
+    log = tmp_path / "log"
+    for sub in ("resnet18", "gpt"):
+        (log / sub).mkdir(parents=True)
+        shutil.copy(_raw("gemm"), log / sub / "host_1.1.pt.trace.json.gz")
+    (log / "notes").mkdir()
+    (log / "notes" / "config.json").write_text('{"lr": 0.1}')
+    res = cli("ingest", log, "--traces", tmp_path / "t")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 2 and not (tmp_path / "t").exists()
+    assert (f"its sub-folders hold traces, which a folder's ingest does not read: gpt/ (1 trace), resnet18/ "
+            f"(1 trace); ingest one of them (wlprof ingest {log / 'gpt'})") in flat
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = cli("ingest", empty, "--traces", tmp_path / "t")
+    assert res.exit_code == 2 and "sub-folders" not in res.output
 
 
 def test_missing_path_and_empty_folder(tmp_path, cli):
@@ -491,3 +519,33 @@ def test_a_name_without_letters_or_digits_is_refused(tmp_path, cli, name):
     assert res.exit_code == 2, res.output
     assert "--name must contain letters or digits" in " ".join(res.output.split())
     assert not (tmp_path / "t").exists()
+
+
+def _stepped_trace(step_us: list[float]) -> dict:
+    """A CPU trace of one 8x8x8 aten::mm per ProfilerStep, each step's op lasting `step_us`."""
+    events, ts = [], 0.0
+    for i, dur in enumerate(step_us):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                       "ts": ts, "dur": dur + 2})
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts + 1,
+                       "dur": dur, "args": {"Input Dims": [[8, 8], [8, 8]], "Input type": ["float", "float"],
+                                            "Input Strides": [[8, 1], [8, 1]]}})
+        ts += dur + 10
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+def test_an_ingest_whose_steps_spread_is_called_noisy(tmp_path, cli):
+    # 100, 110 and 1,000 us steps: (1000 - 100) / 110 = 818% of the median step
+    noisy = tmp_path / "noisy.pt.trace.json"
+    noisy.write_text(json.dumps(_stepped_trace([100.0, 110.0, 1000.0])))
+    res = cli("ingest", noisy, "--traces", tmp_path / "t")
+    flat = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "noisy.pt.trace.json: noisy: its 3 profiled steps' kernel times spread 818% of their median" in flat
+    steps = wlprof.load(tmp_path / "t", table="steps")
+    assert steps.noisy.tolist() == [True] and steps.timing_spread.iloc[0] == pytest.approx(900 / 110)
+    assert steps.kernel_us.iloc[0] == 110.0
+    steady = tmp_path / "steady.pt.trace.json"
+    steady.write_text(json.dumps(_stepped_trace([100.0, 101.0, 102.0])))
+    res = cli("ingest", steady, "--traces", tmp_path / "t2")
+    assert res.exit_code == 0 and "noisy" not in res.output

@@ -476,3 +476,75 @@ def test_a_batch_first_rnns_batch_is_its_hx_batch_where_the_steps_run_sequence_f
     got = [json.loads(d) for d in new.op_input_dims]
     assert got[0][0] == [28, 9, 24] and got[0][1] == [1, 28, 40]
     assert got[2][0] == [9, 28, 120] and got[3][0] == [28, 40] and got[4][0] == [9, 28, 40]
+
+
+def _contiguous(*calls):
+    """ops() of calls whose tensors are all contiguous."""
+    def strides(t):
+        if not t or not isinstance(t[0], int):
+            return []
+        out, acc = [], 1
+        for x in reversed(t):
+            out.append(acc)
+            acc *= x
+        return out[::-1]
+    return ops(*[(n, d, [strides(t) for t in d]) for n, d in calls])
+
+
+def test_a_flattening_equal_to_the_sequence_keeps_the_sequence_s_tensors():
+    from wlprof.predict.scale import scaled
+
+    # a GPT block at batch 8, 4 heads, sequence 32, width 128: batch x heads = 32 = the sequence. The
+    # [32, 32, 32] batched matmul is batch x heads (its [8, 4, 32, 32] form is in the step) and doubles; the
+    # causal mask [32, 32], the position embedding's [32, 128] and its [32] indices are the sequence's and
+    # stay, as they must to broadcast against [16, 4, 32, 32] and [16, 32, 128]
+    gpt = _contiguous(("aten::addmm", [[384], [256, 128], [128, 384], [], []]),
+                      ("aten::bmm", [[32, 32, 32], [32, 32, 32]]),
+                      ("aten::_softmax", [[8, 4, 32, 32], [], []]),
+                      ("aten::tril", [[32, 32], []]),
+                      ("aten::masked_fill_", [[8, 4, 32, 32], [32, 32], []]),
+                      ("aten::add", [[8, 32, 128], [32, 128], []]),
+                      ("aten::embedding_dense_backward", [[32, 128], [32], [], [], []]),
+                      ("aten::native_layer_norm", [[8, 32, 128], [], [128], [128], []]),
+                      ("aten::nll_loss_forward", [[256, 1000], [256], [], [], []]))
+    out, value = scaled(gpt, "batch", 2.0)
+    assert value == 8 and out.attrs["scale_mapping"] == {8: 16, 256: 512, 32: 64}
+    assert [json.loads(d) for d in out.op_input_dims] == [
+        [[384], [512, 128], [128, 384], [], []],
+        [[64, 32, 32], [64, 32, 32]],
+        [[16, 4, 32, 32], [], []],
+        [[32, 32], []],  # before: [64, 32]
+        [[16, 4, 32, 32], [32, 32], []],  # before: [64, 32], which cannot broadcast
+        [[16, 32, 128], [32, 128], []],  # before: [64, 128]
+        [[32, 128], [32], [], [], []],  # before: [[64, 128], [64]]
+        [[16, 32, 128], [], [128], [128], []],
+        [[512, 1000], [512], [], [], []]]
+    assert json.loads(out.op_input_strides.iat[4]) == [[4096, 1024, 32, 1], [32, 1], []]
+
+
+def test_a_flattening_equal_to_the_width_still_scales_the_rows_and_keeps_the_width_vectors():
+    from wlprof.predict.scale import scaled
+
+    # batch 2, sequence 16, width 32: batch x sequence = 32 = the width. The rows ([32, 32] into a linear,
+    # the loss's [32, 11] logits and [32] targets, a mask over them) double; a [32] weight that multiplies
+    # [2, 16, 32] stays (it broadcasts over the width)
+    step = _contiguous(("aten::addmm", [[32], [32, 32], [32, 32], [], []]),
+                       ("aten::native_layer_norm", [[2, 16, 32], [], [32], [32], []]),
+                       ("aten::mul", [[2, 16, 32], [32]]),
+                       ("aten::_softmax", [[2, 4, 16, 16], [], []]),
+                       ("aten::nll_loss_forward", [[32, 11], [32], [], [], []]),
+                       ("aten::eq", [[32], []]))
+    # the targets are integer tensors (a [32] float would be taken for the width's weight)
+    step["op_input_types"] = [json.dumps(t) for t in (
+        ["float", "float", "float", "Scalar", "Scalar"], ["float", "", "float", "float", "Scalar"],
+        ["float", "float"], ["float", "Scalar", "Scalar"], ["float", "long int", "", "Scalar", "Scalar"],
+        ["long int", "Scalar"])]
+    out, value = scaled(step, "batch", 2.0)
+    assert value == 2 and out.attrs["scale_mapping"][32] == 64
+    assert [json.loads(d) for d in out.op_input_dims] == [
+        [[32], [64, 32], [32, 32], [], []],
+        [[4, 16, 32], [], [32], [32], []],
+        [[4, 16, 32], [32]],  # before: [64], which cannot broadcast
+        [[4, 4, 16, 16], [], []],
+        [[64, 11], [64], [], [], []],
+        [[64], []]]

@@ -63,6 +63,16 @@ def test_summarize_flags_a_point_whose_samples_spread_past_the_threshold():
     assert ingested["noisy"] is None and math.isnan(ingested["timing_spread"])
 
 
+def test_an_ingested_trace_s_profiled_steps_spread_like_a_run_s():
+    # an ingest has no unprofiled timings, only its steps' kernel times: 185, 211 and 2,184 ms (a loaded CPU's
+    # third step) spread (2184 - 185) / 211 = 9.47 of the median step
+    row = summarize(_kernels([185.0, 211.0, 2184.0]), None, 3, None)
+    assert row["timing_spread_of"] == "kernel" and row["timing_spread"] == pytest.approx(1999 / 211)
+    assert row["noisy"] is True and row["kernel_us"] == 211.0
+    steady = summarize(_kernels([40.0, 41.0, 42.0]), None, 3, None)  # (42 - 40) / 41 = 0.049
+    assert steady["noisy"] is False and steady["timing_spread"] == pytest.approx(2 / 41)
+
+
 @pytest.mark.parametrize(("lat", "b2b", "graph", "durs", "which", "value"), [
     ([90.0, 110.0, 100.0], [100.0] * 3, [100.0] * 3, [40.0] * 3, "latency", 0.2),  # (110 - 90) / 100
     ([100.0] * 3, [100.0] * 3, [80.0, 120.0, 100.0], [40.0] * 3, "graph", 0.4),  # (120 - 80) / 100

@@ -41,7 +41,9 @@ def ingest(
 
     from wlprof.cli import render
     from wlprof.cli.render import Col
+    from wlprof.errors import InputError, TraceFormatError
     from wlprof.ingest import ingest as run_ingest
+    from wlprof.ingest import unreadable
     from wlprof.memory import keep_heap
 
     keep_heap()  # this process ends with the command: a file read here reuses its freed pages, as a worker does
@@ -52,8 +54,11 @@ def ingest(
         if not quiet:
             err.print(f"[dim]read {i}/{n}: {name_}[/dim]")
 
-    res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress,
-                     jobs=jobs, ceilings_file=ceilings)
+    try:
+        res = run_ingest(path, traces, name=name, chrome_top=chrome_top, command=command_line(), progress=progress,
+                         jobs=jobs, ceilings_file=ceilings)
+    except TraceFormatError as exc:  # a file's content: named with the argument that gave it
+        raise InputError("PATH", unreadable(path, exc), str(path)) from None
     con = console(wide=wide)
     files = res.files
     shares = [f.no_flops_us / f.kernel_us if f.kernel_us else None for f in files]

@@ -259,6 +259,13 @@ def _parameters(ops: pd.DataFrame) -> set[tuple[int, ...]]:
     return out
 
 
+def _activation_shapes(calls: list, params: set[tuple[int, ...]]) -> set[tuple[int, ...]]:
+    """The step's activation shapes in memory order: every tensor not of a parameter's shape, and a matrix
+    op's first operand even where a weight has its shape."""
+    return {mo for name, ts in calls for i, _, t, st in ts
+            if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+
+
 def batch_mapping(ops: pd.DataFrame, factor: float, batch: int | None = None) -> tuple[int | None, dict[int, int]]:
     """(the step's batch, {old size: new size}) for `--scale batch=FACTOR`: the batch is `batch` where given,
     else the first dimension that leads most of the elements of the activations of three or more dimensions
@@ -283,8 +290,7 @@ def batch_mapping(ops: pd.DataFrame, factor: float, batch: int | None = None) ->
     mapping = {batch: new}
     # the activations as `lead` reads them: a matrix op's first operand is one even where a weight has its
     # shape (an attention's [batch x sequence, width] input beside its [width, width] projection)
-    ordered = {mo for name, ts in calls for i, _, t, st in ts
-               if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+    ordered = _activation_shapes(calls, params)
     for _, ts in calls:
         for _, _, t, st in ts:
             mo = _memory_order(t, st)
@@ -305,8 +311,7 @@ def value_mapping(ops: pd.DataFrame, value: int, factor: float) -> dict[int, int
         return mapping
     calls = list(_tensors(ops))
     params = _parameters(ops)
-    ordered = {mo for name, ts in calls for i, _, t, st in ts
-               if (mo := tuple(_memory_order(t, st))) not in params or i == MATRIX_OPERANDS.get(name, (None,))[0]}
+    ordered = _activation_shapes(calls, params)
     for mo in ordered:
         for j, x in enumerate(mo):
             if x != value:
@@ -324,11 +329,16 @@ def value_mapping(ops: pd.DataFrame, value: int, factor: float) -> dict[int, int
 STACKED = 3  # a leading dimension this small before the batch stacks tensors (q, k and v), it does not lead
 
 
-def _rewritten(t: list[int], st, batch: int, mapping: dict[int, int], inner: set[int]) -> list[int]:
+def _rewritten(t: list[int], st, batch: int, mapping: dict[int, int], inner: set[int],
+               ambiguous: set[int] = frozenset(), ordered: set[tuple[int, ...]] = frozenset(),
+               suffixes: set[tuple[int, ...]] = frozenset()) -> list[int]:
     """One activation's new sizes: the batch at one dimension, the outermost in memory if it is the batch,
     else the first, else the first that only `inner` sizes (those that follow the batch in the step's
     activations: a sequence before its batch) or a stacking precede; a flattening where it is the
-    outermost dimension in memory."""
+    outermost dimension in memory. A flattening whose value also stands behind the batch in the activations
+    (`ambiguous`: batch x heads equal to the sequence) is kept in a tensor that is the trailing dimensions of
+    a batch-led activation (`suffixes`: a [sequence, sequence] mask, a [sequence, width] position embedding,
+    broadcast over the batch) unless the step holds the tensor unflattened (`ordered`: [batch, heads, ...])."""
     out = list(t)
     outer = _outermost(t, st)
     if outer is None:
@@ -343,8 +353,12 @@ def _rewritten(t: list[int], st, batch: int, mapping: dict[int, int], inner: set
                 if x == batch and all(y in inner or y <= STACKED for y in t[:j]):
                     out[j] = mapping[batch]
                     break
-    if t[outer] != batch and t[outer] in mapping and t[outer] != 1:
-        out[outer] = mapping[t[outer]]
+    flat = t[outer]
+    if flat != batch and flat in mapping and flat != 1:
+        mo = _memory_order(t, st)
+        if (flat not in ambiguous or len(mo) < 2 or (batch, flat // batch, *mo[1:]) in ordered
+                or tuple(mo) not in suffixes):
+            out[outer] = mapping[flat]
     return out
 
 
@@ -357,6 +371,11 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
     params = _parameters(ops)
     inner = {mo[1] for _, ts in _tensors(ops) for _, _, t, st in ts
              if len(mo := _memory_order(t, st)) >= 3 and mo[0] == batch}
+    ordered = _activation_shapes(list(_tensors(ops)), params)
+    behind = {x for mo in ordered if len(mo) >= 2 and mo[0] == batch for x in mo[1:]}
+    ambiguous = {f for f in mapping if f != batch and f in behind}
+    suffixes = {mo[j:] for mo in ordered if len(mo) >= 2 and mo[0] == batch for j in range(1, len(mo))
+                if mo[j] in ambiguous}
     dims_col, strides_col = [], []
     types_col = ops.op_input_types if "op_input_types" in ops else pd.Series([None] * len(ops), index=ops.index)
     for (name, ts), d_s, s_s, ty_s in zip(_tensors(ops), ops.op_input_dims, ops.op_input_strides, types_col,
@@ -373,11 +392,13 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
         moved: dict[tuple, list] = {}
         kept = []
         indices = _index_inputs(ty_s)
-        for i, member, t, st in ts:
-            # a parameter's shape (a [C] weight) held by an index tensor is no parameter (a loss's [N] targets)
-            if i != first and i not in indices and tuple(_memory_order(t, st)) in params:
-                continue
-            t_new = _rewritten(t, st, batch, mapping, inner)
+        acts = [(i, member, t, st) for i, member, t, st in ts  # a parameter's shape (a [C] weight) held by an
+                if i == first or i in indices or tuple(_memory_order(t, st)) not in params]  # index: a loss's targets
+        news = [_rewritten(t, st, batch, mapping, inner, ambiguous, ordered, suffixes) for _, _, t, st in acts]
+        held = _kept_here(acts, news, batch, ambiguous)
+        for (i, member, t, _), t_new in zip(acts, news, strict=True):
+            if len(t) == 1 and t[0] in held:
+                t_new = t
             if t_new != t:
                 moved.setdefault(tuple(t), t_new)
                 _put(new_dims, i, member, t_new)
@@ -416,6 +437,20 @@ def rewrite_batch(ops: pd.DataFrame, batch: int, mapping: dict[int, int]) -> pd.
     out["measured_us"] = pd.to_numeric(ops.dur_us, errors="coerce") if "dur_us" in ops else np.nan
     out["dur_us"] = np.nan
     return _costs_dropped(out, ops)
+
+
+def _kept_here(acts: list, news: list, batch: int, ambiguous: set[int]) -> set[int]:
+    """The ambiguous flattenings a call's 1-D tensors of that size keep: those a batch-led tensor of the call
+    ends with (a [width] weight beside [batch, sequence, width]) and those its tensors of two or more
+    dimensions led by them kept (a position embedding's [sequence] indices beside its [sequence, width])."""
+    held = set()
+    for (_, _, t, st), t_new in zip(acts, news, strict=True):
+        mo = _memory_order(t, st)
+        if len(mo) >= 2 and mo[0] == batch and mo[-1] in ambiguous:
+            held.add(mo[-1])
+        if len(mo) >= 2 and mo[0] in ambiguous and t_new == t:
+            held.add(mo[0])
+    return held
 
 
 def _indices_follow_bags(positions: tuple, dims: list, new_dims: list) -> None:

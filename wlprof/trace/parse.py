@@ -200,10 +200,28 @@ def _loads(path: Path, data: bytes, offset: int = 0) -> Any:
             except (ValueError, RecursionError):
                 pass
         pos = getattr(exc, "pos", None)
+        if offset == 0 and pos and _json_lines(data, pos):
+            raise TraceFormatError(str(path), "holds one JSON document per line (JSON Lines, as `nsys export --type "
+                                              "json` writes), not a Chrome trace: export the trace with "
+                                              "torch.profiler (export_chrome_trace or tensorboard_trace_handler)"
+                                   ) from None
         where = f" at byte {offset + pos}" if pos is not None else ""
         raise TraceFormatError(str(path), f"invalid JSON{where} ({exc})") from None
     except UnicodeDecodeError as exc:
         raise TraceFormatError(str(path), f"not UTF-8 text at byte {offset + exc.start}") from None
+
+
+def _json_lines(data, pos: int) -> bool:
+    """Whether `data`, which stopped parsing at `pos`, is JSON Lines: a whole object before `pos`, a line
+    break after it, and another object or array from `pos` on."""
+    head = bytes(data[:pos])
+    body = head.rstrip()
+    if b"\n" not in head[len(body):] or not body.startswith(b"{") or bytes(data[pos:pos + 1]) not in (b"{", b"["):
+        return False
+    try:
+        return isinstance(jsonio.loads(body), dict)
+    except (jsonio.JSONDecodeError, UnicodeDecodeError):
+        return False
 
 
 def _split(doc: Any, path: Path) -> tuple[dict, list]:
