@@ -70,3 +70,34 @@ def test_unknown_without_the_allocations_or_a_fitting_reading():
     assert cost_of(conv_bwd([2, 7, 5, 5], [2, 4, 9, 9], [6, 4, 3, 3], [[2, 4, 9, 9], [6, 4, 3, 3]])) is None
     # the input's and the weight's dims are the same: an allocation would not say which gradient it is
     assert cost_of(conv_bwd([4, 4, 3, 3], [4, 4, 3, 3], [4, 4, 3, 3], [[4, 4, 3, 3]])) is None
+
+
+def test_index_select_dim_inside_an_embedding_or_on_a_vector():
+    # 32 rows of a [64, 32] float table: 32*32*4 read + 32*8 index + 32*32*4 written = 8,448 bytes
+    emb = OpCall.from_args("aten::embedding", {"Input Dims": [[64, 32], [2, 16], [], [], []],
+                                               "Input type": ["float", "long int", "Scalar", "Scalar", "Scalar"]})
+    dims, types = [[64, 32], [], [32]], ["float", "Scalar", "long int"]
+    assert cost_of(legacy("aten::index_select", dims, types, parent=emb)).bytes == 8_448
+    assert cost_of(legacy("aten::index_select", dims, types)) is None  # dim 0 or 1: not known
+    # a 1-d source has one dim: 10 of 100 floats, 40 + 80 + 40 = 160 bytes
+    assert cost_of(legacy("aten::index_select", [[100], [], [10]], types)).bytes == 160
+
+
+def test_embedding_backward_rows_from_its_zero_fill():
+    # grad_output [2, 16, 32], indices [2, 16]: 1,024 adds; num_weights 64 from the [64, 32] grad_weight it
+    # zero-fills inside: 4,096 + 256 read, 32 rows of 32 floats written (4,096): 8,448 bytes
+    dims, types = [[2, 16, 32], [2, 16], [], [], []], ["float", "long int", "Scalar", "Scalar", "Scalar"]
+    c = cost_of(legacy("aten::embedding_dense_backward", dims, types,
+                       [("aten::zero_", [[64, 32]], ["float"])]))
+    assert (c.flops, c.bytes) == (1_024, 8_448)
+    # the fill nested deeper (inside a zeros): FLOPs known, bytes not
+    c = cost_of(legacy("aten::embedding_dense_backward", dims, types, [("aten::zeros", [[], [], [], [], []],
+                                                                        ["", "Scalar", "Scalar", "", ""])]))
+    assert (c.flops, c.bytes) == (1_024, None)
+
+
+def test_cat_of_an_unexpanded_list_has_unknown_bytes():
+    # torch 2.1 and earlier record a TensorList as []: a cat of no tensors is refused by torch, so the sizes
+    # are unknown, not 0
+    c = cost_of(legacy("aten::cat", [[], []], ["TensorList", "Scalar"]))
+    assert c.flops == 0 and c.bytes is None
