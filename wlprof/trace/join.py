@@ -226,13 +226,13 @@ def _nest(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
     return out
 
 
-STEPS_AT_THEIR_ENDS = ("the ProfilerStep#N markers span almost none of the ops (torch 2.5 with with_stack=True "
+STEPS_AT_THEIR_ENDS = ("the ProfilerStep#N markers span none of the ops (torch 2.5 with with_stack=True "
                        "writes each one where its step ends): each step is taken as the time from the end of the "
                        "marker before it to the end of its own")
 
 
 def _end_anchored_steps(trace: RawTrace) -> bool:
-    """In place: where a process's step markers hold under half of its ops' starts while the spans from one
+    """In place: where a process's step markers hold none of its ops' starts while the spans from one
     marker's end to the next's hold over half (markers written at their steps' ends, each a few µs long),
     each marker is stretched back to the end of the marker before it (the first to its process's first op).
     Returns whether any was."""
@@ -258,7 +258,7 @@ def _end_anchored_steps(trace: RawTrace) -> bool:
         inside = sum(int(np.searchsorted(t, e, "left") - np.searchsorted(t, s, "left")) for s, e in zip(st, en, strict=True))
         new_st = np.concatenate([[min(int(t[0]), int(st[0]))], en[:-1]])
         stretched = int(np.searchsorted(t, en[-1], "left") - np.searchsorted(t, new_st[0], "left"))
-        if 2 * inside >= len(t) or 2 * stretched <= len(t):
+        if inside or 2 * stretched <= len(t):
             continue
         starts[sel], ends[sel], changed = new_st, en, True
     if changed:
