@@ -239,26 +239,27 @@ def _end_anchored_steps(trace: RawTrace) -> bool:
     ann, ops = trace.annotations, trace.ops
     if not len(ann) or not len(ops):
         return False
-    is_step = ann.name.astype(str).str.match(STEP_RE.pattern).to_numpy()
+    is_step = np.array([STEP_RE.match(str(n)) is not None for n in ann.name.to_numpy(dtype=object)], bool)
     if not is_step.any():
         return False
     a_pid, a_ts = ann.pid.to_numpy().astype(np.int64), ann.ts_ns.to_numpy().astype(np.int64)
     a_end = a_ts + ann.dur_ns.to_numpy().astype(np.int64)
-    o_pid, o_ts = ops.pid.to_numpy().astype(np.int64), ops.ts_ns.to_numpy().astype(np.int64)
+    o_pid = ops.pid.to_numpy().astype(np.int64, copy=False)
+    o_ts = ops.ts_ns.to_numpy().astype(np.int64, copy=False)
     starts, ends, changed = a_ts.copy(), a_end.copy(), False
-    for pid in np.unique(a_pid[is_step]):
+    pids = np.unique(a_pid[is_step])
+    one = len(pids) == 1 and bool((o_pid == pids[0]).all())  # one process (a CPU trace): no selection
+    for pid in pids:
         sel = np.flatnonzero(is_step & (a_pid == pid))
         sel = sel[np.argsort(a_ts[sel], kind="stable")]
         st, en = a_ts[sel], a_end[sel]
         if (st[1:] < en[:-1]).any():  # overlapping markers: not one sequence of steps
             continue
-        t = np.sort(o_ts[o_pid == pid])
-        if not len(t):
-            continue
-        inside = sum(int(np.searchsorted(t, e, "left") - np.searchsorted(t, s, "left")) for s, e in zip(st, en, strict=True))
-        new_st = np.concatenate([[min(int(t[0]), int(st[0]))], en[:-1]])
-        stretched = int(np.searchsorted(t, en[-1], "left") - np.searchsorted(t, new_st[0], "left"))
-        if inside or 2 * stretched <= len(t):
+        t = o_ts if one else o_ts[o_pid == pid]
+        if not len(t) or any(((t >= s) & (t < e)).any() for s, e in zip(st, en, strict=True)):
+            continue  # no op, or a marker holds one (the usual case: one pass over the ops)
+        new_st = np.concatenate([[min(int(t.min()), int(st[0]))], en[:-1]])
+        if 2 * int(((t >= new_st[0]) & (t < en[-1])).sum()) <= len(t):
             continue
         starts[sel], ends[sel], changed = new_st, en, True
     if changed:
