@@ -23,19 +23,26 @@ def flops_by_counted_op(c, counted: set[str] | None = None) -> dict[str, float]:
     """Matrix FLOPs of the costed trace `c`, each op's rounded (an integer split over its kernels by
     duration), credited to its outermost enclosing op in `counted` (default: FlopCounterMode's
     registry), else to itself."""
+    return flops_by_counted_op_per_step(c, counted, by_step=False).get(0, defaultdict(float))
+
+
+def flops_by_counted_op_per_step(c, counted: set[str] | None = None,
+                                 by_step: bool = True) -> dict[int, dict[str, float]]:
+    """`flops_by_counted_op` of each profiler step (`by_step=False`: of the whole trace, as step 0)."""
     counted = flop_counter_ops() if counted is None else counted
     ops = c.joined.ops
     names, parent = ops.name.to_numpy(dtype=object), ops.parent.to_numpy()
     k = c.kernels
     k = k[(k._op_pos >= 0) & (k.cost_unit == "matrix") & k.flops.notna()]
-    out: dict[str, float] = defaultdict(float)
-    for pos, f in k.groupby("_op_pos").flops.sum().items():
+    out: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    steps = k.step if by_step else k.step * 0
+    for (step, pos), f in k.groupby([steps, "_op_pos"]).flops.sum().items():
         key, p = names[pos], pos
         while p >= 0:
             if names[p] in counted:
                 key = names[p]
             p = parent[p]
-        out[key] += float(round(f))
+        out[int(step)][key] += float(round(f))
     return out
 
 

@@ -297,7 +297,7 @@ def _trace_notes(name: str, ops: pd.DataFrame, info: dict) -> list[str]:
             names = sorted(set(ops.op_name[np.array(unrec, dtype=bool)].astype(str)))
             if names:
                 out.append(f"{sum(unrec)} calls of {', '.join(names)} have tensor lists recorded as [] (torch.profiler "
-                           "records none of more than 30 tensors) whose shapes neither the backward's gradients "
+                           "records none of more than 30 tensors, and torch 2.1 and earlier none at all) whose shapes neither the backward's gradients "
                            "nor their launches confirm: they cannot be sized, and each is predicted from its op "
                            "alone")
     return out

@@ -70,17 +70,63 @@ def _backward(go: TensorArg, x: TensorArg, w: TensorArg, transposed: bool, mask:
 _AUX = ("aten::sum", "aten::sum_to_size", "aten::cat")
 
 
-@formula("aten::convolution_backward", aux_children=_AUX)
+@formula("aten::convolution_backward", aux_children=_AUX, uses_children=True)
 def convolution_backward(call: OpCall) -> Cost | None:
     # (grad_output, input, weight, bias_sizes?, stride, padding, dilation, transposed, output_padding,
     #  groups, output_mask)
+    go, x, w = call.tensor(0), call.tensor(1), call.tensor(2)
+    if call.scalar(10) is None and call.scalar(7) is None and len(call.concrete) == 0:
+        return _unrecorded_backward(call, go, x, w)
     mask = _mask(call.scalar(10))
     if mask is None:
         return None
-    go = call.tensor(0)
     bias = call.scalar(3)
     channels = bias[0] if isinstance(bias, list) and bias and isinstance(bias[0], int) else go.dims[1]
-    return _backward(go, call.tensor(1), call.tensor(2), bool(call.scalar(7)), mask, channels)
+    return _backward(go, x, w, bool(call.scalar(7)), mask, channels)
+
+
+# The ops a backward's gradients are allocated by, nested in it, each recording the gradient's dims
+# (torch 1.13's CPU backward: aten::empty, then as_strided_ to the gradient's dims)
+_ALLOCATORS = ("aten::as_strided_", "aten::resize_")
+
+
+def _allocated_mask(call: OpCall, x: TensorArg, w: TensorArg, bias_dims: tuple) -> list[bool] | None:
+    """The gradients a backward computes where its output_mask was not recorded, from the tensors it
+    allocates nested inside: one of the input's dims (grad_input), of the weight's (grad_weight), of one
+    element per output channel (grad_bias). None where it allocates none of them, or where two of the
+    three have the same dims (an allocation would not say which)."""
+    wanted = (tuple(x.dims), tuple(w.dims), bias_dims)
+    if len(set(wanted)) < 3:
+        return None
+    made = {tuple(c.dims[0]) for c in call.children
+            if c.name in _ALLOCATORS and c.dims and isinstance(c.dims[0], tuple)}
+    mask = [d in made for d in wanted]
+    return mask if any(mask) else None
+
+
+def _unrecorded_backward(call: OpCall, go: TensorArg | None, x: TensorArg | None,
+                         w: TensorArg | None) -> Cost | None:
+    """A convolution backward whose scalars were not recorded (torch 1.13 and earlier write no `Concrete
+    Inputs`): stride and padding are not needed (grad_output records the output's dims), `transposed` is
+    read from the channels (a convolution's weight is [C_out, C_in/groups, *k], grad_output having C_out
+    channels; a transposed one's [C_in, C_out/groups, *k]) where some stride and padding also give the
+    spatial sizes, and output_mask from the gradients allocated inside (`_allocated_mask`). Where both
+    readings of `transposed` fit and give different costs, or no gradient is seen allocated, None."""
+    if go is None or x is None or w is None or not len(go.dims) == len(x.dims) == len(w.dims) >= 3:
+        return None
+    g, xs, ws = list(go.dims), list(x.dims), list(w.dims)
+    if g[0] != xs[0] or not ws[1]:
+        return None
+    readings = []
+    if g[1] == ws[0] and xs[1] % ws[1] == 0 and _geometry_fits(xs, ws, g):
+        readings.append(False)
+    if xs[1] == ws[0] and g[1] % ws[1] == 0 and _geometry_fits(g, ws, xs):
+        readings.append(True)
+    mask = _allocated_mask(call, x, w, (g[1],))
+    if mask is None or not readings:
+        return None
+    costs = [_backward(go, x, w, transposed, mask, g[1]) for transposed in readings]
+    return costs[0] if all(c == costs[0] for c in costs) else None
 
 
 @formula("aten::convolution_backward_overrideable", aux_children=_AUX)

@@ -253,7 +253,7 @@ def convolution(call: OpCall) -> Cost | None:
     x, w = call.tensor(0), call.tensor(1)
     si, pi, di, gi, transposed, opi = _CONV_ARGS[call.name]
     # stride, padding and dilation set the output size: a trace that did not record their values
-    # (no `Concrete Inputs` before PyTorch 1.13) leaves it unknown, unless the trace's backwards of
+    # (no `Concrete Inputs` in PyTorch 1.13 and earlier) leaves it unknown, unless the trace's backwards of
     # the same shapes give it (`output_dims`, a convolution that is not transposed)
     unrecorded = any(i is not None and call.scalar(i) is None for i in (si, pi, di))
     if unrecorded and (transposed is not False or not call.output_dims):

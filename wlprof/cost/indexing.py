@@ -31,10 +31,20 @@ def _row_numel(t, dim) -> int:
     return t.numel // t.dims[d] if nd and t.dims[d] else 0
 
 
-@formula("aten::index_select")
+# Ops that run index_select along dim 0 (rows of a table)
+_ROW_SELECTORS = frozenset(("aten::embedding",))
+
+
+@formula("aten::index_select", uses_parent=True)
 def index_select(call: OpCall) -> Cost | None:
-    # index_select(self, dim, index): |index| slices of `self` along `dim` are copied.
+    # index_select(self, dim, index): |index| slices of `self` along `dim` are copied. A dim that was not
+    # recorded (no `Concrete Inputs`, torch 1.13 and earlier) is 0 for a 1-d source or inside an embedding.
     src, dim, idx = call.tensor(0), call.scalar(1), call.tensor(2)
+    if dim is None and not call.concrete and src is not None and (
+            len(src.dims) == 1 or (call.parent is not None and call.parent.name in _ROW_SELECTORS)):
+        dim = 0
+    if src is None or idx is None or not isinstance(dim, int):
+        return None
     out = idx.numel * _row_numel(src, dim)
     return Cost(0, out * src.itemsize + idx.nbytes_read + out * src.itemsize, VECTOR, src.dtype,
                 written=out * src.itemsize)
@@ -185,9 +195,11 @@ def cat(call: OpCall) -> Cost | None:
     # cat(tensors, dim): every input read once, the output written once; FLOPs 0. The trace records
     # a TensorList's shapes but not its dtype (see _cat_itemsize); without it (or a cat that copies
     # input by input with copy_ ops nested, each costed on its own) the bytes are unknown.
+    # An empty list is one the profiler did not expand (torch 2.1 and earlier record no TensorList's
+    # shapes; later versions none of more than 30 tensors): cat refuses an empty list, so its sizes are unknown.
     size = _cat_itemsize(call)
     dims = call.dims[0] if call.dims else None
-    if size is None or not isinstance(dims, tuple) or not all(isinstance(d, tuple) for d in dims):
+    if size is None or not isinstance(dims, tuple) or not dims or not all(isinstance(d, tuple) for d in dims):
         return Cost(0, None, VECTOR, None)
     n = sum(math.prod(d) for d in dims if d != (0,))  # legacy empty [0] inputs are skipped by cat
     return Cost(0, 2 * n * size, VECTOR, None, written=n * size)

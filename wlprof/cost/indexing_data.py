@@ -109,22 +109,38 @@ def masked_select(call: OpCall) -> Cost | None:
     return Cost(n, x.nbytes_read + m.nbytes_read, VECTOR, x.dtype, written=0)
 
 
-@formula("aten::embedding_dense_backward")
+@formula("aten::embedding_dense_backward", uses_children=True)
 def embedding_dense_backward(call: OpCall) -> Cost | None:
     """(grad_output [..., D], indices [...], num_weights, padding_idx, scale_grad_by_freq).
 
     One add per grad_output element (rows summed into their embedding row). Reads grad_output
     and the indices; writes each embedding row touched once, at most min(rows, num_weights) of
     them (as the combining scatters count; the zeroed grad_weight is a nested fill_, costed on
-    its own; sorting the indices by row is the implementation's, not compulsory)."""
+    its own; sorting the indices by row is the implementation's, not compulsory). Where
+    num_weights was not recorded (no `Concrete Inputs`, torch 1.13 and earlier), it is the
+    rows of the [num_weights, D] grad_weight the call zero-fills directly inside; where that
+    fill is not seen (nested deeper, in a zeros), the bytes are unknown and the FLOPs known."""
     g, idx = call.tensor(0), call.tensor(1)
+    if g is None or idx is None or not g.dims:
+        return None
     v = call.scalar(2)
-    if not isinstance(v, int) or not g.dims:
+    if v is None and not call.concrete:
+        v = _zeroed_rows(call, g.dims[-1])
+        if v is None:
+            return Cost(g.numel, None, VECTOR, g.dtype)
+    if not isinstance(v, int):
         return None
     d = g.dims[-1]
     rows = idx.numel
     written = min(rows, v) * d * g.itemsize
     return Cost(g.numel, g.nbytes_read + idx.nbytes_read + written, VECTOR, g.dtype, written=written)
+
+
+def _zeroed_rows(call: OpCall, width: int) -> int | None:
+    """The rows of the one 2-d tensor of `width` columns the call zero-fills inside (zero_ or fill_)."""
+    rows = {c.dims[0][0] for c in call.children if c.name in ("aten::zero_", "aten::fill_") and c.dims
+            and isinstance(c.dims[0], tuple) and len(c.dims[0]) == 2 and c.dims[0][1] == width}
+    return rows.pop() if len(rows) == 1 else None
 
 
 @formula("aten::_local_scalar_dense")

@@ -226,12 +226,60 @@ def _nest(ops: pd.DataFrame, parent: np.ndarray) -> pd.DataFrame:
     return out
 
 
+STEPS_AT_THEIR_ENDS = ("the ProfilerStep#N markers span none of the ops (torch 2.5 with with_stack=True "
+                       "writes each one where its step ends): each step is taken as the time from the end of the "
+                       "marker before it to the end of its own")
+
+
+def _end_anchored_steps(trace: RawTrace) -> bool:
+    """In place: where a process's step markers hold none of its ops' starts while the spans from one
+    marker's end to the next's hold over half (markers written at their steps' ends, each a few µs long),
+    each marker is stretched back to the end of the marker before it (the first to its process's first op).
+    Returns whether any was."""
+    ann, ops = trace.annotations, trace.ops
+    if not len(ann) or not len(ops):
+        return False
+    is_step = np.array([STEP_RE.match(str(n)) is not None for n in ann.name.to_numpy(dtype=object)], bool)
+    if not is_step.any():
+        return False
+    a_pid, a_ts = ann.pid.to_numpy().astype(np.int64), ann.ts_ns.to_numpy().astype(np.int64)
+    a_end = a_ts + ann.dur_ns.to_numpy().astype(np.int64)
+    o_pid = ops.pid.to_numpy().astype(np.int64, copy=False)
+    o_ts = ops.ts_ns.to_numpy().astype(np.int64, copy=False)
+    starts, ends, changed = a_ts.copy(), a_end.copy(), False
+    pids = np.unique(a_pid[is_step])
+    one = len(pids) == 1 and bool((o_pid == pids[0]).all())  # one process (a CPU trace): no selection
+    for pid in pids:
+        sel = np.flatnonzero(is_step & (a_pid == pid))
+        sel = sel[np.argsort(a_ts[sel], kind="stable")]
+        st, en = a_ts[sel], a_end[sel]
+        if (st[1:] < en[:-1]).any():  # overlapping markers: not one sequence of steps
+            continue
+        t = o_ts if one else o_ts[o_pid == pid]
+        if not len(t) or any(((t >= s) & (t < e)).any() for s, e in zip(st, en, strict=True)):
+            continue  # no op, or a marker holds one (the usual case: one pass over the ops)
+        new_st = np.concatenate([[min(int(t.min()), int(st[0]))], en[:-1]])
+        if 2 * int(((t >= new_st[0]) & (t < en[-1])).sum()) <= len(t):
+            continue
+        starts[sel], ends[sel], changed = new_st, en, True
+    if changed:
+        ann = ann.copy()
+        ann["ts_ns"] = starts.astype(ann.ts_ns.dtype)
+        ann["dur_ns"] = (ends - starts).astype(ann.dur_ns.dtype)
+        trace.annotations = ann
+        if STEPS_AT_THEIR_ENDS not in trace.warnings:
+            trace.warnings.append(STEPS_AT_THEIR_ENDS)
+    return changed
+
+
 def join(trace: RawTrace) -> Joined:
     """The trace's ops nested and its device activity joined to them.
 
     A trace that marks no profiler step (no `ProfilerStep#N` or `wlprof/step#N`) is taken
-    as one step, step 0, and says so in its warnings.
+    as one step, step 0, and says so in its warnings. Step markers written at their steps'
+    ends are stretched over their steps (`_end_anchored_steps`).
     """
+    _end_anchored_steps(trace)
     trust = external_ids_name_ops(trace)
     op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace, trust)
     one_step = not any(STEP_RE.match(n) for n in trace.annotations.name.unique())
