@@ -488,6 +488,14 @@ def _num(ops: pd.DataFrame, name: str) -> np.ndarray:
 QUANTITIES = ("M", "N", "K", "B", "itemsize", "flops", "bytes", "numel0", "L", "W", "R", "launches")
 CONTEXT_COLUMNS = ("dispatch",)
 DST_SORTED_BACKENDS = ("segment", "csr", "pyg:gcn-csr", "pyg:sage-csr")
+# GAT over a CSR adjacency (rows = destinations) has no fused aggregation: PyG turns the CSR back into edge indices
+# in its row order, so its scatters run over edges sorted by destination, whatever a run's `dst_sorted` says
+DST_ORDERED_BACKENDS = ("pyg:gat-csr",)
+# index ops that write their table's rows at the indices (atomics or a copy): how the indices are ordered decides
+# how often neighbouring threads write the same row
+SCATTER_OPS = frozenset("aten::" + n for n in (
+    "scatter scatter_ scatter_add scatter_add_ scatter_reduce scatter_reduce_ index_add index_add_ index_copy "
+    "index_copy_ index_put_ _index_put_impl_ put_").split())
 
 
 def _loop_rows(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
@@ -641,6 +649,9 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
         backend = _text(ops["backend"]) if "backend" in ops else np.full(len(ops), "", dtype=object)
         sorted_dst = np.where(np.isin(backend, DST_SORTED_BACKENDS), "True",
                               np.where(backend == "", "", "False"))
+    if "backend" in ops and "op_name" in ops:
+        ordered = np.isin(_text(ops["backend"]), DST_ORDERED_BACKENDS) & np.isin(_text(ops["op_name"]), list(SCATTER_OPS))
+        sorted_dst = np.where(ordered, "True", sorted_dst)
     idx = np.flatnonzero(np.isin(cls, ("index", "spmm")) & (sorted_dst != ""))
     group = out.group.to_numpy(dtype=object).copy()
     if len(idx):
