@@ -105,6 +105,21 @@ def test_a_profiled_call_is_answered_by_its_own_median_and_noisy_samples_count_l
     assert p.meta["noisy"] == 1
 
 
+def test_each_distinct_call_gets_the_spread_of_its_own_samples():
+    # copies and GEMMs met in turn, at sizes out of order: in odd points the copy's samples are 2, 4 and 3 us
+    # ((p90 - p10) / median = (3.8 - 2.2) / 3), every other call's three samples are equal (spread 0)
+    rows = []
+    for p, n in enumerate(2**k for k in (14, 11, 16, 10, 13, 12, 15)):
+        rows += [copy_row(n, 3.0 + (p % 2) * d, step=s, point=p) for s, d in enumerate([-1.0, 1.0, 0.0])]
+        rows += [mm_row(n // 64, 64, 64, 5.0, step=s, point=p) for s in range(3)]
+    ops = pd.DataFrame(rows)
+    calls = model.distinct_calls(ops, describe(ops))
+    want = [(3.8 - 2.2) / 3.0 if p % 2 and g.startswith("memory") else 0.0 for p, g in zip(calls.point, calls.group,
+                                                                                           strict=True)]
+    assert calls.spread.to_numpy() == pytest.approx(want)
+    assert model.fit(ops, K).meta["noisy"] == 3
+
+
 # ---------------------------------------------------------------- GEMMs
 
 

@@ -826,7 +826,7 @@ def distinct_calls(ops: pd.DataFrame, d: pd.DataFrame, point_cols=("run_id", "po
     g = frame.groupby(keys, sort=False, dropna=False)
     agg = g.agg(relaxed=("relaxed", "first"), cls=("cls", "first"), dur=("dur", "median"), n=("dur", "size"),
                 first=("pos", "first"))
-    q = g.dur.quantile([0.1, 0.9]).unstack()
+    q = g.dur.quantile([0.1, 0.9]).unstack().reindex(agg.index)  # unstack sorts the keys: back to agg's order
     agg["p10"], agg["p90"] = q[0.1].to_numpy(), q[0.9].to_numpy()
     agg = agg.reset_index()
     agg["spread"] = (agg.p90 - agg.p10) / agg.dur
