@@ -229,6 +229,31 @@ def test_index_op_time_follows_the_graphs_skew_not_its_shapes_alone():
     assert flat[0] < pred[3] * 0.8
 
 
+def cumsum_row(rows, cols, dim, dur, **kw):
+    return _row("aten::cumsum", [[rows, cols], [], []], ["long int", "Scalar", ""], [[cols, 1], [], []], dur,
+                **kw) | {"op_concrete_inputs": json.dumps(["", str(dim), ""])}
+
+
+def test_a_scan_along_an_outer_dim_follows_its_extent_not_its_bytes():
+    # cumsum over dim 0 of [rows, cols]: one thread per column walks the rows, 0.18 us a step, whatever the
+    # columns (what the H100 measured of the MoE router's [tokens, experts] scans: [24576, 8] 4,350 us,
+    # [49152, 16] 8,888 us, [8192, 32] 1,529 us); its bytes at 4 TB/s would put [24576, 8] at 2.4 us
+    def true(r, c):
+        return 2.0 + 0.18 * r
+
+    shapes = [(r, c) for r in (64, 384, 2048, 8192, 24576) for c in (8, 16, 32)]
+    p = model.fit(pd.DataFrame([cumsum_row(r, c, 0, true(r, c), point=i) for i, (r, c) in enumerate(shapes)]), K)
+    cases = [(13200, 64), (4096, 8), (1000, 24)]
+    pred, _ = p.predict(pd.DataFrame([cumsum_row(r, c, 0, 1.0) for r, c in cases]))
+    assert pred == pytest.approx([true(r, c) for r, c in cases], rel=0.05)
+    d = describe(pd.DataFrame([cumsum_row(13200, 64, 0, 1.0), cumsum_row(13200, 64, 1, 1.0),
+                               cumsum_row(13200, 64, -2, 1.0), cumsum_row(13200, 1, 0, 1.0)]))
+    # along the rows (dim 0 or -2): a scan of 13200 steps over 64 columns; along the columns, or over a
+    # single column: the innermost dim, a memory-class call
+    assert d.cls.tolist() == ["scan", "memory", "scan", "memory"]
+    assert (d.L.iat[0], d.R.iat[0]) == (13200.0, 64.0)
+
+
 # ---------------------------------------------------------------- fallbacks and persistence
 
 

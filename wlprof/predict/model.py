@@ -39,6 +39,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
 - index, norm and memory: floor + the formula's compulsory bytes / bandwidth (a norm, forward or backward,
   is a class of its own: its per-channel or per-row reductions make it slower per byte than a stream); a
   memory-class call past `L2_RESIDENT` of the L2 is corrected by its side's neighbours (`with_residency`);
+- scan (a cumsum or cumprod along a dimension that is not the innermost): floor + bytes / bandwidth, fitted
+  like an index op, its rows term the scanned extent (one thread per column walks it step by step);
 - link (a copy across the host link, the ops table's `transfer`): floor + its bytes / the link's measured
   bandwidth that way (pinned host memory's; pageable memory is a group of its own, staged slower);
 - an index or spmm group profiled at `MIN_FIT` sizes or more, not every call at its launch floor
@@ -188,7 +190,7 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     return out
 
 
-FITTED = ("index", "spmm", "norm")  # classes whose base is fitted per op group
+FITTED = ("index", "spmm", "norm", "scan")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
 FLOOR_BOUND = 0.1  # a group's largest byte time (at the measured bandwidth) under this share of its time ...
 FLOOR_FLAT = 1.5  # ... and its times within this factor of each other: its calls took the floor, no base
