@@ -254,6 +254,23 @@ def test_a_scan_along_an_outer_dim_follows_its_extent_not_its_bytes():
     assert (d.L.iat[0], d.R.iat[0]) == (13200.0, 64.0)
 
 
+def test_a_scan_past_the_l2s_edge_is_answered_from_its_own_side_of_it():
+    # an 8 MB L2 (5.6 MB resident); the scan's bytes by the formula: 8 per int64 element read, 8 written. Its
+    # steps take 0.18 us below the edge, twice that past it (each waits on memory); a scan of 256 columns
+    # just past the edge (6 MB) must not take its neighbours' L2 rate, nor one just below it memory's
+    k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128,
+                        l2=8e6)
+
+    def true(r, c):
+        return 2.0 + (0.36 if r * c * 16 > 0.7 * 8e6 else 0.18) * r
+
+    shapes = [(r, c) for r in (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096) for c in (8, 16, 32, 64, 128, 256, 512)]
+    p = model.fit(pd.DataFrame([cumsum_row(r, c, 0, true(r, c), point=i) for i, (r, c) in enumerate(shapes)]), k)
+    cases = [(1400, 300), (1100, 300)]  # 6.7 MB, past the edge; 5.3 MB, below it
+    pred, _ = p.predict(pd.DataFrame([cumsum_row(r, c, 0, 1.0) for r, c in cases]))
+    assert pred == pytest.approx([true(r, c) for r, c in cases], rel=0.1)
+
+
 # ---------------------------------------------------------------- fallbacks and persistence
 
 

@@ -675,11 +675,12 @@ def _compute_bound(d: pd.DataFrame, base: np.ndarray, k: Constants) -> np.ndarra
 def with_residency(d: pd.DataFrame, k: Constants) -> pd.DataFrame:
     """`d` with each memory-class call's size coordinate moved by `RESIDENCY_JUMP` where its bytes pass
     `L2_RESIDENT` of the L2: its time per byte falls from the L2's rate to memory's within a factor of two
-    of size, so a call on one side of that edge is interpolated from its own side's profiled calls."""
+    of size, so a call on one side of that edge is interpolated from its own side's profiled calls. So is a
+    scan's (its extent): each of its dependent steps waits on memory, not the L2, past that edge."""
     if not (k.l2 > 0) or not len(d):
         return d
-    past = (d.cls.to_numpy(dtype=object) == "memory") & (np.nan_to_num(d["bytes"].to_numpy(dtype=float))
-                                                          > L2_RESIDENT * k.l2)
+    past = np.isin(d.cls.to_numpy(dtype=object), ("memory", "scan")) & (
+        np.nan_to_num(d["bytes"].to_numpy(dtype=float)) > L2_RESIDENT * k.l2)
     if not past.any():
         return d
     d = d.copy()
