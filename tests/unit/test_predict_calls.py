@@ -136,6 +136,23 @@ def test_describe_reads_expert_counts_degrees_order_and_context():
     assert "|dst-unsorted|@gnn" in d.group.iat[0] and d.c3.iat[0] == 0.0
 
 
+def test_gat_over_csr_scatters_in_destination_order_whatever_the_run_records():
+    # PyG's GATConv turns a CSR adjacency (rows = destinations) back into edge indices in row order: its
+    # scatter's index is sorted by destination (checked on the CPU: every step of the index is >= 0), so its
+    # scatters are keyed dst-sorted although the run recorded dst_sorted=False; its gathers keep the record
+    sc = ("aten::scatter_add_", "[[1024,1,16],[],[16384,1,16],[16384,1,16]]",
+          '["float","Scalar","long int","float"]', "[[16,16,1],[],[1,0,0],[16,16,1]]", '["","","",""]')
+    ga = ("aten::gather", "[[1024,1],[],[16384,1],[],[16384,1]]", '["float","Scalar","long int","Scalar","float"]',
+          "[[1,1],[],[1,1],[],[1,1]]", '["","","","",""]')
+    d = describe(_ops([sc, ga], workload="gnn", backend="pyg:gat-csr", max_in_degree=64.0, mean_in_degree=16.0,
+                      dst_sorted=False))
+    assert "|dst-sorted|@gnn" in d.group.iat[0]
+    assert "|dst-unsorted|@gnn" in d.group.iat[1]
+    d = describe(_ops([sc], workload="gnn", backend="pyg:gat", max_in_degree=64.0, mean_in_degree=16.0,
+                      dst_sorted=False))
+    assert "|dst-unsorted|@gnn" in d.group.iat[0]
+
+
 def test_describe_never_reads_durations():
     row = ("aten::mm", "[[64,64],[64,64]]", f"[{BF},{BF}]", "[[64,1],[64,1]]", '["",""]')
     a = describe(_ops([row], workload="gemm").assign(dur_us=1.0, flops=1.0, bytes=1.0))

@@ -105,6 +105,21 @@ def test_a_profiled_call_is_answered_by_its_own_median_and_noisy_samples_count_l
     assert p.meta["noisy"] == 1
 
 
+def test_each_distinct_call_gets_the_spread_of_its_own_samples():
+    # copies and GEMMs met in turn, at sizes out of order: in odd points the copy's samples are 2, 4 and 3 us
+    # ((p90 - p10) / median = (3.8 - 2.2) / 3), every other call's three samples are equal (spread 0)
+    rows = []
+    for p, n in enumerate(2**k for k in (14, 11, 16, 10, 13, 12, 15)):
+        rows += [copy_row(n, 3.0 + (p % 2) * d, step=s, point=p) for s, d in enumerate([-1.0, 1.0, 0.0])]
+        rows += [mm_row(n // 64, 64, 64, 5.0, step=s, point=p) for s in range(3)]
+    ops = pd.DataFrame(rows)
+    calls = model.distinct_calls(ops, describe(ops))
+    want = [(3.8 - 2.2) / 3.0 if p % 2 and g.startswith("memory") else 0.0 for p, g in zip(calls.point, calls.group,
+                                                                                           strict=True)]
+    assert calls.spread.to_numpy() == pytest.approx(want)
+    assert model.fit(ops, K).meta["noisy"] == 3
+
+
 # ---------------------------------------------------------------- GEMMs
 
 
@@ -212,6 +227,48 @@ def test_index_op_time_follows_the_graphs_skew_not_its_shapes_alone():
     # the same shapes on a flat graph: the skew coordinate moves the prediction
     flat, _ = p.predict(pd.DataFrame([scatter_row(16 << 18, 128, 1 << 18, 16, 1.0)]))
     assert flat[0] < pred[3] * 0.8
+
+
+def cumsum_row(rows, cols, dim, dur, **kw):
+    return _row("aten::cumsum", [[rows, cols], [], []], ["long int", "Scalar", ""], [[cols, 1], [], []], dur,
+                **kw) | {"op_concrete_inputs": json.dumps(["", str(dim), ""])}
+
+
+def test_a_scan_along_an_outer_dim_follows_its_extent_not_its_bytes():
+    # cumsum over dim 0 of [rows, cols]: one thread per column walks the rows, 0.18 us a step, whatever the
+    # columns (what the H100 measured of the MoE router's [tokens, experts] scans: [24576, 8] 4,350 us,
+    # [49152, 16] 8,888 us, [8192, 32] 1,529 us); its bytes at 4 TB/s would put [24576, 8] at 2.4 us
+    def true(r, c):
+        return 2.0 + 0.18 * r
+
+    shapes = [(r, c) for r in (64, 384, 2048, 8192, 24576) for c in (8, 16, 32)]
+    p = model.fit(pd.DataFrame([cumsum_row(r, c, 0, true(r, c), point=i) for i, (r, c) in enumerate(shapes)]), K)
+    cases = [(13200, 64), (4096, 8), (1000, 24)]
+    pred, _ = p.predict(pd.DataFrame([cumsum_row(r, c, 0, 1.0) for r, c in cases]))
+    assert pred == pytest.approx([true(r, c) for r, c in cases], rel=0.05)
+    d = describe(pd.DataFrame([cumsum_row(13200, 64, 0, 1.0), cumsum_row(13200, 64, 1, 1.0),
+                               cumsum_row(13200, 64, -2, 1.0), cumsum_row(13200, 1, 0, 1.0)]))
+    # along the rows (dim 0 or -2): a scan of 13200 steps over 64 columns; along the columns, or over a
+    # single column: the innermost dim, a memory-class call
+    assert d.cls.tolist() == ["scan", "memory", "scan", "memory"]
+    assert (d.L.iat[0], d.R.iat[0]) == (13200.0, 64.0)
+
+
+def test_a_scan_past_the_l2s_edge_is_answered_from_its_own_side_of_it():
+    # an 8 MB L2 (5.6 MB resident); the scan's bytes by the formula: 8 per int64 element read, 8 written. Its
+    # steps take 0.18 us below the edge, twice that past it (each waits on memory); a scan of 256 columns
+    # just past the edge (6 MB) must not take its neighbours' L2 rate, nor one just below it memory's
+    k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128,
+                        l2=8e6)
+
+    def true(r, c):
+        return 2.0 + (0.36 if r * c * 16 > 0.7 * 8e6 else 0.18) * r
+
+    shapes = [(r, c) for r in (256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096) for c in (8, 16, 32, 64, 128, 256, 512)]
+    p = model.fit(pd.DataFrame([cumsum_row(r, c, 0, true(r, c), point=i) for i, (r, c) in enumerate(shapes)]), k)
+    cases = [(1400, 300), (1100, 300)]  # 6.7 MB, past the edge; 5.3 MB, below it
+    pred, _ = p.predict(pd.DataFrame([cumsum_row(r, c, 0, 1.0) for r, c in cases]))
+    assert pred == pytest.approx([true(r, c) for r, c in cases], rel=0.1)
 
 
 # ---------------------------------------------------------------- fallbacks and persistence

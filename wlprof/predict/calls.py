@@ -25,7 +25,7 @@ try:  # orjson parses the recorded JSON 5-10x faster; the standard module where 
 except ImportError:  # pragma: no cover
     from json import loads as _loads
 
-CLASSES = ("gemm", "grouped", "spmm", "index", "compute", "norm", "memory", "link", "other")
+CLASSES = ("gemm", "grouped", "spmm", "index", "compute", "norm", "scan", "memory", "link", "other")
 # a copy across the host link (the ops table's `transfer`) by an op that only copies: bounded by that link, not by
 # device memory (an op that reads a count or a value back beside its kernels stays in its class)
 LINK_TRANSFERS = frozenset(("HtoD", "DtoH", "HtoD pageable", "DtoH pageable"))
@@ -250,6 +250,16 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # an op on the matrix unit that is no GEMM (a convolution, attention, an RNN) is a class of its own:
     # its time follows its FLOPs, and it must not stand in for the memory-bound ops
     cls = "compute" if q["matrix_unit"] else "norm" if _is_norm(name) else "memory"
+    steps = _outer_scan_steps(name, d0, concrete)
+    if cls == "memory" and steps > 1:
+        # a scan along a dimension that is not the innermost: each thread walks one column's values one after
+        # another, so its time follows the scanned extent (a chain of dependent steps), not its bytes
+        cls = "scan"
+        columns = max(math.prod(d0) // steps, 1)
+        q.update(L=float(steps), R=float(columns), W=1.0)
+        group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
+        coords = (_log2(steps), _log2(columns), 0.0, 0.0, 0.0)
+        return cls, group, f"{cls}|{name}|{dtype}", coords, q
     if cls == "norm":
         units, outer, span = norm_units(name, d0, concrete)
         # R: the units reduced in parallel, W: the values each reduces per outer index, L: a block's steps
@@ -269,6 +279,22 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
 
 
 ALIGN_BITS = 10  # a size that is a multiple of 2^10 ends on a kernel's block as a power of two does
+SCAN_OPS = frozenset("aten::" + n for n in "cumsum cumprod _cumsum _cumprod logcumsumexp _logcumsumexp".split())
+
+
+def _outer_scan_steps(name: str, dims0: list, concrete: list) -> int:
+    """The extent a scan (`SCAN_OPS`, its dim the second input) walks where that dim is not the innermost one
+    of more than one element (0 elsewhere): CUDA scans such a dim one thread per column, step by step."""
+    if name not in SCAN_OPS or len(dims0) < 2 or len(concrete) < 2:
+        return 0
+    try:
+        dim = int(concrete[1])
+    except (TypeError, ValueError):
+        return 0
+    dim = dim + len(dims0) if dim < 0 else dim
+    if not 0 <= dim < len(dims0) - 1 or math.prod(dims0[dim + 1:]) <= 1:
+        return 0
+    return int(dims0[dim])
 
 
 REDUCE_THREADS = 512  # the threads of a block that reduces one unit of a norm (a channel, a row, a group)
@@ -488,6 +514,14 @@ def _num(ops: pd.DataFrame, name: str) -> np.ndarray:
 QUANTITIES = ("M", "N", "K", "B", "itemsize", "flops", "bytes", "numel0", "L", "W", "R", "launches")
 CONTEXT_COLUMNS = ("dispatch",)
 DST_SORTED_BACKENDS = ("segment", "csr", "pyg:gcn-csr", "pyg:sage-csr")
+# GAT over a CSR adjacency (rows = destinations) has no fused aggregation: PyG turns the CSR back into edge indices
+# in its row order, so its scatters run over edges sorted by destination, whatever a run's `dst_sorted` says
+DST_ORDERED_BACKENDS = ("pyg:gat-csr",)
+# index ops that write their table's rows at the indices (atomics or a copy): how the indices are ordered decides
+# how often neighbouring threads write the same row
+SCATTER_OPS = frozenset("aten::" + n for n in (
+    "scatter scatter_ scatter_add scatter_add_ scatter_reduce scatter_reduce_ index_add index_add_ index_copy "
+    "index_copy_ index_put_ _index_put_impl_ put_").split())
 
 
 def _loop_rows(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> None:
@@ -641,6 +675,9 @@ def _data_features(ops: pd.DataFrame, out: pd.DataFrame, coords: np.ndarray) -> 
         backend = _text(ops["backend"]) if "backend" in ops else np.full(len(ops), "", dtype=object)
         sorted_dst = np.where(np.isin(backend, DST_SORTED_BACKENDS), "True",
                               np.where(backend == "", "", "False"))
+    if "backend" in ops and "op_name" in ops:
+        ordered = np.isin(_text(ops["backend"]), DST_ORDERED_BACKENDS) & np.isin(_text(ops["op_name"]), list(SCATTER_OPS))
+        sorted_dst = np.where(ordered, "True", sorted_dst)
     idx = np.flatnonzero(np.isin(cls, ("index", "spmm")) & (sorted_dst != ""))
     group = out.group.to_numpy(dtype=object).copy()
     if len(idx):

@@ -39,6 +39,8 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
 - index, norm and memory: floor + the formula's compulsory bytes / bandwidth (a norm, forward or backward,
   is a class of its own: its per-channel or per-row reductions make it slower per byte than a stream); a
   memory-class call past `L2_RESIDENT` of the L2 is corrected by its side's neighbours (`with_residency`);
+- scan (a cumsum or cumprod along a dimension that is not the innermost): floor + bytes / bandwidth, fitted
+  like an index op, its rows term the scanned extent (one thread per column walks it step by step);
 - link (a copy across the host link, the ops table's `transfer`): floor + its bytes / the link's measured
   bandwidth that way (pinned host memory's; pageable memory is a group of its own, staged slower);
 - an index or spmm group profiled at `MIN_FIT` sizes or more, not every call at its launch floor
@@ -188,7 +190,7 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     return out
 
 
-FITTED = ("index", "spmm", "norm")  # classes whose base is fitted per op group
+FITTED = ("index", "spmm", "norm", "scan")  # classes whose base is fitted per op group
 MIN_FIT = 6  # distinct profiled sizes a group needs for its own base
 FLOOR_BOUND = 0.1  # a group's largest byte time (at the measured bandwidth) under this share of its time ...
 FLOOR_FLAT = 1.5  # ... and its times within this factor of each other: its calls took the floor, no base
@@ -673,11 +675,12 @@ def _compute_bound(d: pd.DataFrame, base: np.ndarray, k: Constants) -> np.ndarra
 def with_residency(d: pd.DataFrame, k: Constants) -> pd.DataFrame:
     """`d` with each memory-class call's size coordinate moved by `RESIDENCY_JUMP` where its bytes pass
     `L2_RESIDENT` of the L2: its time per byte falls from the L2's rate to memory's within a factor of two
-    of size, so a call on one side of that edge is interpolated from its own side's profiled calls."""
+    of size, so a call on one side of that edge is interpolated from its own side's profiled calls. So is a
+    scan's (its extent): each of its dependent steps waits on memory, not the L2, past that edge."""
     if not (k.l2 > 0) or not len(d):
         return d
-    past = (d.cls.to_numpy(dtype=object) == "memory") & (np.nan_to_num(d["bytes"].to_numpy(dtype=float))
-                                                          > L2_RESIDENT * k.l2)
+    past = np.isin(d.cls.to_numpy(dtype=object), ("memory", "scan")) & (
+        np.nan_to_num(d["bytes"].to_numpy(dtype=float)) > L2_RESIDENT * k.l2)
     if not past.any():
         return d
     d = d.copy()
@@ -826,7 +829,7 @@ def distinct_calls(ops: pd.DataFrame, d: pd.DataFrame, point_cols=("run_id", "po
     g = frame.groupby(keys, sort=False, dropna=False)
     agg = g.agg(relaxed=("relaxed", "first"), cls=("cls", "first"), dur=("dur", "median"), n=("dur", "size"),
                 first=("pos", "first"))
-    q = g.dur.quantile([0.1, 0.9]).unstack()
+    q = g.dur.quantile([0.1, 0.9]).unstack().reindex(agg.index)  # unstack sorts the keys: back to agg's order
     agg["p10"], agg["p90"] = q[0.1].to_numpy(), q[0.9].to_numpy()
     agg = agg.reset_index()
     agg["spread"] = (agg.p90 - agg.p10) / agg.dur
