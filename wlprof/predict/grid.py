@@ -153,12 +153,18 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
                                                      device), len(batches), 0.3))
     # a training step's other layers, forward and backward: convolutions, norms, pooling (images), layer
     # norm, attention, cross entropy and embeddings (sequences); convolutions in float32 too (TF32 in cuDNN)
+    # (the basic image and sequence layers in the coarse pass, so that a budget that stops in the fill-in still
+    # holds every kind of a training step's layers)
     for name, dtype, params in LAYER_STUDIES:
         n = len(params["layers"]) * len(params["batch"]) * len(params["channels"]) * len(params["size"])
-        out.append(Section("layers", 2, _study(f"layers {name}", "layers", params, dtype, device), n, 0.4))
+        out.append(Section("layers", 1 if name in COARSE_LAYERS else 2,
+                           _study(f"layers {name}", "layers", params, dtype, device), n, 0.4))
     # a training step's optimizer over float32 parameters (what torch.autocast trains): its _foreach_* kernels
     # (a launch per chunk of tensors) and its fused one, over few to many tensors, every other power of two
-    # of elements from 4,096 to 16,777,216 per tensor
+    # of elements from 4,096 to 16,777,216 per tensor; the coarse pass every fourth power over 16 tensors
+    coarse = {"optimizer": ["adamw", "sgd"], "impl": ["foreach", "fused"], "tensors": [16],
+              "numel": [1 << i for i in range(12, 25, 4)]}
+    out.append(Section("optim", 1, _study("optim coarse", "optim", coarse, "float32", device), 16, 0.3))
     params = {"optimizer": ["adamw", "sgd"], "impl": ["foreach", "fused"], "tensors": [4, 16, 64],
               "numel": [1 << i for i in range(12, 25, 2)]}
     out.append(Section("optim", 2, _study("optim", "optim", params, "float32", device), 84, 0.3))
@@ -175,6 +181,7 @@ def gpu_sections(device: str | None = "cuda") -> list[Section]:
     return out
 
 
+COARSE_LAYERS = ("images", "sequences")  # the layer studies of the coarse pass
 LAYER_STUDIES = (
     ("images", "bfloat16", {"layers": ["conv2d", "batch_norm", "group_norm", "max_pool", "avg_pool"],
                             "batch": [8, 32], "channels": [64, 256], "size": [28]}),
