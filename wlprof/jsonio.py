@@ -33,7 +33,10 @@ def dumps(obj: Any, indent: bool = False) -> bytes:
 
 
 def _default(obj: Any):
-    # numpy scalars and paths appear in manifests and trace args
+    # numpy scalars and paths appear in manifests and trace args; a float that keeps its text (a TOML
+    # study's `1.2`, `params.Written`) is its number
+    if isinstance(obj, float):
+        return float(obj)
     if hasattr(obj, "item"):
         return obj.item()
     if isinstance(obj, Path):

@@ -136,6 +136,21 @@ def test_sweep_study_file_and_its_errors(tmp_path, cli, cpu_ceilings):
     assert res.exit_code == 2 and "TOML" in res.output
 
 
+def test_sweep_a_study_with_toml_floats_records_them_as_numbers(tmp_path, cli, cpu_ceilings):
+    # a TOML float (a capture's min_batch_ms, as the committed studies' [cpu.capture] write it) is read keeping
+    # its text for messages; the manifest and the tables hold the number
+    study = tmp_path / "f.toml"
+    study.write_text('[study]\nworkload = "gemm"\n[params]\nshapes = "8x16x32"\n'
+                     '[capture]\nprofiled_steps = 2\nlatency_reps = 3\nwarmup = 1\nmin_batch_ms = 1.5\n')
+    out = tmp_path / "t"
+    res = cli("sweep", study, "--traces", out, "-q")
+    assert res.exit_code == 0, res.output
+    (manifest,) = out.glob("*/_manifest.json")
+    assert json.loads(manifest.read_text())["capture"]["min_batch_ms"] == 1.5
+    # 2*8*16*32 = 8,192 FLOPs per GEMM
+    assert set(pd.read_parquet(out).query("op_name == 'aten::mm'").flops) == {8_192}
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     (["run", "nosuch"], "WORKLOAD must be one of"),
     (["run", "mlp", "--batch", "-1"], "--batch must be a positive integer (got '-1')"),

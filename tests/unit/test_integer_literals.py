@@ -3,6 +3,8 @@ file, `--set`): `1e3` and `1000.0` are refused, naming the argument, the rule an
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -56,3 +58,11 @@ def test_study_file_and_set_refuse_a_float_batch():
     with pytest.raises(InputError) as exc:
         get("mlp").parse(study.params, CPU, None)
     assert "(got 8.0); an integer is written in digits: 8" in str(exc.value)
+
+
+def test_a_float_that_keeps_its_text_is_written_to_json_as_its_number():
+    from wlprof import jsonio
+    from wlprof.params import Written
+
+    assert json.loads(jsonio.dumps({"min_batch_ms": Written("5.0"), "alpha": [Written("1e3")]})) == {
+        "min_batch_ms": 5.0, "alpha": [1000.0]}
