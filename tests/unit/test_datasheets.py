@@ -113,3 +113,24 @@ def test_datasheet_ceilings_are_labelled_and_hold_no_cache_roofs():
     assert c.method["datasheet"] == "A100 40GB" and c.datasheet["source"] == datasheets.A100_SHEET
     # it survives a manifest round trip as datasheet ceilings
     assert ceilings.Ceilings.from_dict(c.to_dict()).source == "datasheet"
+
+
+def test_the_sweep_figure_names_a_datasheet_peak_so():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from wlprof.plots import figures
+
+    sheet = ceilings.datasheet_ceilings("NVIDIA A100-SXM4-40GB")
+    assert figures.ceilings_kind(sheet) == "datasheet"
+    assert figures.ceilings_kind(sheet.to_dict()) == "datasheet"
+    assert figures.ceilings_kind({"matrix_tflops": {"bfloat16": 700.0}, "source": "measured"}) == "measured"
+    steps = pd.DataFrame({"run_id": "r", "batch": [1, 8], "achieved_tflops": [1.0, 50.0],
+                          "achieved_tflops_latency": [0.5, 40.0], "latency_us": [10.0, 12.0],
+                          "kernel_us": [8.0, 10.0], "ceiling_tflops": [312.0, 312.0]})
+    for kind in ("datasheet", "measured"):
+        fig = figures.rate_vs_axis(steps, "batch", "MLP", kind)
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert f"{kind} peak 312 TFLOP/s" in texts, texts

@@ -92,7 +92,8 @@ def _workload_figures(ctx: Context) -> list[Figure]:
             out.append(Figure(f"tflops_vs_{w.rate_axis}.png",
                               f"{label}: where does the {w.rate_axis} sweep turn from memory- to compute-bound, and "
                               "what does one call's latency do meanwhile?",
-                              lambda ctx, p=present, w=w, label=label: figures.rate_vs_axis(p, w.rate_axis, label)))
+                              lambda ctx, p=present, w=w, label=label: figures.rate_vs_axis(
+                                  p, w.rate_axis, label, figures.ceilings_kind(ctx.ceilings))))
         elif kind == "phases" and w.name in ctx.rep.phases:
             table = ctx.rep.phases[w.name]
             by_point = present.drop_duplicates(["run_id", "point"]).set_index(["run_id", "point"])

@@ -106,7 +106,7 @@ def roofline(ops: pd.DataFrame, ceilings, title: str = "Roofline"):
     fig, ax = plt.subplots(figsize=(10, 6.5), dpi=120)
     d = ops[(ops.intensity_flop_per_byte > 0) & (ops.achieved_tflops > 0)]
     memory, compute = roofline_lines(ops, c) if c is not None else ({}, {})
-    kind_of = "datasheet" if c is not None and c.source == "datasheet" else "measured"
+    kind_of = ceilings_kind(c)
     top = max(compute.values(), default=1.0)
     xmin, xmax = 1e-3, 1e5
     if not d.empty:
@@ -335,9 +335,16 @@ def latency_vs_flops(steps: pd.DataFrame, latency: str = "latency_us", rel_tol: 
 # --------------------------------------------------------------------------- 3. where memory-bound turns compute-bound
 
 
-def rate_vs_axis(steps: pd.DataFrame, axis: str, label: str):
+def ceilings_kind(ceilings) -> str:
+    """'datasheet' for ceilings taken from a vendor's sheet (`--ceilings datasheet`), else 'measured'."""
+    c = _as_ceilings(ceilings)
+    return "datasheet" if c is not None and c.source == "datasheet" else "measured"
+
+
+def rate_vs_axis(steps: pd.DataFrame, axis: str, label: str, peak_kind: str = "measured"):
     """Achieved rate (kernels, and as one call sees it) and latency against a sweep parameter (MLP: batch),
-    with where the kernels turn from memory- to compute-bound marked."""
+    with where the kernels turn from memory- to compute-bound marked; the peak line labelled `peak_kind`
+    (measured, or datasheet)."""
     plt = _plt()
     d = steps.dropna(subset=[axis]).sort_values(axis)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7.5), dpi=120, sharex=True,
@@ -357,7 +364,7 @@ def rate_vs_axis(steps: pd.DataFrame, axis: str, label: str):
     peak = d.ceiling_tflops.max() if "ceiling_tflops" in d else np.nan
     if peak == peak:
         top.axhline(peak / scale, color="0.4", lw=0.8, ls=":")
-        top.annotate(f"measured peak {rate(peak)}", (d[axis].min(), peak / scale), xytext=(2, 3),
+        top.annotate(f"{peak_kind} peak {rate(peak)}", (d[axis].min(), peak / scale), xytext=(2, 3),
                      textcoords="offset points", fontsize=7, color="0.3")
     # the switch from memory- to compute-bound (the bound holding most kernel time), or the ridge
     if "bound" in d and d.bound.notna().any():
