@@ -31,6 +31,7 @@ class IngestedFile:
     no_flops_us: float = 0.0  # kernel time without FLOPs: unknown ops, and kernels costed by bytes alone
     ops: bool = True  # it recorded CPU ops (a profile without ProfilerActivity.CPU records kernels only)
     replayed_us: float = 0.0  # kernel time without FLOPs replayed from CUDA/HIP graphs (no op launched it)
+    top_bytes_only: list[tuple[str, float]] = field(default_factory=list)  # the longest costed by bytes alone
 
 
 @dataclass
@@ -48,7 +49,8 @@ class IngestResult:
 
     @property
     def bytes_only_share(self) -> float:
-        """The share of kernel time whose bytes are costed and FLOPs not (a fused Triton kernel)."""
+        """The share of kernel time whose bytes are costed and FLOPs not (a fused Triton kernel, a pooling
+        window the trace does not record)."""
         total = sum(f.kernel_us for f in self.files)
         return sum(f.no_flops_us - f.unknown_us for f in self.files) / total if total else float("nan")
 
@@ -532,6 +534,8 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     unknown = some[(kernels.flops_source == "unknown").to_numpy()]
     no_flops = some[kernels.flops.isna().to_numpy()]
     top_unknown = no_flops.groupby(unknown_labels(no_flops)).dur_us.sum().sort_values(ascending=False).head(5)
+    bytes_only = some[(kernels.flops.isna() & (kernels.flops_source != "unknown")).to_numpy()]
+    top_bytes_only = bytes_only.groupby(unknown_labels(bytes_only)).dur_us.sum().sort_values(ascending=False).head(3)
     files = write_point(run_path, i, variant, point, chrome)
     import pandas as pd
 
@@ -548,7 +552,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                      "off, or the capture itself, to cost them)")
     summary = IngestedFile(str(f), rank, events, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
-                           notes, float(no_flops.dur_us.sum()), not opless, replayed)
+                           notes, float(no_flops.dur_us.sum()), not opless, replayed, list(top_bytes_only.items()))
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     coll = collective_rows(kernels)
     coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None
