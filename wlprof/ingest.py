@@ -176,11 +176,13 @@ def _datasheet(device_type: str, device_name: str, props: dict | None):
     if made is None:
         mem = (props or {}).get("totalGlobalMem")
         told = f" ({mem / 2**30:.0f} GiB)" if isinstance(mem, (int, float)) and mem > 0 else ""
-        what = f"the trace ran on {device_name}{told}, which has none" if device_type == "cuda" else \
-            f"the trace ran on a CPU ({device_name})"
+        unnamed = device_type == "cuda" and device_name.startswith("unknown ")  # `trace.identity.device_of`
+        what = ("the trace does not name its GPU (no deviceProperties name or compute capability)" if unnamed
+                else f"the trace ran on {device_name}{told}, which has none" if device_type == "cuda"
+                else f"the trace ran on a CPU ({device_name})")
         raise InputError("--ceilings", f"datasheet needs a GPU with a known datasheet: {what}; known: "
                          f"{', '.join(known())}", DATASHEET,
-                         hint="pass ceilings measured on that GPU (`wlprof calibrate --out FILE` there) instead")
+                         hint="pass ceilings measured on that device (`wlprof calibrate --out FILE` there) instead")
     m = made.method
     cached = C.load_cached(device_type, device_name)
     also = (f"; measured ceilings of {device_name} are cached here ({C.cache_path(device_type, device_name)}): "
