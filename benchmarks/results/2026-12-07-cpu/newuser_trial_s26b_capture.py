@@ -1,5 +1,6 @@
 """Capture two CPU training steps of a tiny transformer (three blocks: SDPA plain, is_causal=True and with a
-boolean attn_mask) with torch.profiler: ."""
+boolean attn_mask) with torch.profiler:
+`python newuser_trial_s26b_capture.py {float32,bfloat16} OUT.json`."""
 import sys
 
 import torch
