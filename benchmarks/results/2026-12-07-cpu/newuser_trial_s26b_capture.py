@@ -42,7 +42,7 @@ x = torch.randn(B, T, D, dtype=dtype)
 
 def step():
     h = x
-    for blk, mode in zip(model, ["plain", "causal", "mask"]):
+    for blk, mode in zip(model, ["plain", "causal", "mask"], strict=True):
         h = blk(h, mode)
     loss = h.float().pow(2).mean()
     loss.backward()
