@@ -31,6 +31,7 @@ class IngestedFile:
     no_flops_us: float = 0.0  # kernel time without FLOPs: unknown ops, and kernels costed by bytes alone
     ops: bool = True  # it recorded CPU ops (a profile without ProfilerActivity.CPU records kernels only)
     replayed_us: float = 0.0  # kernel time without FLOPs replayed from CUDA/HIP graphs (no op launched it)
+    top_bytes_only: list[tuple[str, float]] = field(default_factory=list)  # the longest costed by bytes alone
 
 
 @dataclass
@@ -48,7 +49,8 @@ class IngestResult:
 
     @property
     def bytes_only_share(self) -> float:
-        """The share of kernel time whose bytes are costed and FLOPs not (a fused Triton kernel)."""
+        """The share of kernel time whose bytes are costed and FLOPs not (a fused Triton kernel, a pooling
+        window the trace does not record)."""
         total = sum(f.kernel_us for f in self.files)
         return sum(f.no_flops_us - f.unknown_us for f in self.files) / total if total else float("nan")
 
@@ -174,11 +176,13 @@ def _datasheet(device_type: str, device_name: str, props: dict | None):
     if made is None:
         mem = (props or {}).get("totalGlobalMem")
         told = f" ({mem / 2**30:.0f} GiB)" if isinstance(mem, (int, float)) and mem > 0 else ""
-        what = f"the trace ran on {device_name}{told}, which has none" if device_type == "cuda" else \
-            f"the trace ran on a CPU ({device_name})"
+        unnamed = device_type == "cuda" and device_name.startswith("unknown ")  # `trace.identity.device_of`
+        what = ("the trace does not name its GPU (no deviceProperties name or compute capability)" if unnamed
+                else f"the trace ran on {device_name}{told}, which has none" if device_type == "cuda"
+                else f"the trace ran on a CPU ({device_name})")
         raise InputError("--ceilings", f"datasheet needs a GPU with a known datasheet: {what}; known: "
                          f"{', '.join(known())}", DATASHEET,
-                         hint="pass ceilings measured on that GPU (`wlprof calibrate --out FILE` there) instead")
+                         hint="pass ceilings measured on that device (`wlprof calibrate --out FILE` there) instead")
     m = made.method
     cached = C.load_cached(device_type, device_name)
     also = (f"; measured ceilings of {device_name} are cached here ({C.cache_path(device_type, device_name)}): "
@@ -532,6 +536,8 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
     unknown = some[(kernels.flops_source == "unknown").to_numpy()]
     no_flops = some[kernels.flops.isna().to_numpy()]
     top_unknown = no_flops.groupby(unknown_labels(no_flops)).dur_us.sum().sort_values(ascending=False).head(5)
+    bytes_only = some[(kernels.flops.isna() & (kernels.flops_source != "unknown")).to_numpy()]
+    top_bytes_only = bytes_only.groupby(unknown_labels(bytes_only)).dur_us.sum().sort_values(ascending=False).head(3)
     files = write_point(run_path, i, variant, point, chrome)
     import pandas as pd
 
@@ -548,7 +554,7 @@ def _ingest_file(run_path: Path, run_id: str, i: int, f: Path, chrome_top: int |
                      "off, or the capture itself, to cost them)")
     summary = IngestedFile(str(f), rank, events, len(kernels), float(kernels.dur_us.sum()),
                            float(unknown.dur_us.sum()), list(top_unknown.items()), files.get("chrome"), shapes,
-                           notes, float(no_flops.dur_us.sum()), not opless, replayed)
+                           notes, float(no_flops.dur_us.sum()), not opless, replayed, list(top_bytes_only.items()))
     ceil = {**(ceilings.to_dict() if ceilings else {}), "origin": origin}
     coll = collective_rows(kernels)
     coll = pickle.dumps(coll[[c for c in COLLECTIVE_COLUMNS if c in coll]]) if len(coll) else None

@@ -72,6 +72,21 @@ def test_datasheet_is_refused_for_a_gpu_with_no_sheet_and_nothing_is_written(tmp
     assert res.exit_code == 0 and "no datasheet is known for NVIDIA B300 SXM6 AC either" in " ".join(res.output.split())
 
 
+def test_datasheet_is_refused_naming_why_for_a_trace_without_its_gpus_name_and_for_a_cpu_trace(tmp_path, cli,
+                                                                                               empty_cache):
+    # a 2021 V100 trace with no deviceProperties: nothing names the GPU; a CPU-only trace: no GPU at all
+    unnamed = FIXTURES / "public" / "kineto_2021_v100_cudnn_index_typed_kernels.json.gz"
+    cpu = FIXTURES / "public" / "hta_2024_cpu_only_gloo.json.gz"
+    for trace, why in ((unnamed, "the trace does not name its GPU (no deviceProperties name or compute capability)"),
+                       (cpu, "the trace ran on a CPU (unknown CPU)")):
+        res = cli("ingest", trace, "--traces", tmp_path / "t", "--ceilings", "datasheet")
+        text = " ".join(res.output.split())
+        assert res.exit_code == 2, text
+        assert f"--ceilings datasheet needs a GPU with a known datasheet: {why}; known: V100 SXM2," in text, text
+        assert "pass ceilings measured on that device (`wlprof calibrate --out FILE` there) instead" in text, text
+        assert not (tmp_path / "t").exists()
+
+
 def test_report_places_an_ingest_against_its_datasheet_and_refuses_an_unknown_gpu(tmp_path, cli, empty_cache):
     assert cli("ingest", H100, "--traces", tmp_path / "h", "-q").exit_code == 0
     res = cli("report", "--traces", tmp_path / "h", "--out", tmp_path / "r", "--ceilings", "datasheet")

@@ -114,23 +114,26 @@ def test_a_clip_step_leaves_nothing_out_its_attention_and_convolution_run_as_cud
     assert "_for_cpu" not in md
 
 
-def _bf16_attention(path: Path) -> Path:
-    """One CPU forward and backward of bfloat16 SDPA ([B, H, S, D] = [1, 2, 8, 16], not causal)."""
+def _bf16_attention(path: Path, masked: bool = False) -> Path:
+    """One CPU forward and backward of bfloat16 SDPA ([B, H, S, D] = [1, 2, 8, 16], not causal), with an [8, 8]
+    boolean attn_mask where `masked`."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     q = torch.randn(1, 2, 8, 16, dtype=torch.bfloat16, requires_grad=True)
+    mask = torch.ones(8, 8, dtype=torch.bool).tril() if masked else None
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        torch.nn.functional.scaled_dot_product_attention(q, q, q).sum().backward()
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask).sum().backward()
     prof.export_chrome_trace(str(path))
     return path
 
 
-def test_16_bit_attention_runs_as_the_backend_the_profile_measured_else_flash(tmp_path):
+def _attention_calls(trace: Path) -> dict:
+    """Per profile (h200, h100): the attention calls' names and their forward call's first four arguments'
+    dims, as `calls_and_left_out` translates the CPU trace; asserts nothing is left out."""
     from wlprof.predict.profile import load_profile
     from wlprof.predict.spec import calls_and_left_out
 
-    trace = _bf16_attention(tmp_path / "bf16.pt.trace.json")
     got = {}
     for name, profile in (("h200", H200), ("h100", H100)):
         predictor, _, _ = load_profile(profile, False)
@@ -138,9 +141,25 @@ def test_16_bit_attention_runs_as_the_backend_the_profile_measured_else_flash(tm
         calls, left = calls_and_left_out(str(trace), held)
         assert left.empty, left
         att = calls[calls.op_name.str.contains("attention")]
-        got[name] = (att.op_name.tolist(), json.loads(att.op_input_dims.iat[0])[:3])
+        got[name] = (att.op_name.tolist(), json.loads(att.op_input_dims.iat[0])[:4])
+    return got
+
+
+def test_16_bit_attention_runs_as_the_backend_the_profile_measured_else_flash(tmp_path):
+    got = _attention_calls(_bf16_attention(tmp_path / "bf16.pt.trace.json"))
     # the H200 profile holds cuDNN's attention (torch picked it there): [B, H, S, D] as SDPA passes it; the
-    # H100 profile holds none: flash, on [B, S, H, D] views
+    # H100 profile holds none: flash, on [B, S, H, D] views; no mask (cuDNN's attn_bias, flash's cum_seq_q: [])
     b, h = [1, 2, 8, 16], [1, 8, 2, 16]
-    assert got["h200"] == (["aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"], [b, b, b])
-    assert got["h100"] == (["aten::_flash_attention_forward", "aten::_flash_attention_backward"], [h, h, h])
+    assert got["h200"] == (["aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"], [b, b, b, []])
+    assert got["h100"] == (["aten::_flash_attention_forward", "aten::_flash_attention_backward"], [h, h, h, []])
+
+
+def test_16_bit_attention_with_a_mask_runs_as_the_memory_efficient_kernel_where_cudnn_is_not_held(tmp_path):
+    """Flash takes no attn_mask (SDPA's can_use_flash_attention refuses one): a masked 16-bit call runs as the
+    memory-efficient kernel with the mask as its bias, unless the profile holds cuDNN's attention."""
+    got = _attention_calls(_bf16_attention(tmp_path / "bf16-mask.pt.trace.json", masked=True))
+    b, h = [1, 2, 8, 16], [1, 8, 2, 16]
+    # cuDNN: (q, k, v, attn_bias, ...) on [B, H, S, D]; efficient: (q, k, v, bias, ...) on [B, S, H, D] views
+    assert got["h200"] == (["aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"], [b, b, b, [8, 8]])
+    assert got["h100"] == (["aten::_efficient_attention_forward", "aten::_efficient_attention_backward"],
+                           [h, h, h, [8, 8]])

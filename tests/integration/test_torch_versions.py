@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,20 @@ def test_no_false_warnings_and_the_cpu_is_unknown_without_a_host_name(path):
     assert ("host_name" in trace.meta) == (path.parent.name == "2.14.1")
     if "host_name" not in trace.meta:
         assert name == "unknown CPU"
+
+
+def test_the_ingest_summary_names_the_ops_costed_by_bytes_alone(cli, tmp_path):
+    """A max pool of torch 1.13 (no Concrete Inputs: its window unrecorded) has bytes and no FLOPs: the summary
+    names it, not Inductor's Triton kernels (there are none); a torch.compile trace names its Triton kernels."""
+    res = cli("ingest", ROOT / "1.13.1" / "convnet.json.gz", "--traces", tmp_path / "a")
+    assert res.exit_code == 0, res.output
+    line = " ".join(res.output.split())
+    named = re.search(r"has bytes but no FLOPs \(ops whose arithmetic the trace does not record: ([^)]*)\)", line)
+    assert named, line
+    assert named.group(1).startswith("aten::max_pool2d_with_indices "), named.group(1)
+    assert "Triton" not in named.group(1)
+    public = ROOT.parent / "public" / "tracelens_mi300_triton.json.gz"
+    res = cli("ingest", public, "--traces", tmp_path / "b")
+    assert res.exit_code == 0, res.output
+    line = " ".join(res.output.split())
+    assert "has bytes but no FLOPs (ops whose arithmetic the trace does not record: Triton kernels " in line, line

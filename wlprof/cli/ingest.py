@@ -82,9 +82,15 @@ def ingest(
         why = ("no FLOPs: " + ", ".join(causes[:-1]) + " or " + causes[-1]) if len(causes) > 1 else "no FLOP formula"
         unknown = f"has {why} (kept as flops_source = unknown)"
         if res.bytes_only_share > 0.0005:  # the table's column counts both
+            longest: dict[str, float] = {}
+            for f in files:
+                for op, us in f.top_bytes_only:
+                    longest[op] = longest.get(op, 0.0) + us
+            named = ", ".join(f"{op} {render.sig(us / 1e3)} ms"
+                              for op, us in sorted(longest.items(), key=lambda kv: -kv[1])[:3])
             con.print(f"{res.unknown_share + res.bytes_only_share:.1%} of kernel time has no FLOPs: "
                       f"{res.unknown_share:.1%} {unknown}, and {res.bytes_only_share:.1%} has bytes but no FLOPs "
-                      "(kernels whose arithmetic the trace does not record: Inductor's fused Triton kernels)")
+                      f"(ops whose arithmetic the trace does not record: {named})")
         else:
             con.print(f"{res.unknown_share:.1%} of kernel time {unknown}")
     else:

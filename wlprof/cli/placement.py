@@ -78,7 +78,7 @@ def _check_datasheets(rc) -> None:
     gpus = sorted({str(r.device_name) for r in rc.values()})
     raise InputError("--ceilings", f"datasheet needs runs of a GPU with a known datasheet: these ran on "
                      f"{', '.join(gpus)}, which has none; known: {', '.join(known())}", "datasheet",
-                     hint="pass ceilings measured on that GPU (`wlprof calibrate --out FILE` there) instead")
+                     hint="pass ceilings measured on that device (`wlprof calibrate --out FILE` there) instead")
 
 
 def _only(df: pd.DataFrame | None, runs: list[str]) -> pd.DataFrame | None:

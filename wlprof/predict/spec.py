@@ -575,8 +575,9 @@ def _cpu_attention(ops: pd.DataFrame, held: frozenset[str]) -> pd.DataFrame:
     v, bias, cu_q, cu_k, max_q, max_k, dropout_p, custom_mask_type, compute_log_sumexp, scale, ...)` on
     [B, S, H, D] views of the [B, H, S, D] inputs; 16-bit inputs through cuDNN's `_cudnn_attention_forward`
     where the profile holds it (the backend torch picked where it was measured), else flash's
-    `_flash_attention_forward` ([B, S, H, D]). The backward likewise. The attention mask, where one was
-    given, is the bias; the log-sum-exp is kept where the step runs a backward (training)."""
+    `_flash_attention_forward` ([B, S, H, D]), or the memory-efficient kernel where a mask was given (flash
+    takes none: SDPA's `can_use_flash_attention` refuses an attn_mask). The backward likewise. The attention
+    mask, where one was given, is the bias; the log-sum-exp is kept where the step runs a backward (training)."""
     import json
 
     rows = np.flatnonzero(ops._as.isin(CPU_ATTENTION).to_numpy())
@@ -611,7 +612,7 @@ def _cpu_attention(ops: pd.DataFrame, held: frozenset[str]) -> pd.DataFrame:
         except (TypeError, ValueError, IndexError):
             continue
         sixteen = types[0] in ("c10::BFloat16", "c10::Half")
-        kind = "cudnn" if sixteen and cudnn else "flash" if sixteen else "efficient"
+        kind = "cudnn" if sixteen and cudnn else "flash" if sixteen and not mask[0] else "efficient"
         ts = [arg(dims[j], types[j], strides[j] or [], kind != "cudnn") for j in range(tensors)]
         bias = mask if mask[0] else ([], "", [], "")
         none, false, unset = ([], "", [], ""), sc("False"), sc("")
