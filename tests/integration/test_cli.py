@@ -6,6 +6,7 @@ import gzip
 import json
 import os
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -290,3 +291,17 @@ def test_ls_says_whether_a_run_was_generated_or_ingested_and_from_what(tmp_path,
     assert (got[gemm.name]["source"], got[gemm.name]["from"]) == ("generated", "h200_fixture_gemm.toml")
     assert (got[ingested]["source"], got[ingested]["from"]) == ("ingested", "ddp.pt.trace.json.gz")
     assert "source" in cli("ls", "--traces", tmp_path).output  # shown at the default width too
+
+
+def test_show_without_a_run_id_shows_the_folder_s_only_run_and_refuses_a_choice(tmp_path, cli):
+    trace = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "public" / "hta_2023_simple_add_ext_eq_corr.json.gz"
+    out = tmp_path / "t"
+    assert cli("ingest", trace, "--traces", out, "-q").exit_code == 0
+    (run,) = [p.name for p in out.iterdir() if p.is_dir()]
+    res = cli("show", "--traces", out)
+    assert res.exit_code == 0, res.output
+    assert res.output.split()[0] == run
+    assert cli("ingest", trace, "--traces", out, "-q").exit_code == 0
+    res = cli("show", "--traces", out)
+    assert res.exit_code == 2
+    assert f"RUN_ID is required where {out}/ holds 2 runs" in " ".join(res.output.split())

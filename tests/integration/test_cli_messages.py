@@ -75,7 +75,7 @@ def test_help_keeps_the_bracketed_words_of_its_text(path, cmd):
     (["--traces", "x", "ls"], "error: --traces is not an option of `wlprof`: name a command first (`wlprof COMMAND"),
     (["report", "--outt", "x"], "did you mean --out?"),
     (["show", "x", "--top", "abc"], "error: --top must be an integer (got 'abc')"),
-    (["show"], "error: RUN_ID is required (see `wlprof show --help`)"),
+    (["show", "x", "y"], "error: got unexpected extra argument(s) (y) (see `wlprof show --help`)"),
     (["rn"], "error: COMMAND must be one of"),
     (["run", "gem"], "did you mean 'gemm'?"),
     (["run", "gemm", "--dtype", "flaot32"], "did you mean 'float32'?"),

@@ -14,7 +14,8 @@ EXAMPLES = epilog("wlprof show RUN_ID", "wlprof show RUN_ID --variant 'batch 64'
 
 @handle_errors
 def show(
-    run_id: Annotated[str, typer.Argument(help="A run id from `wlprof ls`.")],
+    run_id: Annotated[str | None, typer.Argument(
+        help="A run id from `wlprof ls`. Default: the folder's run, where it holds one (an ingest's).")] = None,
     traces: Traces = DEFAULT_TRACES,
     variant: Annotated[str | None, typer.Option("--variant", help="Only this sweep point. Default: every sweep point.")] = None,
     top: Annotated[int, typer.Option("--top", help="Kernels per variant (0: all).")] = 12,
@@ -32,6 +33,14 @@ def show(
     from wlprof.store.selection import ls_hint, require_folder, run_ceilings
 
     require_folder(traces)
+    if run_id is None:
+        from wlprof.store.runs import list_runs
+
+        runs = [m["run_id"] for m in list_runs(traces)]
+        if len(runs) != 1:
+            raise InputError("RUN_ID", f"is required where {traces}/ holds {len(runs)} runs ({ls_hint(traces)})",
+                             None)
+        run_id = runs[0]
     path = run_dir(traces, run_id)
     if not path.is_dir():
         from wlprof.store.runs import list_runs
