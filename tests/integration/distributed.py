@@ -7,15 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import HUNG_S
+
 FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
 
 
-def _wlprof(args, traces: Path, env=None, timeout=240):
+def _wlprof(args, traces: Path, env=None):
     cache = Path(os.environ["WLPROF_CACHE_DIR"])
     assert any(cache.glob("ceilings-cpu-*.json")), "request the cpu_ceilings fixture: rank 0 would measure them"
     e = {**os.environ, "WLPROF_DIST_TIMEOUT": "60", **(env or {})}
     return subprocess.run([sys.executable, "-m", "wlprof", "run", *args, *FAST, "--traces", str(traces)], env=e,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=HUNG_S)
 
 
 def _only_run(traces: Path) -> Path:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HUNG_S
 from distributed import FAST, _only_run, _wlprof
 
 import wlprof
@@ -65,7 +66,7 @@ def test_moe_alltoall_three_ranks_under_torchrun(tmp_path):
     args = [*MOE]
     args[args.index("--experts") + 1] = "6"
     res = subprocess.run([str(torchrun), "--nproc-per-node", "3", "-m", "wlprof", "run", *args, *FAST, "--traces",
-                          str(tmp_path)], env=e, capture_output=True, text=True, timeout=300)
+                          str(tmp_path)], env=e, capture_output=True, text=True, timeout=HUNG_S)
     assert res.returncode == 0, res.stderr[-3000:]
     steps = _check_moe(tmp_path, 3, experts=6)
     # zipf:1.2 over 6 experts: rank 0's experts (0, 1) get the most rows, rank 2's (4, 5) the fewest; each

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+from conftest import HUNG_S
+
 from wlprof.stderr_filter import is_noise
 
 SCRIPT = textwrap.dedent("""
@@ -29,7 +31,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_only_the_two_profiler_lines_are_dropped():
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, timeout=60)
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, timeout=HUNG_S)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == b"3"
     assert res.stderr == (b"before\na warning from C++\npython: progress 1/2\r"
