@@ -119,28 +119,6 @@ def profiler_noise_filtered():
 
 
 @contextlib.contextmanager
-def fd2_discarded():
-    """While inside, whatever is written to fd 2 (Python's or C++'s) is dropped; for best-effort work whose
-    failure is expected and handled, such as c10d's client warnings with their C++ stacks."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no real stderr: nothing to drop
-        yield
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 2)
-    os.close(null)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-@contextlib.contextmanager
 def schedule_warning_ignored():
     """While inside, torch.profiler's warning that a scheduled profiler "clears events at the end of each
     cycle" is not shown (some torch versions give it when the warm-up hands over to the one cycle wlprof
