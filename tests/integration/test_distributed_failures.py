@@ -56,6 +56,14 @@ def test_a_port_in_use_is_refused(tmp_path, cli, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_grace_that_is_no_number_of_seconds_is_refused(tmp_path, cli, monkeypatch):
+    monkeypatch.setenv("WLPROF_DIST_GRACE", "soon")
+    res = cli("run", *HALO, "--world-size", "2", *FAST, "--traces", tmp_path)
+    assert res.exit_code == 2
+    assert "WLPROF_DIST_GRACE must be a number of seconds, 0 or more (got 'soon')" in res.output, res.output
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_mismatched_versions_are_refused(tmp_path):
     res = _wlprof([*HALO, "--world-size", "2"], tmp_path, env={"WLPROF_TEST_VERSION": "1:torch=2.0.0"})
     assert res.returncode != 0

@@ -6,7 +6,7 @@ the MASTER_PORT given, which must be free, else on a port the system picks). Eac
 `python -m wlprof.distributed.child` with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
 MASTER_PORT set and NVLink multicast off. When a rank's process exits with an error, the
 launcher posts `abort` naming it to the store, waits for the others to stop, ends the ones
-that do not (by their pids), and removes rank 0's staged
+that do not (by their pids, after WLPROF_DIST_GRACE seconds), and removes rank 0's staged
 run folder if it was left: nothing half-written remains.
 """
 
@@ -87,6 +87,7 @@ def launch(study, traces, world_size: int, quiet: bool = False, command: str | N
     note = oversubscribed_note(device, world_size, os.cpu_count() or 1)
     if note and not quiet:
         print(f"note: {note}", file=sys.stderr)
+    grace = W.grace_s()
     host = os.environ.get("MASTER_ADDR", "127.0.0.1")
     store = _store(host, world_size)
     token = secrets.token_hex(6)
@@ -117,7 +118,7 @@ def launch(study, traces, world_size: int, quiet: bool = False, command: str | N
                     failed = (r, code)
                     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
                     _post_abort(store, token, f"rank {r} {how}")
-                    grace_end = time.monotonic() + min(30.0, W.timeout_s()) + 5
+                    grace_end = time.monotonic() + grace
             if grace_end is not None and time.monotonic() > grace_end:
                 for p in procs:
                     if p.poll() is None:

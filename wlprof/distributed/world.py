@@ -24,6 +24,7 @@ from wlprof.errors import InputError, WlprofError
 # NVLink multicast stays off in every process wlprof starts (and in the ranks themselves).
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 TIMEOUT_ENV = "WLPROF_DIST_TIMEOUT"  # seconds a rank waits for the others (default 300)
+GRACE_ENV = "WLPROF_DIST_GRACE"  # seconds the launcher gives the other ranks to stop once one failed
 STORE_ENV = "WLPROF_STORE_HOST"  # "launcher": `wlprof run --world-size` hosts the rendezvous store, not rank 0
 FAIL_ENV = "WLPROF_TEST_FAIL"  # "RANK:PHASE": that rank exits there (tests of a rank that dies)
 VERSION_ENV = "WLPROF_TEST_VERSION"  # "RANK:package=version": that rank reports it (tests of a mismatch)
@@ -47,6 +48,21 @@ def timeout_s() -> float:
         return float(raw) if raw else 300.0
     except ValueError:
         raise InputError(TIMEOUT_ENV, "must be a number of seconds", raw) from None
+
+
+def grace_s() -> float:
+    """Seconds the launcher waits for the other ranks to stop by themselves once one failed, then ends them
+    (default: the ranks' wait, at most 30 s, plus 5)."""
+    raw = os.environ.get(GRACE_ENV)
+    if not raw:
+        return min(30.0, timeout_s()) + 5
+    try:
+        grace = float(raw)
+    except ValueError:
+        grace = -1.0
+    if not grace >= 0:
+        raise InputError(GRACE_ENV, "must be a number of seconds, 0 or more", raw)
+    return grace
 
 
 @dataclass
