@@ -33,6 +33,11 @@ from wlprof import ceilings  # noqa: E402  (imports no torch)
 FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200"
 
+# Seconds a test waits for a subprocess (or a thread) before calling it hung: a guard against a hang, never
+# a measure of speed. Every wait in the suite ends by an event; a loaded machine takes many times longer than
+# an idle one, and the slowest subprocess here takes under a minute on an idle 2-core machine.
+HUNG_S = 900
+
 
 def _wants_cuda(config) -> bool:
     expr = config.getoption("markexpr") or ""

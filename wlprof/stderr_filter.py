@@ -23,6 +23,7 @@ import warnings
 
 NOISE = re.compile(rb"USDT:[^\n\r]*\] profiler_(start|stop)[ \t\r]*\n?$")
 _PREFIX = b"USDT:"
+JOIN_S = 10.0  # seconds the context waits, on leaving, for the thread to forward the last bytes
 
 
 def is_noise(line: bytes) -> bool:
@@ -114,30 +115,12 @@ def profiler_noise_filtered():
         with contextlib.suppress(OSError, ValueError, AttributeError):
             sys.stderr.flush()
         os.dup2(saved, 2)  # closes the pipe's last write end: the pump reads EOF and stops
-        pump.join(timeout=10)
-        os.close(saved)
-
-
-@contextlib.contextmanager
-def fd2_discarded():
-    """While inside, whatever is written to fd 2 (Python's or C++'s) is dropped; for best-effort work whose
-    failure is expected and handled, such as c10d's client warnings with their C++ stacks."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no real stderr: nothing to drop
-        yield
-        return
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 2)
-    os.close(null)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        pump.join(timeout=JOIN_S)
+        # a pump still running (a child process holds the pipe's write end, or a busy machine has not run it
+        # yet) keeps its copy of the real stderr: closed, its number could be reused by a file this process
+        # opens next, and the pump would write stderr's bytes into that file
+        if not pump.is_alive():
+            os.close(saved)
 
 
 @contextlib.contextmanager

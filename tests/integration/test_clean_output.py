@@ -10,6 +10,7 @@ import sys
 
 import pandas as pd
 import pytest
+from conftest import HUNG_S
 
 import wlprof
 
@@ -20,7 +21,7 @@ FAST = ["--steps", "1", "--warmup", "1", "--reps", "2", "--device", "cpu"]
 
 def wl(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "wlprof.cli.main", *map(str, args)], capture_output=True,
-                          text=True, timeout=300, cwd=cwd)
+                          text=True, timeout=HUNG_S, cwd=cwd)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import files_under
+from conftest import HUNG_S, files_under
 
 import wlprof
 from wlprof import ceilings, schema
@@ -210,7 +210,7 @@ def test_entry_point_in_a_subprocess_records_the_command(tmp_path, cpu_ceilings)
     env = dict(os.environ)  # WLPROF_CACHE_DIR: the session's cache, where cpu_ceilings saved the CPU's
     cmd = [sys.executable, "-m", "wlprof.cli.main", "run", "elementwise", "--ops", "relu,dot", "--numel", "4096",
            "--traces", str(out), *FAST]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=HUNG_S)
     assert proc.returncode == 0, proc.stderr
     assert "relu n=4096" in proc.stdout and "read_parquet" in proc.stdout
     run_dir = next(out.iterdir())

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import copy_h200_runs
+from conftest import HUNG_S, copy_h200_runs
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -315,11 +315,11 @@ def test_python_dash_m_wlprof_names_the_wlprof_command_in_its_messages(tmp_path)
     # `python -m wlprof` (and `torchrun ... -m wlprof`) pointed at `wlprof -m wlprof run gemm --help`
     env = {**os.environ, "COLUMNS": "200"}
     res = subprocess.run([sys.executable, "-m", "wlprof", "run", "gemm", "--steps", "abc", "--traces", tmp_path],
-                         capture_output=True, text=True, env=env, timeout=120)
+                         capture_output=True, text=True, env=env, timeout=HUNG_S)
     assert res.returncode == 2
     assert res.stderr.strip() == "error: --steps must be an integer (got 'abc') (see `wlprof run gemm --help`)"
     res = subprocess.run([sys.executable, "-m", "wlprof", "run", "gemm", "--help"], capture_output=True, text=True,
-                         env=env, timeout=120)
+                         env=env, timeout=HUNG_S)
     assert "Usage: wlprof run gemm [OPTIONS]" in res.stdout
 
 

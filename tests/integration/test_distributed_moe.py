@@ -3,12 +3,12 @@ sent, per rank, and the refusals before any rank starts."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import HUNG_S
 from distributed import FAST, _only_run, _wlprof
 
 import wlprof
@@ -60,12 +60,13 @@ def test_moe_alltoall_three_ranks_under_torchrun(tmp_path):
     # torchrun starts the ranks (wlprof reads RANK/WORLD_SIZE from it); the launcher's own multi-rank path
     # is the halo's and the failure tests', its 1-rank MoE run is above. 6 experts over 3 ranks, two each:
     # every rank sends to two others
+    # --standalone: the agent's store listens on a port the system picks (torchrun's default, 29500, is taken
+    # where another run of this test, or any torchrun, is under way on the machine)
     torchrun = Path(sys.executable).with_name("torchrun")
-    e = {**os.environ, "WLPROF_DIST_TIMEOUT": "60"}
     args = [*MOE]
     args[args.index("--experts") + 1] = "6"
-    res = subprocess.run([str(torchrun), "--nproc-per-node", "3", "-m", "wlprof", "run", *args, *FAST, "--traces",
-                          str(tmp_path)], env=e, capture_output=True, text=True, timeout=300)
+    res = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "3", "-m", "wlprof", "run", *args, *FAST,
+                          "--traces", str(tmp_path)], capture_output=True, text=True, timeout=HUNG_S)
     assert res.returncode == 0, res.stderr[-3000:]
     steps = _check_moe(tmp_path, 3, experts=6)
     # zipf:1.2 over 6 experts: rank 0's experts (0, 1) get the most rows, rank 2's (4, 5) the fewest; each

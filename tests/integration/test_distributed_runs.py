@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import HUNG_S
 from distributed import FAST, _only_run, _wlprof
 
 import wlprof
@@ -82,7 +83,7 @@ def test_show_and_compare_a_three_rank_run(halo_three):
 
     def cli(*args):
         out = subprocess.run([sys.executable, "-m", "wlprof", *args, "--traces", str(traces)],
-                             capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+                             capture_output=True, text=True, timeout=HUNG_S, env={**os.environ, "COLUMNS": "200"})
         assert out.returncode == 0, out.stderr[-3000:]
         return out.stdout
 

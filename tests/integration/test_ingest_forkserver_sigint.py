@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+from conftest import HUNG_S
+
 PROBE = '''
 import signal
 
@@ -42,7 +44,7 @@ I.stop_workers()
 def test_the_fork_server_loads_with_sigint_ignored_and_its_workers_take_it(tmp_path):
     (tmp_path / "sigprobe.py").write_text(textwrap.dedent(PROBE))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=HUNG_S)
     assert res.returncode == 0, res.stderr
     lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
     # the server's modules loaded with SIGINT ignored (it was Python's KeyboardInterrupt handler, which

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import HUNG_S
 
 import wlprof
 from wlprof.errors import InputError, Key, TraceFormatError
@@ -59,12 +60,12 @@ def test_the_ingest_command_ends_at_once_with_its_output_flushed_and_its_pool_re
 
     out = tmp_path / "traces"
     res = subprocess.run([sys.executable, "-m", "wlprof", "ingest", str(RANKS), "--traces", str(out)],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=HUNG_S)
     assert res.returncode == 0, res.stderr
     run = next(out.iterdir()).name
     assert res.stdout.replace("\n", "").rstrip().endswith(f"run_id={run!r}))"), res.stdout  # its last line, to a pipe
     assert "leaked" not in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert len(wlprof.load(out)) > 0
     bad = subprocess.run([sys.executable, "-m", "wlprof", "ingest", str(tmp_path / "none"), "--traces", str(out)],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=HUNG_S)
     assert bad.returncode == 2 and "PATH must be an existing trace file or folder" in bad.stderr, bad.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import HUNG_S
 from typer.testing import CliRunner
 
 from wlprof.cli.main import app
@@ -64,7 +65,7 @@ def test_corun_threads_overlap_on_the_cpu():
     runner.prepared = [Prepared(M(n), Built(step=lambda: time.sleep(0.05)), "eager") for n in "ab"]
     alone = runner.measure((0,), reps=2, warmup=0)
     assert len(alone.samples[0]) == 2 and min(alone.samples[0]) >= 50_000  # a request's latency covers its step
-    both = threading.Barrier(2, timeout=120)
+    both = threading.Barrier(2, timeout=HUNG_S)  # a guard against a hang: co-run, both arrive
     runner.prepared = [Prepared(M(n), Built(step=both.wait), "eager") for n in "ab"]
     pair = runner.measure((0, 1), reps=3, warmup=1)  # four waves, each passing the barrier once
     assert set(pair.samples) == {0, 1} and all(len(s) == 3 for s in pair.samples.values())

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.slow
 FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q", "--device", "cpu"]
 
 
-class _SlowClock:
-    """The profile's clock, with every grid study taking `step` seconds more than it did: a budget then
-    leaves out the same studies on any machine."""
+class _StudyClock:
+    """The profile's clock, advanced by the grid's studies only, `step` seconds each (the machine's own time
+    is not counted): a budget then leaves out the same studies on any machine, however slow or busy."""
 
     def __init__(self, step: float):
         import time
@@ -24,18 +24,18 @@ class _SlowClock:
         self.real, self.step, self.offset = time, step, 0.0
 
     def monotonic(self) -> float:
-        return self.real.monotonic() + self.offset
+        return self.offset
 
     def __getattr__(self, name):  # every other function of the time module, as it is
         return getattr(self.real, name)
 
 
-def _slow_grid(mp, step: float) -> _SlowClock:
-    """Make every study of `wlprof profile` seem `step` seconds slower to its budget (mp: a MonkeyPatch)."""
+def _slow_grid(mp, step: float) -> _StudyClock:
+    """Make every study of `wlprof profile` take `step` seconds on its budget's clock (mp: a MonkeyPatch)."""
     import wlprof.study
     from wlprof.predict import profile as profile_mod
 
-    clock = _SlowClock(step)
+    clock = _StudyClock(step)
     real_run = wlprof.study.run_study
 
     def run_study(*args, **kwargs):
@@ -53,10 +53,12 @@ def profiled(tmp_path_factory, cpu_ceilings):
     root = tmp_path_factory.mktemp("predict")
     runner = CliRunner()
     with pytest.MonkeyPatch.context() as mp:
-        # gemm nn pass 1 and the first two MoE studies; the budget leaves out the rest on any machine
+        # gemm nn pass 1 (0 s spent), the first MoE study (20 s spent, 6 points estimated at 0.2 s each) and the
+        # second (40 s spent, 20 s estimated from the first): 60 s; the next MoE study (20 s more) and gemm nn
+        # pass 2 (9 points at 20 / 12 s: 15 s more) would pass the 72 s budget
         _slow_grid(mp, 20.0)
         res = runner.invoke(app, ["profile", "--device", "cpu", "-o", str(root / "profile"), "--section",
-                                  "gemm nn", "--section", "moe", "--budget-minutes", "1.5", "-q"])
+                                  "gemm nn", "--section", "moe", "--budget-minutes", "1.2", "-q"])
     assert res.exit_code == 0, res.output
     held = root / "held"
     for args in (["gemm", "--shapes", "24x96x200,3x128x128"],
@@ -77,7 +79,10 @@ def test_profile_writes_its_record_and_predictor(profiled):
     root, _ = profiled
     info = json.loads((root / "profile" / "profile.json").read_text())
     assert info["points"] > 10 and info["op_calls"] > 100
-    assert {s["section"] for s in info["sections"]} <= {"gemm nn", "moe"}
+    assert [s["study"] for s in info["sections"]] == ["profile:gemm nn pass 1", "profile:moe T16 E4 k1",
+                                                       "profile:moe T32 E8 k1"]
+    assert [s["study"] for s in info["skipped"]] == ["profile:moe T64 E8 k2", "profile:moe T128 E4 k2",
+                                                      "profile:gemm nn pass 2"]
     assert (root / "profile" / "predictor.json").is_file() and (root / "profile" / "ops.parquet").is_file()
     # the ceilings are taken before the grid (here from the cache), their time apart from the sections'
     assert info["calibration"]["origin"].startswith("cache: ") and info["calibration"]["seconds"] >= 0

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import HUNG_S
 
 import wlprof
 from wlprof import schema
@@ -235,7 +236,7 @@ def test_a_writer_killed_mid_write_leaves_the_final_file_as_it_was(tmp_path, kin
     else:
         atomic_write_parquet(final, _kernels_df(3), "kernels")
     old = final.read_bytes()
-    proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(final), kind], capture_output=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", KILL_SCRIPT, str(final), kind], capture_output=True, timeout=HUNG_S)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
     assert final.read_bytes() == old  # a reader of the final path never sees the half-written file
     # what the killed writer left is a hidden temporary file, which no reader of the store lists

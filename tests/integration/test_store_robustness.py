@@ -13,12 +13,13 @@ import time
 import pandas as pd
 import pytest
 import torch
+from conftest import HUNG_S
 from typer.testing import CliRunner
 
 import wlprof
 from wlprof.store.runs import list_runs
 
-N_POINTS = 8  # a kill seen after the third point lands mid-sweep: five more points are still to run
+N_POINTS = 8  # a sweep stopped in its fourth point: five more points are still to run
 SHAPES = ",".join(f"{8 * (i + 1)}x96x96" for i in range(N_POINTS))
 N_CONCURRENT = 3  # points of each of the two runs that write into one folder at once
 FAST = ["--steps", "2", "--warmup", "1", "--reps", "3", "-q"]
@@ -36,34 +37,59 @@ def _manifest(out):
     return runs[0], json.loads((runs[0] / "_manifest.json").read_text())
 
 
+# `wlprof` that stops itself (SIGSTOP) as it is about to write the kernels file of point argv[1], the last of
+# that point's files: the points before it are finished, and a signal the test sends then lands at that moment
+# on any machine, however slow or busy (a test that polled the manifest raced the sweep)
+STOPPING = r"""
+import os, signal, sys
+import wlprof.store.runs as R
+from wlprof.cli.main import main
+
+stem = f"p{int(sys.argv.pop(1)):03d}-"
+real = R.atomic_write_parquet
+
+def write(path, df, table):
+    if table == "kernels" and path.name.startswith(stem):
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return real(path, df, table)
+
+R.atomic_write_parquet = write
+sys.argv[0] = "wlprof"
+main()
+"""
+
+
+def _stopped_in_point(out, point: int) -> subprocess.Popen:
+    """The sweep of `_cmd(out)` started, and stopped as it is about to write point `point`'s kernels file."""
+    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
+    proc = subprocess.Popen([sys.executable, "-c", STOPPING, str(point), *_cmd(out)[3:]], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)  # returns once it stopped (or, wrongly, ended)
+    assert os.WIFSTOPPED(status), f"the sweep ended ({status}) before point {point}: {proc.stderr.read()[-2000:]}"
+    return proc
+
+
 @pytest.mark.slow
 def test_sigkill_keeps_finished_points_and_resume_finishes_without_redoing_them(tmp_path, cpu_ceilings):
     out = tmp_path / "traces"
     env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
-    proc = subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    done = 0
-    while time.time() < deadline:
-        run, m = _manifest(out)
-        done = sum(p["status"] == "ok" for p in m["points"]) if m else 0
-        if done >= 3:
-            break
-        time.sleep(0.05)
+    proc = _stopped_in_point(out, 3)  # points 0-2 finished; point 3's other files written, its kernels not
     proc.send_signal(signal.SIGKILL)  # no handler can run: the store must already be consistent
     proc.wait()
-    assert 3 <= done < N_POINTS, f"the sweep finished {done} of {N_POINTS} points before the kill"
     run, m = _manifest(out)
     assert m["status"] == "running"  # as the killed process left it ...
     (listed,) = list_runs(out)
     assert listed["status"] == "incomplete"  # ... but its writer is gone: incomplete
     finished = [p for p in m["points"] if p["status"] == "ok"]
-    k = pd.read_parquet(out)  # every finished point is readable
-    assert set(k.point) >= {p["index"] for p in finished}
-    assert set(k.point) <= {p["index"] for p in finished} | {len(finished)}  # at most the one in flight, whole
+    assert [p["index"] for p in finished] == [0, 1, 2]
+    k = pd.read_parquet(out)  # every finished point is readable, and the one in flight is not there
+    assert sorted(k.point.unique()) == [0, 1, 2]
+    for table in ("ops", "steps"):  # point 3 wrote these before it stopped: no table shows them
+        assert sorted(wlprof.load(out, table=table).point.unique()) == [0, 1, 2], table
     kept = {p["index"]: (run / p["files"]["kernels"]).stat().st_mtime_ns for p in finished}
 
     res = subprocess.run(_cmd(out, "--resume", run.name), env=env,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=HUNG_S)
     assert res.returncode == 0, res.stderr
     m2 = json.loads((run / "_manifest.json").read_text())
     assert m2["status"] == "complete" and all(p["status"] == "ok" for p in m2["points"])
@@ -126,7 +152,7 @@ def test_two_runs_writing_into_one_folder_at_once(tmp_path, cpu_ceilings):
     procs = [subprocess.Popen(_cmd(out, shapes=shapes), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
              for _ in range(2)]
     for p in procs:
-        assert p.wait(timeout=300) == 0, p.stderr.read()
+        assert p.wait(timeout=HUNG_S) == 0, p.stderr.read()
     runs = list_runs(out)
     assert len(runs) == 2 and {r["status"] for r in runs} == {"complete"}
     k = pd.read_parquet(out)
@@ -172,23 +198,15 @@ def test_out_of_memory_at_one_point_is_recorded_and_the_sweep_goes_on(tmp_path, 
 @pytest.mark.parametrize("signum", [signal.SIGINT])
 def test_interrupt_marks_the_run_incomplete(tmp_path, cpu_ceilings, signum):
     out = tmp_path / "traces"
-    env = dict(os.environ)  # WLPROF_CACHE_DIR: the session cache, where cpu_ceilings saved the CPU's
-    proc = subprocess.Popen(_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        _, m = _manifest(out)
-        if m and sum(p["status"] == "ok" for p in m["points"]) >= 2:
-            proc.send_signal(signal.SIGSTOP)  # frozen at once: the interrupt cannot lose the race to the sweep's end
-            break
-        time.sleep(0.02)
+    proc = _stopped_in_point(out, 2)  # frozen with two points finished: the interrupt lands mid-sweep
     proc.send_signal(signum)
     proc.send_signal(signal.SIGCONT)
-    rc = proc.wait(timeout=60)
+    rc = proc.wait(timeout=HUNG_S)
     err = proc.stderr.read().decode()
     assert rc == 130, err[-2000:]
     run, m = _manifest(out)
     assert m["status"] == "incomplete" and m["finished_at"]
-    assert sum(p["status"] == "ok" for p in m["points"]) < N_POINTS
+    assert [p["status"] for p in m["points"]] == ["ok", "ok"] + ["pending"] * (N_POINTS - 2)
     # the message names the run and how to finish it
     assert f"interrupted: run {run.name} keeps its finished points" in err and f"--resume {run.name}" in err, err
 

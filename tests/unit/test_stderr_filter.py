@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+from conftest import HUNG_S
+
 from wlprof.stderr_filter import is_noise
 
 SCRIPT = textwrap.dedent("""
@@ -29,12 +31,38 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_only_the_two_profiler_lines_are_dropped():
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, timeout=60)
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, timeout=HUNG_S)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == b"3"
     assert res.stderr == (b"before\na warning from C++\npython: progress 1/2\r"
                           b"USDT:2026-12-01 something else that is not the start/stop\n"
                           b"bar 50%\rno newline at the end\nafter\n")
+
+
+LATE = textwrap.dedent(r"""
+    import os, subprocess, sys, tempfile, threading
+    import wlprof.stderr_filter as F
+    F.JOIN_S = 0.0  # the context stops waiting for its thread at once
+    r, w = os.pipe()
+    with F.profiler_noise_filtered():  # a child started inside inherits the pipe as its stderr
+        child = subprocess.Popen([sys.executable, "-c", "import os, sys; sys.stdin.read(); os.write(2, b'late\\n')"],
+                                 stdin=r)
+    os.close(r)
+    pump = next(t for t in threading.enumerate() if t.name == "wlprof-stderr-filter")  # waiting on the child
+    other = tempfile.TemporaryFile()  # opened after the context: the lowest free descriptor
+    os.write(w, b"go")
+    os.close(w)
+    child.wait()
+    pump.join()  # the child's stderr closed: the thread read the end and stopped
+    other.seek(0)
+    print(repr(other.read()))
+""")
+
+
+def test_a_child_that_writes_after_the_filter_was_left_reaches_stderr_and_nothing_else():
+    res = subprocess.run([sys.executable, "-c", LATE], capture_output=True, timeout=HUNG_S)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b"late\n" and res.stdout.strip() == b"b''"
 
 
 def test_noise_pattern():

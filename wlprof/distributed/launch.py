@@ -1,11 +1,12 @@
 """`wlprof run ... --world-size N`: start N local ranks of the same study and watch them.
 
 The study is checked here first (with a planned world of N ranks), so bad input is
-refused before any process starts. Each rank is `python -m wlprof.distributed.child`
-with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT set (a free port, or the
-MASTER_PORT given, which must be free) and NVLink multicast off. When a rank's process
-exits with an error, the launcher posts `abort` naming it to the others' store, waits
-for them to stop, ends the ones that do not (by their pids), and removes rank 0's staged
+refused before any process starts. The launcher hosts the ranks' rendezvous store (on
+the MASTER_PORT given, which must be free, else on a port the system picks). Each rank is
+`python -m wlprof.distributed.child` with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
+MASTER_PORT set and NVLink multicast off. When a rank's process exits with an error, the
+launcher posts `abort` naming it to the store, waits for the others to stop, ends the ones
+that do not (by their pids, after WLPROF_DIST_GRACE seconds), and removes rank 0's staged
 run folder if it was left: nothing half-written remains.
 """
 
@@ -24,7 +25,6 @@ from pathlib import Path
 
 from wlprof.distributed import world as W
 from wlprof.errors import InputError
-from wlprof.stderr_filter import fd2_discarded
 
 
 def check(study, world_size: int):
@@ -52,36 +52,33 @@ def oversubscribed_note(device, world_size: int, cores: int) -> str | None:
             f"{cores} or less keeps one core per rank")
 
 
-def _port(host: str) -> int:
+def _store(host: str, world_size: int):
+    """The rendezvous store, hosted here on the MASTER_PORT given (which must be free) or on a free port."""
     given = os.environ.get("MASTER_PORT")
+    port = 0
     if given:
         try:
             port = int(given)
         except ValueError:
             raise InputError("MASTER_PORT", "must be a port number", given) from None
-        if not W.port_free(host, port):
-            raise InputError("MASTER_PORT", f"must be a free port on {host} for rank 0's rendezvous store (it is "
-                             "in use); unset it to let wlprof pick one", port)
-        return port
-    return W.free_port(host)
+    try:
+        return W.host_store(host, port, world_size)
+    except Exception as exc:  # noqa: BLE001 - torch's DistNetworkError and RuntimeError both
+        text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        if not given:
+            raise InputError("MASTER_ADDR", f"must be an address of this host, where the rendezvous store listens "
+                             f"({text})", host) from None
+        why = "it is in use" if "EADDRINUSE" in text or "in use" in text else text
+        raise InputError("MASTER_PORT", f"must be a free port on {host} for the rendezvous store ({why}); unset "
+                         "it to let wlprof pick one", port) from None
 
 
-def _post_abort(host: str, port: int, token: str, message: str) -> None:
-    """Tell the surviving ranks why (best effort: rank 0, which hosts the store, may be the one gone)."""
-    import datetime as dt
-    import socket
-
+def _post_abort(store, token: str, message: str) -> None:
+    """Tell the other ranks why they stop (the first message stays). The store lives in this process: the post
+    needs no connection of its own, which a loaded machine could time out, and reaches them whichever rank died."""
     import torch.distributed as dist
 
-    try:  # a store that is gone refuses at once; c10d's own client would retry it for seconds, loudly
-        socket.create_connection((host, port), timeout=1).close()
-    except OSError:
-        return
-    # rank 0 may close the store between that check and this client's handshake: c10d's client then retries
-    # with a warning and a C++ stack per try on this process's stderr, which the one-line report makes noise
-    with contextlib.suppress(Exception), fd2_discarded():
-        store = dist.TCPStore(host, port, is_master=False, timeout=dt.timedelta(seconds=2), wait_for_workers=False)
-        dist.PrefixStore(f"wlprof/{token}", store).compare_set("abort", "", message)
+    dist.PrefixStore(f"wlprof/{token}", store).compare_set("abort", "", message)
 
 
 def launch(study, traces, world_size: int, quiet: bool = False, command: str | None = None) -> int:
@@ -90,8 +87,9 @@ def launch(study, traces, world_size: int, quiet: bool = False, command: str | N
     note = oversubscribed_note(device, world_size, os.cpu_count() or 1)
     if note and not quiet:
         print(f"note: {note}", file=sys.stderr)
+    grace = W.grace_s()
     host = os.environ.get("MASTER_ADDR", "127.0.0.1")
-    port = _port(host)
+    store = _store(host, world_size)
     token = secrets.token_hex(6)
     tmp = Path(tempfile.mkdtemp(prefix="wlprof-launch-"))
     spec = tmp / "study.json"
@@ -104,8 +102,8 @@ def launch(study, traces, world_size: int, quiet: bool = False, command: str | N
         for rank in range(world_size):
             env = W.multicast_off(dict(os.environ))
             env.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
-                       LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR=host, MASTER_PORT=str(port),
-                       WLPROF_RUN_TOKEN=token, **{"WLPROF_STAGING_NOTE": str(note)})
+                       LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR=host, MASTER_PORT=str(store.port),
+                       WLPROF_RUN_TOKEN=token, **{"WLPROF_STAGING_NOTE": str(note), W.STORE_ENV: "launcher"})
             # c10d's warnings (each with a C++ stack) repeat what the rank's own error says when a peer dies
             env.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
             if study.device in (None, "cpu") and "OMP_NUM_THREADS" not in os.environ:
@@ -119,9 +117,8 @@ def launch(study, traces, world_size: int, quiet: bool = False, command: str | N
                 if code not in (None, 0) and failed is None:
                     failed = (r, code)
                     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-                    if r != 0:  # rank 0 hosts the store: when it is the one gone, the others see that
-                        _post_abort(host, port, token, f"rank {r} {how}")
-                    grace_end = time.monotonic() + min(30.0, W.timeout_s()) + 5
+                    _post_abort(store, token, f"rank {r} {how}")
+                    grace_end = time.monotonic() + grace
             if grace_end is not None and time.monotonic() > grace_end:
                 for p in procs:
                     if p.poll() is None:

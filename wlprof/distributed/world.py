@@ -1,8 +1,8 @@
 """The world a step runs in: rank, size, process group, and a rendezvous store that names failed ranks.
 
 A rank is started by `wlprof run ... --world-size N` (`distributed.launch`) or by torchrun;
-both set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT. Rank 0 hosts the
-rendezvous store (under torchrun, the agent does). Every wait on another rank goes
+both set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT. The launcher hosts the
+rendezvous store (under torchrun, the agent does; started otherwise, rank 0). Every wait on another rank goes
 through `Rendezvous`, which times out naming the ranks that did not arrive, and fails at
 once when any rank (or the launcher, which sees a rank's process exit) posts `abort`.
 Every rank checks that all run the same wlprof, torch, Python and schema first.
@@ -24,6 +24,8 @@ from wlprof.errors import InputError, WlprofError
 # NVLink multicast stays off in every process wlprof starts (and in the ranks themselves).
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 TIMEOUT_ENV = "WLPROF_DIST_TIMEOUT"  # seconds a rank waits for the others (default 300)
+GRACE_ENV = "WLPROF_DIST_GRACE"  # seconds the launcher gives the other ranks to stop once one failed
+STORE_ENV = "WLPROF_STORE_HOST"  # "launcher": `wlprof run --world-size` hosts the rendezvous store, not rank 0
 FAIL_ENV = "WLPROF_TEST_FAIL"  # "RANK:PHASE": that rank exits there (tests of a rank that dies)
 VERSION_ENV = "WLPROF_TEST_VERSION"  # "RANK:package=version": that rank reports it (tests of a mismatch)
 VERSION_KEYS = ("wlprof", "schema", "torch", "python")
@@ -46,6 +48,21 @@ def timeout_s() -> float:
         return float(raw) if raw else 300.0
     except ValueError:
         raise InputError(TIMEOUT_ENV, "must be a number of seconds", raw) from None
+
+
+def grace_s() -> float:
+    """Seconds the launcher waits for the other ranks to stop by themselves once one failed, then ends them
+    (default: the ranks' wait, at most 30 s, plus 5)."""
+    raw = os.environ.get(GRACE_ENV)
+    if not raw:
+        return min(30.0, timeout_s()) + 5
+    try:
+        grace = float(raw)
+    except ValueError:
+        grace = -1.0
+    if not grace >= 0:
+        raise InputError(GRACE_ENV, "must be a number of seconds, 0 or more", raw)
+    return grace
 
 
 @dataclass
@@ -103,20 +120,13 @@ def from_env() -> tuple[int, int, int] | None:
     return rank, size, local
 
 
-def port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
+def host_store(host: str, port: int, size: int):
+    """The rendezvous store of `size` ranks, served by this process on `port` of `host` (0: one the system
+    picks, taken as it is picked: no other process can take it before the store listens)."""
+    import torch.distributed as dist
 
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    return dist.TCPStore(host, port, size, is_master=True, timeout=dt.timedelta(seconds=timeout_s()),
+                         wait_for_workers=False)
 
 
 class Rendezvous:
@@ -124,17 +134,18 @@ class Rendezvous:
 
     POLL_S = 0.05
 
-    def __init__(self, store, rank: int, size: int, timeout: float):
+    def __init__(self, store, rank: int, size: int, timeout: float, host: str = "rank 0"):
         self.store, self.rank, self.size, self.timeout = store, rank, size, timeout
+        self.host = host  # who hosts the store: rank 0, the launcher or torchrun's agent
 
     def _call(self, fn, *args):
         try:
             return fn(*args)
         except DistributedError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the store's host is gone: say which rank hosts it
-            raise DistributedError(f"rank {self.rank}: lost the rendezvous store on rank 0 (rank 0 died or "
-                                   f"exited: {str(exc).splitlines()[0][:200]})") from None
+        except Exception as exc:  # noqa: BLE001 - the store's host is gone: say who hosts it
+            raise DistributedError(f"rank {self.rank}: lost the rendezvous store on {self.host} ({self.host} died "
+                                   f"or exited: {str(exc).splitlines()[0][:200]})") from None
 
     def publish(self, key: str, value: str) -> None:
         self._call(self.store.set, f"{key}/{self.rank}", value)
@@ -228,7 +239,9 @@ def connect(rank: int, size: int, local_rank: int, device_type: str, launched_by
     except ValueError:
         raise InputError("MASTER_PORT", "must be a port number", os.environ.get("MASTER_PORT")) from None
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-    master = rank == 0 and not agent
+    host_of_store = "the launcher" if os.environ.get(STORE_ENV) == "launcher" else \
+        "torchrun's agent" if agent else "rank 0"
+    master = rank == 0 and host_of_store == "rank 0"
     try:
         base = dist.TCPStore(host, port, size, is_master=master, timeout=dt.timedelta(seconds=t),
                              wait_for_workers=False)
@@ -237,12 +250,12 @@ def connect(rank: int, size: int, local_rank: int, device_type: str, launched_by
         if master:
             raise InputError("MASTER_PORT", f"must be a free port on {host} for rank 0's rendezvous store "
                              f"(it is in use: {text}); unset it to let wlprof pick one", port) from None
-        raise DistributedError(f"rank {rank}: could not reach rank 0's store at {host}:{port} within {t:.0f} s "
-                               f"({text})") from None
+        raise DistributedError(f"rank {rank}: could not reach the rendezvous store on {host_of_store} at "
+                               f"{host}:{port} within {t:.0f} s ({text})") from None
     token = os.environ.get("WLPROF_RUN_TOKEN") or (os.environ.get("TORCHELASTIC_RUN_ID", "run") + "-"
                                                    + os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     store = dist.PrefixStore(f"wlprof/{token}", base)
-    rv = Rendezvous(store, rank, size, t)
+    rv = Rendezvous(store, rank, size, t, host_of_store)
     rv.publish("versions", json.dumps(versions_of_this_rank(rank)))
     rv.publish("host", socket.gethostname())
     if rank == 0:
