@@ -271,6 +271,40 @@ def _open_stream(path: Path):
     return stream
 
 
+def _list_start(head) -> tuple[int, int, int, int, bool]:
+    """(key, colon, bracket, first, array) of a trace's first bytes: where "traceEvents", its colon and the
+    event list's `[` are (-1: not within `head`), and the first non-blank byte after the `[` (`len(head)`
+    or more: not within it); for a document that is an event array (the Trace Event spec's array
+    format, `array`), key, colon and bracket are its opening bracket."""
+    start = next((i for i, c in enumerate(head[:64]) if c not in b" \t\r\n"), -1)
+    if start >= 0 and head[start] == ord("["):  # the Trace Event spec's array format
+        key, colon, bracket, array = start, start, start, True
+    else:
+        array = False
+        key = head.find(b'"traceEvents"')
+        colon = head.find(b":", key + 13) if key >= 0 else -1
+        bracket = head.find(b"[", colon + 1) if colon >= 0 else -1
+    first = bracket + 1
+    while 0 < first < len(head) and head[first] in b" \t\r\n":
+        first += 1
+    return key, colon, bracket, first, array
+
+
+def _list_layout(head, key: int, colon: int, bracket: int, first: int, array: bool) -> tuple[bytes | None, bytes | None]:
+    """(fixed, prefix) of a trace whose event list `_list_start` found in `head`: the bytes between two
+    events where the writer put each on its own line (None: minified), and the document's text before
+    "traceEvents" (None for an event array). Raises _NotStreamable where the list is not one of events
+    under the key."""
+    if not array and (head[key + 13:colon].strip() or head[colon + 1:bracket].strip()):
+        raise _NotStreamable()
+    if head[first] != ord("{"):
+        raise _NotStreamable()  # an empty list, or not a list of events
+    indent = bytes(head[bracket + 1:first])
+    newline = b"\r\n" if b"\r\n" in indent else b"\n"  # a file saved with Windows line ends too
+    fixed = b"}," + newline + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
+    return fixed, None if array else bytes(head[:key])
+
+
 def _stream_events(path: Path, on_meta, decode=jsonio.loads):
     """Yield (byte offset, event list) chunk by chunk, reading the file as it goes.
 
@@ -292,29 +326,12 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
             while True:
                 block = stream.read(1 << 20)
                 head += block
-                start = next((i for i, c in enumerate(head[:64]) if c not in b" \t\r\n"), -1)
-                if start >= 0 and head[start] == ord("["):  # the Trace Event spec's array format
-                    key, bracket, array = start, start, True
-                else:
-                    array = False
-                    key = head.find(b'"traceEvents"')
-                    colon = head.find(b":", key + 13) if key >= 0 else -1
-                    bracket = head.find(b"[", colon + 1) if colon >= 0 else -1
-                first = bracket + 1
-                while 0 < first < len(head) and head[first] in b" \t\r\n":
-                    first += 1
+                key, colon, bracket, first, array = _list_start(head)
                 if bracket >= 0 and first < len(head):
                     break
                 if not block or len(head) > HEAD_LIMIT:
                     raise _NotStreamable()
-            if not array and (head[key + 13:colon].strip() or head[colon + 1:bracket].strip()):
-                raise _NotStreamable()
-            if head[first] != ord("{"):
-                raise _NotStreamable()  # an empty list, or not a list of events
-            indent = bytes(head[bracket + 1:first])
-            newline = b"\r\n" if b"\r\n" in indent else b"\n"  # a file saved with Windows line ends too
-            fixed = b"}," + newline + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
-            prefix = None if array else bytes(head[:key])
+            fixed, prefix = _list_layout(head, key, colon, bracket, first, array)
             consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
             del head
