@@ -14,8 +14,8 @@ in one process of its own (`wlprof.ingest.ingest`, `--chrome-top` kernels' enric
     python benchmarks/ingest_equal.py --before /tmp/base --after . --out /tmp/eq \\
         --each tests/fixtures/public --each tests/fixtures/torch_versions /tmp/rk
 
-A target is a trace file or a folder of per-rank traces; `--each DIR` adds every trace file and
-every folder of traces inside DIR (recursively), each as a target of its own.
+A target is a trace file or a folder of per-rank traces; `--each DIR` adds every trace file below DIR
+and every folder below it holding two or more, each as a target of its own.
 """
 
 from __future__ import annotations
@@ -55,14 +55,14 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 def targets_in(folder: Path) -> list[Path]:
-    """Every trace file of `folder` and every folder of trace files below it, each a target."""
+    """Every trace file below `folder`, and every folder below it holding two or more trace files
+    (read as the ranks of one run), each a target."""
     out = []
     for p in sorted(folder.iterdir()):
         if p.is_dir():
-            if any(f.is_file() and f.name.endswith(TRACE_SUFFIXES) for f in p.iterdir()):
+            if sum(1 for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES)) >= 2:
                 out.append(p)
-            else:
-                out.extend(targets_in(p))
+            out.extend(targets_in(p))
         elif p.is_file() and p.name.endswith(TRACE_SUFFIXES):
             out.append(p)
     return out

@@ -371,6 +371,84 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
             raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
 
 
+class _Unmapped(Exception):
+    """The file is not read where it lies (`_mapped_events`): read it as a stream, from its start."""
+
+
+def _mapped_events(path: Path, on_meta, decode):
+    """`_stream_events` for an uncompressed trace written one event per line (Kineto's layout), read
+    where it lies: the file is mapped copy-on-write and each chunk of whole events is decoded from the
+    mapping, its first byte and the comma after it overwritten as the array's brackets while it is
+    decoded. The stream reader's copies of every byte (the read into a block, the block into its buffer,
+    the buffer into the decoder's input) each cost about as much as the decoding's own pass over them.
+    `decode(view)` may keep references into `view`: the mapping's bytes are left as they are, and the
+    pages behind the chunk being read are given back as it goes (what is read again faults in the same
+    bytes), so that about one chunk of the file stays resident.
+
+    Raises _Unmapped, before or after yielding chunks, wherever the stream reader would do anything but
+    split the events at the line between them and decode them (a compressed, minified or unusual file, an
+    event longer than a chunk, a chunk that does not decode): the caller reads the file as a stream
+    instead, from its start, and so gets what that reader gives.
+    """
+    import mmap
+
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":
+                raise _Unmapped()
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):  # unreadable (the stream reader says why), empty, or not mappable
+        raise _Unmapped() from None
+    dontneed = getattr(mmap, "MADV_DONTNEED", None) if hasattr(mm, "madvise") else None
+    try:
+        n = len(mm)
+        if mm[:3] == UTF8_BOM or _text_encoding(mm[:4]):
+            raise _Unmapped()
+        key, colon, bracket, first, array = _list_start(mm)
+        if bracket < 0 or first >= min(n, HEAD_LIMIT):
+            raise _Unmapped()
+        try:
+            fixed, prefix = _list_layout(mm, key, colon, bracket, first, array)
+        except _NotStreamable:
+            raise _Unmapped() from None
+        if fixed is None:
+            raise _Unmapped()
+        lo, kept = first, 0  # the next event's first byte; the first page not given back
+        while n - lo > CHUNK_BYTES:
+            k = mm.rfind(fixed, lo, lo + CHUNK_BYTES)
+            if k < 0:
+                raise _Unmapped()
+            comma = k + 1
+            before, after = mm[lo - 1], mm[comma]
+            mm[lo - 1], mm[comma] = 0x5B, 0x5D
+            try:
+                events = decode(memoryview(mm)[lo - 1:comma + 1])
+            except (*structs.DecodeError, UnicodeDecodeError):
+                raise _Unmapped() from None
+            finally:
+                mm[lo - 1], mm[comma] = before, after
+            if not isinstance(events, list):
+                raise _Unmapped()
+            yield lo - 1, events
+            del events
+            lo = k + len(fixed) - 1
+            done = (lo - 1) // mmap.PAGESIZE * mmap.PAGESIZE
+            if dontneed is not None and done > kept:
+                mm.madvise(dontneed, kept, done - kept)
+                kept = done
+        try:
+            chunk, meta = _last_chunk(path, bytearray(mm[lo - 1:]), prefix, lo - 1, decode)
+        except TraceFormatError:
+            raise _Unmapped() from None
+        yield lo - 1, chunk
+        on_meta(meta)
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # events that refer to it still live: it is unmapped when they are freed
+            pass
+
+
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _TRIES = 64  # candidate splits tried per chunk before reading on
 
@@ -1098,6 +1176,11 @@ _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_
              "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
              "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
              "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
+def _decode_in_place(view) -> list:
+    """`structs.decode` of a mapped file's chunk, which `_mapped_events` keeps as it is: not copied."""
+    return structs.decode(view, copy=False)
+
+
 def parse_events(path: str | Path, keep_events: bool = True) -> tuple[_Tables, dict, list | None]:
     """The events of a trace as column arrays (numpy, no pandas), its metadata, and its events where kept:
     what `read_trace` makes its tables of, in a form that can be sent to another process.
@@ -1113,20 +1196,25 @@ def parse_events(path: str | Path, keep_events: bool = True) -> tuple[_Tables, d
         streamed = False
         stream_error = None
         if not keep_events:
-            tables_s = _Tables()
-            got: list[dict] = []
-            try:
-                base = 0
-                for _offset, chunk in _stream_events(path, got.append, structs.decode):
-                    tables_s.add(chunk, base)
-                    base += len(chunk)
-                streamed = True
-                tables, meta = tables_s, got[0]
-            except _NotStreamable:
-                pass
-            except TraceFormatError as exc:  # a layout the chunker misread: the whole parse decides
-                stream_error = exc
-            del tables_s
+            # an uncompressed file read where it lies, else (or where that reader declines) as a stream
+            for reader, decode in ((_mapped_events, _decode_in_place), (_stream_events, structs.decode)):
+                tables_s = _Tables()
+                got: list[dict] = []
+                try:
+                    base = 0
+                    for _offset, chunk in reader(path, got.append, decode):
+                        tables_s.add(chunk, base)
+                        base += len(chunk)
+                    streamed = True
+                    tables, meta = tables_s, got[0]
+                except _Unmapped:
+                    continue
+                except _NotStreamable:
+                    pass
+                except TraceFormatError as exc:  # a layout the chunker misread: the whole parse decides
+                    stream_error = exc
+                break
+            del tables_s, got
         if not streamed:
             data = _read(path)
             try:
