@@ -10,6 +10,7 @@ rows in proportion to those formulas' values (by duration where there are none).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 
@@ -60,19 +61,51 @@ def _kernel_names(rows: pd.DataFrame, wanted: np.ndarray) -> dict[int, tuple[str
     return {int(p): tuple(dict.fromkeys(names[a:b])) for p, a, b in zip(pos, start, bounds, strict=True)}
 
 
+ANCESTORS = 16  # enclosing ops whose names a call carries (`attribution.ancestors`' limit)
+
+
 def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarray,
-              rows: pd.DataFrame | None = None) -> dict:
-    # Python lists: the loops index them once per op (numpy scalars cost several times more per access)
-    names, args_id = ops.name.to_numpy(dtype=object).tolist(), ops.args_id.to_numpy().tolist()
-    dispatcher, parent = ops.dispatcher.to_numpy().tolist(), ops.parent.to_numpy().tolist()
-    positions = op_positions.tolist()
-    # the tests below, once per distinct name and per distinct recorded args (not once per op)
-    distinct = set(names[p] for p in positions)
-    by_parent = {n: uses_parent(n) for n in distinct}
-    by_kernels = {n: uses_kernels(n) for n in distinct}
-    by_children = {n: uses_children(n) for n in distinct}
-    by_backward = {n: uses_backward(n) for n in distinct}
-    by_next = {n: uses_next(n) for n in distinct}
+              rows: pd.DataFrame | None = None) -> tuple[np.ndarray, list]:
+    """The cost of each op of `op_positions`: (which, costs), `costs[which[j]]` the cost of op
+    `op_positions[j]` (None: a dispatcher's, or where no formula applies).
+
+    Ops alike in all a formula reads (the name, the recorded args, the enclosing ops' names, and where
+    the formula reads them the kernels, nested ops, caller and following ops) share one call of it:
+    the ops that read none of the latter are grouped by array operations, the others one by one."""
+    pos = np.asarray(op_positions, dtype=np.int64)
+    names = ops.name.to_numpy(dtype=object)
+    dispatcher = ops.dispatcher.to_numpy(dtype=bool)
+    parent = ops.parent.to_numpy().astype(np.int64, copy=False)
+    aid = ops.args_id.to_numpy().astype(np.int64, copy=False)
+    par = parent[pos]
+    # the enclosing ops, innermost first (-1 past the outermost), and the names of the ops read as codes
+    chain = np.full((len(pos), ANCESTORS), -1, np.int64)
+    up = par.copy()
+    for k in range(ANCESTORS):
+        inside = up >= 0
+        if not inside.any():
+            break
+        chain[inside, k] = up[inside]
+        up = np.where(inside, parent[np.maximum(up, 0)], -1)
+    marked = np.zeros(len(ops), bool)
+    marked[pos] = True
+    marked[chain[chain >= 0]] = True
+    read = np.flatnonzero(marked)
+    read_names = names[read].tolist()
+    code_of = {n: i for i, n in enumerate(dict.fromkeys(read_names))}
+    uniq = list(code_of)
+    codes = np.full(len(ops), -1, np.int64)
+    codes[read] = np.fromiter(map(code_of.__getitem__, read_names), np.int64, count=len(read))
+    pcode = codes[pos]
+    chain = np.where(chain >= 0, codes[np.maximum(chain, 0)], -1) if len(ops) else chain
+    live = ~dispatcher[pos]
+    seen = np.unique(pcode)  # the tests below, once per distinct name and per distinct recorded args
+
+    def per_name(pred) -> np.ndarray:
+        answer = np.zeros(len(uniq), bool)
+        answer[seen] = [bool(pred(uniq[c])) for c in seen.tolist()]
+        return answer[pcode]
+
     untyped_of: dict[int, bool] = {}
 
     def untyped_args(a: int) -> bool:
@@ -83,65 +116,95 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
 
     # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
     # and for the calls whose trace recorded shapes without dtypes
-    untyped = np.array([not dispatcher[p] and untyped_args(args_id[p]) for p in positions], dtype=bool)
-    calls_parent = np.array([not dispatcher[p] and parent[p] >= 0 and by_parent[names[p]] for p in positions],
-                            dtype=bool)
-    untyped |= calls_parent & np.array([calls_parent[j] and untyped_args(args_id[parent[p]])
-                                        for j, p in enumerate(positions)], dtype=bool)
-    needs = untyped | np.array([not dispatcher[p] and by_kernels[names[p]] for p in positions], dtype=bool)
-    kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
+    distinct_args, args_at = np.unique(aid[pos], return_inverse=True)
+    untyped = live & np.array([untyped_args(a) for a in distinct_args.tolist()], bool)[args_at.reshape(-1)]
+    calls_parent = live & (par >= 0) & per_name(uses_parent)
+    if calls_parent.any():
+        untyped[calls_parent] |= np.array([untyped_args(a) for a in aid[par[calls_parent]].tolist()], bool)
+    needs = untyped | (live & per_name(uses_kernels))
+    kernels = _kernel_names(rows, pos[needs]) if rows is not None and needs.any() else {}
     # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
-    wants = np.array([not dispatcher[p] and by_children[names[p]] for p in positions], dtype=bool)
-    children = _children(ops, op_positions[wants]) if wants.any() else {}
+    wants = live & per_name(uses_children)
+    children = _children(ops, pos[wants]) if wants.any() else {}
+    args_id = aid
     # a forward's output dims from its backward's grad_output, only for the formulas that read them
     outputs = {}
-    if any(by_backward[names[p]] and not dispatcher[p] for p in positions):
-        backward = [n for n in pd.unique(ops.name.to_numpy(dtype=object)) if n.endswith("convolution_backward")]
-        sel = np.flatnonzero(ops.name.isin(backward).to_numpy()) if backward else []
+    backward = live & per_name(uses_backward)
+    if backward.any():
+        conv = [n for n in pd.unique(names) if n.endswith("convolution_backward")]
+        sel = np.flatnonzero(ops.name.isin(conv).to_numpy()) if conv else []
         # each distinct (name, recorded args) once: the result is the same for repeats
         pairs = dict.fromkeys((names[i], args_id[i]) for i in sel.tolist()) if len(sel) else {}
         outputs = forward_outputs((n, args_table[a]) for n, a in pairs)
         # an inference trace has no backward: the forwards recorded without their stride and
         # padding take their output dims from the op run next (where no backward gives them)
-        unrecorded = [p for p in positions if by_backward[names[p]] and not dispatcher[p]
-                      and "Concrete Inputs" not in args_table[args_id[p]]]
+        unrecorded = [p for p in pos[backward].tolist() if "Concrete Inputs" not in args_table[args_id[p]]]
         if unrecorded:
             outputs = {**consumer_outputs(ops, args_table, unrecorded), **outputs}
     # the ops run next at the call's level, only for the formulas that read them and launched no kernel
-    wanted = [p for p in positions if by_next[names[p]] and not dispatcher[p] and not kernels.get(p)]
+    wanted = [p for p in pos[live & per_name(uses_next)].tolist() if not kernels.get(p)]
     following = ops_after(ops, wanted, _FOLLOWING) if wanted else {}
-    memo: dict[tuple, Cost | None] = {}
-    out: dict[int, Cost | None] = {}
-    with_parent = set(op_positions[calls_parent].tolist())
     strided = any(records_strides(a) for a in args_table if isinstance(a, dict))
+    # the calls that read nothing but their name, args and enclosing ops' names: grouped by those
+    own = live & ~calls_parent
+    for extra in (kernels, children, following):
+        if extra:
+            own &= ~np.isin(pos, [p for p, v in extra.items() if v])
+    keys, group = _distinct_rows(np.column_stack([pcode, aid[pos], chain])[own])
+    costs: list = [None]
+    which = np.zeros(len(pos), np.int64)
+    memo: dict[tuple, int] = {}
+    for key in keys.tolist():
+        name, a = uniq[key[0]], key[1]
+        anc = tuple(uniq[c] for c in itertools.takewhile(lambda c: c >= 0, key[2:]))
+        args = args_table[a]
+        memo[(name, a, anc, (), (), None, ())] = len(costs)
+        costs.append(cost_of(OpCall.from_args(name, args, anc, (), [], None, _output_of(outputs, name, args), [],
+                                              strided)))
+    which[own] = np.arange(1, len(keys) + 1)[group.reshape(-1)]
     enclosing: dict[int, tuple] = {}  # an op's ancestors' names depend on its parent alone: once per parent
-    for pos in positions:
-        if dispatcher[pos]:
-            out[pos] = None
-            continue
-        anc = enclosing.get(parent[pos])
+    for j in np.flatnonzero(live & ~own).tolist():
+        p = int(pos[j])
+        anc = enclosing.get(int(par[j]))
         if anc is None:
-            anc = enclosing[parent[pos]] = ancestors(names, parent, pos)
-        kn = kernels.get(pos, ())
-        ch = children.get(pos, ())
-        par = parent[pos] if pos in with_parent else -1
-        fo = following.get(pos, ())
-        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch) if ch else (),
-               args_id[par] if par >= 0 else None, tuple((names[c], args_id[c]) for c in fo) if fo else ())
+            anc = enclosing[int(par[j])] = ancestors(names, parent, p)
+        kn = kernels.get(p, ())
+        ch = children.get(p, ())
+        caller = int(par[j]) if calls_parent[j] else -1
+        fo = following.get(p, ())
+        key = (names[p], args_id[p], anc, kn, tuple((names[c], args_id[c]) for c in ch) if ch else (),
+               args_id[caller] if caller >= 0 else None, tuple((names[c], args_id[c]) for c in fo) if fo else ())
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
-            args = args_table[args_id[pos]]
+            args = args_table[args_id[p]]
             if kn and _untyped(args):
                 args = _typed_by_kernels(args, kn)
-            caller = None
-            if par >= 0:
-                pargs = args_table[args_id[par]]
-                caller = OpCall.from_args(names[par], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs) else pargs)
+            called = None
+            if caller >= 0:
+                pargs = args_table[args_id[caller]]
+                called = OpCall.from_args(names[caller], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs)
+                                          else pargs)
             after = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in fo]
-            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested, caller,
-                                                 _output_of(outputs, names[pos], args), after, strided))
-        out[pos] = memo[key]
-    return out
+            memo[key] = len(costs)
+            costs.append(cost_of(OpCall.from_args(names[p], args, anc, kn, nested, called,
+                                                  _output_of(outputs, names[p], args), after, strided)))
+        which[j] = memo[key]
+    return which, costs
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, group): the distinct rows of an integer matrix and each row's position among them, found
+    by a hash of each row (`np.unique(rows, axis=0)` sorts the rows as records, many times slower);
+    rows that share a hash are checked equal, and where two are not the rows are compared whole."""
+    h = np.zeros(len(rows), np.uint64)
+    for col in rows.T:
+        h = h * np.uint64(0x9E3779B97F4A7C15) + col.astype(np.int64).view(np.uint64)
+    _, first, group = np.unique(h, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    if not (rows == rows[first[group]]).all():  # a hash shared by distinct rows
+        keys, group = np.unique(rows, axis=0, return_inverse=True)
+        return keys, group.reshape(-1)
+    return rows[first], group
 
 
 _FOLLOWING = 8  # ops read after a call for its result's consumer (at any depth: inside the next module)
@@ -232,7 +295,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     n = len(rows)
 
     launching = np.unique(op_pos[has_op])
-    costs = _op_costs(ops, args_table, launching, rows)
+    which, costs = _op_costs(ops, args_table, launching, rows)
 
     # An op's cost is split over its kernels by duration. Memsets and memcpys an op runs
     # beside its kernels (a split-K GEMM zeroing its workspace) get none of it: they are
@@ -255,14 +318,19 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     op_costed = np.zeros(n_ops, bool)
     op_unit, op_dtype = np.full(n_ops, None, dtype=object), np.full(n_ops, None, dtype=object)
     op_source = filled(n_ops, UNKNOWN)
-    for pos, c in costs.items():
-        if c is not None:
-            op_costed[pos] = True
-            op_source[pos] = c.source
-            op_flops[pos] = np.nan if c.flops is None else c.flops
-            op_bytes[pos] = np.nan if c.bytes is None else c.bytes
-            op_written[pos] = np.nan if c.written is None else c.written
-            op_unit[pos], op_dtype[pos] = c.unit, c.dtype
+    given = np.array([c is not None for c in costs], bool)[which]
+    if given.any():  # each distinct cost's values, spread to its ops
+        at, which = launching[given], which[given]
+
+        def per_cost(field: str, dtype, missing):
+            values = (missing if c is None or getattr(c, field) is None else getattr(c, field) for c in costs)
+            return np.fromiter(values, dtype=dtype, count=len(costs))[which]
+
+        op_costed[at] = True
+        op_source[at] = per_cost("source", object, None)
+        op_flops[at], op_bytes[at] = per_cost("flops", float, np.nan), per_cost("bytes", float, np.nan)
+        op_written[at] = per_cost("written", float, np.nan)
+        op_unit[at], op_dtype[at] = per_cost("unit", object, None), per_cost("dtype", object, None)
     safe_pos = np.where(has_op, op_pos, 0)
     known = has_op & op_costed[safe_pos] if n_ops else np.zeros(n, bool)
     flops = np.where(known, op_flops[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
