@@ -406,12 +406,16 @@ def conformed(df, table: str, rows: int):
             sources.append(("values", col.to_numpy()))
         else:  # an extension array (nullable integers, booleans, strings): sliced as itself
             sources.append(("values", col.array))
+    nulls: dict = {}  # the columns the frame lacks: one array of nulls per type and length, shared
     for start in range(0, max(len(df), 1), rows):
         stop = min(start + rows, len(df))
         arrays = []
         for f, src in zip(schema, sources, strict=True):
             if src is None:
-                arrays.append(pa.nulls(max(stop - start, 0), type=f.type))
+                key = (f.type, max(stop - start, 0))
+                if key not in nulls:
+                    nulls[key] = pa.nulls(key[1], type=f.type)
+                arrays.append(nulls[key])
             elif src[0] == "list":
                 values = [None if v is None or (isinstance(v, float) and pd.isna(v)) else list(v)
                           for v in src[1][start:stop]]
