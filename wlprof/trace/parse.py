@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 NO_ID = -1
-CHUNK_BYTES = 2 << 20  # ~7k events: a chunk's bytes and decoded events stay in the CPU's caches
+CHUNK_BYTES = 1 << 20  # a few thousand events: a chunk's bytes and decoded events stay in a core's L2 cache
 LARGEST_EVENT = 64 << 20  # an event longer than this: the file is parsed whole
 INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 # Other args an op's or a kernel's cost can need: Inductor's metadata on a Triton launch, and a
