@@ -386,19 +386,15 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
             cdtype[mask] = c.dtype
             share[mask] = shares["flops"]
 
-    args_ids = ops.args_id.to_numpy()
-    table = args_table
-    by_args: dict[int, tuple] = {}  # JSON of each distinct recorded input, once
-    for a in np.unique(args_ids[launching]) if len(launching) else []:
-        args = table[a]
-        by_args[a] = (_json(args.get("Input Dims")), _json(args.get("Input type")),
-                      _json(args.get("Input Strides")), _json(args.get("Concrete Inputs")))
-    # each op's recorded inputs as JSON (None for the ops that launched nothing), then per row
+    # each op's recorded inputs as JSON, once per distinct recorded input (None for the ops that
+    # launched nothing), then per row
     op_inputs = [np.full(n_ops, None, dtype=object) for _ in range(4)]
     if len(launching):
-        per_op = [by_args[a] for a in args_ids[launching].tolist()]
-        for j, col in enumerate(op_inputs):
-            col[launching] = [v[j] for v in per_op]
+        distinct, at = np.unique(ops.args_id.to_numpy()[launching], return_inverse=True)
+        recorded = [args_table[a] for a in distinct.tolist()]
+        for key, col in zip(("Input Dims", "Input type", "Input Strides", "Concrete Inputs"), op_inputs, strict=True):
+            col[launching] = np.fromiter((_json(a.get(key)) for a in recorded), dtype=object,
+                                         count=len(recorded))[at.reshape(-1)]
     row_op_pos = op_pos[has_op]
 
     def per_row(per_op_values: np.ndarray) -> np.ndarray:
@@ -459,18 +455,39 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     return k, o
 
 
+_FIRST = ["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
+          "op_concrete_inputs", "op_input_dims_source", "region", "flops_source", "cost_unit", "cost_dtype"]
+_SUMMED = ["dur_us", "flops", "bytes", "bytes_written"]
+
+
 def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    with_op = k[k._op_pos >= 0]
-    if with_op.empty:
+    launched = k._op_pos.to_numpy() >= 0
+    if not launched.any():
         return pd.DataFrame(columns=["step", "external_id", "op_name", "op_input_dims", "op_input_types",
                                      "op_input_strides", "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us",
                                      "kernel_count", "transfer", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
                                      "cost_unit", "cost_dtype"])
+    # the columns read, not the frame: a kernels row is wide
+    with_op = k.loc[launched, [c for c in ("_op_pos", *_FIRST, *_SUMMED, "kind", "name") if c in k]]
     g = with_op.groupby("_op_pos", sort=True)
-    first = g[["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
-               "op_concrete_inputs", "op_input_dims_source", "region", "flops_source", "cost_unit", "cost_dtype"]].first()
+    first = g[_FIRST].first()
     pos = first.index.to_numpy()
-    o = pd.DataFrame({
+    group = np.searchsorted(pos, with_op._op_pos.to_numpy())  # each row's op among `pos`
+
+    def any_row(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(group, weights=mask, minlength=len(pos)) > 0
+
+    # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes are in the
+    # trace but whose kernels have no formula is unknown as a whole
+    unknown = any_row(with_op.flops_source.to_numpy(dtype=object) == UNKNOWN)
+    sums = {}
+    for col in ("flops", "bytes", "bytes_written"):
+        total = g[col].sum(min_count=1).to_numpy(copy=True)
+        total[any_row(with_op[col].isna().to_numpy()) | unknown] = np.nan
+        sums[col] = total
+    source = first.flops_source.to_numpy(dtype=object).copy()
+    source[unknown] = UNKNOWN
+    return pd.DataFrame({
         "step": first.step.to_numpy(),
         "external_id": first.external_id.to_numpy(),
         "op_name": _obj(first.op_name.to_numpy(dtype=object)),
@@ -485,21 +502,11 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         "kernel_count": g.size().to_numpy().astype(np.int32),
         "transfer": _obj(_transfers(with_op, first.index)),
         "dur_us": g.dur_us.sum().to_numpy(),
-        "flops": g.flops.sum(min_count=1).to_numpy(),
-        "bytes": g["bytes"].sum(min_count=1).to_numpy(),
-        "bytes_written": g["bytes_written"].sum(min_count=1).to_numpy(),
-        "flops_source": _obj(first.flops_source.to_numpy(dtype=object)),
+        **sums,
+        "flops_source": _obj(source),
         "cost_unit": _obj(first.cost_unit.to_numpy(dtype=object)),
         "cost_dtype": _obj(first.cost_dtype.to_numpy(dtype=object)),
     })
-    # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes are in the
-    # trace but whose kernels have no formula is unknown as a whole
-    by = with_op._op_pos
-    unknown = (with_op.flops_source == UNKNOWN).groupby(by, sort=True).any().to_numpy()
-    for col in ("flops", "bytes", "bytes_written"):
-        o.loc[with_op[col].isna().groupby(by, sort=True).any().to_numpy() | unknown, col] = np.nan
-    o.loc[unknown, "flops_source"] = UNKNOWN
-    return o.reset_index(drop=True)
 
 
 def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
@@ -511,19 +518,24 @@ def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
     copy = np.flatnonzero(rows.kind.to_numpy(dtype=object) == "memcpy")  # the two columns read, not the frame
     if not len(copy):
         return out
-    labels: dict[int, set] = {}
-    label_of: dict = {}  # per distinct name: a trace's copies share a few
-    for pos, name in zip(rows._op_pos.to_numpy()[copy].tolist(), rows.name.to_numpy(dtype=object)[copy].tolist(),
-                         strict=True):
-        label = label_of.get(name, False)
-        if label is False:
-            label = label_of[name] = transfer_label(str(name))
-        if label:
-            labels.setdefault(pos, set()).add(label)
-    at = {p: i for i, p in enumerate(np.asarray(positions).tolist())}
-    for pos, kinds in labels.items():
-        if pos in at:
-            out[at[pos]] = ",".join(sorted(kinds))
+    names = rows.name.to_numpy(dtype=object)[copy].tolist()
+    label_of = {n: transfer_label(str(n)) for n in dict.fromkeys(names)}  # per distinct name: a trace's copies share a few
+    labels = sorted({x for x in label_of.values() if x})
+    if not labels:
+        return out
+    code = {x: i for i, x in enumerate(labels)}
+    label = np.fromiter((code.get(label_of[n], -1) for n in names), np.int64, count=len(names))
+    labelled = label >= 0
+    # each (op, kind of copy) once, by op, then by the kinds' sorted order
+    pairs = np.unique(rows._op_pos.to_numpy()[copy][labelled].astype(np.int64) * len(labels) + label[labelled])
+    op, kind = pairs // len(labels), pairs % len(labels)
+    positions = np.asarray(positions)
+    at = np.minimum(np.searchsorted(positions, op), len(positions) - 1)
+    found = positions[at] == op
+    op, kind, at = op[found], kind[found], at[found]
+    starts = np.flatnonzero(np.r_[True, op[1:] != op[:-1]]) if len(op) else op
+    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(op)], strict=True):
+        out[at[a]] = ",".join(labels[c] for c in kind[a:b].tolist())
     return out
 
 
