@@ -49,13 +49,13 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
         chosen = np.array([0 <= a < len(args_table) and selects_formula(args_table[a]) for a in auniq], dtype=bool)
         formula = formula | chosen[acodes]
     support, aux = per_name(lambda x: x in SUPPORT_OPS), per_name(aux_children)
-    # costed descendants: walk up from every costed op (stop where already marked)
+    # costed descendants: walk up from every costed op, all of them a level at a time (stop where marked)
     has_costed_desc = np.zeros(n, bool)
-    for i in np.flatnonzero(formula & ~support):
-        p = parent[i]
-        while p >= 0 and not has_costed_desc[p]:
-            has_costed_desc[p] = True
-            p = parent[p]
+    up = parent[formula & ~support]
+    while len(up := up[up >= 0]):
+        up = up[~has_costed_desc[up]]
+        has_costed_desc[up] = True
+        up = parent[up]
     # ops whose formula names its auxiliary nested ops: costed unless a costed descendant of
     # another name is nested inside (outside the auxiliary ops' own subtrees)
     named = np.flatnonzero(formula & has_costed_desc & per_name(lambda x: bool(aux_ops(x))))
