@@ -533,8 +533,8 @@ def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
     at = np.minimum(np.searchsorted(positions, op), len(positions) - 1)
     found = positions[at] == op
     op, kind, at = op[found], kind[found], at[found]
-    starts = np.flatnonzero(np.r_[True, op[1:] != op[:-1]]) if len(op) else op
-    for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(op)], strict=True):
+    starts = np.flatnonzero(np.r_[True, op[1:] != op[:-1]]).tolist() if len(op) else []
+    for a, b in zip(starts, [*starts[1:], len(op)][:len(starts)], strict=True):
         out[at[a]] = ",".join(labels[c] for c in kind[a:b].tolist())
     return out
 
