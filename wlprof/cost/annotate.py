@@ -303,17 +303,21 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     # (copy_ as a device-to-device memcpy) puts its cost on them.
     kinds = rows.kind.to_numpy()
     is_kernel = (kinds == "kernel") | (kinds == "cpu_op")
-    op_has_kernel = pd.Series(is_kernel[has_op]).groupby(op_pos[has_op]).any()
-    eligible = has_op & (is_kernel | ~op_has_kernel.reindex(op_pos).fillna(False).to_numpy(dtype=bool))
-    op_dur = pd.Series(dur[eligible]).groupby(op_pos[eligible]).sum()
-    op_cnt = pd.Series(np.ones(eligible.sum())).groupby(op_pos[eligible]).sum()
-    tot = op_dur.reindex(op_pos).to_numpy()
-    cnt = op_cnt.reindex(op_pos).to_numpy()
+    # per op, by bincount over its rows (durations are whole nanoseconds: their sums are exact in any
+    # order), read back at each row (rows without an op read op 0's, and never use them)
+    n_ops = len(ops)
+    at_op = np.where(has_op, op_pos, 0)
+
+    def per_op(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        counts = np.bincount(op_pos[mask], weights=None if weights is None else weights[mask], minlength=n_ops)
+        return counts[at_op] if n_ops else np.zeros(n)
+
+    eligible = has_op & (is_kernel | ~(per_op(has_op & is_kernel) > 0))
+    tot, cnt = per_op(eligible, dur).astype(float), per_op(eligible).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(eligible, np.where(tot > 0, dur / tot, 1.0 / cnt), np.where(has_op, 0.0, 1.0))
-    n_rows_per_op = pd.Series(np.ones(has_op.sum())).groupby(op_pos[has_op]).sum().reindex(op_pos).to_numpy()
+    n_rows_per_op = per_op(has_op).astype(float)
 
-    n_ops = len(ops)
     op_flops, op_bytes, op_written = np.full(n_ops, np.nan), np.full(n_ops, np.nan), np.full(n_ops, np.nan)
     op_costed = np.zeros(n_ops, bool)
     op_unit, op_dtype = np.full(n_ops, None, dtype=object), np.full(n_ops, None, dtype=object)
@@ -533,9 +537,14 @@ def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
     at = np.minimum(np.searchsorted(positions, op), len(positions) - 1)
     found = positions[at] == op
     op, kind, at = op[found], kind[found], at[found]
-    starts = np.flatnonzero(np.r_[True, op[1:] != op[:-1]]).tolist() if len(op) else []
-    for a, b in zip(starts, [*starts[1:], len(op)][:len(starts)], strict=True):
-        out[at[a]] = ",".join(labels[c] for c in kind[a:b].tolist())
+    starts = np.flatnonzero(np.r_[True, op[1:] != op[:-1]]) if len(op) else op
+    count = np.diff(np.r_[starts, len(op)])
+    names_of = np.empty(len(labels), dtype=object)
+    names_of[:] = labels
+    one = starts[count == 1]  # most ops run one kind of copy: its label as it is
+    out[at[one]] = names_of[kind[one]]
+    for a, k in zip(starts[count > 1].tolist(), count[count > 1].tolist(), strict=True):
+        out[at[a]] = ",".join(labels[c] for c in kind[a:a + k].tolist())
     return out
 
 
