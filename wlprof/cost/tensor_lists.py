@@ -174,11 +174,9 @@ def _fill_from(table: list[dict], aid: int, call: ListCall) -> tuple[int, bool] 
 
 def _is_list_op(names: np.ndarray) -> np.ndarray:
     """Which of the op `names` are list ops, tested once per distinct name."""
-    if not len(names):
-        return np.zeros(0, bool)
-    distinct = pd.unique(names)
-    lists = [n for n in distinct if isinstance(n, str) and n.startswith(LIST_PREFIXES)]
-    return np.isin(names, lists) if lists else np.zeros(len(names), bool)
+    from wlprof.columns import per_distinct
+
+    return per_distinct(names, lambda n: isinstance(n, str) and n.startswith(LIST_PREFIXES))
 
 
 def _launched_blocks(rows: pd.DataFrame, positions) -> dict[int, int]:
