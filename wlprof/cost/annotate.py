@@ -128,9 +128,10 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
     children = _children(ops, pos[wants]) if wants.any() else {}
     args_id = aid
     # a forward's output dims from its backward's grad_output, only for the formulas that read them
+    # and only where such a call recorded the two input dims they are looked up by (`_output_of`)
     outputs = {}
     backward = live & per_name(uses_backward)
-    if backward.any():
+    if backward.any() and any(_two_dims(args_table[a]) for a in np.unique(args_id[pos[backward]]).tolist()):
         conv = [n for n in pd.unique(names) if n.endswith("convolution_backward")]
         sel = np.flatnonzero(ops.name.isin(conv).to_numpy()) if conv else []
         # each distinct (name, recorded args) once: the result is the same for repeats
@@ -210,10 +211,18 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _FOLLOWING = 8  # ops read after a call for its result's consumer (at any depth: inside the next module)
 
 
+def _two_dims(args: dict) -> list | None:
+    """A call's recorded input dims where its first two inputs are lists (shapes), else None."""
+    dims = args.get("Input Dims")
+    if not isinstance(dims, list) or len(dims) < 2 or not all(isinstance(d, list) for d in dims[:2]):
+        return None
+    return dims
+
+
 def _output_of(outputs: dict, name: str, args: dict) -> tuple:
     """The output dims `outputs` (forward_outputs) holds for a call's first two inputs, or ()."""
-    dims = args.get("Input Dims") if outputs and uses_backward(name) else None
-    if not isinstance(dims, list) or len(dims) < 2 or not all(isinstance(d, list) for d in dims[:2]):
+    dims = _two_dims(args) if outputs and uses_backward(name) else None
+    if dims is None:
         return ()
     try:
         return outputs.get((tuple(dims[0]), tuple(dims[1])), ())
