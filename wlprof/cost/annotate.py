@@ -483,9 +483,9 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     # the columns read, not the frame: a kernels row is wide
     with_op = k.loc[launched, [c for c in ("_op_pos", *_FIRST, *_SUMMED, "kind", "name") if c in k]]
     g = with_op.groupby("_op_pos", sort=True)
-    first = g[_FIRST].first()
-    pos = first.index.to_numpy()
-    group = np.searchsorted(pos, with_op._op_pos.to_numpy())  # each row's op among `pos`
+    pos, group = np.unique(with_op._op_pos.to_numpy(), return_inverse=True)  # the ops; each row's among them
+    group = group.reshape(-1)
+    first = pd.DataFrame({c: _first_valid(with_op[c].to_numpy(), group, len(pos)) for c in _FIRST})
 
     def any_row(mask: np.ndarray) -> np.ndarray:
         return np.bincount(group, weights=mask, minlength=len(pos)) > 0
@@ -513,13 +513,25 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,
         "cpu_dur_us": ops.dur_ns.to_numpy()[pos] / 1000.0,
         "kernel_count": g.size().to_numpy().astype(np.int32),
-        "transfer": _obj(_transfers(with_op, first.index)),
+        "transfer": _obj(_transfers(with_op, pos)),
         "dur_us": g.dur_us.sum().to_numpy(),
         **sums,
         "flops_source": _obj(source),
         "cost_unit": _obj(first.cost_unit.to_numpy(dtype=object)),
         "cost_dtype": _obj(first.cost_dtype.to_numpy(dtype=object)),
     })
+
+
+def _first_valid(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Each of `n` groups' first value in row order that is not null, as pandas' groupby first gives it
+    (None for an object column's group of nulls, NaN for a float column's); every group has a row."""
+    valid = ~pd.isna(values) if values.dtype == object or values.dtype.kind in "fc" else np.ones(len(values), bool)
+    rows = np.flatnonzero(valid)
+    held, first = np.unique(group[rows], return_index=True)
+    out = np.full(n, None, dtype=object) if values.dtype == object else np.full(n, np.nan, dtype=values.dtype) \
+        if values.dtype.kind in "fc" else np.empty(n, dtype=values.dtype)
+    out[held] = values[rows[first]]
+    return out
 
 
 def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
