@@ -920,9 +920,10 @@ class _Tables:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
                 out["distinct_names"][key] = names[np.flatnonzero(np.bincount(codes, minlength=len(names)))]
-            # object columns stay object (pandas would otherwise convert every string to Arrow)
+            # object columns stay object (pandas would otherwise convert every string to Arrow); the
+            # arrays are the frame's own, not copied into one block per dtype
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
-                                     for k, v in cols.items()})
+                                     for k, v in cols.items()}, copy=False)
         return out
 
 
