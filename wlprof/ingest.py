@@ -569,10 +569,13 @@ def _noisy_notes(steps) -> list[str]:
     from wlprof.steps import NOISY_SPREAD
 
     out = []
-    for row in steps.itertuples():
-        if getattr(row, "noisy", None) is True:
-            out.append(f"noisy: its {row.profiled_steps} profiled steps' kernel times spread "
-                       f"{row.timing_spread:.0%} of their median (above {NOISY_SPREAD:.0%}): the median step is not "
+    if "noisy" not in steps:
+        return out
+    # the three columns read (itertuples makes a named tuple class of every column, each call)
+    for noisy, profiled, spread in zip(steps["noisy"], steps["profiled_steps"], steps["timing_spread"], strict=True):
+        if noisy is True:
+            out.append(f"noisy: its {profiled} profiled steps' kernel times spread "
+                       f"{spread:.0%} of their median (above {NOISY_SPREAD:.0%}): the median step is not "
                        "stable (profile more steps, or on a quieter machine)")
     return out
 
