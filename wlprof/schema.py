@@ -380,8 +380,9 @@ def conform(df, table: str) -> pa.Table:
 
 
 def conformed(df, table: str, rows: int):
-    """`conform` of the DataFrame `rows` rows at a time: an Arrow table per slice (one, empty, for an
-    empty frame). Each column is taken from the frame once, and each slice is a view of it."""
+    """`conform` of the DataFrame `rows` rows at a time (the last slice up to 1.5 times that): an Arrow
+    table per slice (one, empty, for an empty frame). Each column is taken from the frame once, and each
+    slice is a view of it."""
     import numpy as np
     import pandas as pd
 
@@ -407,8 +408,12 @@ def conformed(df, table: str, rows: int):
         else:  # an extension array (nullable integers, booleans, strings): sliced as itself
             sources.append(("values", col.array))
     nulls: dict = {}  # the columns the frame lacks: one array of nulls per type and length, shared
-    for start in range(0, max(len(df), 1), rows):
-        stop = min(start + rows, len(df))
+    # a last slice shorter than half of `rows` joins the one before it: a row group of a few rows costs
+    # the writer as much per column as a full one
+    bounds = [*range(0, max(len(df), 1), rows), len(df)]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < rows // 2:
+        del bounds[-2]
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
         arrays = []
         for f, src in zip(schema, sources, strict=True):
             if src is None:

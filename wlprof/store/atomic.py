@@ -46,7 +46,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
-ROW_GROUP = 16_384  # rows converted to Arrow at a time: a wide kernels row is ~1 KB there
+ROW_GROUP = 16_384  # rows converted to Arrow at a time (a last part under half of it joins the one before): a wide kernels row is ~1 KB there
 # A table of this many rows or fewer (a point's steps row, its overlap rows) is written uncompressed:
 # its pages hold a few values each, which zstd does not shrink, and a compressor per column costs
 # more than the whole table's encoding. So is every column the frame lacks (written as nulls: a page
