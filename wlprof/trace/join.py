@@ -125,9 +125,10 @@ def _sweep(trace: RawTrace, trust_ext: bool, op_of_ext: _FirstRow | None = None)
     pids = np.concatenate([ann.pid.to_numpy(), ops.pid.to_numpy(), lau.pid.to_numpy()]).astype(np.int64)
     tids = np.concatenate([ann.tid.to_numpy(), ops.tid.to_numpy(), lau.tid.to_numpy()]).astype(np.int64)
     if len(pids):
-        # (pid, tid) pairs coded by their codes of each (a 2-column unique sorts far more slowly)
-        p_code = np.unique(pids, return_inverse=True)[1].reshape(-1)
-        t_code = np.unique(tids, return_inverse=True)[1].reshape(-1)
+        # (pid, tid) pairs coded by their codes of each (a 2-column unique sorts far more slowly), in order
+        # of first appearance (hashed, not sorted): a thread's code only keeps its rows together
+        p_code = pd.factorize(pids)[0]
+        t_code = pd.factorize(tids)[0]
         thread_code = p_code * (int(t_code.max()) + 1) + t_code
     else:
         thread_code = np.zeros(0, np.int64)
