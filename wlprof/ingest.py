@@ -597,12 +597,14 @@ def unknown_labels(kernels):
     import numpy as np
     import pandas as pd
 
-    fill = np.where(_replayed(kernels), "(graph replay)", "(no op)")
-    ops = pd.Series(kernels.op_name.astype(object).to_numpy(), index=kernels.index)
-    codes, names = pd.factorize(ops)  # the test per distinct op, not per row
-    triton = np.append([str(n).startswith("triton_") for n in names], False).astype(bool)[codes]  # -1: no op
-    ops = ops.where(~triton, "Triton kernels")
-    return ops.where(kernels.op_name.notna(), pd.Series(fill, index=kernels.index))
+    from wlprof.columns import per_distinct
+
+    ops = kernels.op_name.to_numpy(dtype=object)
+    named = kernels.op_name.notna().to_numpy()
+    labels = ops.copy()
+    labels[named & per_distinct(ops, lambda n: str(n).startswith("triton_"))] = "Triton kernels"  # per distinct op
+    labels[~named] = np.where(_replayed(kernels)[~named], "(graph replay)", "(no op)").astype(object)
+    return pd.Series(labels, index=kernels.index, dtype=object)
 
 
 def _communicates(trace) -> bool:
