@@ -366,6 +366,8 @@ def _time_by_dtype(kernels, unit: str | None = None) -> dict[str, float]:
     the rows of that cost unit (`matrix`)."""
     if kernels.empty or "cost_dtype" not in kernels:
         return {}
+    read = ["cost_dtype", "dur_us", *(["cost_unit"] if unit is not None and "cost_unit" in kernels else [])]
+    kernels = kernels[read]  # the columns read, not the wide frame (a row filter copies every column)
     if unit is not None:
         kernels = kernels[kernels.cost_unit == unit] if "cost_unit" in kernels else kernels.iloc[:0]
     t = kernels.groupby(kernels.cost_dtype.astype(object).where(kernels.cost_dtype.notna(), None)).dur_us.sum()
