@@ -502,3 +502,33 @@ def test_an_ops_first_values_are_pandas_groupby_first():
             mine = _first_valid(values, group.reshape(-1), len(pos))
             assert mine.dtype == first[col].dtype
             assert list(mine) == list(first[col]) if col == "text" else np.array_equal(mine, first[col], equal_nan=True)
+
+
+def test_the_parsers_name_codes_give_what_the_names_give():
+    """Where the trace tables keep the parser's name codes (columns.NAME_CODE), the tests per distinct name
+    read them instead of hashing every row's name (flag_ops, the list ops, the costs); with the codes
+    dropped the same ops are flagged and costed: a training step with foreach optimizer ops, and a rank of
+    an NCCL trace."""
+    from pathlib import Path
+
+    from wlprof.columns import NAME_CODE, coded_names
+    from wlprof.cost.attribution import flag_ops
+    from wlprof.cost.tensor_lists import _is_list_op
+    from wlprof.trace.join import join
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    for path in (fixtures / "h200_training" / "transformer_eager.pt.trace.json.gz",
+                 fixtures / "public" / "hta_2024_nccl.json.gz"):
+        trace = read_trace(path, keep_events=False)
+        assert NAME_CODE in trace.ops and NAME_CODE in trace.device
+        joined = join(trace)
+        coded = flag_ops(joined.ops, trace.args_table)
+        named = flag_ops(joined.ops.drop(columns=NAME_CODE), trace.args_table)
+        assert coded.drop(columns=NAME_CODE).equals(named)
+        names = coded.name.to_numpy(dtype=object)
+        assert (_is_list_op(names, coded_names(coded)) == _is_list_op(names)).all()
+        with_codes = pipeline.costed(trace)
+        trace.ops = trace.ops.drop(columns=NAME_CODE)
+        without = pipeline.costed(trace)
+        assert with_codes.kernels.equals(without.kernels) and with_codes.ops.equals(without.ops)
+        assert _is_list_op(names).any()  # both have foreach ops: the list-op path is taken

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.ceilings import Ceilings
-from wlprof.columns import filled
+from wlprof.columns import coded_names, filled
 from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors, ops_after
 from wlprof.cost.convolution import consumer_outputs, forward_outputs
@@ -87,15 +87,19 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
             break
         chain[inside, k] = up[inside]
         up = np.where(inside, parent[np.maximum(up, 0)], -1)
-    marked = np.zeros(len(ops), bool)
-    marked[pos] = True
-    marked[chain[chain >= 0]] = True
-    read = np.flatnonzero(marked)
-    read_names = names[read].tolist()
-    code_of = {n: i for i, n in enumerate(dict.fromkeys(read_names))}
-    uniq = list(code_of)
-    codes = np.full(len(ops), -1, np.int64)
-    codes[read] = np.fromiter(map(code_of.__getitem__, read_names), np.int64, count=len(read))
+    coded = coded_names(ops)
+    if coded is not None:  # the parser's codes: uniq[code] is the name
+        codes, uniq, _ = coded
+    else:  # the ops read (the calls and their ancestors), coded by a dict of their names
+        marked = np.zeros(len(ops), bool)
+        marked[pos] = True
+        marked[chain[chain >= 0]] = True
+        read = np.flatnonzero(marked)
+        read_names = names[read].tolist()
+        code_of = {n: i for i, n in enumerate(dict.fromkeys(read_names))}
+        uniq = list(code_of)
+        codes = np.full(len(ops), -1, np.int64)
+        codes[read] = np.fromiter(map(code_of.__getitem__, read_names), np.int64, count=len(read))
     pcode = codes[pos]
     chain = np.where(chain >= 0, codes[np.maximum(chain, 0)], -1) if len(ops) else chain
     live = ~dispatcher[pos]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from wlprof import jsonio
+from wlprof.columns import NAME_CODE
 from wlprof.errors import TraceFormatError
 from wlprof.trace import structs
 
@@ -919,6 +920,7 @@ class _Tables:
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
+                cols[NAME_CODE] = codes  # kept for the tests per distinct name that follow (columns.coded_names)
                 out["distinct_names"][key] = names[np.flatnonzero(np.bincount(codes, minlength=len(names)))]
             # object columns stay object (pandas would otherwise convert every string to Arrow); the
             # arrays are the frame's own, not copied into one block per dtype
