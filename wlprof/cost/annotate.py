@@ -489,7 +489,7 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     g = with_op.groupby("_op_pos", sort=True)
     pos, group = np.unique(with_op._op_pos.to_numpy(), return_inverse=True)  # the ops; each row's among them
     group = group.reshape(-1)
-    first = pd.DataFrame({c: _first_valid(with_op[c].to_numpy(), group, len(pos)) for c in _FIRST})
+    first = {c: _first_valid(with_op[c].to_numpy(), group, len(pos)) for c in _FIRST}  # arrays, not a frame
 
     def any_row(mask: np.ndarray) -> np.ndarray:
         return np.bincount(group, weights=mask, minlength=len(pos)) > 0
@@ -502,18 +502,18 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         total = g[col].sum(min_count=1).to_numpy(copy=True)
         total[any_row(with_op[col].isna().to_numpy()) | unknown] = np.nan
         sums[col] = total
-    source = first.flops_source.to_numpy(dtype=object).copy()
+    source = first["flops_source"].copy()
     source[unknown] = UNKNOWN
     return pd.DataFrame({
-        "step": first.step.to_numpy(),
-        "external_id": first.external_id.to_numpy(),
-        "op_name": _obj(first.op_name.to_numpy(dtype=object)),
-        "op_input_dims": _obj(first.op_input_dims.to_numpy(dtype=object)),
-        "op_input_types": _obj(first.op_input_types.to_numpy(dtype=object)),
-        "op_input_strides": _obj(first.op_input_strides.to_numpy(dtype=object)),
-        "op_concrete_inputs": _obj(first.op_concrete_inputs.to_numpy(dtype=object)),
-        "op_input_dims_source": _obj(first.op_input_dims_source.to_numpy(dtype=object)),
-        "region": _obj(first.region.to_numpy(dtype=object)),
+        "step": first["step"],
+        "external_id": first["external_id"],
+        "op_name": _obj(first["op_name"]),
+        "op_input_dims": _obj(first["op_input_dims"]),
+        "op_input_types": _obj(first["op_input_types"]),
+        "op_input_strides": _obj(first["op_input_strides"]),
+        "op_concrete_inputs": _obj(first["op_concrete_inputs"]),
+        "op_input_dims_source": _obj(first["op_input_dims_source"]),
+        "region": _obj(first["region"]),
         "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,
         "cpu_dur_us": ops.dur_ns.to_numpy()[pos] / 1000.0,
         "kernel_count": g.size().to_numpy().astype(np.int32),
@@ -521,8 +521,8 @@ def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         "dur_us": g.dur_us.sum().to_numpy(),
         **sums,
         "flops_source": _obj(source),
-        "cost_unit": _obj(first.cost_unit.to_numpy(dtype=object)),
-        "cost_dtype": _obj(first.cost_dtype.to_numpy(dtype=object)),
+        "cost_unit": _obj(first["cost_unit"]),
+        "cost_dtype": _obj(first["cost_dtype"]),
     })
 
 
