@@ -120,10 +120,10 @@ def _sweep(trace: RawTrace, trust_ext: bool, op_of_ext: _FirstRow | None = None)
     n_ops, n_ann, n_lau = len(ops), len(ann), len(lau)
     kind = np.concatenate([np.zeros(n_ann, np.int8), np.ones(n_ops, np.int8), np.full(n_lau, 2, np.int8)])
     pos = np.concatenate([np.arange(n_ann), np.arange(n_ops), np.arange(n_lau)])
-    ts = np.concatenate([ann.ts_ns.to_numpy(), ops.ts_ns.to_numpy(), lau.ts_ns.to_numpy()]).astype(np.int64)
-    dur = np.concatenate([ann.dur_ns.to_numpy(), ops.dur_ns.to_numpy(), lau.dur_ns.to_numpy()]).astype(np.int64)
-    pids = np.concatenate([ann.pid.to_numpy(), ops.pid.to_numpy(), lau.pid.to_numpy()]).astype(np.int64)
-    tids = np.concatenate([ann.tid.to_numpy(), ops.tid.to_numpy(), lau.tid.to_numpy()]).astype(np.int64)
+    ts = np.concatenate([ann.ts_ns.to_numpy(), ops.ts_ns.to_numpy(), lau.ts_ns.to_numpy()]).astype(np.int64, copy=False)
+    dur = np.concatenate([ann.dur_ns.to_numpy(), ops.dur_ns.to_numpy(), lau.dur_ns.to_numpy()]).astype(np.int64, copy=False)
+    pids = np.concatenate([ann.pid.to_numpy(), ops.pid.to_numpy(), lau.pid.to_numpy()]).astype(np.int64, copy=False)
+    tids = np.concatenate([ann.tid.to_numpy(), ops.tid.to_numpy(), lau.tid.to_numpy()]).astype(np.int64, copy=False)
     if len(pids):
         # (pid, tid) pairs coded by their codes of each (a 2-column unique sorts far more slowly), in order
         # of first appearance (hashed, not sorted): a thread's code only keeps its rows together
@@ -141,7 +141,8 @@ def _sweep(trace: RawTrace, trust_ext: bool, op_of_ext: _FirstRow | None = None)
     # on the calling thread a P2P one opens when its op returns and outlasts the ops and regions after it
     ann_skip = np.array([n.startswith("gloo:") for n in ann_names], bool)
     k_s, p_s, t_s = kind[order], pos[order], thread_code[order]
-    start, end = ts[order], ts[order] + dur[order]
+    start = ts[order]
+    end = start + dur[order]
     # what encloses what: ops and annotations (not gloo's) hold their children; launches hold none
     is_op = k_s == 1
     is_ann = k_s == 0
