@@ -125,20 +125,21 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
     busy = [_busy_us(starts[at[a:b]], ends[at[a:b]]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     n_steps = max(len(steps), 1)
     kernel_us = float(per_step.median()) if len(per_step) else math.nan
-    known = k[k.flops.notna()]
-    flops = float(known.flops.sum()) / n_steps if len(known) else math.nan
-    has_bytes = k[k["bytes"].notna()]
-    nbytes = float(has_bytes["bytes"].sum()) / n_steps if len(has_bytes) else math.nan
+    # the columns summed, each of the rows that have it (not the frame's rows: a copy of every column)
+    has_flops, has_bytes = k.flops.notna(), k["bytes"].notna()
+    known = k.flops[has_flops]
+    flops = float(known.sum()) / n_steps if len(known) else math.nan
+    known_bytes = k["bytes"][has_bytes]
+    nbytes = float(known_bytes.sum()) / n_steps if len(known_bytes) else math.nan
     # the intensity of the kernels whose FLOPs and bytes are both known (a fused optimizer on the CPU has
     # FLOPs and no bytes: its FLOPs over the other kernels' bytes would be no intensity at all)
-    both = k[k.flops.notna() & k["bytes"].notna()]
-    both_bytes = float(both["bytes"].sum())
-    intensity = float(both.flops.sum()) / both_bytes if both_bytes > 0 else math.nan
+    both = has_flops & has_bytes
+    both_bytes = float(k["bytes"][both].sum())
+    intensity = float(k.flops[both].sum()) / both_bytes if both_bytes > 0 else math.nan
     if executed_regions is None:
         executed = flops
     else:
-        ex = known[known.region.isin(executed_regions)]
-        executed = float(ex.flops.sum()) / n_steps
+        executed = float(k.flops[has_flops & k.region.isin(executed_regions)].sum()) / n_steps
     total = k.dur_us.sum()
     unknown_share = float(k.loc[k.flops.isna(), "dur_us"].sum() / total) if total > 0 else math.nan
     bytes_unknown = float(k.loc[k["bytes"].isna(), "dur_us"].sum() / total) if total > 0 else math.nan
