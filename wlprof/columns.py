@@ -39,3 +39,19 @@ def per_distinct(values: np.ndarray, test) -> np.ndarray:
     for v in answer:
         answer[v] = bool(test(v))
     return np.fromiter(map(answer.__getitem__, values), dtype=bool, count=len(values))
+
+
+NAME_CODE = "_name_code"  # a trace table's private column: each row's name as the parser's code of it
+
+
+def coded_names(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(codes, names, held) of a trace table that keeps the parser's name codes (`NAME_CODE`): each row's
+    code, the name at each code (None at codes no row holds) and the codes some row holds; None for a
+    table without them. A per-name answer is then one call per held code, spread by indexing: no hash
+    of every row's name."""
+    if NAME_CODE not in table or "name" not in table:
+        return None
+    codes = table[NAME_CODE].to_numpy().astype(np.int64, copy=False)
+    names = np.full(int(codes.max()) + 1 if len(codes) else 0, None, dtype=object)
+    names[codes] = table["name"].to_numpy(dtype=object)  # the rows of a code share its name
+    return codes, names, np.flatnonzero(np.bincount(codes, minlength=len(names)))

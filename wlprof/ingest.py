@@ -366,6 +366,8 @@ def _time_by_dtype(kernels, unit: str | None = None) -> dict[str, float]:
     the rows of that cost unit (`matrix`)."""
     if kernels.empty or "cost_dtype" not in kernels:
         return {}
+    read = ["cost_dtype", "dur_us", *(["cost_unit"] if unit is not None and "cost_unit" in kernels else [])]
+    kernels = kernels[read]  # the columns read, not the wide frame (a row filter copies every column)
     if unit is not None:
         kernels = kernels[kernels.cost_unit == unit] if "cost_unit" in kernels else kernels.iloc[:0]
     t = kernels.groupby(kernels.cost_dtype.astype(object).where(kernels.cost_dtype.notna(), None)).dur_us.sum()
@@ -569,10 +571,13 @@ def _noisy_notes(steps) -> list[str]:
     from wlprof.steps import NOISY_SPREAD
 
     out = []
-    for row in steps.itertuples():
-        if getattr(row, "noisy", None) is True:
-            out.append(f"noisy: its {row.profiled_steps} profiled steps' kernel times spread "
-                       f"{row.timing_spread:.0%} of their median (above {NOISY_SPREAD:.0%}): the median step is not "
+    if "noisy" not in steps:
+        return out
+    # the three columns read (itertuples makes a named tuple class of every column, each call)
+    for noisy, profiled, spread in zip(steps["noisy"], steps["profiled_steps"], steps["timing_spread"], strict=True):
+        if noisy is True:
+            out.append(f"noisy: its {profiled} profiled steps' kernel times spread "
+                       f"{spread:.0%} of their median (above {NOISY_SPREAD:.0%}): the median step is not "
                        "stable (profile more steps, or on a quieter machine)")
     return out
 
@@ -594,12 +599,14 @@ def unknown_labels(kernels):
     import numpy as np
     import pandas as pd
 
-    fill = np.where(_replayed(kernels), "(graph replay)", "(no op)")
-    ops = pd.Series(kernels.op_name.astype(object).to_numpy(), index=kernels.index)
-    codes, names = pd.factorize(ops)  # the test per distinct op, not per row
-    triton = np.append([str(n).startswith("triton_") for n in names], False).astype(bool)[codes]  # -1: no op
-    ops = ops.where(~triton, "Triton kernels")
-    return ops.where(kernels.op_name.notna(), pd.Series(fill, index=kernels.index))
+    from wlprof.columns import per_distinct
+
+    ops = kernels.op_name.to_numpy(dtype=object)
+    named = kernels.op_name.notna().to_numpy()
+    labels = ops.copy()
+    labels[named & per_distinct(ops, lambda n: str(n).startswith("triton_"))] = "Triton kernels"  # per distinct op
+    labels[~named] = np.where(_replayed(kernels)[~named], "(graph replay)", "(no op)").astype(object)
+    return pd.Series(labels, index=kernels.index, dtype=object)
 
 
 def _communicates(trace) -> bool:

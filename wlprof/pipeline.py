@@ -29,13 +29,13 @@ class PointTables:
 
 def set_columns(df: pd.DataFrame, values: Mapping[str, Any]) -> None:
     """Broadcast per-point values (identity, parameters, facts) onto every row of `df`, in place."""
-    from wlprof.columns import object_column
+    from wlprof.columns import filled
 
     for name, value in values.items():
         if isinstance(value, list):
             df[name] = pd.Series([value] * len(df), index=df.index, dtype=object)
         elif isinstance(value, str):  # one string object on every row, not pandas' Arrow copy of it per row
-            df[name] = object_column([value] * len(df), df.index)
+            df[name] = pd.Series(filled(len(df), value), index=df.index, dtype=object)
         else:
             df[name] = value
 

@@ -380,8 +380,9 @@ def conform(df, table: str) -> pa.Table:
 
 
 def conformed(df, table: str, rows: int):
-    """`conform` of the DataFrame `rows` rows at a time: an Arrow table per slice (one, empty, for an
-    empty frame). Each column is taken from the frame once, and each slice is a view of it."""
+    """`conform` of the DataFrame `rows` rows at a time (the last slice up to 1.5 times that): an Arrow
+    table per slice (one, empty, for an empty frame). Each column is taken from the frame once, and each
+    slice is a view of it."""
     import numpy as np
     import pandas as pd
 
@@ -406,12 +407,20 @@ def conformed(df, table: str, rows: int):
             sources.append(("values", col.to_numpy()))
         else:  # an extension array (nullable integers, booleans, strings): sliced as itself
             sources.append(("values", col.array))
-    for start in range(0, max(len(df), 1), rows):
-        stop = min(start + rows, len(df))
+    nulls: dict = {}  # the columns the frame lacks: one array of nulls per type and length, shared
+    # a last slice shorter than half of `rows` joins the one before it: a row group of a few rows costs
+    # the writer as much per column as a full one
+    bounds = [*range(0, max(len(df), 1), rows), len(df)]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < rows // 2:
+        del bounds[-2]
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
         arrays = []
         for f, src in zip(schema, sources, strict=True):
             if src is None:
-                arrays.append(pa.nulls(max(stop - start, 0), type=f.type))
+                key = (f.type, max(stop - start, 0))
+                if key not in nulls:
+                    nulls[key] = pa.nulls(key[1], type=f.type)
+                arrays.append(nulls[key])
             elif src[0] == "list":
                 values = [None if v is None or (isinstance(v, float) and pd.isna(v)) else list(v)
                           for v in src[1][start:stop]]

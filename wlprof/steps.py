@@ -42,6 +42,14 @@ def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
         return 0.0
     order = np.argsort(starts)
     s, e = starts[order], ends[order]
+    if np.isfinite(s).all() and np.isfinite(e).all() and (e >= s).all():
+        # the union's pieces at once: each interval's start past the furthest end before it begins one
+        # (with no interval ending before it starts, that end is its own piece's); summed in order
+        reach = np.maximum.accumulate(e)
+        first = np.flatnonzero(np.r_[True, s[1:] > reach[:-1]])
+        piece_s, piece_e = s[first], reach[np.r_[first[1:] - 1, len(s) - 1]]
+        total = float(np.add.accumulate(piece_e[:-1] - piece_s[:-1])[-1]) if len(first) > 1 else 0.0
+        return float(total + piece_e[-1] - piece_s[-1])
     total, cur_s, cur_e = 0.0, s[0], e[0]
     for a, b in zip(s[1:], e[1:], strict=True):
         if a > cur_e:
@@ -72,7 +80,9 @@ def roofline_fields(k: pd.DataFrame, n_steps: int) -> dict:
     if len(roofed):
         by_bound = roofed.groupby("bound").dur_us.sum()
         bound = str(by_bound.idxmax())
-    top = k.sort_values("dur_us", ascending=False).head(1)
+    # the longest kernel's ceilings: the sort of the whole frame, on the four columns read
+    top = k[["dur_us", "ceiling_tflops", "ceiling_gbps", "ridge_flop_per_byte"]].sort_values(
+        "dur_us", ascending=False).head(1)
     return {
         "ceiling_tflops": float(top.ceiling_tflops.iloc[0]) if len(top) else math.nan,
         "ceiling_gbps": float(top.ceiling_gbps.iloc[0]) if len(top) else math.nan,
@@ -109,23 +119,27 @@ def summarize(kernels: pd.DataFrame, timings: Timings | None, profiled_steps: in
     k = kernels.loc[kernels.step >= 0, cols]  # only the columns needed: a large trace's rows are wide
     steps = sorted(k.step.unique())
     per_step = k.groupby("step").dur_us.sum()
-    busy = [_busy_us(g.ts_us.to_numpy(), (g.ts_us + g.dur_us).to_numpy()) for _, g in k.groupby("step")]
+    # each step's rows in table order, as a groupby gives them, without a frame per step
+    at, bounds = np.argsort(k.step.to_numpy(), kind="stable"), np.r_[0, np.cumsum(k.groupby("step").size())]
+    starts, ends = k.ts_us.to_numpy(), (k.ts_us + k.dur_us).to_numpy()
+    busy = [_busy_us(starts[at[a:b]], ends[at[a:b]]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     n_steps = max(len(steps), 1)
     kernel_us = float(per_step.median()) if len(per_step) else math.nan
-    known = k[k.flops.notna()]
-    flops = float(known.flops.sum()) / n_steps if len(known) else math.nan
-    has_bytes = k[k["bytes"].notna()]
-    nbytes = float(has_bytes["bytes"].sum()) / n_steps if len(has_bytes) else math.nan
+    # the columns summed, each of the rows that have it (not the frame's rows: a copy of every column)
+    has_flops, has_bytes = k.flops.notna(), k["bytes"].notna()
+    known = k.flops[has_flops]
+    flops = float(known.sum()) / n_steps if len(known) else math.nan
+    known_bytes = k["bytes"][has_bytes]
+    nbytes = float(known_bytes.sum()) / n_steps if len(known_bytes) else math.nan
     # the intensity of the kernels whose FLOPs and bytes are both known (a fused optimizer on the CPU has
     # FLOPs and no bytes: its FLOPs over the other kernels' bytes would be no intensity at all)
-    both = k[k.flops.notna() & k["bytes"].notna()]
-    both_bytes = float(both["bytes"].sum())
-    intensity = float(both.flops.sum()) / both_bytes if both_bytes > 0 else math.nan
+    both = has_flops & has_bytes
+    both_bytes = float(k["bytes"][both].sum())
+    intensity = float(k.flops[both].sum()) / both_bytes if both_bytes > 0 else math.nan
     if executed_regions is None:
         executed = flops
     else:
-        ex = known[known.region.isin(executed_regions)]
-        executed = float(ex.flops.sum()) / n_steps
+        executed = float(k.flops[has_flops & k.region.isin(executed_regions)].sum()) / n_steps
     total = k.dur_us.sum()
     unknown_share = float(k.loc[k.flops.isna(), "dur_us"].sum() / total) if total > 0 else math.nan
     bytes_unknown = float(k.loc[k["bytes"].isna(), "dur_us"].sum() / total) if total > 0 else math.nan

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from wlprof import jsonio
 from wlprof.trace import parse, structs
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -26,7 +25,7 @@ pytestmark = pytest.mark.skipif(not structs.available(), reason="msgspec is not 
 def _read_both(path: Path, monkeypatch) -> tuple[parse.RawTrace, parse.RawTrace]:
     typed = parse.read_trace(path, keep_events=False)
     with monkeypatch.context() as m:
-        m.setattr(structs, "decode", jsonio.loads)
+        m.setattr(structs, "decode", structs.as_dicts)
         plain = parse.read_trace(path, keep_events=False)
     return typed, plain
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from wlprof.columns import NAME_CODE
 from wlprof.trace import parse
 from wlprof.trace.parse import read_trace
 
@@ -95,11 +96,10 @@ def test_a_file_that_is_not_json_for_another_reason_is_still_refused_as_such(tmp
 @pytest.mark.parametrize("typed", [True, False])
 def test_complete_events_without_dur_last_0_and_are_counted(tmp_path, monkeypatch, typed):
     # a kernel without `dur` was read as lasting 0 with nothing said; a null dur stays unusable (skipped)
-    from wlprof import jsonio
     from wlprof.trace import structs
 
     if not typed:
-        monkeypatch.setattr(structs, "decode", jsonio.loads)
+        monkeypatch.setattr(structs, "decode", structs.as_dicts)
     events = _gpu_trace(3)
     del events[3]["dur"]  # kernel k0
     events[9]["dur"] = None  # kernel k2
@@ -151,11 +151,11 @@ def test_a_trace_whose_every_event_is_written_twice_reads_as_the_original_with_o
         tmp_path, monkeypatch, typed, keep):
     # every event twice (a trace joined to itself): each kernel row came twice, and its op's FLOPs and
     # bytes were split over twice the kernels (each row's half the original's, the sums unchanged)
-    from wlprof import jsonio, pipeline
+    from wlprof import pipeline
     from wlprof.trace import structs
 
     if not typed:
-        monkeypatch.setattr(structs, "decode", jsonio.loads)
+        monkeypatch.setattr(structs, "decode", structs.as_dicts)
     events = _mm_trace()
     once, twice = tmp_path / "once.json", tmp_path / "twice.json"
     once.write_text(json.dumps({"traceEvents": events}, indent=1))
@@ -178,11 +178,10 @@ def test_a_trace_whose_every_event_is_written_twice_reads_as_the_original_with_o
 @pytest.mark.parametrize("typed", [True, False])
 @pytest.mark.parametrize("keep", [False, True])
 def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_path, monkeypatch, typed, keep):
-    from wlprof import jsonio
     from wlprof.trace import structs
 
     if not typed:
-        monkeypatch.setattr(structs, "decode", jsonio.loads)
+        monkeypatch.setattr(structs, "decode", structs.as_dicts)
     events = [
         _ev("cpu_op", "aten::linear", 10, 50, **{"External id": 1}),
         _ev("cpu_op", "aten::t", 10, 50, **{"External id": 1}),  # its child: same start, another name
@@ -212,11 +211,10 @@ def test_distinct_events_that_share_a_start_are_never_dropped_as_repeats(tmp_pat
 def test_ts_and_dur_written_as_numeric_strings_read_as_the_numbers(tmp_path, monkeypatch, typed, keep):
     # Ascend's torch_npu writes "ts": "1704161511420306.491" and Perfetto's JSON importer reads such strings
     # as numbers; such a trace was refused ("none with a number for its ts and dur")
-    from wlprof import jsonio
     from wlprof.trace import structs
 
     if not typed:
-        monkeypatch.setattr(structs, "decode", jsonio.loads)
+        monkeypatch.setattr(structs, "decode", structs.as_dicts)
     events = _mm_trace()
     base = 1704161511420306.491  # µs since the epoch, as torch_npu writes them
 
@@ -233,8 +231,8 @@ def test_ts_and_dur_written_as_numeric_strings_read_as_the_numbers(tmp_path, mon
     a_path.write_text(json.dumps({"traceEvents": numbers}, indent=1))
     b_path.write_text(json.dumps({"traceEvents": strings}, indent=1))
     a, b = read_trace(a_path, keep_events=keep), read_trace(b_path, keep_events=keep)
-    for table in ("ops", "annotations", "launches", "device"):
-        x, y = getattr(a, table).drop(columns="idx"), getattr(b, table).drop(columns="idx")
+    for table in ("ops", "annotations", "launches", "device"):  # file positions and name codes aside
+        x, y = getattr(a, table).drop(columns=["idx", NAME_CODE]), getattr(b, table).drop(columns=["idx", NAME_CODE])
         assert x.reset_index(drop=True).equals(y.reset_index(drop=True)), table
     assert list(b.device.dur_ns) == [30_000] * 4
     assert list(b.annotations.dur_ns) == [400_000]
@@ -246,11 +244,10 @@ def test_ts_and_dur_written_as_numeric_strings_read_as_the_numbers(tmp_path, mon
 @pytest.mark.parametrize("typed", [True, False])
 @pytest.mark.parametrize("value", ["12 us", "0x10", "1e999", "nan", ""])
 def test_a_ts_string_that_is_no_number_is_still_skipped_and_named(tmp_path, monkeypatch, typed, value):
-    from wlprof import jsonio
     from wlprof.trace import structs
 
     if not typed:
-        monkeypatch.setattr(structs, "decode", jsonio.loads)
+        monkeypatch.setattr(structs, "decode", structs.as_dicts)
     events = _gpu_trace(2)
     events[3]["ts"] = value  # kernel k0
     path = tmp_path / "t.json"

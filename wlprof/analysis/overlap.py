@@ -51,12 +51,6 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     return float(np.diff(times)[state[:-1] == 3].sum())
 
 
-def _intervals(rows: pd.DataFrame, mask=None):
-    sub = rows if mask is None else rows[mask]
-    ts = sub.ts_us.to_numpy(dtype=float)
-    return union(ts, ts + sub.dur_us.to_numpy(dtype=float))
-
-
 def _classes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     cls = rows.comm_class.to_numpy(dtype=object) if "comm_class" in rows else np.full(len(rows), None, dtype=object)
     coll = np.isin(cls, COLLECTIVE_CLASSES)
@@ -64,24 +58,25 @@ def _classes(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return coll, copy
 
 
-def _row(rows: pd.DataFrame, compute_all, comm_all, scope: str, stream: int, steps: int) -> dict:
-    coll, copy = _classes(rows)
+def _row(ts: np.ndarray, te: np.ndarray, coll: np.ndarray, copy: np.ndarray, compute_all, comm_all, scope: str,
+         stream: int, steps: int, own: tuple | None = None) -> dict:
+    """The overlap row of rows starting at `ts` and ending at `te`, of which `coll` are collective or P2P
+    and `copy` memcpy or memset; `own`: their (compute, communication) unions where already made."""
     comm = coll | copy
-    compute = _intervals(rows, ~comm)
-    m, c, p = _intervals(rows, comm), _intervals(rows, coll), _intervals(rows, copy)
+    compute, m = own if own is not None else (union(ts[~comm], te[~comm]), union(ts[comm], te[comm]))
+    c, p = union(ts[coll], te[coll]), union(ts[copy], te[copy])
     comm_us, coll_us, copy_us = length(m), length(c), length(p)
     overlap = intersection_length(m, compute_all)
     coll_overlap = intersection_length(c, compute_all)
     copy_overlap = intersection_length(p, compute_all)
-    busy = length(_intervals(rows))
-    ts = rows.ts_us.to_numpy(dtype=float)
-    span = float((ts + rows.dur_us.to_numpy(dtype=float)).max() - ts.min()) if len(rows) else 0.0
+    busy = length(union(ts, te))
+    span = float(te.max() - ts.min()) if len(ts) else 0.0
 
     def share(x, total):
         return x / total if total > 0 else float("nan")
 
     return {
-        "scope": scope, "stream": int(stream), "steps": steps, "rows": len(rows),
+        "scope": scope, "stream": int(stream), "steps": steps, "rows": len(ts),
         "compute_us": length(compute), "comm_us": comm_us, "collective_us": coll_us, "copy_us": copy_us,
         "overlap_us": overlap, "exposed_comm_us": comm_us - overlap, "overlap_share": share(overlap, comm_us),
         "collective_overlap_us": coll_overlap, "collective_overlap_share": share(coll_overlap, coll_us),
@@ -93,16 +88,23 @@ def _row(rows: pd.DataFrame, compute_all, comm_all, scope: str, stream: int, ste
 
 def overlap_table(kernels: pd.DataFrame, streams: bool = True) -> pd.DataFrame:
     """One trace's (one rank's) overlap rows: the rank, then each CUDA stream (when `streams`)."""
-    cols = [c for c in ("ts_us", "dur_us", "comm_class", "stream", "step") if c in kernels]
-    k = kernels[cols]
-    coll, copy = _classes(k)
+    ts = kernels.ts_us.to_numpy(dtype=float)
+    te = ts + kernels.dur_us.to_numpy(dtype=float)
+    coll, copy = _classes(kernels)
     comm = coll | copy
-    compute_all, comm_all = _intervals(k, ~comm), _intervals(k, comm)
-    steps = int(k.step[k.step >= 0].nunique()) if "step" in k and len(k) else 0
-    out = [_row(k, compute_all, comm_all, "rank", -1, steps)]
-    if streams and "stream" in k:
-        for s, g in k[k.stream >= 0].groupby("stream", sort=True):
-            out.append(_row(g, compute_all, comm_all, "stream", int(s), steps))
+    compute_all, comm_all = union(ts[~comm], te[~comm]), union(ts[comm], te[comm])
+    steps = int(kernels.step[kernels.step >= 0].nunique()) if "step" in kernels and len(kernels) else 0
+    out = [_row(ts, te, coll, copy, compute_all, comm_all, "rank", -1, steps, own=(compute_all, comm_all))]
+    if streams and "stream" in kernels:
+        stream = kernels.stream.to_numpy()
+        # each stream's rows in table order, the streams in order, as a groupby gives them
+        at = np.flatnonzero(stream >= 0)
+        at = at[np.argsort(stream[at], kind="stable")]
+        starts = np.flatnonzero(np.r_[True, stream[at][1:] != stream[at][:-1]]).tolist() if len(at) else []
+        for a, b in zip(starts, [*starts[1:], len(at)][:len(starts)], strict=True):
+            g = at[a:b]
+            out.append(_row(ts[g], te[g], coll[g], copy[g], compute_all, comm_all, "stream", int(stream[g[0]]),
+                            steps))
     return pd.DataFrame(out)
 
 

@@ -10,6 +10,7 @@ rows in proportion to those formulas' values (by duration where there are none).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 
@@ -17,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.ceilings import Ceilings
-from wlprof.columns import filled
+from wlprof.columns import coded_names, filled
 from wlprof.columns import object_column as _obj
 from wlprof.cost.attribution import ancestors, ops_after
 from wlprof.cost.convolution import consumer_outputs, forward_outputs
@@ -60,19 +61,55 @@ def _kernel_names(rows: pd.DataFrame, wanted: np.ndarray) -> dict[int, tuple[str
     return {int(p): tuple(dict.fromkeys(names[a:b])) for p, a, b in zip(pos, start, bounds, strict=True)}
 
 
+ANCESTORS = 16  # enclosing ops whose names a call carries (`attribution.ancestors`' limit)
+
+
 def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarray,
-              rows: pd.DataFrame | None = None) -> dict:
-    # Python lists: the loops index them once per op (numpy scalars cost several times more per access)
-    names, args_id = ops.name.to_numpy(dtype=object).tolist(), ops.args_id.to_numpy().tolist()
-    dispatcher, parent = ops.dispatcher.to_numpy().tolist(), ops.parent.to_numpy().tolist()
-    positions = op_positions.tolist()
-    # the tests below, once per distinct name and per distinct recorded args (not once per op)
-    distinct = set(names[p] for p in positions)
-    by_parent = {n: uses_parent(n) for n in distinct}
-    by_kernels = {n: uses_kernels(n) for n in distinct}
-    by_children = {n: uses_children(n) for n in distinct}
-    by_backward = {n: uses_backward(n) for n in distinct}
-    by_next = {n: uses_next(n) for n in distinct}
+              rows: pd.DataFrame | None = None) -> tuple[np.ndarray, list]:
+    """The cost of each op of `op_positions`: (which, costs), `costs[which[j]]` the cost of op
+    `op_positions[j]` (None: a dispatcher's, or where no formula applies).
+
+    Ops alike in all a formula reads (the name, the recorded args, the enclosing ops' names, and where
+    the formula reads them the kernels, nested ops, caller and following ops) share one call of it:
+    the ops that read none of the latter are grouped by array operations, the others one by one."""
+    pos = np.asarray(op_positions, dtype=np.int64)
+    names = ops.name.to_numpy(dtype=object)
+    dispatcher = ops.dispatcher.to_numpy(dtype=bool)
+    parent = ops.parent.to_numpy().astype(np.int64, copy=False)
+    aid = ops.args_id.to_numpy().astype(np.int64, copy=False)
+    par = parent[pos]
+    # the enclosing ops, innermost first (-1 past the outermost), and the names of the ops read as codes
+    chain = np.full((len(pos), ANCESTORS), -1, np.int64)
+    up = par.copy()
+    for k in range(ANCESTORS):
+        inside = up >= 0
+        if not inside.any():
+            break
+        chain[inside, k] = up[inside]
+        up = np.where(inside, parent[np.maximum(up, 0)], -1)
+    coded = coded_names(ops)
+    if coded is not None:  # the parser's codes: uniq[code] is the name
+        codes, uniq, _ = coded
+    else:  # the ops read (the calls and their ancestors), coded by a dict of their names
+        marked = np.zeros(len(ops), bool)
+        marked[pos] = True
+        marked[chain[chain >= 0]] = True
+        read = np.flatnonzero(marked)
+        read_names = names[read].tolist()
+        code_of = {n: i for i, n in enumerate(dict.fromkeys(read_names))}
+        uniq = list(code_of)
+        codes = np.full(len(ops), -1, np.int64)
+        codes[read] = np.fromiter(map(code_of.__getitem__, read_names), np.int64, count=len(read))
+    pcode = codes[pos]
+    chain = np.where(chain >= 0, codes[np.maximum(chain, 0)], -1) if len(ops) else chain
+    live = ~dispatcher[pos]
+    seen = np.unique(pcode)  # the tests below, once per distinct name and per distinct recorded args
+
+    def per_name(pred) -> np.ndarray:
+        answer = np.zeros(len(uniq), bool)
+        answer[seen] = [bool(pred(uniq[c])) for c in seen.tolist()]
+        return answer[pcode]
+
     untyped_of: dict[int, bool] = {}
 
     def untyped_args(a: int) -> bool:
@@ -83,74 +120,113 @@ def _op_costs(ops: pd.DataFrame, args_table: list[dict], op_positions: np.ndarra
 
     # the launched kernels' names, only for the formulas that read them (a TensorList's dtype)
     # and for the calls whose trace recorded shapes without dtypes
-    untyped = np.array([not dispatcher[p] and untyped_args(args_id[p]) for p in positions], dtype=bool)
-    calls_parent = np.array([not dispatcher[p] and parent[p] >= 0 and by_parent[names[p]] for p in positions],
-                            dtype=bool)
-    untyped |= calls_parent & np.array([calls_parent[j] and untyped_args(args_id[parent[p]])
-                                        for j, p in enumerate(positions)], dtype=bool)
-    needs = untyped | np.array([not dispatcher[p] and by_kernels[names[p]] for p in positions], dtype=bool)
-    kernels = _kernel_names(rows, op_positions[needs]) if rows is not None and needs.any() else {}
+    distinct_args, args_at = np.unique(aid[pos], return_inverse=True)
+    untyped = live & np.array([untyped_args(a) for a in distinct_args.tolist()], bool)[args_at.reshape(-1)]
+    calls_parent = live & (par >= 0) & per_name(uses_parent)
+    if calls_parent.any():
+        untyped[calls_parent] |= np.array([untyped_args(a) for a in aid[par[calls_parent]].tolist()], bool)
+    needs = untyped | (live & per_name(uses_kernels))
+    kernels = _kernel_names(rows, pos[needs]) if rows is not None and needs.any() else {}
     # the ops nested directly inside, only for the formulas that read them (a data-dependent size)
-    wants = np.array([not dispatcher[p] and by_children[names[p]] for p in positions], dtype=bool)
-    children = _children(ops, op_positions[wants]) if wants.any() else {}
+    wants = live & per_name(uses_children)
+    children = _children(ops, pos[wants]) if wants.any() else {}
+    args_id = aid
     # a forward's output dims from its backward's grad_output, only for the formulas that read them
+    # and only where such a call recorded the two input dims they are looked up by (`_output_of`)
     outputs = {}
-    if any(by_backward[names[p]] and not dispatcher[p] for p in positions):
-        backward = [n for n in pd.unique(ops.name.to_numpy(dtype=object)) if n.endswith("convolution_backward")]
-        sel = np.flatnonzero(ops.name.isin(backward).to_numpy()) if backward else []
+    backward = live & per_name(uses_backward)
+    if backward.any() and any(_two_dims(args_table[a]) for a in np.unique(args_id[pos[backward]]).tolist()):
+        conv = [n for n in pd.unique(names) if n.endswith("convolution_backward")]
+        sel = np.flatnonzero(ops.name.isin(conv).to_numpy()) if conv else []
         # each distinct (name, recorded args) once: the result is the same for repeats
         pairs = dict.fromkeys((names[i], args_id[i]) for i in sel.tolist()) if len(sel) else {}
         outputs = forward_outputs((n, args_table[a]) for n, a in pairs)
         # an inference trace has no backward: the forwards recorded without their stride and
         # padding take their output dims from the op run next (where no backward gives them)
-        unrecorded = [p for p in positions if by_backward[names[p]] and not dispatcher[p]
-                      and "Concrete Inputs" not in args_table[args_id[p]]]
+        unrecorded = [p for p in pos[backward].tolist() if "Concrete Inputs" not in args_table[args_id[p]]]
         if unrecorded:
             outputs = {**consumer_outputs(ops, args_table, unrecorded), **outputs}
     # the ops run next at the call's level, only for the formulas that read them and launched no kernel
-    wanted = [p for p in positions if by_next[names[p]] and not dispatcher[p] and not kernels.get(p)]
+    wanted = [p for p in pos[live & per_name(uses_next)].tolist() if not kernels.get(p)]
     following = ops_after(ops, wanted, _FOLLOWING) if wanted else {}
-    memo: dict[tuple, Cost | None] = {}
-    out: dict[int, Cost | None] = {}
-    with_parent = set(op_positions[calls_parent].tolist())
     strided = any(records_strides(a) for a in args_table if isinstance(a, dict))
+    # the calls that read nothing but their name, args and enclosing ops' names: grouped by those
+    own = live & ~calls_parent
+    for extra in (kernels, children, following):
+        if extra:
+            own &= ~np.isin(pos, [p for p, v in extra.items() if v])
+    keys, group = _distinct_rows(np.column_stack([pcode, aid[pos], chain])[own])
+    costs: list = [None]
+    which = np.zeros(len(pos), np.int64)
+    memo: dict[tuple, int] = {}
+    for key in keys.tolist():
+        name, a = uniq[key[0]], key[1]
+        anc = tuple(uniq[c] for c in itertools.takewhile(lambda c: c >= 0, key[2:]))
+        args = args_table[a]
+        memo[(name, a, anc, (), (), None, ())] = len(costs)
+        costs.append(cost_of(OpCall.from_args(name, args, anc, (), [], None, _output_of(outputs, name, args), [],
+                                              strided)))
+    which[own] = np.arange(1, len(keys) + 1)[group.reshape(-1)]
     enclosing: dict[int, tuple] = {}  # an op's ancestors' names depend on its parent alone: once per parent
-    for pos in positions:
-        if dispatcher[pos]:
-            out[pos] = None
-            continue
-        anc = enclosing.get(parent[pos])
+    for j in np.flatnonzero(live & ~own).tolist():
+        p = int(pos[j])
+        anc = enclosing.get(int(par[j]))
         if anc is None:
-            anc = enclosing[parent[pos]] = ancestors(names, parent, pos)
-        kn = kernels.get(pos, ())
-        ch = children.get(pos, ())
-        par = parent[pos] if pos in with_parent else -1
-        fo = following.get(pos, ())
-        key = (names[pos], args_id[pos], anc, kn, tuple((names[c], args_id[c]) for c in ch) if ch else (),
-               args_id[par] if par >= 0 else None, tuple((names[c], args_id[c]) for c in fo) if fo else ())
+            anc = enclosing[int(par[j])] = ancestors(names, parent, p)
+        kn = kernels.get(p, ())
+        ch = children.get(p, ())
+        caller = int(par[j]) if calls_parent[j] else -1
+        fo = following.get(p, ())
+        key = (names[p], args_id[p], anc, kn, tuple((names[c], args_id[c]) for c in ch) if ch else (),
+               args_id[caller] if caller >= 0 else None, tuple((names[c], args_id[c]) for c in fo) if fo else ())
         if key not in memo:  # distinct recorded inputs share an args id
             nested = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in ch]
-            args = args_table[args_id[pos]]
+            args = args_table[args_id[p]]
             if kn and _untyped(args):
                 args = _typed_by_kernels(args, kn)
-            caller = None
-            if par >= 0:
-                pargs = args_table[args_id[par]]
-                caller = OpCall.from_args(names[par], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs) else pargs)
+            called = None
+            if caller >= 0:
+                pargs = args_table[args_id[caller]]
+                called = OpCall.from_args(names[caller], _typed_by_kernels(pargs, kn) if kn and _untyped(pargs)
+                                          else pargs)
             after = [OpCall.from_args(names[c], args_table[args_id[c]]) for c in fo]
-            memo[key] = cost_of(OpCall.from_args(names[pos], args, anc, kn, nested, caller,
-                                                 _output_of(outputs, names[pos], args), after, strided))
-        out[pos] = memo[key]
-    return out
+            memo[key] = len(costs)
+            costs.append(cost_of(OpCall.from_args(names[p], args, anc, kn, nested, called,
+                                                  _output_of(outputs, names[p], args), after, strided)))
+        which[j] = memo[key]
+    return which, costs
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, group): the distinct rows of an integer matrix and each row's position among them, found
+    by a hash of each row (`np.unique(rows, axis=0)` sorts the rows as records, many times slower);
+    rows that share a hash are checked equal, and where two are not the rows are compared whole."""
+    h = np.zeros(len(rows), np.uint64)
+    for col in rows.T:
+        h = h * np.uint64(0x9E3779B97F4A7C15) + col.astype(np.int64).view(np.uint64)
+    _, first, group = np.unique(h, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    if not (rows == rows[first[group]]).all():  # a hash shared by distinct rows
+        keys, group = np.unique(rows, axis=0, return_inverse=True)
+        return keys, group.reshape(-1)
+    return rows[first], group
 
 
 _FOLLOWING = 8  # ops read after a call for its result's consumer (at any depth: inside the next module)
 
 
+def _two_dims(args: dict) -> list | None:
+    """A call's recorded input dims where its first two inputs are lists (shapes), else None."""
+    dims = args.get("Input Dims")
+    if not isinstance(dims, list) or len(dims) < 2 or not all(isinstance(d, list) for d in dims[:2]):
+        return None
+    return dims
+
+
 def _output_of(outputs: dict, name: str, args: dict) -> tuple:
     """The output dims `outputs` (forward_outputs) holds for a call's first two inputs, or ()."""
-    dims = args.get("Input Dims") if outputs and uses_backward(name) else None
-    if not isinstance(dims, list) or len(dims) < 2 or not all(isinstance(d, list) for d in dims[:2]):
+    dims = _two_dims(args) if outputs and uses_backward(name) else None
+    if dims is None:
         return ()
     try:
         return outputs.get((tuple(dims[0]), tuple(dims[1])), ())
@@ -232,7 +308,7 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     n = len(rows)
 
     launching = np.unique(op_pos[has_op])
-    costs = _op_costs(ops, args_table, launching, rows)
+    which, costs = _op_costs(ops, args_table, launching, rows)
 
     # An op's cost is split over its kernels by duration. Memsets and memcpys an op runs
     # beside its kernels (a split-K GEMM zeroing its workspace) get none of it: they are
@@ -240,29 +316,38 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     # (copy_ as a device-to-device memcpy) puts its cost on them.
     kinds = rows.kind.to_numpy()
     is_kernel = (kinds == "kernel") | (kinds == "cpu_op")
-    op_has_kernel = pd.Series(is_kernel[has_op]).groupby(op_pos[has_op]).any()
-    eligible = has_op & (is_kernel | ~op_has_kernel.reindex(op_pos).fillna(False).to_numpy(dtype=bool))
-    op_dur = pd.Series(dur[eligible]).groupby(op_pos[eligible]).sum()
-    op_cnt = pd.Series(np.ones(eligible.sum())).groupby(op_pos[eligible]).sum()
-    tot = op_dur.reindex(op_pos).to_numpy()
-    cnt = op_cnt.reindex(op_pos).to_numpy()
+    # per op, by bincount over its rows (durations are whole nanoseconds: their sums are exact in any
+    # order), read back at each row (rows without an op read op 0's, and never use them)
+    n_ops = len(ops)
+    at_op = np.where(has_op, op_pos, 0)
+
+    def per_op(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        counts = np.bincount(op_pos[mask], weights=None if weights is None else weights[mask], minlength=n_ops)
+        return counts[at_op] if n_ops else np.zeros(n)
+
+    eligible = has_op & (is_kernel | ~(per_op(has_op & is_kernel) > 0))
+    tot, cnt = per_op(eligible, dur).astype(float), per_op(eligible).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(eligible, np.where(tot > 0, dur / tot, 1.0 / cnt), np.where(has_op, 0.0, 1.0))
-    n_rows_per_op = pd.Series(np.ones(has_op.sum())).groupby(op_pos[has_op]).sum().reindex(op_pos).to_numpy()
+    n_rows_per_op = per_op(has_op).astype(float)
 
-    n_ops = len(ops)
     op_flops, op_bytes, op_written = np.full(n_ops, np.nan), np.full(n_ops, np.nan), np.full(n_ops, np.nan)
     op_costed = np.zeros(n_ops, bool)
     op_unit, op_dtype = np.full(n_ops, None, dtype=object), np.full(n_ops, None, dtype=object)
     op_source = filled(n_ops, UNKNOWN)
-    for pos, c in costs.items():
-        if c is not None:
-            op_costed[pos] = True
-            op_source[pos] = c.source
-            op_flops[pos] = np.nan if c.flops is None else c.flops
-            op_bytes[pos] = np.nan if c.bytes is None else c.bytes
-            op_written[pos] = np.nan if c.written is None else c.written
-            op_unit[pos], op_dtype[pos] = c.unit, c.dtype
+    given = np.array([c is not None for c in costs], bool)[which]
+    if given.any():  # each distinct cost's values, spread to its ops
+        at, which = launching[given], which[given]
+
+        def per_cost(field: str, dtype, missing):
+            values = (missing if c is None or getattr(c, field) is None else getattr(c, field) for c in costs)
+            return np.fromiter(values, dtype=dtype, count=len(costs))[which]
+
+        op_costed[at] = True
+        op_source[at] = per_cost("source", object, None)
+        op_flops[at], op_bytes[at] = per_cost("flops", float, np.nan), per_cost("bytes", float, np.nan)
+        op_written[at] = per_cost("written", float, np.nan)
+        op_unit[at], op_dtype[at] = per_cost("unit", object, None), per_cost("dtype", object, None)
     safe_pos = np.where(has_op, op_pos, 0)
     known = has_op & op_costed[safe_pos] if n_ops else np.zeros(n, bool)
     flops = np.where(known, op_flops[safe_pos] * share, np.nan) if n_ops else np.full(n, np.nan)
@@ -318,19 +403,15 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
             cdtype[mask] = c.dtype
             share[mask] = shares["flops"]
 
-    args_ids = ops.args_id.to_numpy()
-    table = args_table
-    by_args: dict[int, tuple] = {}  # JSON of each distinct recorded input, once
-    for a in np.unique(args_ids[launching]) if len(launching) else []:
-        args = table[a]
-        by_args[a] = (_json(args.get("Input Dims")), _json(args.get("Input type")),
-                      _json(args.get("Input Strides")), _json(args.get("Concrete Inputs")))
-    # each op's recorded inputs as JSON (None for the ops that launched nothing), then per row
+    # each op's recorded inputs as JSON, once per distinct recorded input (None for the ops that
+    # launched nothing), then per row
     op_inputs = [np.full(n_ops, None, dtype=object) for _ in range(4)]
     if len(launching):
-        per_op = [by_args[a] for a in args_ids[launching].tolist()]
-        for j, col in enumerate(op_inputs):
-            col[launching] = [v[j] for v in per_op]
+        distinct, at = np.unique(ops.args_id.to_numpy()[launching], return_inverse=True)
+        recorded = [args_table[a] for a in distinct.tolist()]
+        for key, col in zip(("Input Dims", "Input type", "Input Strides", "Concrete Inputs"), op_inputs, strict=True):
+            col[launching] = np.fromiter((_json(a.get(key)) for a in recorded), dtype=object,
+                                         count=len(recorded))[at.reshape(-1)]
     row_op_pos = op_pos[has_op]
 
     def per_row(per_op_values: np.ndarray) -> np.ndarray:
@@ -391,47 +472,70 @@ def annotate(rows: pd.DataFrame, ops: pd.DataFrame, args_table: list[dict], ceil
     return k, o
 
 
+_FIRST = ["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
+          "op_concrete_inputs", "op_input_dims_source", "region", "flops_source", "cost_unit", "cost_dtype"]
+_SUMMED = ["dur_us", "flops", "bytes", "bytes_written"]
+
+
 def _ops_table(k: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    with_op = k[k._op_pos >= 0]
-    if with_op.empty:
+    launched = k._op_pos.to_numpy() >= 0
+    if not launched.any():
         return pd.DataFrame(columns=["step", "external_id", "op_name", "op_input_dims", "op_input_types",
                                      "op_input_strides", "op_concrete_inputs", "op_input_dims_source", "region", "ts_us", "cpu_dur_us",
                                      "kernel_count", "transfer", "dur_us", "flops", "bytes", "bytes_written", "flops_source",
                                      "cost_unit", "cost_dtype"])
+    # the columns read, not the frame: a kernels row is wide
+    with_op = k.loc[launched, [c for c in ("_op_pos", *_FIRST, *_SUMMED, "kind", "name") if c in k]]
     g = with_op.groupby("_op_pos", sort=True)
-    first = g[["step", "external_id", "op_name", "op_input_dims", "op_input_types", "op_input_strides",
-               "op_concrete_inputs", "op_input_dims_source", "region", "flops_source", "cost_unit", "cost_dtype"]].first()
-    pos = first.index.to_numpy()
-    o = pd.DataFrame({
-        "step": first.step.to_numpy(),
-        "external_id": first.external_id.to_numpy(),
-        "op_name": _obj(first.op_name.to_numpy(dtype=object)),
-        "op_input_dims": _obj(first.op_input_dims.to_numpy(dtype=object)),
-        "op_input_types": _obj(first.op_input_types.to_numpy(dtype=object)),
-        "op_input_strides": _obj(first.op_input_strides.to_numpy(dtype=object)),
-        "op_concrete_inputs": _obj(first.op_concrete_inputs.to_numpy(dtype=object)),
-        "op_input_dims_source": _obj(first.op_input_dims_source.to_numpy(dtype=object)),
-        "region": _obj(first.region.to_numpy(dtype=object)),
+    pos, group = np.unique(with_op._op_pos.to_numpy(), return_inverse=True)  # the ops; each row's among them
+    group = group.reshape(-1)
+    first = {c: _first_valid(with_op[c].to_numpy(), group, len(pos)) for c in _FIRST}  # arrays, not a frame
+
+    def any_row(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(group, weights=mask, minlength=len(pos)) > 0
+
+    # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes are in the
+    # trace but whose kernels have no formula is unknown as a whole
+    unknown = any_row(with_op.flops_source.to_numpy(dtype=object) == UNKNOWN)
+    sums = {}
+    for col in ("flops", "bytes", "bytes_written"):
+        total = g[col].sum(min_count=1).to_numpy(copy=True)
+        total[any_row(with_op[col].isna().to_numpy()) | unknown] = np.nan
+        sums[col] = total
+    source = first["flops_source"].copy()
+    source[unknown] = UNKNOWN
+    return pd.DataFrame({
+        "step": first["step"],
+        "external_id": first["external_id"],
+        "op_name": _obj(first["op_name"]),
+        "op_input_dims": _obj(first["op_input_dims"]),
+        "op_input_types": _obj(first["op_input_types"]),
+        "op_input_strides": _obj(first["op_input_strides"]),
+        "op_concrete_inputs": _obj(first["op_concrete_inputs"]),
+        "op_input_dims_source": _obj(first["op_input_dims_source"]),
+        "region": _obj(first["region"]),
         "ts_us": ops.ts_ns.to_numpy()[pos] / 1000.0,
         "cpu_dur_us": ops.dur_ns.to_numpy()[pos] / 1000.0,
         "kernel_count": g.size().to_numpy().astype(np.int32),
-        "transfer": _obj(_transfers(with_op, first.index)),
+        "transfer": _obj(_transfers(with_op, pos)),
         "dur_us": g.dur_us.sum().to_numpy(),
-        "flops": g.flops.sum(min_count=1).to_numpy(),
-        "bytes": g["bytes"].sum(min_count=1).to_numpy(),
-        "bytes_written": g["bytes_written"].sum(min_count=1).to_numpy(),
-        "flops_source": _obj(first.flops_source.to_numpy(dtype=object)),
-        "cost_unit": _obj(first.cost_unit.to_numpy(dtype=object)),
-        "cost_dtype": _obj(first.cost_dtype.to_numpy(dtype=object)),
+        **sums,
+        "flops_source": _obj(source),
+        "cost_unit": _obj(first["cost_unit"]),
+        "cost_dtype": _obj(first["cost_dtype"]),
     })
-    # an op is only as known as its least known kernel: a nonzero whose memcpy's bytes are in the
-    # trace but whose kernels have no formula is unknown as a whole
-    by = with_op._op_pos
-    unknown = (with_op.flops_source == UNKNOWN).groupby(by, sort=True).any().to_numpy()
-    for col in ("flops", "bytes", "bytes_written"):
-        o.loc[with_op[col].isna().groupby(by, sort=True).any().to_numpy() | unknown, col] = np.nan
-    o.loc[unknown, "flops_source"] = UNKNOWN
-    return o.reset_index(drop=True)
+
+
+def _first_valid(values: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Each of `n` groups' first value in row order that is not null, as pandas' groupby first gives it
+    (None for an object column's group of nulls, NaN for a float column's); every group has a row."""
+    valid = ~pd.isna(values) if values.dtype == object or values.dtype.kind in "fc" else np.ones(len(values), bool)
+    rows = np.flatnonzero(valid)
+    held, first = np.unique(group[rows], return_index=True)
+    out = np.full(n, None, dtype=object) if values.dtype == object else np.full(n, np.nan, dtype=values.dtype) \
+        if values.dtype.kind in "fc" else np.empty(n, dtype=values.dtype)
+    out[held] = values[rows[first]]
+    return out
 
 
 def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
@@ -443,19 +547,29 @@ def _transfers(rows: pd.DataFrame, positions) -> np.ndarray:
     copy = np.flatnonzero(rows.kind.to_numpy(dtype=object) == "memcpy")  # the two columns read, not the frame
     if not len(copy):
         return out
-    labels: dict[int, set] = {}
-    label_of: dict = {}  # per distinct name: a trace's copies share a few
-    for pos, name in zip(rows._op_pos.to_numpy()[copy].tolist(), rows.name.to_numpy(dtype=object)[copy].tolist(),
-                         strict=True):
-        label = label_of.get(name, False)
-        if label is False:
-            label = label_of[name] = transfer_label(str(name))
-        if label:
-            labels.setdefault(pos, set()).add(label)
-    at = {p: i for i, p in enumerate(np.asarray(positions).tolist())}
-    for pos, kinds in labels.items():
-        if pos in at:
-            out[at[pos]] = ",".join(sorted(kinds))
+    names = rows.name.to_numpy(dtype=object)[copy].tolist()
+    label_of = {n: transfer_label(str(n)) for n in dict.fromkeys(names)}  # per distinct name: a trace's copies share a few
+    labels = sorted({x for x in label_of.values() if x})
+    if not labels:
+        return out
+    code = {x: i for i, x in enumerate(labels)}
+    label = np.fromiter((code.get(label_of[n], -1) for n in names), np.int64, count=len(names))
+    labelled = label >= 0
+    # each (op, kind of copy) once, by op, then by the kinds' sorted order
+    pairs = np.unique(rows._op_pos.to_numpy()[copy][labelled].astype(np.int64) * len(labels) + label[labelled])
+    op, kind = pairs // len(labels), pairs % len(labels)
+    positions = np.asarray(positions)
+    at = np.minimum(np.searchsorted(positions, op), len(positions) - 1)
+    found = positions[at] == op
+    op, kind, at = op[found], kind[found], at[found]
+    starts = np.flatnonzero(np.r_[True, op[1:] != op[:-1]]) if len(op) else op
+    count = np.diff(np.r_[starts, len(op)])
+    names_of = np.empty(len(labels), dtype=object)
+    names_of[:] = labels
+    one = starts[count == 1]  # most ops run one kind of copy: its label as it is
+    out[at[one]] = names_of[kind[one]]
+    for a, k in zip(starts[count > 1].tolist(), count[count > 1].tolist(), strict=True):
+        out[at[a]] = ",".join(labels[c] for c in kind[a:a + k].tolist())
     return out
 
 

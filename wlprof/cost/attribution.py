@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from wlprof.columns import coded_names
 from wlprof.cost.registry import (
     SUPPORT_OPS,
     aux_children,
@@ -37,10 +38,19 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
     n = len(ops)
     # the registry's answers per distinct name, then spread to the rows (a large trace has
     # hundreds of thousands of ops and a few hundred names)
-    codes, uniq = pd.factorize(names) if n else (np.zeros(0, np.int64), np.array([], dtype=object))
+    coded = coded_names(ops) if n else None
+    if coded is not None:
+        codes, uniq, held = coded
+    else:
+        codes, uniq = pd.factorize(names) if n else (np.zeros(0, np.int64), np.array([], dtype=object))
+        held = np.arange(len(uniq))
 
     def per_name(pred) -> np.ndarray:
-        return np.array([bool(pred(x)) for x in uniq], dtype=bool)[codes] if n else np.zeros(0, bool)
+        if not n:
+            return np.zeros(0, bool)
+        answer = np.zeros(len(uniq), bool)
+        answer[held] = [bool(pred(uniq[c])) for c in held.tolist()]
+        return answer[codes]
 
     view, wrapper, formula = per_name(is_view), per_name(is_wrapper), per_name(has_formula)
     if args_table is not None and n and "args_id" in ops:
@@ -49,13 +59,13 @@ def flag_ops(ops: pd.DataFrame, args_table: list[dict] | None = None) -> pd.Data
         chosen = np.array([0 <= a < len(args_table) and selects_formula(args_table[a]) for a in auniq], dtype=bool)
         formula = formula | chosen[acodes]
     support, aux = per_name(lambda x: x in SUPPORT_OPS), per_name(aux_children)
-    # costed descendants: walk up from every costed op (stop where already marked)
+    # costed descendants: walk up from every costed op, all of them a level at a time (stop where marked)
     has_costed_desc = np.zeros(n, bool)
-    for i in np.flatnonzero(formula & ~support):
-        p = parent[i]
-        while p >= 0 and not has_costed_desc[p]:
-            has_costed_desc[p] = True
-            p = parent[p]
+    up = parent[formula & ~support]
+    while len(up := up[up >= 0]):
+        up = up[~has_costed_desc[up]]
+        has_costed_desc[up] = True
+        up = parent[up]
     # ops whose formula names its auxiliary nested ops: costed unless a costed descendant of
     # another name is nested inside (outside the auxiliary ops' own subtrees)
     named = np.flatnonzero(formula & has_costed_desc & per_name(lambda x: bool(aux_ops(x))))

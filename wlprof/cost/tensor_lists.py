@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from wlprof.columns import coded_names
 from wlprof.cost import dtypes
 from wlprof.cost.kernel_types import multi_tensor_dtype
 from wlprof.cost.optimizers import LIST_DTYPE
@@ -111,7 +112,7 @@ def fill_declared(ops: pd.DataFrame, args_table: list[dict], declared: Sequence[
     if not declared or not len(ops):
         return args_table, ops, None
     names = ops.name.to_numpy(dtype=object)
-    is_list = _is_list_op(names)
+    is_list = _is_list_op(names, coded_names(ops))
     if not is_list.any():
         return args_table, ops, None
     launched = _launched_blocks(rows, np.flatnonzero(is_list)) if rows is not None and len(rows) else {}
@@ -172,13 +173,20 @@ def _fill_from(table: list[dict], aid: int, call: ListCall) -> tuple[int, bool] 
     return len(table) - 1, bool(empty)
 
 
-def _is_list_op(names: np.ndarray) -> np.ndarray:
-    """Which of the op `names` are list ops, tested once per distinct name."""
-    if not len(names):
-        return np.zeros(0, bool)
-    distinct = pd.unique(names)
-    lists = [n for n in distinct if isinstance(n, str) and n.startswith(LIST_PREFIXES)]
-    return np.isin(names, lists) if lists else np.zeros(len(names), bool)
+def _is_list_op(names: np.ndarray, coded: tuple | None = None) -> np.ndarray:
+    """Which of the op `names` are list ops, tested once per distinct name (per code, where the ops keep
+    the parser's codes: `columns.coded_names`)."""
+    from wlprof.columns import per_distinct
+
+    def test(n) -> bool:
+        return isinstance(n, str) and n.startswith(LIST_PREFIXES)
+
+    if coded is None:
+        return per_distinct(names, test)
+    codes, by_code, held = coded
+    answer = np.zeros(len(by_code), bool)
+    answer[held] = [test(by_code[c]) for c in held.tolist()]
+    return answer[codes]
 
 
 def _launched_blocks(rows: pd.DataFrame, positions) -> dict[int, int]:
@@ -249,7 +257,7 @@ def recover(ops: pd.DataFrame, args_table: list[dict], rows: pd.DataFrame | None
     names = ops.name.to_numpy(dtype=object)
     if not (names == GRADIENT_OP).any():  # no backward in the trace (inference): nothing to recover from
         return args_table, ops, None
-    is_list = _is_list_op(names)
+    is_list = _is_list_op(names, coded_names(ops))
     if not is_list.any():
         return args_table, ops, None
     args_id = ops.args_id.to_numpy()

@@ -46,12 +46,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         raise
 
 
-ROW_GROUP = 16_384  # rows converted to Arrow at a time: a wide kernels row is ~1 KB there
+ROW_GROUP = 16_384  # rows converted to Arrow at a time (a last part under half of it joins the one before): a wide kernels row is ~1 KB there
 # A table of this many rows or fewer (a point's steps row, its overlap rows) is written uncompressed:
 # its pages hold a few values each, which zstd does not shrink, and a compressor per column costs
 # more than the whole table's encoding. So is every column the frame lacks (written as nulls: a page
 # of definition levels only), in a table of any size.
 SMALL_TABLE = 64
+WRITE_BUFFER = 1 << 20  # bytes of a Parquet file gathered before a write to the file
 
 
 def atomic_write_parquet(path: Path, df, table: str) -> None:
@@ -71,7 +72,9 @@ def atomic_write_parquet(path: Path, df, table: str) -> None:
     try:
         small = len(df) <= SMALL_TABLE
         compression = {f.name: "none" if small or f.name not in df.columns else "zstd" for f in arrow_schema}
-        with pq.ParquetWriter(tmp, arrow_schema, compression=compression, use_dictionary=strings) as writer:
+        # through a buffer: the writer's every page and column chunk would be a write call of its own
+        with pa.output_stream(tmp, buffer_size=WRITE_BUFFER) as sink, \
+                pq.ParquetWriter(sink, arrow_schema, compression=compression, use_dictionary=strings) as writer:
             for part in schema.conformed(df, table, ROW_GROUP):
                 writer.write_table(part)
                 if len(df) > ROW_GROUP:

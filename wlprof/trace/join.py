@@ -81,32 +81,54 @@ def _steps_by_time(step: np.ndarray, events: pd.DataFrame, ann: pd.DataFrame, an
         step[todo[sel[ok]]] = num[k[ok]]
 
 
-def _sweep(trace: RawTrace, trust_ext: bool):
+class _FirstRow:
+    """The position of the first row of a column holding each id (NO_ID aside), looked up for many ids at
+    once in a sorted copy of the column (a pandas Series indexed by the ids hashes every row to drop the
+    repeats, then every id looked up again)."""
+
+    def __init__(self, ids: np.ndarray):
+        keys, first = np.unique(ids, return_index=True)
+        keep = keys != NO_ID
+        self.keys, self.first = keys[keep], first[keep]
+
+    def __call__(self, ids: np.ndarray) -> np.ndarray:
+        """The row of each of `ids`, -1 where none holds it."""
+        ids = np.asarray(ids)
+        if not len(self.keys):
+            return np.full(len(ids), -1, np.int64)
+        at = np.minimum(np.searchsorted(self.keys, ids), len(self.keys) - 1)
+        return np.where(self.keys[at] == ids, self.first[at], -1).astype(np.int64)
+
+
+def _sweep(trace: RawTrace, trust_ext: bool, op_of_ext: _FirstRow | None = None):
     """Nest ops, annotations and launches per thread, by time containment.
 
     Returns (op_parent, op_region, op_step, launch_region, launch_step, launch_parent):
     parents are positions in `trace.ops` (-1: none), regions the innermost
     non-step annotation's name, steps the number of the enclosing step annotation.
+    `op_of_ext`: the ops' External ids (`_FirstRow`), where the caller has them.
     """
     ops, ann, lau_all = trace.ops, trace.annotations, trace.launches
+    op_of_ext = op_of_ext or _FirstRow(ops.ext_id.to_numpy())
     # A launch whose External id names an op is placed by that op (done below); only the others
     # (CUDA-graph replays, launches outside any op, untrusted ids) need placing by time.
     if trust_ext:
-        unresolved = np.flatnonzero(~lau_all.ext_id.isin(ops.ext_id[ops.ext_id != NO_ID]).to_numpy())
+        unresolved = np.flatnonzero(op_of_ext(lau_all.ext_id.to_numpy()) < 0)
     else:
         unresolved = np.arange(len(lau_all))
     lau = lau_all.iloc[unresolved]
     n_ops, n_ann, n_lau = len(ops), len(ann), len(lau)
     kind = np.concatenate([np.zeros(n_ann, np.int8), np.ones(n_ops, np.int8), np.full(n_lau, 2, np.int8)])
     pos = np.concatenate([np.arange(n_ann), np.arange(n_ops), np.arange(n_lau)])
-    ts = np.concatenate([ann.ts_ns.to_numpy(), ops.ts_ns.to_numpy(), lau.ts_ns.to_numpy()]).astype(np.int64)
-    dur = np.concatenate([ann.dur_ns.to_numpy(), ops.dur_ns.to_numpy(), lau.dur_ns.to_numpy()]).astype(np.int64)
-    pids = np.concatenate([ann.pid.to_numpy(), ops.pid.to_numpy(), lau.pid.to_numpy()]).astype(np.int64)
-    tids = np.concatenate([ann.tid.to_numpy(), ops.tid.to_numpy(), lau.tid.to_numpy()]).astype(np.int64)
+    ts = np.concatenate([ann.ts_ns.to_numpy(), ops.ts_ns.to_numpy(), lau.ts_ns.to_numpy()]).astype(np.int64, copy=False)
+    dur = np.concatenate([ann.dur_ns.to_numpy(), ops.dur_ns.to_numpy(), lau.dur_ns.to_numpy()]).astype(np.int64, copy=False)
+    pids = np.concatenate([ann.pid.to_numpy(), ops.pid.to_numpy(), lau.pid.to_numpy()]).astype(np.int64, copy=False)
+    tids = np.concatenate([ann.tid.to_numpy(), ops.tid.to_numpy(), lau.tid.to_numpy()]).astype(np.int64, copy=False)
     if len(pids):
-        # (pid, tid) pairs coded by their codes of each (a 2-column unique sorts far more slowly)
-        p_code = np.unique(pids, return_inverse=True)[1].reshape(-1)
-        t_code = np.unique(tids, return_inverse=True)[1].reshape(-1)
+        # (pid, tid) pairs coded by their codes of each (a 2-column unique sorts far more slowly), in order
+        # of first appearance (hashed, not sorted): a thread's code only keeps its rows together
+        p_code = pd.factorize(pids)[0]
+        t_code = pd.factorize(tids)[0]
         thread_code = p_code * (int(t_code.max()) + 1) + t_code
     else:
         thread_code = np.zeros(0, np.int64)
@@ -119,7 +141,8 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     # on the calling thread a P2P one opens when its op returns and outlasts the ops and regions after it
     ann_skip = np.array([n.startswith("gloo:") for n in ann_names], bool)
     k_s, p_s, t_s = kind[order], pos[order], thread_code[order]
-    start, end = ts[order], ts[order] + dur[order]
+    start = ts[order]
+    end = start + dur[order]
     # what encloses what: ops and annotations (not gloo's) hold their children; launches hold none
     is_op = k_s == 1
     is_ann = k_s == 0
@@ -155,11 +178,9 @@ def _sweep(trace: RawTrace, trust_ext: bool):
     lau_region[q] = region[la]
     _steps_by_time(lau_step, lau_all, ann, ann_step)
     # launches placed by their op
-    ext_to_op = pd.Series(np.arange(n_ops), index=ops.ext_id.to_numpy())
-    ext_to_op = ext_to_op[~ext_to_op.index.duplicated() & (ext_to_op.index != NO_ID)]
     resolved = np.setdiff1d(np.arange(n_all), unresolved, assume_unique=True)
     if len(resolved):
-        op_of = ext_to_op.reindex(lau_all.ext_id.to_numpy()[resolved]).to_numpy().astype(np.int64)
+        op_of = op_of_ext(lau_all.ext_id.to_numpy()[resolved])
         lau_parent[resolved] = op_of
         lau_step[resolved] = op_step[op_of]
         lau_region[resolved] = op_region_arr[op_of]
@@ -281,7 +302,8 @@ def join(trace: RawTrace) -> Joined:
     """
     _end_anchored_steps(trace)
     trust = external_ids_name_ops(trace)
-    op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace, trust)
+    op_of_ext = _FirstRow(trace.ops.ext_id.to_numpy())
+    op_parent, op_region, op_step, lau_region, lau_step, lau_parent = _sweep(trace, trust, op_of_ext)
     one_step = not any(STEP_RE.match(n) for n in trace.annotations.name.unique())
     if one_step:
         op_step, lau_step = np.zeros_like(op_step), np.zeros_like(lau_step)
@@ -292,25 +314,19 @@ def join(trace: RawTrace) -> Joined:
     ops["step"] = op_step
     # a trace that ran GPU work but lost its device events has no rows, not its ops' host times
     device = trace.has_device_activity or trace.gpu_work_without_device is not None
-    rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent, trust) if device else None
+    rows = _device_rows(trace, ops, lau_region, lau_step, lau_parent, trust, op_of_ext) if device else None
     if one_step and rows is not None:  # a device row without launch or op is in the one step too
         rows["step"] = np.zeros(len(rows), np.int64)
     return Joined(trace=trace, ops=ops, device_rows=rows)
 
 
-def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_parent, trust_ext: bool
-                 ) -> pd.DataFrame:
+def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_parent, trust_ext: bool,
+                 op_of_ext: _FirstRow | None = None) -> pd.DataFrame:
     dev = trace.device
     lau = trace.launches
     # correlation -> launch position (first one wins; a correlation id names one API call)
-    corr_to_launch = pd.Series(np.arange(len(lau)), index=lau.correlation.to_numpy())
-    corr_to_launch = corr_to_launch[~corr_to_launch.index.duplicated()]
-    corr_to_launch = corr_to_launch[corr_to_launch.index != NO_ID]
-    launch_pos = corr_to_launch.reindex(dev.correlation.to_numpy()).fillna(-1).to_numpy().astype(np.int64)
-
-    ext_to_op = pd.Series(np.arange(len(ops)), index=ops.ext_id.to_numpy())
-    ext_to_op = ext_to_op[~ext_to_op.index.duplicated()]
-    ext_to_op = ext_to_op[ext_to_op.index != NO_ID]
+    launch_pos = _FirstRow(lau.correlation.to_numpy())(dev.correlation.to_numpy())
+    op_of_ext = op_of_ext or _FirstRow(ops.ext_id.to_numpy())
 
     has_launch = launch_pos >= 0
     safe = np.maximum(launch_pos, 0)
@@ -321,12 +337,12 @@ def _device_rows(trace: RawTrace, ops: pd.DataFrame, lau_region, lau_step, lau_p
     if trust_ext:
         lau_ext = lau.ext_id.to_numpy()
         from_launch = np.where(has_launch, lau_ext[safe] if len(lau) else NO_ID, NO_ID)
-        by_launch = ext_to_op.reindex(from_launch).fillna(-1).to_numpy().astype(np.int64)
+        by_launch = op_of_ext(from_launch)
         # a graph launch's External id names the op around the replay (a compiled region, a step):
         # it ran none of the replayed kernels, which were captured from ops before the trace
         by_launch = np.where(graph, -1, by_launch)
         # a kernel carries the External id too; used where the trace holds no launch for it
-        by_kernel = ext_to_op.reindex(dev.ext_id.to_numpy()).fillna(-1).to_numpy().astype(np.int64)
+        by_kernel = op_of_ext(dev.ext_id.to_numpy())
         op_pos = np.where(by_launch >= 0, by_launch, np.where(~has_launch, by_kernel, -1))
         method[by_launch >= 0] = BY_EXTERNAL_ID
         method[(by_launch < 0) & ~has_launch & (by_kernel >= 0)] = BY_KERNEL_ID

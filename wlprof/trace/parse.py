@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from wlprof import jsonio
+from wlprof.columns import NAME_CODE
 from wlprof.errors import TraceFormatError
 from wlprof.trace import structs
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 NO_ID = -1
-CHUNK_BYTES = 2 << 20  # ~7k events: a chunk's bytes and decoded events stay in the CPU's caches
+CHUNK_BYTES = 1 << 20  # a few thousand events: a chunk's bytes and decoded events stay in a core's L2 cache
 LARGEST_EVENT = 64 << 20  # an event longer than this: the file is parsed whole
 INPUT_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
 # Other args an op's or a kernel's cost can need: Inductor's metadata on a Triton launch, and a
@@ -271,6 +272,40 @@ def _open_stream(path: Path):
     return stream
 
 
+def _list_start(head) -> tuple[int, int, int, int, bool]:
+    """(key, colon, bracket, first, array) of a trace's first bytes: where "traceEvents", its colon and the
+    event list's `[` are (-1: not within `head`), and the first non-blank byte after the `[` (`len(head)`
+    or more: not within it); for a document that is an event array (the Trace Event spec's array
+    format, `array`), key, colon and bracket are its opening bracket."""
+    start = next((i for i, c in enumerate(head[:64]) if c not in b" \t\r\n"), -1)
+    if start >= 0 and head[start] == ord("["):  # the Trace Event spec's array format
+        key, colon, bracket, array = start, start, start, True
+    else:
+        array = False
+        key = head.find(b'"traceEvents"')
+        colon = head.find(b":", key + 13) if key >= 0 else -1
+        bracket = head.find(b"[", colon + 1) if colon >= 0 else -1
+    first = bracket + 1
+    while 0 < first < len(head) and head[first] in b" \t\r\n":
+        first += 1
+    return key, colon, bracket, first, array
+
+
+def _list_layout(head, key: int, colon: int, bracket: int, first: int, array: bool) -> tuple[bytes | None, bytes | None]:
+    """(fixed, prefix) of a trace whose event list `_list_start` found in `head`: the bytes between two
+    events where the writer put each on its own line (None: minified), and the document's text before
+    "traceEvents" (None for an event array). Raises _NotStreamable where the list is not one of events
+    under the key."""
+    if not array and (head[key + 13:colon].strip() or head[colon + 1:bracket].strip()):
+        raise _NotStreamable()
+    if head[first] != ord("{"):
+        raise _NotStreamable()  # an empty list, or not a list of events
+    indent = bytes(head[bracket + 1:first])
+    newline = b"\r\n" if b"\r\n" in indent else b"\n"  # a file saved with Windows line ends too
+    fixed = b"}," + newline + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
+    return fixed, None if array else bytes(head[:key])
+
+
 def _stream_events(path: Path, on_meta, decode=jsonio.loads):
     """Yield (byte offset, event list) chunk by chunk, reading the file as it goes.
 
@@ -292,29 +327,12 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
             while True:
                 block = stream.read(1 << 20)
                 head += block
-                start = next((i for i, c in enumerate(head[:64]) if c not in b" \t\r\n"), -1)
-                if start >= 0 and head[start] == ord("["):  # the Trace Event spec's array format
-                    key, bracket, array = start, start, True
-                else:
-                    array = False
-                    key = head.find(b'"traceEvents"')
-                    colon = head.find(b":", key + 13) if key >= 0 else -1
-                    bracket = head.find(b"[", colon + 1) if colon >= 0 else -1
-                first = bracket + 1
-                while 0 < first < len(head) and head[first] in b" \t\r\n":
-                    first += 1
+                key, colon, bracket, first, array = _list_start(head)
                 if bracket >= 0 and first < len(head):
                     break
                 if not block or len(head) > HEAD_LIMIT:
                     raise _NotStreamable()
-            if not array and (head[key + 13:colon].strip() or head[colon + 1:bracket].strip()):
-                raise _NotStreamable()
-            if head[first] != ord("{"):
-                raise _NotStreamable()  # an empty list, or not a list of events
-            indent = bytes(head[bracket + 1:first])
-            newline = b"\r\n" if b"\r\n" in indent else b"\n"  # a file saved with Windows line ends too
-            fixed = b"}," + newline + indent[indent.rfind(b"\n") + 1:] + b"{" if b"\n" in indent else None
-            prefix = None if array else bytes(head[:key])
+            fixed, prefix = _list_layout(head, key, colon, bracket, first, array)
             consumed = first - 1  # file offset of buf[0] (the spare byte before the first event)
             buf = bytearray(b" ") + head[first:]  # buf[0]: a spare byte that becomes "["
             del head
@@ -352,6 +370,84 @@ def _stream_events(path: Path, on_meta, decode=jsonio.loads):
                 checked = max(1, checked - stop)
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise TraceFormatError(str(path), f"not a readable gzip file ({exc})") from None
+
+
+class _Unmapped(Exception):
+    """The file is not read where it lies (`_mapped_events`): read it as a stream, from its start."""
+
+
+def _mapped_events(path: Path, on_meta, decode):
+    """`_stream_events` for an uncompressed trace written one event per line (Kineto's layout), read
+    where it lies: the file is mapped copy-on-write and each chunk of whole events is decoded from the
+    mapping, its first byte and the comma after it overwritten as the array's brackets while it is
+    decoded. The stream reader's copies of every byte (the read into a block, the block into its buffer,
+    the buffer into the decoder's input) each cost about as much as the decoding's own pass over them.
+    `decode(view)` may keep references into `view`: the mapping's bytes are left as they are, and the
+    pages behind the chunk being read are given back as it goes (what is read again faults in the same
+    bytes), so that about one chunk of the file stays resident.
+
+    Raises _Unmapped, before or after yielding chunks, wherever the stream reader would do anything but
+    split the events at the line between them and decode them (a compressed, minified or unusual file, an
+    event longer than a chunk, a chunk that does not decode): the caller reads the file as a stream
+    instead, from its start, and so gets what that reader gives.
+    """
+    import mmap
+
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":
+                raise _Unmapped()
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):  # unreadable (the stream reader says why), empty, or not mappable
+        raise _Unmapped() from None
+    dontneed = getattr(mmap, "MADV_DONTNEED", None) if hasattr(mm, "madvise") else None
+    try:
+        n = len(mm)
+        if mm[:3] == UTF8_BOM or _text_encoding(mm[:4]):
+            raise _Unmapped()
+        key, colon, bracket, first, array = _list_start(mm)
+        if bracket < 0 or first >= min(n, HEAD_LIMIT):
+            raise _Unmapped()
+        try:
+            fixed, prefix = _list_layout(mm, key, colon, bracket, first, array)
+        except _NotStreamable:
+            raise _Unmapped() from None
+        if fixed is None:
+            raise _Unmapped()
+        lo, kept = first, 0  # the next event's first byte; the first page not given back
+        while n - lo > CHUNK_BYTES:
+            k = mm.rfind(fixed, lo, lo + CHUNK_BYTES)
+            if k < 0:
+                raise _Unmapped()
+            comma = k + 1
+            before, after = mm[lo - 1], mm[comma]
+            mm[lo - 1], mm[comma] = 0x5B, 0x5D
+            try:
+                events = decode(memoryview(mm)[lo - 1:comma + 1])
+            except (*structs.DecodeError, UnicodeDecodeError):
+                raise _Unmapped() from None
+            finally:
+                mm[lo - 1], mm[comma] = before, after
+            if not isinstance(events, list):
+                raise _Unmapped()
+            yield lo - 1, events
+            del events
+            lo = k + len(fixed) - 1
+            done = (lo - 1) // mmap.PAGESIZE * mmap.PAGESIZE
+            if dontneed is not None and done > kept:
+                mm.madvise(dontneed, kept, done - kept)
+                kept = done
+        try:
+            chunk, meta = _last_chunk(path, bytearray(mm[lo - 1:]), prefix, lo - 1, decode)
+        except TraceFormatError:
+            raise _Unmapped() from None
+        yield lo - 1, chunk
+        on_meta(meta)
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # events that refer to it still live: it is unmapped when they are freed
+            pass
 
 
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -824,10 +920,12 @@ class _Tables:
             if "name" in cols:
                 codes = cols["name"].astype(np.int64)
                 cols["name"] = names[codes] if len(codes) else np.array([], dtype=object)
+                cols[NAME_CODE] = codes  # kept for the tests per distinct name that follow (columns.coded_names)
                 out["distinct_names"][key] = names[np.flatnonzero(np.bincount(codes, minlength=len(names)))]
-            # object columns stay object (pandas would otherwise convert every string to Arrow)
+            # object columns stay object (pandas would otherwise convert every string to Arrow); the
+            # arrays are the frame's own, not copied into one block per dtype
             out[key] = pd.DataFrame({k: pd.Series(v, dtype=object) if v.dtype == object else v
-                                     for k, v in cols.items()})
+                                     for k, v in cols.items()}, copy=False)
         return out
 
 
@@ -1081,6 +1179,11 @@ _CATEGORY = {"cpu_op": "cpu_op", "Operator": "cpu_op", "user_annotation": "user_
              "kernel": "kernel", "Kernel": "kernel", "mtia_ccp_events": "kernel",
              "gpu_memcpy": "gpu_memcpy", "Memcpy": "gpu_memcpy",
              "gpu_memset": "gpu_memset", "Memset": "gpu_memset"}
+def _decode_in_place(view) -> list:
+    """`structs.decode` of a mapped file's chunk, which `_mapped_events` keeps as it is: not copied."""
+    return structs.decode(view, copy=False)
+
+
 def parse_events(path: str | Path, keep_events: bool = True) -> tuple[_Tables, dict, list | None]:
     """The events of a trace as column arrays (numpy, no pandas), its metadata, and its events where kept:
     what `read_trace` makes its tables of, in a form that can be sent to another process.
@@ -1096,20 +1199,25 @@ def parse_events(path: str | Path, keep_events: bool = True) -> tuple[_Tables, d
         streamed = False
         stream_error = None
         if not keep_events:
-            tables_s = _Tables()
-            got: list[dict] = []
-            try:
-                base = 0
-                for _offset, chunk in _stream_events(path, got.append, structs.decode):
-                    tables_s.add(chunk, base)
-                    base += len(chunk)
-                streamed = True
-                tables, meta = tables_s, got[0]
-            except _NotStreamable:
-                pass
-            except TraceFormatError as exc:  # a layout the chunker misread: the whole parse decides
-                stream_error = exc
-            del tables_s
+            # an uncompressed file read where it lies, else (or where that reader declines) as a stream
+            for reader, decode in ((_mapped_events, _decode_in_place), (_stream_events, structs.decode)):
+                tables_s = _Tables()
+                got: list[dict] = []
+                try:
+                    base = 0
+                    for _offset, chunk in reader(path, got.append, decode):
+                        tables_s.add(chunk, base)
+                        base += len(chunk)
+                    streamed = True
+                    tables, meta = tables_s, got[0]
+                except _Unmapped:
+                    continue
+                except _NotStreamable:
+                    pass
+                except TraceFormatError as exc:  # a layout the chunker misread: the whole parse decides
+                    stream_error = exc
+                break
+            del tables_s, got
         if not streamed:
             data = _read(path)
             try:

@@ -88,18 +88,25 @@ def available() -> bool:
     return _DECODER is not None
 
 
-def decode(view) -> list:
+def decode(view, copy: bool = True) -> list:
     """A JSON array of events as `Event` structs, or as dicts where they do not fit the struct.
 
-    Raises a JSON decode error (`DecodeError`) when `view` is not valid JSON.
+    The raw fields refer to a copy of `view`'s bytes, never to a buffer the caller resizes or
+    overwrites; `copy=False` decodes `view` itself, for a caller that keeps its bytes as they are
+    while the events live. Raises a JSON decode error (`DecodeError`) when `view` is not valid JSON.
     """
     if _DECODER is None:
         return jsonio.loads(view)
-    data = bytes(view)  # the raw fields refer to this copy, never to a buffer the caller resizes
+    data = bytes(view) if copy else view
     try:
         return _DECODER.decode(data)
     except msgspec.ValidationError:
         return jsonio.loads(data)
+
+
+def as_dicts(view, copy: bool = True) -> list:
+    """`decode` without the structs: every event a dict, as where msgspec is not installed."""
+    return jsonio.loads(view)
 
 
 def complete(ev, dur):
