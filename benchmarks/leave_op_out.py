@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import tempfile
@@ -33,16 +32,12 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = ("backward", "family")
-_BACKWARD = re.compile(r"_backward(_data)?$|_backward_")
-
-
-def backward_op(name: str) -> bool:
-    """An autograd backward op by ATen's naming (not an Inductor kernel named after the ops it fused)."""
-    return not name.startswith("triton_") and bool(_BACKWARD.search(name.split("::")[-1]))
 
 
 def families(ops: pd.DataFrame) -> dict[str, list[str]]:
     """Per training layer of the profile, the ops that only its points run."""
+    from wlprof.predict.model import is_backward
+
     layer = ops.get("layer")
     if layer is None:
         return {}
@@ -52,7 +47,7 @@ def families(ops: pd.DataFrame) -> dict[str, list[str]]:
     out = {}
     for w, g in owners[owners.who.str.startswith("layers|")].groupby("who"):
         own = sorted(o for o in g.op if count[o] == 1)
-        if any(backward_op(o) for o in own):
+        if any(is_backward(o) for o in own):
             out[w.split("|", 1)[1]] = own
     return out
 
@@ -111,6 +106,7 @@ def _md(df: pd.DataFrame) -> str:
 
 
 def main(argv=None) -> int:
+    from wlprof.predict.model import is_backward
     from wlprof.predict.profile import OPS_FILE, load_profile
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -138,7 +134,7 @@ def main(argv=None) -> int:
             totals.append({"case": "full profile", **score(predicted(full, fixtures))})
         for kind in kinds:
             for layer, own in fams.items():
-                gone = [o for o in own if backward_op(o)] if kind == "backward" else own
+                gone = [o for o in own if is_backward(o)] if kind == "backward" else own
                 work = Path(tmp) / f"{kind}-{layer}"
                 work.mkdir()
                 predictor = reduced_profile(a.profile, work, gone)
