@@ -1064,6 +1064,8 @@ def test_an_unprofiled_backward_op_is_its_class_forward_ops_times_the_profiles_b
                                      kernel_count=1))
     p = model.fit(pd.DataFrame(rows), K)
     assert p.backward["shift"] == {"memory|move": pytest.approx(0.5 * (math.log(3) + math.log(5)), abs=1e-4)}
+    # a kind that holds no backward op: the median of every vote and one of no shift, ln 3 of (0, ln 3, ln 5)
+    assert p.backward["all"] == pytest.approx(math.log(3), abs=1e-4)
     assert "memory|move|forward" in p.classes and "memory|stream|forward" not in p.classes
     up, clone = upsample_bwd_row(16, 128, 48, 1.0), _row("aten::clone", [[3 << 17], []], [BF, ""], [[1], []], 1.0)
     thr = threshold_bwd_row(3 << 17, 1.0)

@@ -527,7 +527,9 @@ def fit_backward(calls: pd.DataFrame, classes: dict[str, Table]) -> dict:
     `classes`: the class tables, a class's (or kind's) forward ops' under `FORWARD`. Each backward op votes
     once (a batch norm's 96 profiled calls count as one op): the weighted mean of its calls' residuals less
     its kind's (else its class's) forward table at their base times. Returns {"shift": {kind: the median of
-    its ops' votes}, "all": the median of every vote}; {} where the profile holds no such op."""
+    its ops' votes}, "all": for the kinds that hold none, the median of every vote and one of no shift (a
+    profile whose backward ops are of two kinds, one of them faster backward, must not shift the others by
+    the mean of the two)}; {} where the profile holds no such op."""
     votes: dict[str, list[float]] = {}
     for _, g in calls.groupby(calls.group.map(_op_of), sort=False):
         kind, cls = str(g.kind.iloc[0]), str(g.cls.iloc[0])
@@ -538,7 +540,7 @@ def fit_backward(calls: pd.DataFrame, classes: dict[str, Table]) -> dict:
         votes.setdefault(kind, []).append(float(np.average(g.rc.to_numpy() - q, weights=g.w.to_numpy())))
     if not votes:
         return {}
-    every = [v for vs in votes.values() for v in vs]
+    every = [v for vs in votes.values() for v in vs] + [0.0]
     return {"shift": {k: round(float(np.median(v)), 5) for k, v in votes.items()}, "all": round(float(np.median(every)), 5)}
 
 
