@@ -960,3 +960,144 @@ def test_a_spmm_counts_the_flops_of_its_nonzeros_not_of_a_dense_matrix():
     # alone: 2,082 x 30 = 62,460)
     d = describe(pd.DataFrame([spmm_row(2082, 30, 512, 1.0)]))
     assert d.cls.iat[0] == "spmm" and d.flops.iat[0] == 124_920
+
+
+# ---------------------------------------------------------------- ops the profile never measured: launches, backward
+
+
+def avg_pool_bwd_row(n, c, s, dur, **kw):
+    """avg_pool2d_backward of a 2x2 window over bf16 [n, c, s, s]: grad_output [n, c, s/2, s/2], self."""
+    h = s // 2
+    row = _row("aten::avg_pool2d_backward", [[n, c, h, h], [n, c, s, s], [], [], [], [], [], []],
+               [BF, BF, "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", ""],
+               [[c * h * h, h * h, h, 1], [c * s * s, s * s, s, 1], [], [], [], [], [], []], dur, **kw)
+    row["op_concrete_inputs"] = json.dumps(["", "", "[2, 2]", "[]", "[0, 0]", "False", "True", ""])
+    return row
+
+
+def max_pool_bwd_row(n, c, s, dur, **kw):
+    """max_pool2d_with_indices_backward of a 2x2 window over bf16 [n, c, s, s], its int64 indices."""
+    h = s // 2
+    row = _row("aten::max_pool2d_with_indices_backward",
+               [[n, c, h, h], [n, c, s, s], [], [], [], [], [], [n, c, h, h]],
+               [BF, BF, "ScalarList", "ScalarList", "ScalarList", "ScalarList", "Scalar", "long int"],
+               [[c * h * h, h * h, h, 1], [c * s * s, s * s, s, 1], [], [], [], [], [], [c * h * h, h * h, h, 1]],
+               dur, **kw)
+    row["op_concrete_inputs"] = json.dumps(["", "", "[2, 2]", "[2, 2]", "[0, 0]", "[1, 1]", "False", ""])
+    return row
+
+
+def upsample_bwd_row(n, c, s, dur, **kw):
+    """upsample_nearest2d_backward of bf16 [n, c, s, s] to [n, c, s/2, s/2] (a 2x upsampling's gradient)."""
+    row = _row("aten::upsample_nearest2d_backward", [[n, c, s, s], [], [], [], []],
+               [BF, "ScalarList", "ScalarList", "Scalar", "Scalar"], [[c * s * s, s * s, s, 1], [], [], [], []],
+               dur, **kw)
+    row["op_concrete_inputs"] = json.dumps(["", f"[{s // 2}, {s // 2}]", f"[{n}, {c}, {s}, {s}]", "2.", "2."])
+    return row
+
+
+def threshold_bwd_row(n, dur, **kw):
+    return _row("aten::threshold_backward", [[n], [n], []], [BF, BF, "Scalar"], [[1], [1], []], dur, **kw) | {
+        "op_concrete_inputs": json.dumps(["", "", "0"])}
+
+
+def _base(row) -> float:
+    return float(model.base_us(describe(pd.DataFrame([row])), K)[0])
+
+
+def test_the_class_level_adds_the_least_kernel_time_for_each_kernel_a_call_ran_past_its_first():
+    # the profile: copies at 3x their base, one kernel each; the least kernel time given as 1.5 us. An unprofiled
+    # clone that ran 5 kernels (its trace's count) is its class's 3x its base plus 4 x 1.5 us; one of unknown
+    # count (a --spec step) the 3x alone; a profiled copy that ran 5 kernels its measured time
+    k = model.Constants(**{**K.to_dict(), "kernel": 1.5})
+    prof = pd.DataFrame([copy_row(2 ** i, 3.0 * _base(copy_row(2 ** i, 1.0)), point=i, kernel_count=1)
+                         for i in range(10, 24)])
+    p = model.fit(prof, k)
+    n = 3 << 17
+    clone = _row("aten::clone", [[n], []], [BF, ""], [[1], []], 1.0)
+    q = pd.DataFrame([clone | {"kernel_count": 5}, clone, copy_row(2 ** 15, 1.0, kernel_count=5)])
+    d = describe(q)
+    assert model.launch_extra(d, p.constants).tolist() == [6.0, 0.0, 6.0]
+    pred, src = p.predict(q, d)
+    assert [model.SOURCES[s] for s in src] == ["class", "class", "same call"]
+    assert pred[0] == pytest.approx(3.0 * _base(clone) + 4 * 1.5, rel=0.01)
+    assert pred[1] == pytest.approx(3.0 * _base(clone), rel=0.01)
+    assert pred[2] == pytest.approx(3.0 * _base(copy_row(2 ** 15, 1.0)), rel=1e-6)
+    # a tensor-list call's multi-tensor-apply launches are in its base already: only kernels past those count
+    d = pd.DataFrame({"kernels": [3.0, 3.0, np.nan], "launches": [3.0, 1.0, 1.0]})
+    assert model.launch_extra(d, p.constants).tolist() == [0.0, 3.0, 0.0]
+
+
+def test_the_least_kernel_time_is_measured_on_the_profiles_one_kernel_calls():
+    # 20 one-kernel copies of 1..20 us and one of 3 kernels at 0.5 us: the 5th percentile of the one-kernel
+    # calls' times, numpy's linear interpolation between 1 and 2 at 0.05 x 19 = 0.95: 1.95 us
+    rows = [copy_row(2 ** (10 + i), float(i + 1), point=i, kernel_count=1) for i in range(20)]
+    rows.append(copy_row(2 ** 9, 0.5, point=99, kernel_count=3))
+    p = model.fit(pd.DataFrame(rows), K)
+    assert p.constants.kernel == pytest.approx(1.95)
+    assert model.Predictor.from_dict(json.loads(json.dumps(p.to_dict()))).constants.kernel == pytest.approx(1.95)
+    assert model.fit(pd.DataFrame(rows[:3]), K).constants.kernel_us == pytest.approx(1.0 + 0.05 * 2)
+
+
+def test_backward_ops_are_told_by_atens_naming_not_by_inductors_kernel_names():
+    assert model.is_backward("aten::convolution_backward") and model.is_backward("aten::_softmax_backward_data")
+    assert model.is_backward("aten::_thnn_fused_lstm_cell_backward_impl")
+    assert not model.is_backward("aten::gelu") and not model.is_backward("triton_poi_fused_gelu_gelu_backward_0")
+    assert not model.is_backward("CompiledFunctionBackward")
+
+
+def test_an_unprofiled_backward_op_is_its_class_forward_ops_times_the_profiles_backward_shift():
+    # the profile (every call one kernel): copies (the move kind, forward) at 2x their base; two backward ops of
+    # the move kind, avg pooling's at 6x (3x the forward ops) and max pooling's at 10x (5x); muls (the stream
+    # kind) at 1.2x. Each backward op votes once: the move kind's shift is the median of ln 3 and ln 5,
+    # sqrt(15) = 3.873x. Asked: an upsampling's backward (a move no profile call runs) is 2 x 3.873 its base; a
+    # clone (a forward move: its kind's calls, backward ones among them, without the shift); a threshold backward
+    # (a pointwise map: the stream kind, which no shift moves) the muls' 1.2x
+    rows = []
+    for i in range(10, 24):
+        rows.append(copy_row(2 ** i, 2.0 * _base(copy_row(2 ** i, 1.0)), point=i, kernel_count=1))
+        rows.append(mul_row(2 ** i, 1.2 * _base(mul_row(2 ** i, 1.0)), point=i, kernel_count=1))
+    for j, (n, c, s) in enumerate((n, c, s) for n in (8, 32) for c in (64, 256) for s in (16, 32, 64)):
+        rows.append(avg_pool_bwd_row(n, c, s, 6.0 * _base(avg_pool_bwd_row(n, c, s, 1.0)), point=100 + j,
+                                     kernel_count=1))
+        rows.append(max_pool_bwd_row(n, c, s, 10.0 * _base(max_pool_bwd_row(n, c, s, 1.0)), point=200 + j,
+                                     kernel_count=1))
+    p = model.fit(pd.DataFrame(rows), K)
+    assert p.backward["shift"] == {"memory|move": pytest.approx(0.5 * (math.log(3) + math.log(5)), abs=1e-4)}
+    # a kind that holds no backward op: the median of every vote and one of no shift, ln 3 of (0, ln 3, ln 5)
+    assert p.backward["all"] == pytest.approx(math.log(3), abs=1e-4)
+    assert "memory|move|forward" in p.classes and "memory|stream|forward" not in p.classes
+    up, clone = upsample_bwd_row(16, 128, 48, 1.0), _row("aten::clone", [[3 << 17], []], [BF, ""], [[1], []], 1.0)
+    thr = threshold_bwd_row(3 << 17, 1.0)
+    q = pd.DataFrame([up, clone, thr])
+    d = describe(q)
+    pred, src = p.predict(q, d)
+    assert [model.SOURCES[s] for s in src] == ["class"] * 3
+    assert d.backward_shift.tolist() == [True, False, False]
+    assert pred[0] == pytest.approx(2.0 * math.sqrt(15) * _base(up), rel=0.01)
+    assert pred[2] == pytest.approx(1.2 * _base(thr), rel=0.01)
+    from wlprof.predict.report import source_labels
+
+    assert source_labels(d, src) == ["class (backward)", "class", "class"]
+    note = p.backward_notes(d)
+    assert len(note) == 1 and "aten::upsample_nearest2d_backward" in note[0] and "memory|move x3.87" in note[0]
+    # the shift and the forward tables survive the predictor's JSON
+    again = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert again.predict(q)[0] == pytest.approx(pred, rel=1e-4)
+
+
+def test_a_kind_the_profile_holds_only_backward_ops_of_answers_them_as_they_are():
+    # the move kind holds avg pooling's backward alone (6x its base), the stream kind muls at 1.2x: no forward
+    # move to measure a shift against, so an upsampling's backward is the kind's 6x as it is, unshifted; a
+    # profile without backward ops learns no shift at all
+    rows = [mul_row(2 ** i, 1.2 * _base(mul_row(2 ** i, 1.0)), point=i, kernel_count=1) for i in range(10, 24)]
+    rows += [avg_pool_bwd_row(n, c, s, 6.0 * _base(avg_pool_bwd_row(n, c, s, 1.0)), point=100 + j, kernel_count=1)
+             for j, (n, c, s) in enumerate((n, c, s) for n in (8, 32) for c in (64, 256) for s in (16, 32, 64))]
+    p = model.fit(pd.DataFrame(rows), K)
+    up = upsample_bwd_row(16, 128, 48, 1.0)
+    d = describe(pd.DataFrame([up]))
+    pred, src = p.predict(pd.DataFrame([up]), d)
+    assert model.SOURCES[src[0]] == "class" and not d.backward_shift.iat[0]
+    assert pred[0] == pytest.approx(6.0 * _base(up), rel=0.01)
+    plain = model.fit(pd.DataFrame(rows[:14]), K)
+    assert plain.backward == {}

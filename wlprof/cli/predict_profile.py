@@ -115,6 +115,8 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
             rb = base_us(d, predictor.constants) / base_us(d_u, predictor.constants)
             pred, mask = anchored(pred, pred_u, src, g.measured_us.to_numpy(), d.rows_unknown.to_numpy(dtype=bool),
                                   rb)
+            if "backward_shift" in d:  # an anchored call is answered from its measured time, not its class
+                d["backward_shift"] = d.backward_shift.to_numpy(dtype=bool) & ~mask
             if mask.any():
                 note = (f"; {int(mask.sum())} of {len(g)} calls (ops the profile holds nothing of, or cannot "
                         "size) scaled from their measured times" + ("" if same_device else
@@ -136,7 +138,7 @@ def _predict_and_show(title: str, ops: pd.DataFrame, predictor, host, top: int, 
             measured_note = f" (measured {row['measured_kernel_us']:,.1f} µs)"
         msg = (f"{label}: {len(g):,} call{'' if len(g) == 1 else 's'}, kernel time {pred.sum():,.1f} µs"
                f"{measured_note}, back to back {b2b:,.1f} µs/step, one call {lat:,.1f} µs{note}")
-        transfers = predictor.transfer_notes(d)
+        transfers = [*predictor.transfer_notes(d), *predictor.backward_notes(d, g.op_name)]
         con.print(msg)
         for t in transfers:
             con.print(t)

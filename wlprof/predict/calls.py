@@ -395,6 +395,8 @@ def describe(ops: pd.DataFrame) -> pd.DataFrame:
     for c in QUANTITIES:  # an empty table has them too
         if c not in out:
             out[c] = np.full(len(out), np.nan)
+    # the device activities the call ran, as its trace counts them (NaN where the table has no count)
+    out["kernels"] = _num(ops, "kernel_count")
     for c, empty in (("dtype", "?"), ("sync", False), ("rows_unknown", False), ("lists_unrecorded", False),
                      ("matrix_unit", False)):
         if c not in out:

@@ -23,7 +23,9 @@ with the source that answered it:
 - `op`: only other layouts or scalars of its op (the relaxed group) were profiled (for a GEMM, compute or
   memory-class call, within `RELAXED_NEAR` of it, or where its class or kind holds no calls);
 - `class`: nothing of its op: the class's correction at the call's base time (a memory-class op's
-  kind's, `memory_kind`, where the profile holds ops of that kind);
+  kind's, `memory_kind`, where the profile holds ops of that kind), plus the least time of a kernel for each
+  kernel it ran past its first (`launch_extra`); a backward op (`is_backward`) by its class's forward ops,
+  its work times what the profile's backward ops of its kind take beyond those (`fit_backward`);
 - `base`: nothing of its class: the physical base time alone.
 
 Base times (`base_us`), per class, with the profile's measured peaks and bandwidth:
@@ -53,8 +55,10 @@ Base times (`base_us`), per class, with the profile's measured peaks and bandwid
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,17 +96,24 @@ class Constants:
     read: float = 0.0  # the memory's read bandwidth, bytes/us (0: unknown)
     host_to_device: float = 0.0  # the host link's bandwidth to the device from pinned memory, bytes/us (0: unknown)
     device_to_host: float = 0.0  # ... and back
+    kernel: float = 0.0  # the least time one kernel takes, us, as the profile measured it (0: unknown)
+
+    @property
+    def kernel_us(self) -> float:
+        """The least time one kernel takes: the measured one, else the launch floor."""
+        return self.kernel if self.kernel > 0 else self.floor
 
     def to_dict(self) -> dict:
         return {"sms": self.sms, "matrix": dict(self.matrix), "vector": self.vector, "bandwidth": self.bandwidth,
                 "floor": self.floor, "tile": self.tile, "l2": self.l2, "read": self.read,
-                "host_to_device": self.host_to_device, "device_to_host": self.device_to_host}
+                "host_to_device": self.host_to_device, "device_to_host": self.device_to_host, "kernel": self.kernel}
 
     @classmethod
     def from_dict(cls, d: dict) -> Constants:
         return cls(int(d["sms"]), {k: float(v) for k, v in d["matrix"].items()}, float(d["vector"]),
                    float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)), float(d.get("l2", 0.0)),
-                   float(d.get("read", 0.0)), float(d.get("host_to_device", 0.0)), float(d.get("device_to_host", 0.0)))
+                   float(d.get("read", 0.0)), float(d.get("host_to_device", 0.0)), float(d.get("device_to_host", 0.0)),
+                   float(d.get("kernel", 0.0)))
 
     @classmethod
     def from_ceilings(cls, ceilings: dict, sms: int | None = None) -> Constants:
@@ -474,6 +485,65 @@ def _class_key(cls: np.ndarray, group: np.ndarray) -> np.ndarray:
     return out
 
 
+_BACKWARD = re.compile(r"_backward(_data)?$|_backward_")
+
+
+@functools.lru_cache(maxsize=4096)
+def is_backward(name: str) -> bool:
+    """An autograd backward op, by ATen's naming (`convolution_backward`, `_softmax_backward_data`,
+    `_thnn_fused_lstm_cell_backward_impl`); not an Inductor kernel named after the ops it fused."""
+    return not name.startswith("triton_") and bool(_BACKWARD.search(name.split("::")[-1]))
+
+
+def _op_of(group: str) -> str:
+    """The op name of a group key (`class|op|...`)."""
+    parts = str(group).split("|", 2)
+    return parts[1] if len(parts) > 1 else ""
+
+
+KERNEL_QUANTILE = 0.05  # of the profile's one-kernel calls' times: the least time a kernel takes
+FORWARD = "|forward"  # the suffix of a class's (or kind's) table of its forward ops alone
+# the kinds whose backward ops run as their forward ops do: a pointwise backward (gelu_backward,
+# threshold_backward) is one pass of maps over its tensors, as its forward is
+UNSHIFTED = ("memory|stream",)
+
+
+def launch_extra(d: pd.DataFrame, k: Constants) -> np.ndarray:
+    """The least time of each kernel a described call ran beyond those its base counts (its multi-tensor-apply
+    launches, else one): the trace's count of its device activities (`kernels`) less those, times
+    `Constants.kernel_us`; 0 where no count is known (a `--spec` step)."""
+    if "kernels" not in d or not len(d):
+        return np.zeros(len(d))
+    ran = np.nan_to_num(d.kernels.to_numpy(dtype=float), nan=0.0)
+    counted = np.nan_to_num(d.launches.to_numpy(dtype=float), nan=1.0) if "launches" in d else np.ones(len(d))
+    return k.kernel_us * np.maximum(ran - np.maximum(counted, 1.0), 0.0)
+
+
+def fit_backward(calls: pd.DataFrame, classes: dict[str, Table]) -> dict:
+    """How much slower than a class's forward ops its backward ops run, for the class level to answer a
+    backward op the profile holds nothing of. `calls`: the profile's distinct backward calls of the kinds that
+    shift (not `UNSHIFTED`), with their base, the residual of their work over it (`rc`: their time less the
+    least time of each kernel past their first), weight, class and kind;
+    `classes`: the class tables, a class's (or kind's) forward ops' under `FORWARD`. Each backward op votes
+    once (a batch norm's 96 profiled calls count as one op): the weighted mean of its calls' residuals less
+    its kind's (else its class's) forward table at their base times. Returns {"shift": {kind: the median of
+    its ops' votes}, "all": for the kinds that hold none, the median of every vote and one of no shift (a
+    profile whose backward ops are of two kinds, one of them faster backward, must not shift the others by
+    the mean of the two)}; {} where the profile holds no such op."""
+    votes: dict[str, list[float]] = {}
+    for _, g in calls.groupby(calls.group.map(_op_of), sort=False):
+        kind, cls = str(g.kind.iloc[0]), str(g.cls.iloc[0])
+        table = classes.get(kind + FORWARD) or classes.get(cls + FORWARD)
+        if table is None:
+            continue
+        q, _ = table.query(_class_coords(g.base.to_numpy()))
+        votes.setdefault(kind, []).append(float(np.average(g.rc.to_numpy() - q, weights=g.w.to_numpy())))
+    if not votes:
+        return {}
+    every = [v for vs in votes.values() for v in vs] + [0.0]
+    return {"shift": {k: round(float(np.median(v)), 5) for k, v in votes.items()}, "all": round(float(np.median(every)), 5)}
+
+
 def _class_coords(base: np.ndarray) -> np.ndarray:
     return np.log2(np.maximum(base, 1e-3))[:, None]
 
@@ -492,6 +562,9 @@ class Predictor:
     bases: dict[str, list[float]] = field(default_factory=dict)
     # per group (with context): how its residual differs from its op's calls in other contexts (`fit_shifts`)
     shifts: dict[str, Table] = field(default_factory=dict)
+    # how much slower backward ops run than their class's forward ops (`fit_backward`), and the classes and kinds
+    # whose profiled calls are all backward ("only")
+    backward: dict = field(default_factory=dict)
 
     def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`.
@@ -499,9 +572,11 @@ class Predictor:
         A call's own context (workload and dispatch) answers first, unless the same op's calls of
         other contexts lie closer to it by more than `CONTEXT_MARGIN`; a call whose op the profile
         holds only in another floating dtype is answered from that dtype (`transfer_dtype`). Sets
-        `answered_dtype` on `described` (where given): the profiled dtype that answered each call."""
+        `answered_dtype` on `described` (where given): the profiled dtype that answered each call, and
+        `backward_shift`: whether the class level answered it as a backward op (its class's forward ops and the
+        profile's backward shift)."""
         d = describe(ops) if described is None else described
-        pred, src = self._predict(d)
+        pred, src, shifted = self._predict(d)
         answered = d.dtype.to_numpy(dtype=object).copy()
         # only where the call's dtype holds nothing of its op: an op profiled in its dtype (other layouts or
         # scalars, `op`) answers from its own dtype
@@ -516,15 +591,17 @@ class Predictor:
                 nearest = [x for x in nearest if _size(x) == 2] + [x for x in nearest if _size(x) != 2]
             for dst in nearest:
                 moved = transfer_dtype(d.iloc[at], dst)
-                p2, s2 = self._predict(moved)
+                p2, s2, _ = self._predict(moved)
                 hit = s2 <= SOURCES.index("op")  # its op in that dtype, at least: nearer than the class
                 pred[at[hit]], src[at[hit]] = p2[hit], SOURCES.index("other dtype")
+                shifted[at[hit]] = False
                 answered[at[hit]] = dst
                 at = at[~hit]
                 if not len(at):
                     break
         if described is not None:
             described["answered_dtype"] = answered
+            described["backward_shift"] = shifted
         return pred, src
 
     def _profiled_dtypes(self) -> list[str]:
@@ -563,8 +640,27 @@ class Predictor:
                        f"{_size(a)} bytes per element.")
         return out
 
-    def _predict(self, d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        """`predict` of described calls, each in its own dtype."""
+    def backward_notes(self, d: pd.DataFrame, ops: pd.Series | None = None) -> list[str]:
+        """One line for the calls of `d` (described and predicted) that the class level answered as backward
+        ops: which ops, and how much slower than their class's forward ops the profile's backward ops of their
+        kind run. `ops`: the calls' op names (default: from their groups)."""
+        if "backward_shift" not in d or not d.backward_shift.to_numpy(dtype=bool).any():
+            return []
+        at = d.backward_shift.to_numpy(dtype=bool)
+        names = (ops.to_numpy(dtype=object) if ops is not None else d.group.map(_op_of).to_numpy(dtype=object))[at]
+        kinds = _class_key(d.cls.to_numpy(), d.group.to_numpy())[at]
+        delta = self._backward_shift(kinds, d.cls.to_numpy(dtype=object)[at])
+        shown = sorted({(str(k), float(x)) for k, x in zip(kinds, delta, strict=True)})
+        ops_text = ", ".join(pd.Series(names).value_counts().index[:3]) + (", ..." if len(set(names)) > 3 else "")
+        n = int(at.sum())
+        return [f"{n} call{'s' if n != 1 else ''} of backward ops the profile holds nothing of ({ops_text}): "
+                "answered by the forward ops of their class, the work times what the profile's backward ops of "
+                "that kind take beyond those (" + ", ".join(f"{k} x{math.exp(x):.2f}" for k, x in shown) + "), "
+                "plus the least time of each kernel they ran past their first"]
+
+    def _predict(self, d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`predict` of described calls, each in its own dtype, and which the class level answered with the
+        backward shift."""
         base = fitted_base(d, self.constants, self.bases)
         coords = with_residency(d, self.constants)[[f"c{j}" for j in range(NCOORDS)]].to_numpy(dtype=float)
         groups = d.group.to_numpy(dtype=object)
@@ -600,19 +696,66 @@ class Predictor:
         # kind's), at its own base time, and by them only where its class holds none
         near_first = np.isin(d.cls.to_numpy(dtype=object), NEAR_FIRST)
         kinds = _class_key(d.cls.to_numpy(), d.group.to_numpy())
-        for level, keys, tables, x, lim, only in (
-                ("relaxed", relaxed, self.relaxed, coords, RELAXED_NEAR, None),
-                ("class", kinds, self.classes, _class_coords(base), np.inf, near_first),
-                ("relaxed", relaxed, self.relaxed, coords, np.inf, None),
-                ("class", d.cls.to_numpy(dtype=object), self.classes, _class_coords(base), np.inf, None)):
+        # the class level: its class's correction at its base, plus the least time of each kernel it ran past its
+        # first; a backward op (of a kind that shifts) by its class's forward ops and what the profile's backward
+        # ops take beyond those
+        extra = launch_extra(d, self.constants)
+        back = self._backward_rows(groups, kinds) & todo
+        kind_keys, kind_shift = self._class_keys(kinds, back)
+        cls_keys, cls_shift = self._class_keys(d.cls.to_numpy(dtype=object), back)
+        shifted = np.zeros(len(d), dtype=bool)
+        for level, keys, tables, x, lim, only, sh in (
+                ("relaxed", relaxed, self.relaxed, coords, RELAXED_NEAR, None, None),
+                ("class", kind_keys, self.classes, _class_coords(base), np.inf, near_first, kind_shift),
+                ("relaxed", relaxed, self.relaxed, coords, np.inf, None, None),
+                ("class", cls_keys, self.classes, _class_coords(base), np.inf, None, cls_shift)):
             ask = todo if only is None else todo & only
             rr, dd = _query(keys, tables, x, ask)
             hit = ask & np.isfinite(dd) & (dd <= lim)
             r[hit] = rr[hit]
             src[hit] = SOURCES.index({"relaxed": "op", "class": "class"}[level])
+            if sh is not None:
+                shifted[hit] = sh[hit]
             todo &= ~hit
-        pred = base * np.exp(np.where(np.isnan(r), 0.0, r))
-        return np.maximum(pred, self._stream_floor(d)), src
+        r = np.where(np.isnan(r), 0.0, r)
+        if shifted.any():  # the backward shift scales the work, not the launches past its first kernel
+            r[shifted] += self._backward_shift(kinds[shifted], d.cls.to_numpy(dtype=object)[shifted])
+        at_class = np.isin(src, (SOURCES.index("class"), SOURCES.index("base")))
+        pred = base * np.exp(r) + np.where(at_class, extra, 0.0)
+        return np.maximum(pred, self._stream_floor(d)), src, shifted
+
+    def _backward_rows(self, groups: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+        """The calls of backward ops whose kind shifts, where the profile learned a backward shift."""
+        if not self.backward or not len(groups):
+            return np.zeros(len(groups), dtype=bool)
+        ops = pd.Series(groups).map(_op_of)
+        codes, names = pd.factorize(ops)
+        back = np.array([is_backward(str(n)) for n in names], dtype=bool)[codes] if len(names) else np.zeros(0, bool)
+        return back & ~np.isin(kinds, UNSHIFTED)
+
+    def _class_keys(self, keys: np.ndarray, back: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the class table each call asks, whether its answer takes the backward shift): a backward call
+        (`back`) asks its key's forward table where the key holds forward and backward ops, and takes the shift;
+        where it holds backward ops only, it asks the key's table as it is, without the shift; else (its key holds
+        forward ops only) the key's table, with the shift."""
+        keys = np.asarray(keys, dtype=object).copy()
+        shift = back.copy()
+        if not back.any():
+            return keys, shift
+        only = set(self.backward.get("only", ()))
+        for k in pd.unique(keys[back]):
+            at = back & (keys == k)
+            if f"{k}{FORWARD}" in self.classes:
+                keys[at] = f"{k}{FORWARD}"
+            elif k in only:
+                shift[at] = False
+        return keys, shift
+
+    def _backward_shift(self, kinds: np.ndarray, cls: np.ndarray) -> np.ndarray:
+        """The backward shift of each call's kind (else its class's, else every backward op's median)."""
+        per = self.backward.get("shift", {})
+        every = float(self.backward.get("all", 0.0))
+        return np.array([per.get(str(k), per.get(str(c), every)) for k, c in zip(kinds, cls, strict=True)], dtype=float)
 
     def _stream_floor(self, d: pd.DataFrame) -> np.ndarray:
         """The least time of a GEMM whose operands the L2 cannot hold (more than `STREAM_L2` times its
@@ -646,7 +789,7 @@ class Predictor:
 
         return {"constants": self.constants.to_dict(), "groups": tables(self.groups), "free": tables(self.free),
                 "relaxed": tables(self.relaxed), "classes": tables(self.classes), "meta": self.meta,
-                "bases": self.bases, "shifts": tables(self.shifts)}
+                "bases": self.bases, "shifts": tables(self.shifts), "backward": self.backward}
 
     @classmethod
     def from_dict(cls, d: dict) -> Predictor:
@@ -655,7 +798,7 @@ class Predictor:
 
         return cls(Constants.from_dict(d["constants"]), tables(d["groups"]), tables(d["free"]),
                    tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}),
-                   tables(d.get("shifts", {})))
+                   tables(d.get("shifts", {})), d.get("backward", {}))
 
 
 STREAM_L2 = 1.0  # a GEMM moving more than this many times the L2's bytes streams them from memory
@@ -848,6 +991,11 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     if constants is None:
         constants = Constants()
     ops = ops.reset_index(drop=True)
+    if not constants.kernel > 0 and "kernel_count" in ops:  # the least time one kernel takes, as measured here
+        one = pd.to_numeric(ops.kernel_count, errors="coerce").to_numpy() == 1
+        if one.any():
+            kernel = float(np.quantile(ops.dur_us.to_numpy(dtype=float)[one], KERNEL_QUANTILE))
+            constants = dataclasses.replace(constants, kernel=round(kernel, 4))
     d = describe(ops)
     sized = ~d.lists_unrecorded.to_numpy(dtype=bool)  # a tensor list recorded as [] has no size to learn
     if not sized.all():
@@ -865,12 +1013,12 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))
     coords = [f"c{j}" for j in range(NCOORDS)]
 
-    def tables(key: str, x_of, rows: pd.DataFrame = calls) -> dict[str, Table]:
+    def tables(key: str, x_of, rows: pd.DataFrame = calls, res: str = "r") -> dict[str, Table]:
         out = {}
         for k, g in rows.groupby(key, sort=False):
             # the same call profiled in several points: one point per coordinates (weighted mean residual)
             x = x_of(g)
-            frame = pd.DataFrame(x).assign(r=g.r.to_numpy() * g.w.to_numpy(), w=g.w.to_numpy())
+            frame = pd.DataFrame(x).assign(r=g[res].to_numpy() * g.w.to_numpy(), w=g.w.to_numpy())
             agg = frame.groupby(list(range(x.shape[1])), sort=False).sum()
             xs = np.array(agg.index.to_list(), dtype=float).reshape(len(agg), x.shape[1])
             out[str(k)] = Table(xs, (agg.r / agg.w).to_numpy(), agg.w.to_numpy())
@@ -882,11 +1030,35 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     shifts = fit_shifts(calls.free.to_numpy(dtype=object), calls.group.to_numpy(dtype=object),
                         calls[coords].to_numpy(dtype=float), calls.r.to_numpy(dtype=float), calls.w.to_numpy(dtype=float))
     relaxed = tables("relaxed", lambda g: g[coords].to_numpy(dtype=float))
-    classes = tables("cls", lambda g: _class_coords(g.base.to_numpy()))
+    # the class level answers ops the profile holds nothing of: their base time plus the least time of each kernel
+    # they ran past their first (an embedding's backward sorts its indices in some 29 kernels); its tables hold
+    # what the profile's calls took beyond their own such kernels
+    extra = launch_extra(firsts, constants)
+    dur = calls.dur.to_numpy()
+    work = np.where(extra > 0, np.maximum(dur - extra, constants.kernel_us), dur)
+    calls["rc"] = np.log(work / calls.base.to_numpy())
+    class_x = lambda g: _class_coords(g.base.to_numpy())  # noqa: E731
+    classes = tables("cls", class_x, res="rc")
     calls["kind"] = _class_key(calls.cls.to_numpy(), calls.group.to_numpy())
-    classes.update(tables("kind", lambda g: _class_coords(g.base.to_numpy()), calls[calls.kind != calls.cls]))
+    classes.update(tables("kind", class_x, calls[calls.kind != calls.cls], res="rc"))
+    # backward ops: each class and kind that holds them beside forward ops also has a table of its forward
+    # ops alone, and the backward ops' shift over those (`fit_backward`)
+    back = np.array([is_backward(_op_of(g)) for g in calls.group.to_numpy(dtype=object)], dtype=bool)
+    calls["backward"] = back
+    mixed, only = set(), set()
+    for col in ("cls", "kind"):
+        held = calls.groupby(col, sort=False).backward.agg(["any", "all"])
+        mixed |= set(held.index[held["any"] & ~held["all"]].astype(str))
+        only |= set(held.index[held["all"]].astype(str))
+    ahead = calls[~back]
+    for col, part in (("cls", ahead), ("kind", ahead[ahead.kind != ahead.cls])):
+        rows = part[part[col].astype(str).isin(mixed)]
+        classes.update({f"{k}{FORWARD}": t for k, t in tables(col, class_x, rows, res="rc").items()})
+    backward = fit_backward(calls[back & ~np.isin(calls.kind.to_numpy(dtype=object), UNSHIFTED)], classes)
+    if backward:
+        backward["only"] = sorted(only)
     m = dict(meta or {})
     m.update(calls=int(len(ops)), distinct=int(len(calls)), noisy=int((calls.spread > NOISY_SPREAD).sum()),
              op_names=sorted({str(g).split("|")[1] for g in groups if "|" in str(g)}))
     m.update(shifts=len(shifts))
-    return Predictor(constants, groups, free, relaxed, classes, m, bases, shifts)
+    return Predictor(constants, groups, free, relaxed, classes, m, bases, shifts, backward)

@@ -33,7 +33,7 @@ PREDICTOR_FILE = "predictor.json"
 NOISY_CALL_SPREAD = 0.15
 NOISY_TIME_SHARE = 0.2
 THROTTLED = 0.9
-FORMAT = 3  # of predictor.json: a file of another format is refitted from the traces
+FORMAT = 4  # of predictor.json: a file of another format is refitted from the traces
 
 
 def _section_hint(name: str, known: list[str]) -> str | None:

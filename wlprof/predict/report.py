@@ -76,11 +76,13 @@ def timeline_scores(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def source_labels(d: pd.DataFrame, src: np.ndarray) -> list[str]:
-    """Each call's source by name; a call answered from another dtype names it: 'other dtype (bfloat16)'."""
+    """Each call's source by name; a call answered from another dtype names it: 'other dtype (bfloat16)'; a
+    backward op answered by its class's forward ops and the profile's backward shift: 'class (backward)'."""
     got = d.answered_dtype.to_numpy(dtype=object) if "answered_dtype" in d else None
+    back = d.backward_shift.to_numpy(dtype=bool) if "backward_shift" in d else np.zeros(len(src), dtype=bool)
     other = SOURCES.index("other dtype")
-    return [f"{SOURCES[i]} ({got[j]})" if i == other and got is not None else SOURCES[i]
-            for j, i in enumerate(src)]
+    return [f"{SOURCES[i]} ({got[j]})" if i == other and got is not None
+            else f"{SOURCES[i]} (backward)" if back[j] else SOURCES[i] for j, i in enumerate(src)]
 
 
 LIST_SHOWN = 3  # tensor lists longer than this are shown by count and shape, not tensor by tensor
