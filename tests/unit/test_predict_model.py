@@ -1029,14 +1029,18 @@ def test_the_class_level_adds_the_least_kernel_time_for_each_kernel_a_call_ran_p
 
 
 def test_the_least_kernel_time_is_measured_on_the_profiles_one_kernel_calls():
-    # 20 one-kernel copies of 1..20 us and one of 3 kernels at 0.5 us: the 5th percentile of the one-kernel
-    # calls' times, numpy's linear interpolation between 1 and 2 at 0.05 x 19 = 0.95: 1.95 us
-    rows = [copy_row(2 ** (10 + i), float(i + 1), point=i, kernel_count=1) for i in range(20)]
+    # 20 one-kernel copies of 1.5..20.5 us and one of 3 kernels at 0.5 us: the 5th percentile of the one-kernel
+    # calls' times, the sample below 0.05 x 19 = 0.95 (the first): 1.5 us; the 3-kernel call does not count.
+    # Above the 40th of 40 calls of 1..40 us: position 0.05 x 39 = 1.95, the second sample: 2.0 us
+    rows = [copy_row(2 ** (10 + i), i + 1.5, point=i, kernel_count=1) for i in range(20)]
     rows.append(copy_row(2 ** 9, 0.5, point=99, kernel_count=3))
     p = model.fit(pd.DataFrame(rows), K)
-    assert p.constants.kernel == pytest.approx(1.95)
-    assert model.Predictor.from_dict(json.loads(json.dumps(p.to_dict()))).constants.kernel == pytest.approx(1.95)
-    assert model.fit(pd.DataFrame(rows[:3]), K).constants.kernel_us == pytest.approx(1.0 + 0.05 * 2)
+    assert p.constants.kernel == pytest.approx(1.5)
+    assert model.Predictor.from_dict(json.loads(json.dumps(p.to_dict()))).constants.kernel == pytest.approx(1.5)
+    more = [copy_row(2 ** (10 + i % 20), float(i + 1), point=i, step=i // 20, kernel_count=1) for i in range(40)]
+    assert model.fit(pd.DataFrame(more), K).constants.kernel_us == pytest.approx(2.0)
+    # no count recorded: the launch floor stands in
+    assert model.fit(pd.DataFrame(rows).drop(columns="kernel_count"), K).constants.kernel_us == K.floor
 
 
 def test_backward_ops_are_told_by_atens_naming_not_by_inductors_kernel_names():

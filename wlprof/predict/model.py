@@ -501,7 +501,7 @@ def _op_of(group: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-KERNEL_QUANTILE = 0.05  # of the profile's one-kernel calls' times: the least time a kernel takes
+KERNEL_QUANTILE = 0.05  # of the profile's one-kernel calls' times (the sample below it): the least time a kernel takes
 FORWARD = "|forward"  # the suffix of a class's (or kind's) table of its forward ops alone
 # the kinds whose backward ops run as their forward ops do: a pointwise backward (gelu_backward,
 # threshold_backward) is one pass of maps over its tensors, as its forward is
@@ -649,7 +649,12 @@ class Predictor:
         at = d.backward_shift.to_numpy(dtype=bool)
         names = (ops.to_numpy(dtype=object) if ops is not None else d.group.map(_op_of).to_numpy(dtype=object))[at]
         kinds = _class_key(d.cls.to_numpy(), d.group.to_numpy())[at]
-        delta = self._backward_shift(kinds, d.cls.to_numpy(dtype=object)[at])
+        cls = d.cls.to_numpy(dtype=object)[at]
+        delta = self._backward_shift(kinds, cls)
+        per = self.backward.get("shift", {})
+        # a kind no profiled backward op is of takes every kind's shift: say so
+        kinds = np.array([k if k in per or c in per else f"{k} (all kinds')" for k, c in zip(kinds, cls, strict=True)],
+                         dtype=object)
         shown = sorted({(str(k), float(x)) for k, x in zip(kinds, delta, strict=True)})
         ops_text = ", ".join(pd.Series(names).value_counts().index[:3]) + (", ..." if len(set(names)) > 3 else "")
         n = int(at.sum())
@@ -993,8 +998,9 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     ops = ops.reset_index(drop=True)
     if not constants.kernel > 0 and "kernel_count" in ops:  # the least time one kernel takes, as measured here
         one = pd.to_numeric(ops.kernel_count, errors="coerce").to_numpy() == 1
-        if one.any():
-            kernel = float(np.quantile(ops.dur_us.to_numpy(dtype=float)[one], KERNEL_QUANTILE))
+        if one.any():  # a measured time (no interpolation), in float32 as a profile ships its times (`compact`)
+            times = ops.dur_us.to_numpy(dtype=np.float32)[one]
+            kernel = float(np.quantile(times, KERNEL_QUANTILE, method="lower"))
             constants = dataclasses.replace(constants, kernel=round(kernel, 4))
     d = describe(ops)
     sized = ~d.lists_unrecorded.to_numpy(dtype=bool)  # a tensor list recorded as [] has no size to learn
