@@ -43,13 +43,7 @@ def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
     order = np.argsort(starts)
     s, e = starts[order], ends[order]
     if np.isfinite(s).all() and np.isfinite(e).all() and (e >= s).all():
-        # the union's pieces at once: each interval's start past the furthest end before it begins one
-        # (with no interval ending before it starts, that end is its own piece's); summed in order
-        reach = np.maximum.accumulate(e)
-        first = np.flatnonzero(np.r_[True, s[1:] > reach[:-1]])
-        piece_s, piece_e = s[first], reach[np.r_[first[1:] - 1, len(s) - 1]]
-        total = float(np.add.accumulate(piece_e[:-1] - piece_s[:-1])[-1]) if len(first) > 1 else 0.0
-        return float(total + piece_e[-1] - piece_s[-1])
+        return _busy_sorted_array(s, e)
     total, cur_s, cur_e = 0.0, s[0], e[0]
     for a, b in zip(s[1:], e[1:], strict=True):
         if a > cur_e:
@@ -58,6 +52,17 @@ def _busy_us(starts: np.ndarray, ends: np.ndarray) -> float:
         else:
             cur_e = max(cur_e, b)
     return float(total + cur_e - cur_s)
+
+
+def _busy_sorted_array(s: np.ndarray, e: np.ndarray) -> float:
+    """`_busy_us` by array operations, for finite intervals sorted by start with no negative duration:
+    each start past the furthest end before it begins a piece (with none ending before it starts, that end
+    is its own piece's); the pieces are summed one after another in start order, as the sweep sums them."""
+    reach = np.maximum.accumulate(e)
+    first = np.flatnonzero(np.r_[True, s[1:] > reach[:-1]])
+    piece_s, piece_e = s[first], reach[np.r_[first[1:] - 1, len(s) - 1]]
+    total = float(np.add.accumulate(piece_e[:-1] - piece_s[:-1])[-1]) if len(first) > 1 else 0.0
+    return float(total + piece_e[-1] - piece_s[-1])
 
 
 def note_union(notes: pd.Series) -> str | None:
