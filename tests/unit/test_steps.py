@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from wlprof.steps import _busy_us, summarize
+from wlprof.steps import _busy_sorted_array, _busy_us, summarize
 from wlprof.timing import Timings
 
 NAN = math.nan
@@ -151,6 +151,51 @@ def test_busy_time_is_the_sweep_s_to_the_last_bit():
         if trial % 5 == 0:
             ends[-1] = starts[-1] - 1.0  # a negative duration (a foreign trace)
         assert _busy_us(starts, ends) == _sweep_busy(starts, ends)
+
+
+def _sweep_pieces(s, e) -> tuple[list[float], float, float]:
+    """The union's pieces met one by one over intervals sorted by start: the finished lengths, and the last
+    piece's start and end."""
+    done, cur_s, cur_e = [], s[0], e[0]
+    for a, b in zip(s[1:], e[1:], strict=True):
+        if a > cur_e:
+            done.append(cur_e - cur_s)
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    return done, cur_s, cur_e
+
+
+def test_the_array_path_sums_the_pieces_exactly_as_a_one_by_one_sweep():
+    """The array path alone, on intervals where the order of the additions decides the last bits: starts
+    spread from 1e-6 to 1e4 us (each piece's length carries bits far below the later pieces' resolution),
+    each interval busy almost up to the next start, equal starts, nesting and zero lengths mixed in. Its busy time equals the
+    sweep's running sum float for float, and the trials include sets whose pieces sum to another float in
+    numpy's pairwise order and exactly (fsum), so a change of summation order fails this test."""
+    rng = np.random.default_rng(7)
+    other_order = 0
+    for _ in range(400):
+        n = int(rng.integers(2, 400))
+        s = np.sort(10 ** rng.uniform(-6, 4, n))
+        gap_to_next = np.r_[s[1:], s[-1] * 1.5] - s
+        e = s + gap_to_next * rng.uniform(0.5, 1.0, n)
+        tie = rng.uniform(size=n) < 0.05  # an interval that starts with the one before and ends inside it
+        tie[0] = False
+        s[tie] = s[np.flatnonzero(tie) - 1]
+        e[tie] = np.minimum(e[tie], e[np.flatnonzero(tie) - 1])
+        zero = rng.uniform(size=n) < 0.05  # a zero-length interval
+        e[zero] = s[zero]
+        done, last_s, last_e = _sweep_pieces(s, e)
+        running = 0.0
+        for length in done:
+            running += length
+        sweep = running + last_e - last_s
+        assert _busy_sorted_array(s, e) == sweep
+        pieces = np.asarray(done)
+        if len(pieces) and (float(np.sum(pieces)) + last_e - last_s != sweep
+                            or math.fsum(pieces) + last_e - last_s != sweep):
+            other_order += 1
+    assert other_order >= 20, other_order
 
 
 def test_sub_microsecond_steps_keep_their_rates():
