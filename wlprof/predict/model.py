@@ -1022,12 +1022,7 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     def tables(key: str, x_of, rows: pd.DataFrame = calls, res: str = "r") -> dict[str, Table]:
         out = {}
         for k, g in rows.groupby(key, sort=False):
-            # the same call profiled in several points: one point per coordinates (weighted mean residual)
-            x = x_of(g)
-            frame = pd.DataFrame(x).assign(r=g[res].to_numpy() * g.w.to_numpy(), w=g.w.to_numpy())
-            agg = frame.groupby(list(range(x.shape[1])), sort=False).sum()
-            xs = np.array(agg.index.to_list(), dtype=float).reshape(len(agg), x.shape[1])
-            out[str(k)] = Table(xs, (agg.r / agg.w).to_numpy(), agg.w.to_numpy())
+            out[str(k)] = _table(x_of(g), g[res].to_numpy(), g.w.to_numpy())
         return out
 
     calls["free"] = _free(calls.group.to_numpy(dtype=object))
