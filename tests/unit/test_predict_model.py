@@ -11,7 +11,7 @@ import pytest
 
 from wlprof.predict import model
 from wlprof.predict.calls import describe
-from wlprof.predict.neighbours import Table
+from wlprof.predict.neighbours import Table, exact_distance
 
 BF = "c10::BFloat16"
 K = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=4e6, floor=2.0, tile=128)
@@ -366,6 +366,34 @@ def test_a_predictor_survives_its_json():
     q = pd.DataFrame([copy_row(3000, 0.0), copy_row(300000, 0.0)])
     back = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
     np.testing.assert_allclose(back.predict(q)[0], p.predict(q)[0], rtol=1e-4)  # rounded to 5 decimals
+
+
+def test_a_profiled_call_is_the_same_call_after_the_predictor_s_json():
+    # sizes whose log2 has more than 5 decimals (log2(3000) = 11.550746...; the file keeps 11.55075), each with
+    # its own time off the smooth trend: asked again, each is answered by its own measured time ("same call")
+    # from the fitted predictor and from the one read back from its JSON alike
+    sizes = [3000, 7000, 90000, 1234567, 9000000]
+    times = [3.0, 7.5, 4.0, 12.0, 30.0]
+    prof = pd.DataFrame([copy_row(n, t, point=i) for i, (n, t) in enumerate(zip(sizes, times, strict=True))])
+    p = model.fit(prof, K)
+    back = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
+    q = pd.DataFrame([copy_row(n, 0.0) for n in sizes])
+    for pred in (p, back):
+        got, src = pred.predict(q)
+        assert [model.SOURCES[s] for s in src] == ["same call"] * len(sizes)
+        np.testing.assert_allclose(got, times, rtol=2e-5)  # the file keeps the residual ln(t / base) to 5 decimals
+    # a size 1% away is no profiled call: answered near it, not as it
+    _, src = back.predict(pd.DataFrame([copy_row(3030, 0.0)]))
+    assert model.SOURCES[src[0]] == "near"
+
+
+def test_the_same_point_tolerance_is_the_file_s_rounding():
+    # each coordinate rounded to 5 decimals moves at most 0.5e-5: over 4 coordinates at most 1e-5 (Euclidean)
+    assert exact_distance(1) == pytest.approx(0.51e-5)
+    assert exact_distance(4) == pytest.approx(1.02e-5)
+    t = Table(np.array([[11.55075, 3.0], [12.0, 3.0], [13.0, 4.0]]), np.array([0.1, 0.2, 0.3]), np.ones(3))
+    r, _ = t.query(np.array([[math.log2(3000), 3.0], [11.5508, 3.0]]))  # 4e-6 and 5e-5 from the first point
+    assert r[0] == 0.1 and r[1] != 0.1
 
 
 def test_a_gemm_group_whose_kernels_hide_the_wave_quantization_gets_a_smooth_base():

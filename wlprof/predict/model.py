@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from wlprof.predict.calls import ALIGN_BITS, NCOORDS, TF32_TAG, describe
-from wlprof.predict.neighbours import Table
+from wlprof.predict.neighbours import DECIMALS, Table, exact_distance
 
 SOURCES = ("same call", "near", "far", "other context", "other dtype", "op", "class", "base")
 NEAR = 1.0  # log2 units: within 2x of a profiled call in every coordinate
@@ -432,9 +432,10 @@ def _free(groups: np.ndarray) -> np.ndarray:
     return np.array([g.rsplit("|@", 1)[0] for g in groups], dtype=object)
 
 
-def _query(keys: np.ndarray, tables: dict, x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _query(keys: np.ndarray, tables: dict, x: np.ndarray, rows: np.ndarray,
+           exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(residual, distance to the nearest profiled point) of the calls `rows` (a mask) in the table of
-    their key; NaN and inf where the key has no table."""
+    their key (`exact`: see `Table.query`); NaN and inf where the key has no table."""
     r = np.full(len(keys), np.nan)
     dist = np.full(len(keys), np.inf)
     for key in pd.unique(keys[rows]):
@@ -443,7 +444,7 @@ def _query(keys: np.ndarray, tables: dict, x: np.ndarray, rows: np.ndarray) -> t
             continue
         at = np.flatnonzero(rows & (keys == key))
         q, inverse = np.unique(x[at], axis=0, return_inverse=True)  # distinct queries once: a step repeats
-        pr, dq = t.query(q)
+        pr, dq = t.query(q, exact=exact)
         r[at] = pr[inverse.ravel()]
         dist[at] = dq[inverse.ravel()]
     return r, dist
@@ -536,7 +537,7 @@ def fit_backward(calls: pd.DataFrame, classes: dict[str, Table]) -> dict:
         table = classes.get(kind + FORWARD) or classes.get(cls + FORWARD)
         if table is None:
             continue
-        q, _ = table.query(_class_coords(g.base.to_numpy()))
+        q, _ = table.query(_class_coords(g.base.to_numpy()), exact=False)
         votes.setdefault(kind, []).append(float(np.average(g.rc.to_numpy() - q, weights=g.w.to_numpy())))
     if not votes:
         return {}
@@ -693,7 +694,8 @@ class Predictor:
             r_f = np.where(other & np.isfinite(r_s), r_f + np.nan_to_num(r_s), r_f)
         r = np.where(own, r_g, np.where(other, r_f, np.nan))
         src = np.full(len(d), len(SOURCES) - 1)
-        src[own] = np.where(dist_g[own] <= 1e-6, 0, np.where(dist_g[own] <= NEAR * math.sqrt(NCOORDS), 1, 2))
+        same = dist_g[own] <= exact_distance(coords.shape[1])
+        src[own] = np.where(same, 0, np.where(dist_g[own] <= NEAR * math.sqrt(NCOORDS), 1, 2))
         src[other] = 3
         todo = ~(own | other)
         # its op's other layouts and scalars answer where they lie within RELAXED_NEAR of it; a GEMM, compute or
@@ -715,7 +717,7 @@ class Predictor:
                 ("relaxed", relaxed, self.relaxed, coords, np.inf, None, None),
                 ("class", cls_keys, self.classes, _class_coords(base), np.inf, None, cls_shift)):
             ask = todo if only is None else todo & only
-            rr, dd = _query(keys, tables, x, ask)
+            rr, dd = _query(keys, tables, x, ask, exact=level != "class")
             hit = ask & np.isfinite(dd) & (dd <= lim)
             r[hit] = rr[hit]
             src[hit] = SOURCES.index({"relaxed": "op", "class": "class"}[level])
@@ -789,7 +791,7 @@ class Predictor:
 
     def to_dict(self) -> dict:
         def tables(ts):  # coordinates are log2 sizes, residuals logs: 5 decimals hold them
-            return {k: {"x": np.round(t.x, 5).tolist(), "r": np.round(t.r, 5).tolist(),
+            return {k: {"x": np.round(t.x, DECIMALS).tolist(), "r": np.round(t.r, 5).tolist(),
                         "w": np.round(t.w, 3).tolist()} for k, t in ts.items()}
 
         return {"constants": self.constants.to_dict(), "groups": tables(self.groups), "free": tables(self.free),

@@ -10,6 +10,7 @@ gets that point's own residual: the measured time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,15 @@ import numpy as np
 K_NEAREST = 8
 BANDWIDTH = 0.35  # h, in log2 units: neighbours closer than this count about the same
 RIDGE = 0.01  # on the slopes, so that few or collinear neighbours give a weighted mean
-EXACT = 1e-6
+# a profile's file keeps coordinates to DECIMALS decimals, so a profiled call asked again may lie up to half a unit
+# of the last decimal from its point in each coordinate: within `exact_distance` of a point, a query is that point
+DECIMALS = 5
+
+
+def exact_distance(ncoords: int) -> float:
+    """The farthest a query may lie from a profiled point (Euclidean, over `ncoords` coordinates) and be
+    that point: each coordinate's rounding to `DECIMALS`, with a margin for the float's own rounding."""
+    return 0.51 * 10.0 ** -DECIMALS * math.sqrt(max(ncoords, 1))
 
 
 @dataclass
@@ -53,9 +62,11 @@ class Table:
             return float(np.mean([abs(t.query(self.x[i:i + 1])[0][0] - self.r[i]) for i, t in enumerate(others)]))
         return float(np.mean(np.abs(self.query(self.x, skip_self=True)[0] - self.r)))
 
-    def query(self, q: np.ndarray, skip_self: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def query(self, q: np.ndarray, skip_self: bool = False, exact: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(residual, distance to the nearest profiled point) for each query row of q [m, d];
-        `skip_self`: q are this table's own points, each predicted from the others."""
+        `skip_self`: q are this table's own points, each predicted from the others; `exact`: a query on a
+        point takes that point's residual (off where the coordinates do not identify a call: a class's
+        table, whose points at one base time are other ops)."""
         q = np.asarray(q, dtype=float).reshape(len(q), -1)
         n = len(self.r)
         if not len(self.dims):  # one point, or every point at the same coordinates
@@ -89,9 +100,10 @@ class Table:
         rhs = np.einsum("mki,mk->mi", aw, rn)
         beta = np.linalg.solve(lhs + reg, rhs[:, :, None])[:, :, 0]
         pred = np.clip(beta[:, 0], rn.min(axis=1), rn.max(axis=1))
-        exact = dist[:, 0] <= EXACT
-        if exact.any():
-            same = (dist[exact] <= EXACT)
-            wn = self.w[idx[exact]]
-            pred[exact] = np.where(same, rn[exact] * wn, 0).sum(axis=1) / np.where(same, wn, 0).sum(axis=1)
+        tol = exact_distance(q.shape[1])
+        on = (dist[:, 0] <= tol) & exact
+        if on.any():
+            same = (dist[on] <= tol)
+            wn = self.w[idx[on]]
+            pred[on] = np.where(same, rn[on] * wn, 0).sum(axis=1) / np.where(same, wn, 0).sum(axis=1)
         return pred, dist[:, 0]
