@@ -169,9 +169,9 @@ def _sweep_pieces(s, e) -> tuple[list[float], float, float]:
 def test_the_array_path_sums_the_pieces_exactly_as_a_one_by_one_sweep():
     """The array path alone, on intervals where the order of the additions decides the last bits: starts
     spread from 1e-6 to 1e4 us (each piece's length carries bits far below the later pieces' resolution),
-    each interval busy almost up to the next start, equal starts, nesting and zero lengths mixed in. Its busy time equals the
-    sweep's running sum float for float, and the trials include sets whose pieces sum to another float in
-    numpy's pairwise order and exactly (fsum), so a change of summation order fails this test."""
+    each interval busy almost up to the next start, equal starts, nesting and zero lengths mixed in. Its
+    busy time equals the sweep's running sum float for float, and the trials include sets whose pieces sum
+    to another float in numpy's pairwise order or exactly (fsum), so a change of summation order fails."""
     rng = np.random.default_rng(7)
     other_order = 0
     for _ in range(400):

@@ -4,8 +4,8 @@ For each group of comparable calls the profile holds points x (log2 coordinates)
 residual r = ln(measured / base). A query's residual is a weighted local-linear fit over
 its k nearest points (weights 1 / (d^2 + h^2)), kept inside the range of those points'
 residuals: between profiled sizes it interpolates, beyond them it carries the nearest
-correction and leaves the trend to the base model. A query on a profiled point (d = 0)
-gets that point's own residual: the measured time.
+correction and leaves the trend to the base model. A query on a profiled point (d = 0 to the
+decimals a profile's file keeps) gets that point's own residual: the measured time.
 """
 
 from __future__ import annotations
