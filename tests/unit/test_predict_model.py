@@ -1056,6 +1056,27 @@ def test_the_class_level_adds_the_least_kernel_time_for_each_kernel_a_call_ran_p
     assert model.launch_extra(d, p.constants).tolist() == [0.0, 3.0, 0.0]
 
 
+def test_a_call_that_is_its_launch_alone_takes_its_class_s_point_at_the_floor():
+    # a class table over log2 base time: a point at the floor (2 us, coordinate 1: profiled calls of no bytes,
+    # residual -0.4, i.e. 0.67x the floor) and points at 4, 8, 16 us (residuals 0.5, 0.6, 0.7). Bandwidth 4e6 B/us
+    bw = 4e6
+    t = Table(np.array([[1.0], [2.0], [3.0], [4.0]]), np.array([-0.4, 0.5, 0.6, 0.7]), np.ones(4))
+    tables = {"memory": t, "bare": Table(np.array([[2.0], [3.0], [4.0]]), np.array([0.5, 0.6, 0.7]), np.ones(3))}
+    # an 8-byte read (a scalar), a 64-byte one, one of 1e6 bytes; a 2-launch call of 4 bytes (floor 4 us); the
+    # scalar again in a table with no point at the floor
+    base = np.array([2.0 + 8 / bw, 2.0 + 64 / bw, 2.0 + 1e6 / bw, 4.0 + 4 / bw, 2.0 + 8 / bw])
+    floor = np.array([2.0, 2.0, 2.0, 4.0, 2.0])
+    keys = np.array(["memory"] * 4 + ["bare"], dtype=object)
+    r, _ = model._class_query(keys, tables, base, floor, model.SCALAR_BYTES / bw, np.ones(5, dtype=bool))
+    interpolated, _ = t.query(model._class_coords(base), exact=False)
+    assert r[0] == pytest.approx(-0.4)  # its launch alone: the floor's point
+    assert r[1] == interpolated[1] and r[1] != pytest.approx(-0.4)  # 64 bytes: more than a launch
+    assert r[2] == interpolated[2]
+    assert r[3] == pytest.approx(0.5)  # 2 launches: the point at its own floor, 4 us (coordinate 2)
+    bare, _ = tables["bare"].query(model._class_coords(base[4:]), exact=False)
+    assert r[4] == bare[0]  # no point at the floor: interpolated
+
+
 def test_the_least_kernel_time_is_measured_on_the_profiles_one_kernel_calls():
     # 20 one-kernel copies of 1.5..20.5 us and one of 3 kernels at 0.5 us: the 5th percentile of the one-kernel
     # calls' times, the sample below 0.05 x 19 = 0.95 (the first): 1.5 us; the 3-kernel call does not count.

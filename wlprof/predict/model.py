@@ -133,6 +133,13 @@ class Constants:
         return c
 
 
+def _launch_floor(d: pd.DataFrame, k: Constants) -> np.ndarray:
+    """Each described call's launch floor: the constant floor times its multi-tensor-apply launches (one
+    where its launches are not known)."""
+    return k.floor * (np.nan_to_num(d.launches.to_numpy(dtype=float), nan=1.0) if "launches" in d
+                      else np.ones(len(d)))
+
+
 def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
             waves: np.ndarray | None = None) -> np.ndarray:
     """The physical base time of each described call (`calls.describe`), in us; per call, `split`:
@@ -142,7 +149,7 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     s = d.itemsize.to_numpy(dtype=float)
     nbytes = d["bytes"].to_numpy(dtype=float)
     # a tensor-list call's kernels (multi-tensor-apply launches) each pay the floor
-    floor = k.floor * (np.nan_to_num(d.launches.to_numpy(dtype=float), nan=1.0) if "launches" in d else 1.0)
+    floor = _launch_floor(d, k)
     out = floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
     peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
     if "tf32" in d and "tf32" in k.matrix:  # float32 operands on the tensor cores
@@ -520,14 +527,15 @@ def launch_extra(d: pd.DataFrame, k: Constants) -> np.ndarray:
     return k.kernel_us * np.maximum(ran - np.maximum(counted, 1.0), 0.0)
 
 
-def fit_backward(calls: pd.DataFrame, classes: dict[str, Table]) -> dict:
+def fit_backward(calls: pd.DataFrame, classes: dict[str, Table], constants: Constants) -> dict:
     """How much slower than a class's forward ops its backward ops run, for the class level to answer a
     backward op the profile holds nothing of. `calls`: the profile's distinct backward calls of the kinds that
     shift (not `UNSHIFTED`), with their base, the residual of their work over it (`rc`: their time less the
     least time of each kernel past their first), weight, class and kind;
     `classes`: the class tables, a class's (or kind's) forward ops' under `FORWARD`. Each backward op votes
     once (a batch norm's 96 profiled calls count as one op): the weighted mean of its calls' residuals less
-    its kind's (else its class's) forward table at their base times. Returns {"shift": {kind: the median of
+    its kind's (else its class's) forward table at their base times, as `_class_query` answers there
+    (`constants`: the floor, the bandwidth). Returns {"shift": {kind: the median of
     its ops' votes}, "all": for the kinds that hold none, the median of every vote and one of no shift (a
     profile whose backward ops are of two kinds, one of them faster backward, must not shift the others by
     the mean of the two)}; {} where the profile holds no such op."""
@@ -537,12 +545,38 @@ def fit_backward(calls: pd.DataFrame, classes: dict[str, Table]) -> dict:
         table = classes.get(kind + FORWARD) or classes.get(cls + FORWARD)
         if table is None:
             continue
-        q, _ = table.query(_class_coords(g.base.to_numpy()), exact=False)
+        q, _ = _class_query(np.full(len(g), "t", dtype=object), {"t": table}, g.base.to_numpy(),
+                            _launch_floor(g, constants), SCALAR_BYTES / constants.bandwidth, np.ones(len(g), dtype=bool))
         votes.setdefault(kind, []).append(float(np.average(g.rc.to_numpy() - q, weights=g.w.to_numpy())))
     if not votes:
         return {}
     every = [v for vs in votes.values() for v in vs] + [0.0]
     return {"shift": {k: round(float(np.median(v)), 5) for k, v in votes.items()}, "all": round(float(np.median(every)), 5)}
+
+
+SCALAR_BYTES = 8  # a call that moves at most this many bytes (one scalar) is its launch alone
+
+
+def _class_query(keys: np.ndarray, tables: dict, base: np.ndarray, floor: np.ndarray, slack: float,
+                 rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_query` of the class tables at the calls' base times, interpolated (a point at one base time holds other
+    ops); a call that is its launch alone (its base within `SCALAR_BYTES` of its launches' `floor`: a scalar read
+    back, a scalar written) is answered by its table's point at the floor itself, where it holds one: the
+    profiled calls of no work to speak of, pooled."""
+    r, dist = _query(keys, tables, _class_coords(base), rows, exact=False)
+    bound = rows & (base <= floor + slack)
+    tol = exact_distance(1)
+    for key in pd.unique(keys[bound]):
+        t = tables.get(key)
+        if t is None:
+            continue
+        for f in np.unique(floor[bound & (keys == key)]):
+            at = bound & (keys == key) & (floor == f)
+            c = float(_class_coords(np.array([f]))[0, 0])
+            pooled = t.pooled(c - tol, c + tol)
+            if np.isfinite(pooled):
+                r[at] = pooled
+    return r, dist
 
 
 def _class_coords(base: np.ndarray) -> np.ndarray:
@@ -707,17 +741,19 @@ class Predictor:
         # first; a backward op (of a kind that shifts) by its class's forward ops and what the profile's backward
         # ops take beyond those
         extra = launch_extra(d, self.constants)
+        floor = _launch_floor(d, self.constants)
         back = self._backward_rows(groups, kinds) & todo
         kind_keys, kind_shift = self._class_keys(kinds, back)
         cls_keys, cls_shift = self._class_keys(d.cls.to_numpy(dtype=object), back)
         shifted = np.zeros(len(d), dtype=bool)
         for level, keys, tables, x, lim, only, sh in (
                 ("relaxed", relaxed, self.relaxed, coords, RELAXED_NEAR, None, None),
-                ("class", kind_keys, self.classes, _class_coords(base), np.inf, near_first, kind_shift),
+                ("class", kind_keys, self.classes, None, np.inf, near_first, kind_shift),
                 ("relaxed", relaxed, self.relaxed, coords, np.inf, None, None),
-                ("class", cls_keys, self.classes, _class_coords(base), np.inf, None, cls_shift)):
+                ("class", cls_keys, self.classes, None, np.inf, None, cls_shift)):
             ask = todo if only is None else todo & only
-            rr, dd = _query(keys, tables, x, ask, exact=level != "class")
+            rr, dd = (_query(keys, tables, x, ask) if level != "class" else
+                      _class_query(keys, tables, base, floor, SCALAR_BYTES / self.constants.bandwidth, ask))
             hit = ask & np.isfinite(dd) & (dd <= lim)
             r[hit] = rr[hit]
             src[hit] = SOURCES.index({"relaxed": "op", "class": "class"}[level])
@@ -1057,7 +1093,7 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     for col, part in (("cls", ahead), ("kind", ahead[ahead.kind != ahead.cls])):
         rows = part[part[col].astype(str).isin(mixed)]
         classes.update({f"{k}{FORWARD}": t for k, t in tables(col, class_x, rows, res="rc").items()})
-    backward = fit_backward(calls[back & ~np.isin(calls.kind.to_numpy(dtype=object), UNSHIFTED)], classes)
+    backward = fit_backward(calls[back & ~np.isin(calls.kind.to_numpy(dtype=object), UNSHIFTED)], classes, constants)
     if backward:
         backward["only"] = sorted(only)
     m = dict(meta or {})

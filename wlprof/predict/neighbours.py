@@ -45,6 +45,11 @@ class Table:
         self.r = np.asarray(self.r, dtype=float)
         self.w = np.asarray(self.w, dtype=float)
 
+    def pooled(self, lo: float, hi: float) -> float:
+        """The weighted mean residual of the points whose first coordinate lies in [lo, hi] (NaN: none)."""
+        at = (self.x[:, 0] >= lo) & (self.x[:, 0] <= hi)
+        return float(np.average(self.r[at], weights=self.w[at])) if at.any() and self.w[at].sum() > 0 else np.nan
+
     def tree(self):
         if self._tree is None and len(self.dims):
             from scipy.spatial import cKDTree
