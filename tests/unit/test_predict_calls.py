@@ -42,6 +42,26 @@ def test_sparse_addmm_is_spmm_and_grouped_mm_its_own_class():
     assert (g[4]["M"], g[4]["K"], g[4]["N"], g[4]["B"]) == (8192, 4096, 14336, 64)
 
 
+def test_an_inductor_gemm_template_is_a_gemm_of_its_buffers_shape():
+    # a real max-autotune launch (H200, torch 2.11): x [2, 1024, 8192] read as [2048, 8192] @ w [8192, 1024]
+    # -> out [2048, 1024]; the first two buffers share K = 8192, the first and the output M = 2048
+    t = call("triton_tem_fused_mm_t_view_0", "[[2,1024,8192],[8192,1024],[2048,1024],[],[],[]]",
+             f'[{BF},{BF},{BF},"Scalar","Scalar","Scalar"]', "[[8388608,8192,1],[1024,1],[1024,1],[],[],[]]")
+    assert t[0] == "gemm" and t[2] == "gemm|bfloat16"  # answered by the profile's GEMMs of its dtype
+    q = t[4]
+    assert (q["B"], q["M"], q["N"], q["K"]) == (1, 2048, 1024, 8192)
+    assert q["flops"] == 2 * 2048 * 1024 * 8192 and q["matrix_unit"]
+    assert t[3][:4] == (11.0, 10.0, 13.0, 0.0)
+    # its fused backward's epilogue: dY [2048, 2816] and X [2048, 1024] give dW [2816, 1024], K = 2048 tokens
+    b = call("triton_tem_fused__unsafe_view_mm_mul_silu_t_view_6", "[[2,1024,2816],[2048,1024],[2816,1024],[],[],[]]",
+             f'[{BF},{BF},{BF},"Scalar","Scalar","Scalar"]', "[[2883584,2816,1],[1024,1],[1024,1],[],[],[]]")
+    assert (b[4]["M"], b[4]["N"], b[4]["K"]) == (2816, 1024, 2048)
+    # a flex-attention template is no GEMM: it stays a memory call of its buffers
+    f = call("triton_tem_fused_flex_attention_0", "[[4,16,2048,64],[4,16,2048,64],[4,16,2048,64]]",
+             f"[{BF},{BF},{BF}]", "[[2097152,131072,64,1],[2097152,131072,64,1],[2097152,131072,64,1]]")
+    assert f[0] == "memory"
+
+
 def test_a_trace_without_strides_holds_dense_gemms_not_sparse_ones():
     # before torch 2.0 a trace records no `Input Strides`: no tensor is told sparse by its missing strides
     bmm = parse_call("aten::bmm", "[[8,10,128],[8,128,10]]", f"[{BF},{BF}]", "", "")

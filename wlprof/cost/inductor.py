@@ -55,9 +55,10 @@ def _has_factor(dims: tuple[int, ...], factor: int) -> bool:
     return any(math.prod(c) == factor for r in range(1, len(dims) + 1) for c in combinations(dims, r))
 
 
-def _triple_mnk(dims: tuple[tuple[int, ...], ...], numels: tuple[int, ...]) -> int | None:
-    """M*N*K where three buffers of these numels are a GEMM's [M, K], [K, N] and [M, N] (in any
-    order: the product is the same whichever is which), each splittable into its two factors."""
+def _triple_dims(dims: tuple[tuple[int, ...], ...], numels: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(x, y, z) where three buffers of these numels are [x, y], [x, z] and [y, z] matrices (each
+    splittable into its two factors), else None: x the dim the first two share, y the first and
+    third, z the second and third. For a GEMM's [M, K], [K, N] and [M, N] in that order: (K, M, N)."""
     a, b, c = numels
     x2, rem_x = divmod(a * b, c)  # the dim the first two share
     y2, rem_y = divmod(a * c, b)
@@ -67,11 +68,10 @@ def _triple_mnk(dims: tuple[tuple[int, ...], ...], numels: tuple[int, ...]) -> i
     x, y, z = _square_root(x2), _square_root(y2), _square_root(z2)
     if not x or not y or not z:
         return None
-    # the first buffer holds x and y, the second x and z, the third y and z
     if not (_has_factor(dims[0], x) and _has_factor(dims[1], x) and _has_factor(dims[2], y)
             and _has_factor(dims[0], y) and _has_factor(dims[1], z) and _has_factor(dims[2], z)):
         return None
-    return x * y * z
+    return x, y, z
 
 
 def gemm_template(name: str) -> str | None:
@@ -84,32 +84,41 @@ def gemm_template(name: str) -> str | None:
     return "mm" if tokens & _MM_TOKENS else None
 
 
-def template_gemm_flops(call: OpCall) -> float | None:
-    """2*M*N*K (times the batch) of an Inductor GEMM template launch, or None.
+def template_gemm_shape(call: OpCall) -> tuple[int, int, int, int] | None:
+    """(batch, M, N, K) of an Inductor GEMM template launch, or None.
 
     A template kernel (`triton_tem_...`) implements one matmul with pointwise prologue and
     epilogue ops fused in; its name lists the aten ops it was generated from (`mm`, `addmm`,
     `bmm`, `baddbmm`). Its buffers are the two operands, the output and the epilogue's other
-    inputs, in an order that is not recorded. Every three buffers (of at least two dims, for a
-    batched template three dims sharing the leading one) whose sizes are [M, K], [K, N] and
-    [M, N] for whole M, N, K give M*N*K; the FLOPs are known only where every such triple
-    gives the same product (an epilogue buffer that makes another triple makes it unknown).
+    inputs. Every three buffers (of at least two dims, for a batched template three dims sharing
+    the leading one) whose sizes are [M, K], [K, N] and [M, N] for whole M, N, K give M*N*K; the
+    shape is known only where every such triple gives the same product (an epilogue buffer that
+    makes another triple makes it unknown). Which of the three dims is K: the one the triple's
+    first two buffers share (a template's operands come before its output among its arguments),
+    M the one the first shares with the third.
     """
     kind = gemm_template(call.name)
     if kind is None:
         return None
     batched = kind == "bmm"
     shapes = [t.dims for t in call.tensors if len(t.dims) >= (3 if batched else 2) and t.numel > 0]
-    products = set()
+    found: dict[int, tuple[int, int, int, int]] = {}
     for trio in combinations(shapes, 3):
         batch = trio[0][0] if batched else 1
         if batched and any(d[0] != batch for d in trio):
             continue
         inner = tuple(d[1:] for d in trio) if batched else trio
-        mnk = _triple_mnk(inner, tuple(math.prod(d) for d in inner))
-        if mnk is not None:
-            products.add(batch * mnk)
-    return 2.0 * products.pop() if len(products) == 1 else None
+        xyz = _triple_dims(inner, tuple(math.prod(d) for d in inner))
+        if xyz is not None:
+            k, m, n = xyz
+            found.setdefault(batch * m * n * k, (batch, m, n, k))
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def template_gemm_flops(call: OpCall) -> float | None:
+    """2*M*N*K (times the batch) of an Inductor GEMM template launch (`template_gemm_shape`), or None."""
+    shape = template_gemm_shape(call)
+    return 2.0 * math.prod(shape) if shape is not None else None
 
 
 @arg_formula("kernel_backend", "triton")

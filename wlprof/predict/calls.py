@@ -102,6 +102,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     """
     from wlprof.cost import OpCall, cost_of
     from wlprof.cost.dtypes import canonical, element_size
+    from wlprof.cost.inductor import template_gemm_shape
     from wlprof.cost.registry import MATRIX
 
     def load(s):
@@ -171,6 +172,16 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
             group = f"grouped|{type_sig}|{_matrix_layout(tensors[0][3])}{_matrix_layout(tensors[1][3])}"
             coords = (_log2(a[0]), _log2(w[2]), _log2(a[1]), 0.0, 0.0)  # [3]: from the expert counts
             return "grouped", group, f"grouped|{type_sig}", coords, q
+
+    template = template_gemm_shape(call) if name.startswith("triton_tem_") else None
+    if template is not None:
+        # an Inductor GEMM template: a matmul whatever it fused around it. Its own group is never profiled
+        # (the name is the compiled graph's), so the GEMMs of its dtype (the relaxed group) answer it at its shape
+        b, m, n, k = template
+        q.update(M=float(m), N=float(n), K=float(k), B=float(b), flops=2.0 * b * m * n * k, matrix_unit=True)
+        odd = "|odd" if (k * itemsize) % 16 or (n * itemsize) % 16 else ""
+        coords = (_log2(m), _log2(n), _log2(k), _log2(b), 0.0)
+        return "gemm", f"gemm|{name}|{type_sig}||{odd}", f"gemm|{type_sig}{odd}", coords, q
 
     if name in GEMM_OPS:
         from wlprof.analysis.models import matrix_dims
