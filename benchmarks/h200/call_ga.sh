@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# call GA (2026-12-07): held-out set R (written before this call), the shipped profile extended with the grid's
+# studies it lacks (the layers studies added after it was measured, mixed precision's micro-kernels), then
+# held-out sets M and Q again (their earlier captures did not survive), each within what the call has left.
+#   bash benchmarks/h200/call_ga.sh      # on the H200, from the repository root (~9 minutes)
+# $OUT: heldout_set_{r,m,q}.tgz (the runs), profile.tgz (the extended profile), log.txt.
+source "$(dirname "$0")/common.sh"
+P=$T/profile
+LIMIT=${LIMIT:-585}
+capture() {  # capture SET TIMEOUT
+  step "held-out set_$1"
+  local t=$(( LIMIT - SECONDS - 5 )); [ "$2" -lt "$t" ] && t=$2
+  [ "$t" -gt 30 ] || { echo "no time left for set $1"; return; }
+  timeout "$t" python3 benchmarks/h200/sweep_many.py --traces "$T/heldout_$1" --device cuda workloads/heldout/set_$1/*.toml
+  tar czf "$OUT/heldout_set_$1.tgz" --exclude=_chrome -C "$T" "heldout_$1"
+  echo "set $1 at $SECONDS s"
+}
+{
+step "machine"; machine
+capture r 200
+step "profile --extend"
+cp -r benchmarks/profiles/h200 "$P"
+timeout 150 $WL profile --device cuda -o "$P" --extend --section layers --section "elementwise mixed" --budget-minutes 1.5 -q
+tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
+echo "profile done at $SECONDS s"
+capture m 170
+capture q 200
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+ls -la "$OUT"
+echo "done at $SECONDS s"
+} 2>&1 | quiet_log | tee "$OUT/log.txt"
+rm -rf "$OUT/cache"
