@@ -72,6 +72,31 @@ def test_a_trace_without_strides_holds_dense_gemms_not_sparse_ones():
     assert lin[1].startswith("gemm|aten::addmm|")
 
 
+def test_a_reduction_that_keeps_the_innermost_dim_is_apart_from_one_along_rows():
+    def sumcall(dims, strides, reduced):
+        return call("aten::sum", f"[{dims},[],[],[]]", f'[{BF},"ScalarList","Scalar",""]', f"[{strides},[],[],[]]",
+                    f'["","{reduced}","True",""]')
+
+    bias = sumcall("[4096,1024]", "[1024,1]", "[0]")  # a bias gradient: each of 1024 columns summed down 4096 rows
+    rows = sumcall("[4096,1024]", "[1024,1]", "[-1]")
+    assert bias[2] == "memory|aten::sum|bfloat16|outer" and rows[2] == "memory|aten::sum|bfloat16"
+    assert bias[1] != rows[1]
+    # NCHW over N, H, W reduces the innermost W; channels-last (C innermost in memory) keeps it
+    nchw = sumcall("[16,64,128,128]", "[1048576,16384,128,1]", "[0, 2, 3]")
+    nhwc = sumcall("[16,64,128,128]", "[1048576,1,8192,64]", "[0, 2, 3]")
+    assert not nchw[2].endswith("|outer") and nhwc[2].endswith("|outer")
+    # a dim of one element is no innermost dim: [N, 1] over N reduces along its only real dim
+    assert not sumcall("[2048,1]", "[1,1]", "[0]")[2].endswith("|outer")
+    # every dim (no dim list) and a softmax over its last dim reduce the innermost
+    assert not sumcall("[64,64]", "[64,1]", "[]")[2].endswith("|outer")
+    sm = call("aten::_softmax", "[[8,128,128],[],[]]", f'[{BF},"Scalar","Scalar"]', "[[16384,128,1],[],[]]",
+              '["","-1","False"]')
+    assert not sm[2].endswith("|outer")
+    sm0 = call("aten::_softmax", "[[8,128,128],[],[]]", f'[{BF},"Scalar","Scalar"]', "[[16384,128,1],[],[]]",
+               '["","1","False"]')
+    assert sm0[2].endswith("|outer")
+
+
 def test_index_ops_count_indexed_rows_not_the_expanded_index():
     # index_select on CUDA runs as gather with the index expanded to [E, F] by a zero stride
     g = call("aten::gather", "[[1048576,64],[],[16777073,64],[],[16777073,64]]",

@@ -316,25 +316,30 @@ def test_an_unprofiled_memory_op_is_answered_by_the_profiled_ops_of_its_kind():
 
 def test_an_ops_other_scalars_answer_a_memory_call_only_near_it_and_its_kind_answers_farther():
     # the profile: means over the last dim of [m, 256] (the reduce kind) at 1.2x their base, and one sum over
-    # the last dim of [64, 256] at 3x its base; asked: sums over dim 0 (other scalars: the relaxed group)
-    def red(name, m, n, dim, dur, **kw):
+    # the last dim of [64, 256] at 3x its base; asked: sums over the last dim with keepdim (other scalars: the
+    # relaxed group)
+    def red(name, m, n, dim, dur, keep=False, **kw):
         r = _row(name, [[m, n], [], [], []], [BF, "ScalarList", "Scalar", ""], [[n, 1], [], [], []], dur, **kw)
-        r["op_concrete_inputs"] = json.dumps(["", f"[{dim}]", "False", ""])
+        r["op_concrete_inputs"] = json.dumps(["", f"[{dim}]", str(keep), ""])
         return r
 
-    def base(m, n):  # [m, n] read, [m] or [n] written, bf16
-        return 2.0 + 2 * (m * n + max(m, n)) / 4e6
+    def base(m, n):  # [m, n] read, [m] written, bf16
+        return 2.0 + 2 * (m * n + m) / 4e6
 
     rows = [red("aten::mean", 2 ** i, 256, -1, 1.2 * base(2 ** i, 256), point=i) for i in range(6, 20)]
     rows.append(red("aten::sum", 64, 256, -1, 3.0 * base(64, 256), point=99))
     p = model.fit(pd.DataFrame(rows), K)
-    # [64, 256] over dim 0: the profiled sum's coordinates (answered by it); [2^16, 4096] over dim 0: 2^10 times
-    # its rows, 2^4 its width (a log2 distance over RELAXED_NEAR), answered by the reduce kind's means
-    near, far = red("aten::sum", 64, 256, 0, 1.0), red("aten::sum", 1 << 16, 4096, 0, 1.0)
+    # [64, 256] with keepdim: the profiled sum's coordinates (answered by it); [2^16, 4096]: 2^10 times its
+    # rows, 2^4 its width (a log2 distance over RELAXED_NEAR), answered by the reduce kind's means
+    near, far = red("aten::sum", 64, 256, -1, 1.0, keep=True), red("aten::sum", 1 << 16, 4096, -1, 1.0, keep=True)
     pred, src = p.predict(pd.DataFrame([near, far]))
     assert [model.SOURCES[s] for s in src] == ["op", "class"]
     assert pred[0] == pytest.approx(3.0 * base(64, 256), rel=0.05)
     assert pred[1] == pytest.approx(1.2 * base(1 << 16, 4096), rel=0.05)
+    # a sum down the rows (over dim 0, keeping the innermost dim) is no other scalar of the profiled sum
+    # along them: the reduce kind's means answer it even at the profiled sum's size
+    _, src = p.predict(pd.DataFrame([red("aten::sum", 64, 256, 0, 1.0)]))
+    assert [model.SOURCES[s] for s in src] == ["class"]
 
 
 def test_a_far_gemm_of_another_layout_is_answered_by_its_class_not_by_that_layouts_calls():

@@ -285,8 +285,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     coords = (_log2(numel0), _log2(inner), _log2(n1), extra, _log2(max((_spread(d, st) for _, d, _, st in tensors),
                                                                         default=1.0)))
     # the relaxed group keeps the first floating dtype only: a batch norm's float32 weights beside bfloat16
-    # activations (torch.autocast) and its bfloat16 ones run the same per-element work
-    return cls, group, f"{cls}|{name}|{dtype}", coords, q
+    # activations (torch.autocast) and its bfloat16 ones run the same per-element work; a reduction that
+    # keeps its input's innermost dim (a bias gradient's sum over rows) is apart from one that reduces it
+    outer = "|outer" if _reduces_outer(name, d0, tensors[0][3], concrete) else ""
+    return cls, group, f"{cls}|{name}|{dtype}{outer}", coords, q
 
 
 ALIGN_BITS = 10  # a size that is a multiple of 2^10 ends on a kernel's block as a power of two does
@@ -306,6 +308,36 @@ def _outer_scan_steps(name: str, dims0: list, concrete: list) -> int:
     if not 0 <= dim < len(dims0) - 1 or math.prod(dims0[dim + 1:]) <= 1:
         return 0
     return int(dims0[dim])
+
+
+# the position of the reduced dim (or dims) among a reduction's inputs
+_DIM_ARG = {**{"aten::" + n: 1 for n in (
+    "sum mean amax amin max min prod all any std var softmax _softmax log_softmax _log_softmax argmax argmin "
+    "logsumexp").split()}, **{"aten::" + n: 2 for n in (
+        "topk kthvalue norm linalg_vector_norm _softmax_backward_data _log_softmax_backward_data").split()}}
+
+
+def _reduces_outer(name: str, dims0: list, strides0: list | None, concrete: list) -> bool:
+    """Whether a reduction (`_DIM_ARG`) keeps its input's innermost dim in memory (the least stride of the
+    dims of more than one element; the last where strides are unknown) and reduces another: each thread
+    then sums one column down the rows, a kernel that runs at other rates than a reduction along rows."""
+    at = _DIM_ARG.get(name)
+    if at is None or len(concrete) <= at or len(dims0) < 2:
+        return False
+    text = str(concrete[at]).strip()
+    try:
+        dims = [int(v) for v in text.strip("[]").split(",") if v.strip()]
+    except ValueError:
+        return False
+    if not dims:  # every dim (no dim given): the innermost among them
+        return False
+    n = len(dims0)
+    reduced = {d + n if d < 0 else d for d in dims}
+    big = [i for i in range(n) if dims0[i] > 1]
+    if not big:
+        return False
+    inner = min(big, key=lambda i: (strides0[i], -i)) if strides0 and len(strides0) == n else big[-1]
+    return inner not in reduced and any(i in reduced for i in big)
 
 
 REDUCE_THREADS = 512  # the threads of a block that reduces one unit of a norm (a channel, a row, a group)
