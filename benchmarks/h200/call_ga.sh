@@ -3,7 +3,7 @@
 # studies it lacks (the layers studies added after it was measured, mixed precision's micro-kernels), then
 # held-out sets M and Q again (their earlier captures did not survive), each within what the call has left.
 #   bash benchmarks/h200/call_ga.sh      # on the H200, from the repository root (~9 minutes)
-# $OUT: heldout_set_{r,m,q}.tgz (the runs), profile.tgz (the extended profile), log.txt.
+# $OUT: heldout_set_{r,m,q}.tgz (the runs), profile.tgz (the extended profile: the H100's on an H100), log.txt.
 source "$(dirname "$0")/common.sh"
 P=$T/profile
 LIMIT=${LIMIT:-585}
@@ -19,7 +19,8 @@ capture() {  # capture SET TIMEOUT
 step "machine"; machine
 capture r 200
 step "profile --extend"
-cp -r benchmarks/profiles/h200 "$P"
+SRC=benchmarks/profiles/h200; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && SRC=benchmarks/profiles/h100
+echo "extending $SRC"; cp -r "$SRC" "$P"
 timeout 150 $WL profile --device cuda -o "$P" --extend --section layers --section "elementwise mixed" --budget-minutes 1.5 -q
 tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
 echo "profile done at $SECONDS s"
