@@ -582,6 +582,35 @@ def test_a_memory_bound_gemm_is_answered_by_its_own_contexts_near_calls_before_a
     assert model.SOURCES[src[1]] == "other context" and pred[1] == pytest.approx(176.0, rel=0.08)
 
 
+def test_a_memory_bound_gemms_own_context_answers_unless_another_lies_nearer_by_the_memory_margin():
+    # the MoE loop profiled 8192-wide experts at 1.5x their base (cold weights), the GEMM grid 720-wide layers at
+    # their base (warm). A loop's 16 x 2048 x 2048 call (2 x 16 x 2048^2 = 134 MFLOP, 0.17 us at the peak, against
+    # 8.5 MB, 2.1 us at the bandwidth: its bytes decide) lies sqrt(2^2 + 2^2) = 2.83 log2 units from its own
+    # context's calls and sqrt(2 x log2(2048 / 720)^2) = 2.13 from the grid's: nearer by 0.70, less than
+    # MEMORY_CONTEXT_MARGIN, so its own context answers. A 64-wide call lies 9.90 from its own calls and 4.94
+    # from the grid's: the grid answers
+    def base(shapes):
+        return np.asarray(model.base_us(describe(pd.DataFrame([mm_row(*s, 1.0) for s in shapes])), K), dtype=float)
+
+    moe_s = [(m, 8192, 8192) for m in (1, 4, 16, 64)]
+    grid_s = [(m, 720, 720) for m in (1, 4, 16, 64)]
+    rows = [mm_row(*sh, 1.5 * t, point=i, workload="moe") for i, (sh, t) in enumerate(zip(moe_s, base(moe_s), strict=True))]
+    rows += [mm_row(*sh, t, point=10 + i, workload="gemm") for i, (sh, t) in enumerate(zip(grid_s, base(grid_s), strict=True))]
+    p = model.fit(pd.DataFrame(rows), K)
+    asked = [(16, 2048, 2048), (64, 64, 64)]
+    pred, src = p.predict(pd.DataFrame([mm_row(*sh, 1.0, workload="moe") for sh in asked]))
+    assert [model.SOURCES[x] for x in src] == ["far", "other context"]
+    np.testing.assert_allclose(pred / base(asked), [1.5, 1.0], rtol=0.05)
+    # with the margin of a FLOP-bound call, the grid's nearer calls would answer it
+    old = model.MEMORY_CONTEXT_MARGIN
+    try:
+        model.MEMORY_CONTEXT_MARGIN = model.CONTEXT_MARGIN
+        _, src = p.predict(pd.DataFrame([mm_row(16, 2048, 2048, 1.0, workload="moe")]))
+        assert model.SOURCES[src[0]] == "other context"
+    finally:
+        model.MEMORY_CONTEXT_MARGIN = old
+
+
 def test_odd_widths_are_their_own_group_and_fall_back_to_the_aligned_one():
     # K = 1001 bf16 elements: 2002-byte rows, not a multiple of 16; K = 1024: 2048 bytes
     odd, even = describe(pd.DataFrame([mm_row(64, 1001, 4096, 1.0), mm_row(64, 1024, 4096, 1.0)])).group

@@ -70,6 +70,9 @@ from wlprof.predict.neighbours import DECIMALS, Table, exact_distance
 SOURCES = ("same call", "near", "far", "other context", "other dtype", "op", "class", "base")
 NEAR = 1.0  # log2 units: within 2x of a profiled call in every coordinate
 CONTEXT_MARGIN = 0.25  # log2 units: how much closer other contexts' calls must be to answer instead
+# ... for a call its FLOPs do not bound: where its operands lie (the L2 or memory) sets its time, and its
+# context decides that (an MoE loop reads each expert's weights once, cold; a repeated GEMM finds them warm)
+MEMORY_CONTEXT_MARGIN = 1.0
 # log2 units (over the coordinates, Euclidean): how near its op's other layouts and scalars must lie to answer a
 # call before its kind's calls do (a tiny float32 copy had been answered by the MoE router's one [256, 8] cast)
 RELAXED_NEAR = 4.0
@@ -721,7 +724,8 @@ class Predictor:
         # decide (there the context, what the L2 holds around it, matters little and the nearest calls of
         # any context answer best); else where no other context's calls lie nearer by CONTEXT_MARGIN
         near_own = (dist_g <= NEAR * math.sqrt(NCOORDS)) & ~_compute_bound(d, base, self.constants)
-        own = np.isfinite(dist_g) & (near_own | ~(dist_f + CONTEXT_MARGIN < dist_g))
+        margin = np.where(_flop_bound(d, self.constants), CONTEXT_MARGIN, MEMORY_CONTEXT_MARGIN)
+        own = np.isfinite(dist_g) & (near_own | ~(dist_f + margin < dist_g))
         other = ~own & np.isfinite(dist_f)
         if self.shifts and other.any():  # what the call's own context adds to the other contexts' time
             r_s, _ = _query(groups, self.shifts, coords, other)
@@ -856,6 +860,18 @@ def _compute_bound(d: pd.DataFrame, base: np.ndarray, k: Constants) -> np.ndarra
     gemm = np.isin(d.cls.to_numpy(dtype=object), ("gemm", "grouped"))
     t_m = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0) / k.bandwidth
     return gemm & (base - k.floor >= 2.0 * t_m)
+
+
+def _flop_bound(d: pd.DataFrame, k: Constants) -> np.ndarray:
+    """GEMM calls whose FLOPs at the dtype's matrix peak take at least as long as their compulsory bytes at the
+    memory's bandwidth (their intensity at or past the ridge), whatever tiles and waves a kernel would run."""
+    gemm = np.isin(d.cls.to_numpy(dtype=object), ("gemm", "grouped"))
+    if not gemm.any():
+        return gemm
+    peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()], dtype=float)
+    t_c = np.nan_to_num(d.flops.to_numpy(dtype=float), nan=0.0) / np.where(peak > 0, peak, np.inf)
+    t_m = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0) / k.bandwidth
+    return gemm & (t_c >= t_m)
 
 
 def with_residency(d: pd.DataFrame, k: Constants) -> pd.DataFrame:
