@@ -128,16 +128,23 @@ def _bf16_attention(path: Path, masked: bool = False) -> Path:
     return path
 
 
+CUDNN_ATTENTION = frozenset(("aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"))
+
+
 def _attention_calls(trace: Path) -> dict:
-    """Per profile (h200, h100): the attention calls' names and their forward call's first four arguments'
-    dims, as `calls_and_left_out` translates the CPU trace; asserts nothing is left out."""
+    """Per profile (h200, h100, and "no cudnn": the H200 profile's ops without cuDNN's attention): the attention
+    calls' names and their forward call's first four arguments' dims, as `calls_and_left_out` translates the CPU
+    trace; asserts nothing is left out."""
     from wlprof.predict.profile import load_profile
     from wlprof.predict.spec import calls_and_left_out
 
     got = {}
+    helds = {}
     for name, profile in (("h200", H200), ("h100", H100)):
         predictor, _, _ = load_profile(profile, False)
-        held = frozenset(predictor.meta.get("op_names", []))
+        helds[name] = frozenset(predictor.meta.get("op_names", []))
+    helds["no cudnn"] = helds["h200"] - CUDNN_ATTENTION
+    for name, held in helds.items():
         calls, left = calls_and_left_out(str(trace), held)
         assert left.empty, left
         att = calls[calls.op_name.str.contains("attention")]
@@ -147,11 +154,12 @@ def _attention_calls(trace: Path) -> dict:
 
 def test_16_bit_attention_runs_as_the_backend_the_profile_measured_else_flash(tmp_path):
     got = _attention_calls(_bf16_attention(tmp_path / "bf16.pt.trace.json"))
-    # the H200 profile holds cuDNN's attention (torch picked it there): [B, H, S, D] as SDPA passes it; the
-    # H100 profile holds none: flash, on [B, S, H, D] views; no mask (cuDNN's attn_bias, flash's cum_seq_q: [])
+    # both shipped profiles hold cuDNN's attention (torch picked it there): [B, H, S, D] as SDPA passes it; a
+    # profile that holds none: flash, on [B, S, H, D] views; no mask (cuDNN's attn_bias, flash's cum_seq_q: [])
     b, h = [1, 2, 8, 16], [1, 8, 2, 16]
-    assert got["h200"] == (["aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"], [b, b, b, []])
-    assert got["h100"] == (["aten::_flash_attention_forward", "aten::_flash_attention_backward"], [h, h, h, []])
+    for name in ("h200", "h100"):
+        assert got[name] == (["aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"], [b, b, b, []])
+    assert got["no cudnn"] == (["aten::_flash_attention_forward", "aten::_flash_attention_backward"], [h, h, h, []])
 
 
 def test_16_bit_attention_with_a_mask_runs_as_the_memory_efficient_kernel_where_cudnn_is_not_held(tmp_path):
@@ -160,6 +168,7 @@ def test_16_bit_attention_with_a_mask_runs_as_the_memory_efficient_kernel_where_
     got = _attention_calls(_bf16_attention(tmp_path / "bf16-mask.pt.trace.json", masked=True))
     b, h = [1, 2, 8, 16], [1, 8, 2, 16]
     # cuDNN: (q, k, v, attn_bias, ...) on [B, H, S, D]; efficient: (q, k, v, bias, ...) on [B, S, H, D] views
-    assert got["h200"] == (["aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"], [b, b, b, [8, 8]])
-    assert got["h100"] == (["aten::_efficient_attention_forward", "aten::_efficient_attention_backward"],
-                           [h, h, h, [8, 8]])
+    for name in ("h200", "h100"):
+        assert got[name] == (["aten::_cudnn_attention_forward", "aten::_cudnn_attention_backward"], [b, b, b, [8, 8]])
+    assert got["no cudnn"] == (["aten::_efficient_attention_forward", "aten::_efficient_attention_backward"],
+                               [h, h, h, [8, 8]])
