@@ -3,6 +3,7 @@
 # studies it lacks (the layers studies added after it was measured, mixed precision's micro-kernels), then
 # held-out sets M and Q again (their earlier captures did not survive), each within what the call has left.
 #   bash benchmarks/h200/call_ga.sh      # on the H200, from the repository root (~9 minutes)
+#   REQUIRE=H200 bash benchmarks/h200/call_ga.sh   # run nothing on another GPU
 # $OUT: heldout_set_{r,m,q}.tgz (the runs), profile.tgz (the extended profile: the H100's on an H100), log.txt.
 source "$(dirname "$0")/common.sh"
 P=$T/profile
@@ -17,6 +18,9 @@ capture() {  # capture SET TIMEOUT
 }
 {
 step "machine"; machine
+if [ -n "${REQUIRE:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE"; then
+  echo "not an $REQUIRE: nothing run"; exit 0
+fi
 capture r 200
 step "profile --extend"
 SRC=benchmarks/profiles/h200; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && SRC=benchmarks/profiles/h100
