@@ -1171,6 +1171,11 @@ def test_an_unprofiled_backward_op_is_its_class_forward_ops_times_the_profiles_b
     # the shift and the forward tables survive the predictor's JSON
     again = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
     assert again.predict(q)[0] == pytest.approx(pred, rel=1e-4)
+    # one backward op is no kind's shift (MIN_VOTERS): with avg pooling's alone, the move kind takes every vote's
+    # median with one of no shift, ln 3 / 2 of (0, ln 3): the upsampling's backward at 2 x sqrt(3) its base
+    one = model.fit(pd.DataFrame([r for r in rows if r["op_name"] != "aten::max_pool2d_with_indices_backward"]), K)
+    assert one.backward["shift"] == {} and one.backward["all"] == pytest.approx(0.5 * math.log(3), abs=1e-4)
+    assert one.predict(pd.DataFrame([up]))[0][0] == pytest.approx(2.0 * math.sqrt(3) * _base(up), rel=0.01)
 
 
 def test_a_kind_the_profile_holds_only_backward_ops_of_answers_them_as_they_are():
