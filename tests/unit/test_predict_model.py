@@ -1171,11 +1171,25 @@ def test_an_unprofiled_backward_op_is_its_class_forward_ops_times_the_profiles_b
     # the shift and the forward tables survive the predictor's JSON
     again = model.Predictor.from_dict(json.loads(json.dumps(p.to_dict())))
     assert again.predict(q)[0] == pytest.approx(pred, rel=1e-4)
-    # one backward op is no kind's shift (MIN_VOTERS): with avg pooling's alone, the move kind takes every vote's
-    # median with one of no shift, ln 3 / 2 of (0, ln 3): the upsampling's backward at 2 x sqrt(3) its base
+    # one backward op speaks for its kind: with avg pooling's alone, the move kind's shift is its 3x
     one = model.fit(pd.DataFrame([r for r in rows if r["op_name"] != "aten::max_pool2d_with_indices_backward"]), K)
-    assert one.backward["shift"] == {} and one.backward["all"] == pytest.approx(0.5 * math.log(3), abs=1e-4)
-    assert one.predict(pd.DataFrame([up]))[0][0] == pytest.approx(2.0 * math.sqrt(3) * _base(up), rel=0.01)
+    assert one.backward["shift"] == {"memory|move": pytest.approx(math.log(3), abs=1e-4)}
+    # ... but not for memory ops of no known kind (MIN_VOTERS): one such backward op at 16x the copies' and muls'
+    # correction moves nothing of its own; two (16x and 4x the copies', which run 2x their base beside muls at 1.2x:
+    # the forward table at their base times lies between the two) give the class the median of their two votes
+    def odd_bwd(name, n, factor, point):
+        r = _row(name, [[n], [n]], [BF, BF], [[1], [1]], 1.0, point=point, kernel_count=1)
+        r["dur_us"] = factor * _base(r)
+        return r
+
+    fwd = [r for r in rows if r["op_name"] in ("aten::copy_", "aten::mul")]
+    lone = model.fit(pd.DataFrame(fwd + [odd_bwd("my::scatter_backward", 2 ** i, 16 * 2.0, 300 + i)
+                                         for i in range(12, 18)]), K)
+    assert "memory" not in lone.backward["shift"]
+    pair = model.fit(pd.DataFrame(fwd + [odd_bwd(name, 2 ** i, f * 2.0, 300 + 10 * j + i)
+                                         for j, (name, f) in enumerate((("my::scatter_backward", 16), ("my::fold_backward", 4)))
+                                         for i in range(12, 18)]), K)
+    assert 4.0 * 2.0 / 2.0 < math.exp(pair.backward["shift"]["memory"]) < 16.0 * 2.0 / 1.2
 
 
 def test_a_kind_the_profile_holds_only_backward_ops_of_answers_them_as_they_are():

@@ -539,7 +539,7 @@ def fit_backward(calls: pd.DataFrame, classes: dict[str, Table], constants: Cons
     once (a batch norm's 96 profiled calls count as one op): the weighted mean of its calls' residuals less
     its kind's (else its class's) forward table at their base times, as `_class_query` answers there
     (`constants`: the floor, the bandwidth). Returns {"shift": {kind: the median of
-    its ops' votes, where at least `MIN_VOTERS` ops voted}, "all": for the kinds that hold none, the median of every vote and one of no shift (a
+    its ops' votes; for the memory ops of no known kind, where at least `MIN_VOTERS` ops voted}, "all": for the kinds that hold none, the median of every vote and one of no shift (a
     profile whose backward ops are of two kinds, one of them faster backward, must not shift the others by
     the mean of the two)}; {} where the profile holds no such op."""
     votes: dict[str, list[float]] = {}
@@ -554,13 +554,16 @@ def fit_backward(calls: pd.DataFrame, classes: dict[str, Table], constants: Cons
     if not votes:
         return {}
     every = [v for vs in votes.values() for v in vs] + [0.0]
-    return {"shift": {k: round(float(np.median(v)), 5) for k, v in votes.items() if len(v) >= MIN_VOTERS},
+    return {"shift": {k: round(float(np.median(v)), 5) for k, v in votes.items() if len(v) >= MIN_VOTERS or k != "memory"},
             "all": round(float(np.median(every)), 5)}
 
 
 SCALAR_BYTES = 8  # a call that moves at most this many bytes (one scalar) is its launch alone
-MIN_VOTERS = 2  # backward ops a kind needs for a shift of its own (one op's is that op's, not its kind's: an
-# embedding bag's backward alone, 16x its forward class, would shift every other such op as much)
+# backward ops the memory class's ops of no known kind (`memory_kind`) need for a shift of their own: they have
+# nothing in common but their class, so one op's vote is that op's (an embedding bag's backward alone, 16x
+# its forward class, would shift every other such op as much); a kind's ops do the same to their bytes, and one
+# of them speaks for the others
+MIN_VOTERS = 2
 
 
 def _class_query(keys: np.ndarray, tables: dict, base: np.ndarray, floor: np.ndarray, slack: float,
