@@ -97,6 +97,15 @@ def test_a_reduction_that_keeps_the_innermost_dim_is_apart_from_one_along_rows()
     assert sm0[2].endswith("|outer")
 
 
+def test_an_in_place_op_shares_its_relaxed_group_with_its_out_of_place_twin():
+    # a += b reads a and b and writes a, as a + b does: the profile's adds answer a trace's add_ (other layouts
+    # and scalars), apart from its own group; a copy_ or fill_ has no twin
+    args = ("[[1024,1024],[1024,1024],[]]", f'[{BF},{BF},"Scalar"]', "[[1024,1],[1024,1],[]]")
+    inplace, plain = call("aten::add_", *args), call("aten::add", *args)
+    assert inplace[2] == plain[2] == "memory|aten::add|bfloat16" and inplace[1] != plain[1]
+    assert call("aten::copy_", *args)[2] == "memory|aten::copy_|bfloat16"
+
+
 def test_index_ops_count_indexed_rows_not_the_expanded_index():
     # index_select on CUDA runs as gather with the index expanded to [E, F] by a zero stride
     g = call("aten::gather", "[[1048576,64],[],[16777073,64],[],[16777073,64]]",

@@ -288,7 +288,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # activations (torch.autocast) and its bfloat16 ones run the same per-element work; a reduction that
     # keeps its input's innermost dim (a bias gradient's sum over rows) is apart from one that reduces it
     outer = "|outer" if _reduces_outer(name, d0, tensors[0][3], concrete) else ""
-    return cls, group, f"{cls}|{name}|{dtype}{outer}", coords, q
+    # an in-place op (add_) does its out-of-place twin's work: one relaxed group answers both
+    twin = name[:-1] if cls == "memory" and name.endswith("_") and not name.endswith("__") and \
+        name not in _NO_TWIN else name
+    return cls, group, f"{cls}|{twin}|{dtype}{outer}", coords, q
 
 
 ALIGN_BITS = 10  # a size that is a multiple of 2^10 ends on a kernel's block as a power of two does
@@ -338,6 +341,10 @@ def _reduces_outer(name: str, dims0: list, strides0: list | None, concrete: list
         return False
     inner = min(big, key=lambda i: (strides0[i], -i)) if strides0 and len(strides0) == n else big[-1]
     return inner not in reduced and any(i in reduced for i in big)
+
+
+# in-place ops whose name without the underscore is no op of the same work
+_NO_TWIN = frozenset(("aten::copy_", "aten::fill_", "aten::zero_", "aten::normal_", "aten::uniform_"))
 
 
 REDUCE_THREADS = 512  # the threads of a block that reduces one unit of a norm (a channel, a row, a group)
