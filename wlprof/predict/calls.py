@@ -58,6 +58,12 @@ def _is_norm(name: str) -> bool:
     return name not in DIM_OPS and ("batch_norm" in op or op.endswith(("_norm", "_norm_backward")))
 
 
+def _odd_rows(k: float, n: float, itemsize: int) -> str:
+    """'|odd' where a GEMM's rows of K or N elements are not 16-byte multiples (cuBLAS cannot use its aligned
+    kernels), else ''."""
+    return "|odd" if (k * itemsize) % 16 or (n * itemsize) % 16 else ""
+
+
 def _log2(x: float) -> float:
     return math.log2(x) if x and x > 0 else 0.0
 
@@ -179,7 +185,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         # (the name is the compiled graph's), so the GEMMs of its dtype (the relaxed group) answer it at its shape
         b, m, n, k = template
         q.update(M=float(m), N=float(n), K=float(k), B=float(b), flops=2.0 * b * m * n * k, matrix_unit=True)
-        odd = "|odd" if (k * itemsize) % 16 or (n * itemsize) % 16 else ""
+        odd = _odd_rows(k, n, itemsize)
         coords = (_log2(m), _log2(n), _log2(k), _log2(b), 0.0)
         return "gemm", f"gemm|{name}|{type_sig}||{odd}", f"gemm|{type_sig}{odd}", coords, q
 
@@ -192,8 +198,7 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
             mats = [st for _, d, _, st in tensors if len(d) >= 2]
             lay = "".join(_matrix_layout(st) for st in mats[-2:])
             bias = "bias" if name in ("aten::addmm", "aten::baddbmm", "aten::addmv", "aten::addmv_") else ""
-            # rows of K or N elements that are not 16-byte multiples: cuBLAS cannot use its aligned kernels
-            odd = "|odd" if (k * itemsize) % 16 or (n * itemsize) % 16 else ""
+            odd = _odd_rows(k, n, itemsize)
             group = f"gemm|{name}|{type_sig}|{lay}|{bias}{odd}"
             coords = (_log2(m), _log2(n), _log2(k), _log2(b), 0.0)
             return "gemm", group, f"gemm|{type_sig}{odd}", coords, q

@@ -143,6 +143,15 @@ def _launch_floor(d: pd.DataFrame, k: Constants) -> np.ndarray:
                       else np.ones(len(d)))
 
 
+def _matrix_peak(d: pd.DataFrame, k: Constants) -> np.ndarray:
+    """Each described call's matrix-unit peak: its dtype's (else float32's, else the vector peak), TF32's for
+    float32 operands that ran on the tensor cores."""
+    peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()], dtype=float)
+    if "tf32" in d and "tf32" in k.matrix:
+        peak = np.where(d.tf32.to_numpy(dtype=bool), k.matrix["tf32"], peak)
+    return peak
+
+
 def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
             waves: np.ndarray | None = None) -> np.ndarray:
     """The physical base time of each described call (`calls.describe`), in us; per call, `split`:
@@ -154,9 +163,7 @@ def base_us(d: pd.DataFrame, k: Constants, split: np.ndarray | None = None,
     # a tensor-list call's kernels (multi-tensor-apply launches) each pay the floor
     floor = _launch_floor(d, k)
     out = floor + np.nan_to_num(nbytes, nan=0.0) / k.bandwidth
-    peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()])
-    if "tf32" in d and "tf32" in k.matrix:  # float32 operands on the tensor cores
-        peak = np.where(d.tf32.to_numpy(dtype=bool), k.matrix["tf32"], peak)
+    peak = _matrix_peak(d, k)
     # an op of the compute, norm or memory class: its FLOPs at the peak of the unit it runs on (the matrix unit for a
     # convolution, attention), where they take longer than its bytes
     mem = np.isin(d.cls.to_numpy(), ("compute", "norm", "memory"))
@@ -874,7 +881,7 @@ def _flop_bound(d: pd.DataFrame, k: Constants) -> np.ndarray:
     gemm = np.isin(d.cls.to_numpy(dtype=object), ("gemm", "grouped"))
     if not gemm.any():
         return gemm
-    peak = np.array([k.matrix.get(t, k.matrix.get("float32", k.vector)) for t in d.dtype.to_numpy()], dtype=float)
+    peak = _matrix_peak(d, k)
     t_c = np.nan_to_num(d.flops.to_numpy(dtype=float), nan=0.0) / np.where(peak > 0, peak, np.inf)
     t_m = np.nan_to_num(d["bytes"].to_numpy(dtype=float), nan=0.0) / k.bandwidth
     return gemm & (t_c >= t_m)
