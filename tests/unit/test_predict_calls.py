@@ -106,6 +106,19 @@ def test_an_in_place_op_shares_its_relaxed_group_with_its_out_of_place_twin():
     assert call("aten::copy_", *args)[2] == "memory|aten::copy_|bfloat16"
 
 
+def test_a_copy_into_a_wider_float_is_its_own_group_and_relaxed_group():
+    # copy_(dst, src): bfloat16 -> float32 (the destination first) runs other kernels than float32 -> bfloat16
+    # over the same bytes; the sorted dtypes name both "bfloat16,float32"
+    args = ("[[4096,512],[4096,512],[]]", "[[512,1],[512,1],[]]")
+    up = call("aten::copy_", args[0], f'["float",{BF},"Scalar"]', args[1])
+    down = call("aten::copy_", args[0], f'[{BF},"float","Scalar"]', args[1])
+    assert up[1] == "memory|aten::copy_|bfloat16,float32|cc||widen" and up[2] == "memory|aten::copy_|float32|widen"
+    assert down[1] == "memory|aten::copy_|bfloat16,float32|cc|" and down[2] == "memory|aten::copy_|bfloat16"
+    # from an integer (a mask, an index) or within one dtype: no direction to tell
+    assert not call("aten::copy_", args[0], '["float","long int","Scalar"]', args[1])[1].endswith("widen")
+    assert not call("aten::copy_", args[0], f'[{BF},{BF},"Scalar"]', args[1])[1].endswith("widen")
+
+
 def test_index_ops_count_indexed_rows_not_the_expanded_index():
     # index_select on CUDA runs as gather with the index expanded to [E, F] by a zero stride
     g = call("aten::gather", "[[1048576,64],[],[16777073,64],[],[16777073,64]]",

@@ -72,6 +72,25 @@ def test_memory_op_learns_its_bandwidth_and_floor_between_profiled_sizes():
     assert set(src) == {model.SOURCES.index("near")}
 
 
+def test_a_widening_copy_is_answered_by_widening_copies_only():
+    # bfloat16 -> float32 copies take twice the time of float32 -> bfloat16 ones of the same bytes (6 bytes an
+    # element either way): a profile of both answers each direction from its own calls
+    def cast(n, up, dur, **kw):
+        types = ["float", BF, "Scalar"] if up else [BF, "float", "Scalar"]
+        return _row("aten::copy_", [[n], [n], []], types, [[1], [1], []], dur, **kw)
+
+    def true(n, up):
+        return (2.0 if up else 1.0) * (1.0 + 6.0 * n / 3.2e6)
+
+    sizes = [2 ** i for i in range(10, 27)]
+    prof = pd.DataFrame([cast(n, up, true(n, up), point=2 * i + up) for i, n in enumerate(sizes) for up in (0, 1)])
+    p = model.fit(prof, K)
+    tests = [(3000, 1), (3000, 0), (5_000_000, 1), (5_000_000, 0)]
+    pred, src = p.predict(pd.DataFrame([cast(n, up, 1.0) for n, up in tests]))
+    assert pred == pytest.approx([true(n, up) for n, up in tests], rel=0.05)
+    assert {model.SOURCES[s] for s in src} == {"near"}
+
+
 def test_a_memory_op_near_the_l2s_edge_is_answered_from_its_own_side_of_it():
     # true: 1 us floor, 8 TB/s while the copy's bytes (read + write) stay under 40 MiB of a 64 MiB L2, 4 TB/s
     # past it; the profile holds powers of two, the queries lie between 16 and 128 MiB, next to the edge

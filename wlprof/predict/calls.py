@@ -281,6 +281,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         # R: the units reduced in parallel, W: the values each reduces per outer index, L: a block's steps
         q.update(R=float(units), W=float(span), L=float(block_steps(outer, span)))
     group = f"{cls}|{name}|{type_sig}|{layouts}|{_scalars(name, concrete)}"
+    # a copy into a wider float (bfloat16 to float32) runs other kernels, about half as fast, than one into a
+    # narrower float over the same bytes: the direction is its own group (the sorted dtypes cannot tell it)
+    widen = "|widen" if name in WIDENING_OPS and _widens(tensors) else ""
+    group += widen
     if cls == "compute" and flops > 0:
         # a convolution's or attention's work is not its first tensor's size: a batch of 8 at 256 channels
         # and one of 32 at 64 hold as many values and differ 4x in FLOPs (its weight, its sequence squared)
@@ -296,7 +300,20 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # an in-place op (add_) does its out-of-place twin's work: one relaxed group answers both
     twin = name[:-1] if cls == "memory" and name.endswith("_") and not name.endswith("__") and \
         name not in _NO_TWIN else name
-    return cls, group, f"{cls}|{twin}|{dtype}{outer}", coords, q
+    return cls, group, f"{cls}|{twin}|{dtype}{outer}{widen}", coords, q
+
+
+WIDENING_OPS = frozenset(("aten::copy_",))  # ops whose first tensor is written from the second's values
+
+
+def _widens(tensors: list) -> bool:
+    """Whether a copy's destination (its first tensor) is a float of more bytes than its source (the second)."""
+    from wlprof.cost.dtypes import element_size
+
+    if len(tensors) < 2 or tensors[0][2] in INDEX_TYPES or tensors[1][2] in INDEX_TYPES:
+        return False
+    dst, src = element_size(tensors[0][2]), element_size(tensors[1][2])
+    return bool(dst and src and dst > src)
 
 
 ALIGN_BITS = 10  # a size that is a multiple of 2^10 ends on a kernel's block as a power of two does
