@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# call HA (2026-12-08): the shipped H200 profile extended with the grid's studies it lacks (the layers studies
+# added after it was measured, mixed precision's micro-kernels), then held-out set R on the H200 (set R's only
+# capture is the H100's), then held-out sets M and Q for choosing what to drop, each within what the call has left.
+#   REQUIRE=H200 bash benchmarks/h200/call_ha.sh   # from the repository root; runs nothing on another GPU
+#   LIMIT=400 ...                                   # stop starting captures past this many seconds
+# $OUT: profile.tgz (the extended profile), heldout_set_{r,m,q}.tgz (the runs), log.txt.
+source "$(dirname "$0")/common.sh"
+P=$T/profile
+LIMIT=${LIMIT:-585}
+capture() {  # capture SET TIMEOUT
+  step "held-out set_$1"
+  local t=$(( LIMIT - SECONDS - 5 )); [ "$2" -lt "$t" ] && t=$2
+  [ "$t" -gt 30 ] || { echo "no time left for set $1"; return; }
+  timeout "$t" python3 benchmarks/h200/sweep_many.py --traces "$T/heldout_$1" --device cuda workloads/heldout/set_$1/*.toml
+  tar czf "$OUT/heldout_set_$1.tgz" --exclude=_chrome -C "$T" "heldout_$1"
+  echo "set $1 at $SECONDS s"
+}
+{
+step "machine"; machine
+if [ -n "${REQUIRE:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE"; then
+  echo "not an $REQUIRE: nothing run"; exit 0
+fi
+step "profile --extend"
+SRC=benchmarks/profiles/h200; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && SRC=benchmarks/profiles/h100
+echo "extending $SRC"; cp -r "$SRC" "$P"
+timeout 170 $WL profile --device cuda -o "$P" --extend --section layers --section "elementwise mixed" --budget-minutes 1.5 -q
+tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
+echo "profile done at $SECONDS s"
+capture r 200
+capture m 170
+capture q 200
+nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+ls -la "$OUT"
+echo "done at $SECONDS s"
+} 2>&1 | quiet_log | tee "$OUT/log.txt"
+rm -rf "$OUT/cache"
