@@ -778,12 +778,10 @@ class Predictor:
                 shifted[hit] = sh[hit]
             todo &= ~hit
         r = np.where(np.isnan(r), 0.0, r)
-        work = base.copy()
-        if shifted.any():  # the backward shift scales the work: not the launch, nor the launches past its first
-            grow = np.exp(self._backward_shift(kinds[shifted], d.cls.to_numpy(dtype=object)[shifted]))
-            work[shifted] = floor[shifted] + np.maximum(base[shifted] - floor[shifted], 0.0) * grow
+        if shifted.any():  # the backward shift scales the work, not the launches past its first kernel
+            r[shifted] += self._backward_shift(kinds[shifted], d.cls.to_numpy(dtype=object)[shifted])
         at_class = np.isin(src, (SOURCES.index("class"), SOURCES.index("base")))
-        pred = work * np.exp(r) + np.where(at_class, extra, 0.0)
+        pred = base * np.exp(r) + np.where(at_class, extra, 0.0)
         return np.maximum(pred, self._stream_floor(d)), src, shifted
 
     def _backward_rows(self, groups: np.ndarray, kinds: np.ndarray) -> np.ndarray:
