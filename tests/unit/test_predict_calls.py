@@ -134,6 +134,10 @@ def test_memory_ops_group_by_layout_and_reduced_dims():
     a = call("aten::mul", "[[64,4096],[64,1]]", f"[{BF},{BF}]", "[[4096,1],[1,1]]")
     b = call("aten::mul", "[[64,4096],[64,4096]]", f"[{BF},{BF}]", "[[4096,1],[4096,1]]")
     assert a[0] == b[0] == "memory" and a[1] != b[1]  # a broadcast operand is another kernel
+    # ... whichever operand it is: a [rows, 1] scale times [rows, features] values broadcasts its first
+    first = call("aten::mul", "[[64,1],[64,4096]]", f"[{BF},{BF}]", "[[1,1],[4096,1]]")
+    assert first[1] == "memory|aten::mul|bfloat16|rc|" and a[1] == "memory|aten::mul|bfloat16|cr|"
+    assert first[1] != b[1]
     s0 = call("aten::cumsum", "[[8192,64],[],[]]", '["int","Scalar",""]', "[[64,1],[],[]]", '["","0",""]')
     s1 = call("aten::cumsum", "[[8192,64],[],[]]", '["int","Scalar",""]', "[[64,1],[],[]]", '["","1",""]')
     assert s0[1] != s1[1]  # a scan down the rows is not a scan along them

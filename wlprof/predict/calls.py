@@ -260,9 +260,12 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
             extra = _log2(float(concrete[1]))
         except ValueError:
             pass
-    # 'r': an operand smaller than the first (broadcast by its shape: a row or column vector)
-    layouts = "".join("r" if j and _stored(d, st) < numel0 else _layout(d, st)
-                      for j, (_, d, _, st) in enumerate(tensors))
+    # 'r': an operand smaller than the first (broadcast by its shape: a row or column vector), or the first
+    # itself where a later operand is larger (a [rows, 1] scale times [rows, features] values)
+    widest = max(stored[1:], default=0)
+    layouts = "".join("r" if j and _stored(d, st) < numel0 else
+                      "r" if not j and len(d) and widest > numel0 > 0 and name in BROADCAST_OPS
+                      else _layout(d, st) for j, (_, d, _, st) in enumerate(tensors))
     # an op on the matrix unit that is no GEMM (a convolution, attention, an RNN) is a class of its own:
     # its time follows its FLOPs, and it must not stand in for the memory-bound ops
     cls = "compute" if q["matrix_unit"] else "norm" if _is_norm(name) else "memory"
@@ -303,6 +306,8 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     return cls, group, f"{cls}|{twin}|{dtype}{outer}{widen}", coords, q
 
 
+# binary elementwise ops whose first operand may be the smaller one, broadcast over a later one
+BROADCAST_OPS = frozenset("aten::" + n for n in "mul add sub div mul_ add_ sub_ div_ where maximum minimum".split())
 WIDENING_OPS = frozenset(("aten::copy_",))  # ops whose first tensor is written from the second's values
 
 
