@@ -91,6 +91,20 @@ def test_a_widening_copy_is_answered_by_widening_copies_only():
     assert {model.SOURCES[s] for s in src} == {"near"}
 
 
+def test_a_scalar_read_back_of_another_dtype_is_answered_by_the_profiles_scalar_reads():
+    # item() of an int64 and of a bool 0-d tensor took 1.44 and 1.56 us in the profile (a 2 us floor in K);
+    # a float32 one, which it never ran, is its op's scalars of any dtype (the weighted mean, 1.50 us): its
+    # launch is its time, not its 4 bytes
+    def item(t, dur, **kw):
+        return _row("aten::_local_scalar_dense", [[]], [t], [[]], dur, **kw)
+
+    prof = pd.DataFrame([item("long int", 1.44, point=0), item("bool", 1.56, point=1),
+                         copy_row(1 << 20, 2.0 + 4.0 * (1 << 20) / 4e6, point=2)])
+    p = model.fit(prof, K)
+    pred, src = p.predict(pd.DataFrame([item("float", 1.0)]))
+    assert model.SOURCES[src[0]] == "op" and pred[0] == pytest.approx(1.50, abs=0.01)
+
+
 def test_a_memory_op_near_the_l2s_edge_is_answered_from_its_own_side_of_it():
     # true: 1 us floor, 8 TB/s while the copy's bytes (read + write) stay under 40 MiB of a 64 MiB L2, 4 TB/s
     # past it; the profile holds powers of two, the queries lie between 16 and 128 MiB, next to the edge

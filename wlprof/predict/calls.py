@@ -303,6 +303,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
     # an in-place op (add_) does its out-of-place twin's work: one relaxed group answers both
     twin = name[:-1] if cls == "memory" and name.endswith("_") and not name.endswith("__") and \
         name not in _NO_TWIN else name
+    if cls == "memory" and stored and max(stored) <= 1:
+        # scalars only (an item() read back, a 0-d add): its launch is its time, whatever the dtype, so its op's
+        # scalars of every dtype answer it (a float32 item() the profile's int64 and bool ones)
+        return cls, group, f"{cls}|{twin}|scalar", coords, q
     return cls, group, f"{cls}|{twin}|{dtype}{outer}{widen}", coords, q
 
 
