@@ -119,6 +119,17 @@ def test_a_copy_into_a_wider_float_is_its_own_group_and_relaxed_group():
     assert not call("aten::copy_", args[0], f'[{BF},{BF},"Scalar"]', args[1])[1].endswith("widen")
 
 
+def test_a_0d_operand_of_an_elementwise_op_is_a_scalar_argument():
+    # x * 0.5 is recorded with the number as a 0-d float64 tensor: the same group as x * Scalar, no float64 in
+    # its dtypes, no broadcast operand in its layouts, and no elements of a second operand in its coordinates
+    wrapped = call("aten::mul", "[[3072,768],[]]", '["float","double"]', "[[768,1],[]]")
+    scalar = call("aten::mul", "[[3072,768],[]]", '["float","Scalar"]', "[[768,1],[]]")
+    assert wrapped[1] == scalar[1] == "memory|aten::mul|float32|c|" and wrapped[3] == scalar[3]
+    assert wrapped[4]["bytes"] == 3072 * 768 * 4 * 2 + 8  # x read, the product written, the 8-byte number
+    # a 0-d tensor alone (a scalar's arithmetic) keeps its operands
+    assert call("aten::mul", "[[],[]]", '["float","double"]', "[[],[]]")[1] == "memory|aten::mul|float32,float64|cc|"
+
+
 def test_index_ops_count_indexed_rows_not_the_expanded_index():
     # index_select on CUDA runs as gather with the index expanded to [E, F] by a zero stride
     g = call("aten::gather", "[[1048576,64],[],[16777073,64],[],[16777073,64]]",

@@ -129,6 +129,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
         st = strides[i] if i < len(strides) else None
         ok = isinstance(st, list) and len(st) == len(d) and all(isinstance(x, int) for x in st)
         tensors.append((i, d, t, st if ok else None))  # None: a sparse tensor (recorded without strides)
+    if name in SCALAR_OPERAND_OPS and any(math.prod(d) > 1 for _, d, _, _ in tensors):
+        # a 0-d operand beside a tensor (a Python number torch wrapped as a float64 or int64 tensor, a 0-d
+        # scale) is read once, as a scalar argument: x * 0.5 runs the kernel x * Scalar does
+        tensors = [x for x in tensors if x[1]] or tensors
     float_types = [t for _, _, t, _ in tensors if t not in INDEX_TYPES]
     main_type = float_types[0] if float_types else (tensors[0][2] if tensors else "")
     itemsize = element_size(main_type) or 4
@@ -312,6 +316,10 @@ def parse_call(name: str, dims_s: str, types_s: str, strides_s: str, concrete_s:
 
 # binary elementwise ops whose first operand may be the smaller one, broadcast over a later one
 BROADCAST_OPS = frozenset("aten::" + n for n in "mul add sub div mul_ add_ sub_ div_ where maximum minimum".split())
+# elementwise ops whose 0-d operands are scalar arguments
+SCALAR_OPERAND_OPS = BROADCAST_OPS | frozenset("aten::" + n for n in (
+    "pow pow_ remainder remainder_ fmod fmod_ floor_divide floor_divide_ eq ne lt le gt ge masked_fill masked_fill_ "
+    "clamp clamp_ clamp_min clamp_max lerp lerp_ addcmul addcmul_ addcdiv addcdiv_").split())
 WIDENING_OPS = frozenset(("aten::copy_",))  # ops whose first tensor is written from the second's values
 
 
