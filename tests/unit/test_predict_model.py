@@ -128,6 +128,23 @@ def test_a_memory_op_near_the_l2s_edge_is_answered_from_its_own_side_of_it():
     assert abs(blind[0] / want[0] - 1) > 0.08
 
 
+def test_a_copy_past_the_l2_is_no_faster_than_memory_whatever_its_l2_resident_neighbours():
+    # the profile holds copies up to 16 MiB (read + write) of a 64 MiB L2, all at the L2's 8 TB/s; memory reads at
+    # 4.0, writes at 4.4 and copies at 3.8 TB/s. A copy of 256 MiB cannot run at the L2's rate its neighbours carry:
+    # it takes at least its bytes at the fastest of those (4.4 TB/s); one of 8 MiB stays at its neighbours' rate
+    l2 = 64 * 2**20
+    sizes = [2 ** i for i in range(12, 23)]  # 16 KiB .. 16 MiB moved
+    prof = pd.DataFrame([copy_row(n, 1.0 + 4.0 * n / 8e6, point=i) for i, n in enumerate(sizes)])
+    k = model.Constants(sms=132, matrix={"bfloat16": 800e6}, vector=50e6, bandwidth=3.8e6, floor=2.0, tile=128,
+                        l2=l2, read=4.0e6, write=4.4e6)
+    big, small = 64 * 2**20, 2**21  # 256 MiB and 8 MiB moved
+    pred, _ = model.fit(prof, k).predict(pd.DataFrame([copy_row(big, 1.0), copy_row(small, 1.0)]))
+    assert pred[0] == pytest.approx(4.0 * big / 4.4e6, rel=1e-6)
+    assert pred[1] == pytest.approx(1.0 + 4.0 * small / 8e6, rel=0.02)
+    # the constants keep the write bandwidth through the predictor's JSON
+    assert model.Constants.from_dict(k.to_dict()).write == 4.4e6
+
+
 def test_a_profiled_call_is_answered_by_its_own_median_and_noisy_samples_count_less():
     rows = [copy_row(4096, d, step=s) for s, d in enumerate([2.0, 2.1, 1.9])]
     p = model.fit(pd.DataFrame(rows), K)

@@ -97,6 +97,7 @@ class Constants:
     tile: int = 128  # a GEMM tile's side (a CPU has no tiles to pad: 1)
     l2: float = 0.0  # the last-level cache's bytes (0: unknown)
     read: float = 0.0  # the memory's read bandwidth, bytes/us (0: unknown)
+    write: float = 0.0  # ... and its write bandwidth
     host_to_device: float = 0.0  # the host link's bandwidth to the device from pinned memory, bytes/us (0: unknown)
     device_to_host: float = 0.0  # ... and back
     kernel: float = 0.0  # the least time one kernel takes, us, as the profile measured it (0: unknown)
@@ -108,15 +109,15 @@ class Constants:
 
     def to_dict(self) -> dict:
         return {"sms": self.sms, "matrix": dict(self.matrix), "vector": self.vector, "bandwidth": self.bandwidth,
-                "floor": self.floor, "tile": self.tile, "l2": self.l2, "read": self.read,
+                "floor": self.floor, "tile": self.tile, "l2": self.l2, "read": self.read, "write": self.write,
                 "host_to_device": self.host_to_device, "device_to_host": self.device_to_host, "kernel": self.kernel}
 
     @classmethod
     def from_dict(cls, d: dict) -> Constants:
         return cls(int(d["sms"]), {k: float(v) for k, v in d["matrix"].items()}, float(d["vector"]),
                    float(d["bandwidth"]), float(d["floor"]), int(d.get("tile", 128)), float(d.get("l2", 0.0)),
-                   float(d.get("read", 0.0)), float(d.get("host_to_device", 0.0)), float(d.get("device_to_host", 0.0)),
-                   float(d.get("kernel", 0.0)))
+                   float(d.get("read", 0.0)), float(d.get("write", 0.0)), float(d.get("host_to_device", 0.0)),
+                   float(d.get("device_to_host", 0.0)), float(d.get("kernel", 0.0)))
 
     @classmethod
     def from_ceilings(cls, ceilings: dict, sms: int | None = None) -> Constants:
@@ -127,6 +128,7 @@ class Constants:
             c.bandwidth = float(ceilings.get("copy_gbps") or 4200.0) * 1e3
             c.l2 = float((ceilings.get("cache_bytes") or {}).get("l2") or 0.0)
             c.read = float((ceilings.get("bandwidth_gbps") or {}).get("hbm_read") or 0.0) * 1e3
+            c.write = float((ceilings.get("bandwidth_gbps") or {}).get("hbm_write") or 0.0) * 1e3
             c.host_to_device = float((ceilings.get("bandwidth_gbps") or {}).get("host_to_device") or 0.0) * 1e3
             c.device_to_host = float((ceilings.get("bandwidth_gbps") or {}).get("device_to_host") or 0.0) * 1e3
             if ceilings.get("device_type") == "cpu":
@@ -820,8 +822,9 @@ class Predictor:
     def _stream_floor(self, d: pd.DataFrame) -> np.ndarray:
         """The least time of a GEMM whose operands the L2 cannot hold (more than `STREAM_L2` times its
         bytes: read over and over, they miss it): its compulsory bytes at the memory's measured read
-        bandwidth (0 elsewhere, or where the profile's ceilings hold no read bandwidth or L2 size).
-        Neighbours whose operands stayed in the L2 must not carry a faster time to it."""
+        bandwidth; of a copy past the L2, its bytes at the fastest measured memory bandwidth (0 elsewhere,
+        or where the profile's ceilings hold no read bandwidth or L2 size). Neighbours whose operands
+        stayed in the L2 must not carry a faster time to it."""
         k = self.constants
         out = np.zeros(len(d))
         if not (k.read > 0 and k.l2 > 0) or not len(d):
@@ -835,6 +838,12 @@ class Predictor:
             nbytes[gr] = (active * kk * n + m * (kk + n)) * s
         big = np.isin(d.cls.to_numpy(dtype=object), ("gemm", "grouped")) & (np.nan_to_num(nbytes) > STREAM_L2 * k.l2)
         out[big] = nbytes[big] / k.read
+        # a copy whose bytes the L2 cannot hold moves them at memory's rate at best (the fastest of its measured
+        # read, write and copy bandwidths): the L2-resident copies of its group must not carry their rate to it
+        moves = (np.isin(d.group.map(_op_of).to_numpy(dtype=object), list(_MOVES)) if "group" in d
+                 else np.zeros(len(d), dtype=bool))
+        mem = moves & (d.cls.to_numpy(dtype=object) == "memory") & (np.nan_to_num(nbytes) > STREAM_L2 * k.l2)
+        out[mem] = nbytes[mem] / max(k.read, k.write, k.bandwidth)
         return out
 
     def sources(self, src: np.ndarray) -> dict[str, float]:
