@@ -840,8 +840,10 @@ class Predictor:
         out[big] = nbytes[big] / k.read
         # a copy whose bytes the L2 cannot hold moves them at memory's rate at best (the fastest of its measured
         # read, write and copy bandwidths): the L2-resident copies of its group must not carry their rate to it
-        moves = (np.isin(d.group.map(_op_of).to_numpy(dtype=object), list(_MOVES)) if "group" in d
-                 else np.zeros(len(d), dtype=bool))
+        moves = np.zeros(len(d), dtype=bool)
+        if "group" in d:  # by each distinct group's op, once
+            codes, groups = pd.factorize(d.group.to_numpy(dtype=object))
+            moves = np.array([_op_of(g) in _MOVES for g in groups], dtype=bool)[codes]
         mem = moves & (d.cls.to_numpy(dtype=object) == "memory") & (np.nan_to_num(nbytes) > STREAM_L2 * k.l2)
         out[mem] = nbytes[mem] / max(k.read, k.write, k.bandwidth)
         return out
