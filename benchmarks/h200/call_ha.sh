@@ -8,19 +8,9 @@
 source "$(dirname "$0")/common.sh"
 P=$T/profile
 LIMIT=${LIMIT:-585}
-capture() {  # capture SET TIMEOUT
-  step "held-out set_$1"
-  local t=$(( LIMIT - SECONDS - 5 )); [ "$2" -lt "$t" ] && t=$2
-  [ "$t" -gt 30 ] || { echo "no time left for set $1"; return; }
-  timeout "$t" python3 benchmarks/h200/sweep_many.py --traces "$T/heldout_$1" --device cuda workloads/heldout/set_$1/*.toml
-  tar czf "$OUT/heldout_set_$1.tgz" --exclude=_chrome -C "$T" "heldout_$1"
-  echo "set $1 at $SECONDS s"
-}
 {
 step "machine"; machine
-if [ -n "${REQUIRE:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE"; then
-  echo "not an $REQUIRE: nothing run"; exit 0
-fi
+require_gpu
 step "profile --extend"
 SRC=benchmarks/profiles/h200; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && SRC=benchmarks/profiles/h100
 echo "extending $SRC"; cp -r "$SRC" "$P"

@@ -27,3 +27,19 @@ suite_steps() {
   timeout 300 python3 -m pytest -q -m "not slow" -o addopts= $N -p no:cacheprovider > "$OUT/pytest_fast.txt" 2>&1
   echo "rc $?"; tail -6 "$OUT/pytest_fast.txt"
 }
+# stop the call (exit 0, nothing measured) where $REQUIRE is set and the GPU's name does not hold it
+require_gpu() {
+  if [ -n "${REQUIRE:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$REQUIRE"; then
+    echo "not an $REQUIRE: nothing run"; exit 0
+  fi
+}
+# capture SET TIMEOUT: held-out set SET's studies into $T/heldout_SET, within TIMEOUT and what is left of $LIMIT
+# seconds, then $OUT/heldout_set_SET.tgz
+capture() {
+  step "held-out set_$1"
+  local t=$(( LIMIT - SECONDS - 5 )); [ "$2" -lt "$t" ] && t=$2
+  [ "$t" -gt 30 ] || { echo "no time left for set $1"; return; }
+  timeout "$t" python3 benchmarks/h200/sweep_many.py --traces "$T/heldout_$1" --device cuda workloads/heldout/set_$1/*.toml
+  tar czf "$OUT/heldout_set_$1.tgz" --exclude=_chrome -C "$T" "heldout_$1"
+  echo "set $1 at $SECONDS s"
+}
