@@ -446,6 +446,12 @@ def _base_keys(d: pd.DataFrame, free: np.ndarray) -> np.ndarray:
     return out
 
 
+def _has_fitted_base(d: pd.DataFrame, keys: np.ndarray, bases: dict) -> np.ndarray:
+    """Whether each described call's base (of base key `keys`, `_base_keys`) is a fitted one: a GEMM's never is
+    (its fit is a choice of splits)."""
+    return pd.Series(keys).isin(list(bases)).to_numpy() & (d.cls.to_numpy(dtype=object) != "gemm")
+
+
 def _free(groups: np.ndarray) -> np.ndarray:
     """The groups without their context (`calls.describe` ends a group with '|@context')."""
     return np.array([g.rsplit("|@", 1)[0] for g in groups], dtype=object)
@@ -567,6 +573,7 @@ def fit_backward(calls: pd.DataFrame, classes: dict[str, Table], constants: Cons
             "all": round(float(np.median(every)), 5)}
 
 
+PHYSICAL = "physical|"  # the key prefix of a `Predictor.physical` table beside the relaxed ones
 SCALAR_BYTES = 8  # a call that moves at most this many bytes (one scalar) is its launch alone
 # backward ops the memory class's ops of no known kind (`memory_kind`) need for a shift of their own: they have
 # nothing in common but their class, so one op's vote is that op's (an embedding bag's backward alone, 16x
@@ -618,6 +625,10 @@ class Predictor:
     # how much slower backward ops run than their class's forward ops (`fit_backward`), and the classes and kinds
     # whose profiled calls are all backward ("only")
     backward: dict = field(default_factory=dict)
+    # per relaxed group whose calls had fitted bases (`bases`): the same points' residuals over the physical base
+    # (`base_us`), for the op's calls near them whose own group has no fitted base (an ingested scatter, whose
+    # graph the trace does not know): their base is the physical one, and so must be the correction they take
+    physical: dict[str, Table] = field(default_factory=dict)
 
     def predict(self, ops: pd.DataFrame, described: pd.DataFrame | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(predicted kernel time in us, index into SOURCES) of every op call (row) of `ops`.
@@ -765,8 +776,19 @@ class Predictor:
         kind_keys, kind_shift = self._class_keys(kinds, back)
         cls_keys, cls_shift = self._class_keys(d.cls.to_numpy(dtype=object), back)
         shifted = np.zeros(len(d), dtype=bool)
+        # a call whose base is physical (its group has no fitted base: an ingested scatter, whose graph the trace
+        # does not know) takes its op's correction over the physical base where its op's profiled calls, whose
+        # bases were fitted, lie within RELAXED_NEAR of it; farther, their correction over their fitted bases
+        # (about none: those bases fit them), not a contention learned at other sizes
+        op_keys, op_tables = relaxed, self.relaxed
+        if self.physical and todo.any():
+            phys = todo & ~_has_fitted_base(d, _base_keys(d, free), self.bases) & pd.Series(relaxed).isin(
+                list(self.physical)).to_numpy()
+            if phys.any():
+                op_keys = np.where(phys, PHYSICAL + relaxed.astype(str), relaxed).astype(object)
+                op_tables = {**self.relaxed, **{PHYSICAL + k: t for k, t in self.physical.items()}}
         for level, keys, tables, x, lim, only, sh in (
-                ("relaxed", relaxed, self.relaxed, coords, RELAXED_NEAR, None, None),
+                ("relaxed", op_keys, op_tables, coords, RELAXED_NEAR, None, None),
                 ("class", kind_keys, self.classes, None, np.inf, near_first, kind_shift),
                 ("relaxed", relaxed, self.relaxed, coords, np.inf, None, None),
                 ("class", cls_keys, self.classes, None, np.inf, None, cls_shift)):
@@ -860,7 +882,8 @@ class Predictor:
 
         return {"constants": self.constants.to_dict(), "groups": tables(self.groups), "free": tables(self.free),
                 "relaxed": tables(self.relaxed), "classes": tables(self.classes), "meta": self.meta,
-                "bases": self.bases, "shifts": tables(self.shifts), "backward": self.backward}
+                "bases": self.bases, "shifts": tables(self.shifts), "backward": self.backward,
+                "physical": tables(self.physical)}
 
     @classmethod
     def from_dict(cls, d: dict) -> Predictor:
@@ -869,7 +892,7 @@ class Predictor:
 
         return cls(Constants.from_dict(d["constants"]), tables(d["groups"]), tables(d["free"]),
                    tables(d["relaxed"]), tables(d["classes"]), d.get("meta", {}), d.get("bases", {}),
-                   tables(d.get("shifts", {})), d.get("backward", {}))
+                   tables(d.get("shifts", {})), d.get("backward", {}), tables(d.get("physical", {})))
 
 
 STREAM_L2 = 1.0  # a GEMM moving more than this many times the L2's bytes streams them from memory
@@ -1090,8 +1113,8 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     calls = distinct_calls(ops, d)
     first = calls["first"].to_numpy(dtype=int)
     firsts = d.iloc[first].reset_index(drop=True)
-    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float),
-                      _base_keys(firsts, _free(calls.group.to_numpy(dtype=object))), constants)
+    base_keys = _base_keys(firsts, _free(calls.group.to_numpy(dtype=object)))
+    bases = fit_bases(firsts, calls.dur.to_numpy(dtype=float), base_keys, constants)
     calls["base"] = fitted_base(firsts, constants, bases)
     calls["r"] = np.log(calls.dur.to_numpy() / calls.base.to_numpy())
     calls["w"] = np.where(calls.spread > NOISY_SPREAD, NOISY_WEIGHT, 1.0) * np.sqrt(calls.n.clip(upper=16))
@@ -1109,6 +1132,12 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     shifts = fit_shifts(calls.free.to_numpy(dtype=object), calls.group.to_numpy(dtype=object),
                         calls[coords].to_numpy(dtype=float), calls.r.to_numpy(dtype=float), calls.w.to_numpy(dtype=float))
     relaxed = tables("relaxed", lambda g: g[coords].to_numpy(dtype=float))
+    held = calls.relaxed[_has_fitted_base(firsts, base_keys, bases)].unique()
+    physical = {}
+    if len(held):
+        calls["r_phys"] = np.log(calls.dur.to_numpy() / fitted_base(firsts, constants, {}))
+        physical = tables("relaxed", lambda g: g[coords].to_numpy(dtype=float), calls[calls.relaxed.isin(held)],
+                          res="r_phys")
     # the class level answers ops the profile holds nothing of: their base time plus the least time of each kernel
     # they ran past their first (an embedding's backward sorts its indices in some 29 kernels); its tables hold
     # what the profile's calls took beyond their own such kernels
@@ -1140,4 +1169,4 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     m.update(calls=int(len(ops)), distinct=int(len(calls)), noisy=int((calls.spread > NOISY_SPREAD).sum()),
              op_names=sorted({str(g).split("|")[1] for g in groups if "|" in str(g)}))
     m.update(shifts=len(shifts))
-    return Predictor(constants, groups, free, relaxed, classes, m, bases, shifts, backward)
+    return Predictor(constants, groups, free, relaxed, classes, m, bases, shifts, backward, physical)
