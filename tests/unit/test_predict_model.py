@@ -364,6 +364,31 @@ def test_an_unprofiled_memory_op_is_answered_by_the_profiled_ops_of_its_kind():
                             ).tolist() == ["memory", "gemm"]
 
 
+def test_a_class_answers_from_its_ops_not_from_one_ops_dense_sweep():
+    # the profile's stream ops at bases of 8-16 us (bf16 [n] x [n] -> [n]: 6n bytes; base = 2 us + 6n / 4 TB/s):
+    # muls at 40 sizes, 2.7x their base (e^1); adds, gelus, silus and divs at two sizes each, at their base
+    def base(n):
+        return 2.0 + 6.0 * n / 4e6
+
+    def binary(name, n, dur, **kw):
+        return _row(name, [[n], [n]], [BF, BF], [[1], [1]], dur, **kw)
+
+    rows = [mul_row(int(n), math.e * base(n), point=i) for i, n in enumerate(np.linspace(4.2e6, 9e6, 40))]
+    for j, name in enumerate(("aten::add", "aten::gelu_backward", "aten::silu_backward", "aten::div")):
+        rows += [binary(name, n, base(n), point=100 + 2 * j + k) for k, n in enumerate((4_500_000, 8_500_000))]
+    p = model.fit(pd.DataFrame(rows), K)
+    # a sigmoid's backward of the same size (the class and kind, stream, of all five; profiled never): the ops of its
+    # class answer, one each in its octave of base time: within 1.4x of its base, not the muls' 2.7x
+    n = 6_000_000
+    pred, src = p.predict(pd.DataFrame([binary("aten::sigmoid_backward", n, 1.0)]))
+    assert model.SOURCES[src[0]] == "class" and model.memory_kind("aten::sigmoid_backward") == "stream"
+    assert base(n) <= pred[0] < 1.4 * base(n)
+    # the muls are one point of their class's table per octave: two, beside the other four ops' two (their calls at
+    # the same sizes, one point each, of their summed weight)
+    t = p.classes["memory|stream"]
+    assert sorted(zip(t.r.round(6).tolist(), t.w.tolist(), strict=True)) == [(0.0, 4.0), (0.0, 4.0), (1.0, 1.0), (1.0, 1.0)]
+
+
 def test_an_ops_other_scalars_answer_a_memory_call_only_near_it_and_its_kind_answers_farther():
     # the profile: means over the last dim of [m, 256] (the reduce kind) at 1.2x their base, and one sum over
     # the last dim of [64, 256] at 3x its base; asked: sums over the last dim with keepdim (other scalars: the

@@ -604,6 +604,21 @@ def _class_query(keys: np.ndarray, tables: dict, base: np.ndarray, floor: np.nda
     return r, dist
 
 
+CLASS_BIN = 1.0  # log2 units of base time: a class's table holds one point per op group in each such bin
+
+
+def _class_table(calls: pd.DataFrame) -> Table:
+    """A class's (or kind's) table of its distinct calls' residuals `rc` over their base times: one point per op group
+    and bin of `CLASS_BIN` (the median of its calls there, at the weight of its surest call), so that an op profiled at
+    many sizes or in many contexts counts as one op where it lies, and a call's nearest points are several ops',
+    not one op's dense sweep."""
+    x = _class_coords(calls.base.to_numpy())[:, 0]
+    h = pd.DataFrame({"group": calls.group.to_numpy(dtype=object), "bin": np.round(x / CLASS_BIN), "x": x,
+                      "r": calls.rc.to_numpy(dtype=float), "w": calls.w.to_numpy(dtype=float)})
+    a = h.groupby(["group", "bin"], sort=False).agg(x=("x", "median"), r=("r", "median"), w=("w", "max"))
+    return _table(a.x.to_numpy()[:, None], a.r.to_numpy(), a.w.to_numpy())
+
+
 def _class_coords(base: np.ndarray) -> np.ndarray:
     return np.log2(np.maximum(base, 1e-3))[:, None]
 
@@ -1145,10 +1160,13 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     dur = calls.dur.to_numpy()
     work = np.where(extra > 0, np.maximum(dur - extra, constants.kernel_us), dur)
     calls["rc"] = np.log(work / calls.base.to_numpy())
-    class_x = lambda g: _class_coords(g.base.to_numpy())  # noqa: E731
-    classes = tables("cls", class_x, res="rc")
+
+    def class_tables(key: str, rows: pd.DataFrame = calls) -> dict[str, Table]:
+        return {str(k): _class_table(g) for k, g in rows.groupby(key, sort=False)}
+
+    classes = class_tables("cls")
     calls["kind"] = _class_key(calls.cls.to_numpy(), calls.group.to_numpy())
-    classes.update(tables("kind", class_x, calls[calls.kind != calls.cls], res="rc"))
+    classes.update(class_tables("kind", calls[calls.kind != calls.cls]))
     # backward ops: each class and kind that holds them beside forward ops also has a table of its forward
     # ops alone, and the backward ops' shift over those (`fit_backward`)
     back = np.array([is_backward(_op_of(g)) for g in calls.group.to_numpy(dtype=object)], dtype=bool)
@@ -1161,7 +1179,7 @@ def fit(ops: pd.DataFrame, constants: Constants | None = None, meta: dict | None
     ahead = calls[~back]
     for col, part in (("cls", ahead), ("kind", ahead[ahead.kind != ahead.cls])):
         rows = part[part[col].astype(str).isin(mixed)]
-        classes.update({f"{k}{FORWARD}": t for k, t in tables(col, class_x, rows, res="rc").items()})
+        classes.update({f"{k}{FORWARD}": t for k, t in class_tables(col, rows).items()})
     backward = fit_backward(calls[back & ~np.isin(calls.kind.to_numpy(dtype=object), UNSHIFTED)], classes, constants)
     if backward:
         backward["only"] = sorted(only)
