@@ -3,7 +3,10 @@ the rule and the value, with a close match where there is one."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -358,3 +361,12 @@ def test_spec_refuses_an_integer_written_as_a_float(spec):
     assert res.exit_code == 2, res.output
     assert (f"error: --spec's batch must be a positive integer (got {value}); an integer is written in digits: "
             "1000") in res.output
+
+
+@pytest.mark.parametrize("args", [[], ["run"]])
+def test_a_group_given_no_command_shows_its_help_and_no_empty_error(args):
+    res = subprocess.run([sys.executable, "-m", "wlprof.cli.main", *args], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "100"}, timeout=HUNG_S)
+    assert res.returncode == 0
+    assert "Usage: " in res.stdout and ("COMMAND" if not args else "run") in res.stdout
+    assert "error:" not in res.stderr

@@ -78,6 +78,10 @@ def _elsewhere(name: str, ctx) -> str | None:
     return f"{flag} is an option of {', '.join(f'wlprof run {o}' for o in owners)}" if owners else None
 
 
+# the error a group given no command raises after showing its help (a click that lacks it raises none)
+NO_ARGS_IS_HELP = getattr(click_exc, "NoArgsIsHelpError", ())
+
+
 def message(exc) -> str:
     """The one-line text of a click usage error, as wlprof words its own errors."""
     ctx = getattr(exc, "ctx", None)
@@ -186,6 +190,8 @@ class WlprofGroup(TyperGroup):
         try:
             rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
                               **extra)
+        except NO_ARGS_IS_HELP:  # `wlprof`, `wlprof run` alone: their help, already shown, is the answer
+            sys.exit(0)
         except click_exc.ClickException as exc:
             typer.echo(f"error: {message(exc)}", err=True)
             sys.exit(exc.exit_code)
