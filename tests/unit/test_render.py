@@ -46,6 +46,17 @@ def test_columns_drop_by_priority_and_wide_keeps_all():
     assert "4 more columns with --wide: c1, c2, c3, c4" in " ".join(text.split())
 
 
+def test_a_terminal_narrower_than_100_columns_gets_a_table_that_fits_it_with_its_key_column_whole():
+    # 80 columns: the name (23 wide with its borders) and four numbers of 14 fit (23 + 4 x 14 + 1 = 80); the
+    # table is drawn at the console's width, so rich squeezes no column (the name used to shrink to nothing)
+    cols = [Col("name", ["a" * 20], 10, "left"), *[Col(f"c{i}", ["123,456,789"], i) for i in range(1, 10)]]
+    kept, dropped = render.fit(cols, 80)
+    assert [c.header for c, _ in kept] == ["name", "c6", "c7", "c8", "c9"] and len(dropped) == 5
+    text = _text(render.table(cols, None, 80), 80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "a" * 20 in text and "…" not in text
+
+
 def test_a_column_too_wide_for_any_room_goes_before_narrower_ones_of_lower_priority():
     # the op (priority 10, 40 wide) leaves 56 of 100: a 120-wide shapes column can never fit, so it is
     # dropped first and the numbers stay, though their priorities are lower than its

@@ -1,7 +1,7 @@
 """Rich tables of wlprof's DataFrames that fit the terminal. Presentation only: nothing here computes a number.
 
-Every table is a list of `Col`s with a priority. At the console's width (at least 100 characters when
-the output is not a terminal) the lowest-priority columns are dropped until the table fits, and the
+Every table is a list of `Col`s with a priority. At the console's width (100 characters where the
+output is no terminal and COLUMNS is unset) the lowest-priority columns are dropped until the table fits, and the
 table says which ones `--wide` would show; long text columns wrap rather than being cut. Numbers keep
 three significant digits, and a column's unit follows its values' magnitude (µs, ms or s; GFLOP/s
 below 1 TFLOP/s, so a CPU's rates do not read 0.00).
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the tables of a command that loaded no DataFrame (the ingest summary) need no pandas
     import pandas as pd
 
-MIN_WIDTH = 100  # the width a table is fitted to where the output is not a terminal
+MIN_WIDTH = 100  # the width a table is fitted to where no width is given (the output is not a terminal)
 
 
 def _missing(v) -> bool:
@@ -144,7 +144,8 @@ def one_line(header: str) -> str:
 def fit(cols: Sequence[Col], width: int | None, wide: bool = False) -> tuple[list[tuple[Col, int]], list[str]]:
     """The columns that fit `width` (each with the width to give it) and the headers of those dropped."""
     cols = list(cols)
-    width = max(width or MIN_WIDTH, MIN_WIDTH) if not wide else 10**6
+    # the console's own width, however narrow: a table wider than it would have rich squeeze a column to nothing
+    width = (width or MIN_WIDTH) if not wide else 10**6
     kept = list(cols)
 
     def total(cs, sizes):
