@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -241,6 +244,32 @@ def test_predict_spec_and_scaled_trace(profiled, tmp_path):
     assert "[32,64]" in text  # batch 8 -> 32 rows into the first Linear
     res = runner.invoke(app, ["predict", "--profile", str(root / "profile"), "--trace", str(raw), "--scale", "x"])
     assert res.exit_code == 2
+
+
+def test_a_spec_or_scale_past_the_profiled_gpus_memory_is_refused_and_nothing_is_printed(tmp_path):
+    # the shipped H200 profile records its GPU's memory (150,109,880,320 bytes: 139.8 GiB); an MLP of a billion
+    # rows (d_model 4096 in bfloat16: 8 KiB a row for the input alone) and the batch-64 MLP trace scaled by 1e9
+    # could never run there
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    h200 = repo / "benchmarks" / "profiles" / "h200"
+    assert json.loads((h200 / "profile.json").read_text())["device"]["memory_bytes"] == 150_109_880_320
+    res = subprocess.run([sys.executable, "-m", "wlprof.cli.main", "predict", "--profile", str(h200), "--spec",
+                          "mlp batch=1000000000"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 2 and res.stdout == ""
+    assert "--spec must be a configuration that fits in the profiled GPU's memory: point 'batch 1000000000'" in res.stderr
+    assert "of NVIDIA H200's 139.8 GiB (got 'mlp batch=1000000000')" in res.stderr
+    raw = repo / "tests" / "fixtures" / "h200" / "mlp-20261129-093337-6c80" / "_chrome" / "p001-batch-64.raw.json.gz"
+    res = subprocess.run([sys.executable, "-m", "wlprof.cli.main", "predict", "--profile", str(h200), "--trace",
+                          str(raw), "--scale", "batch=1e9"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 2 and res.stdout == ""  # not even the line that names the profile
+    assert "--scale must leave each op within the profiled GPU's memory: with batch (64) x 1e+09" in res.stderr
+    # an unknown dimension: refused with nothing printed either
+    res = subprocess.run([sys.executable, "-m", "wlprof.cli.main", "predict", "--profile", str(h200), "--trace",
+                          str(raw), "--scale", "12345=2"], capture_output=True, text=True)
+    assert res.returncode == 2 and res.stdout == "" and "--scale must name a dimension the trace has" in res.stderr
 
 
 @pytest.mark.slow

@@ -199,7 +199,8 @@ def spec(profile: Path, text: str, dtype: str | None, top: int, out: Path | None
     con = console(wide=wide)
     predictor, host, info = load_profile(profile, refit)
     sp = parse_spec(text)
-    ops = record(sp, dtype, launching=frozenset(predictor.meta.get("op_names", [])))
+    ops = record(sp, dtype, launching=frozenset(predictor.meta.get("op_names", [])), device_label=_gpu(info),
+                 device_memory=(info.get("device") or {}).get("memory_bytes"))
     head = f"predicted for {_gpu(info)} from profile {profile}; calls listed on the meta device"
     con.print(head, highlight=False)
     _predict_and_show(f"# {text}\n\n{head[0].upper()}{head[1:]}.", ops, predictor, host, top, out, con, wide=wide)
@@ -227,40 +228,43 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         ops = ingest_trace(str(path), info.get("ceilings"))
     except TraceFormatError as exc:
         raise InputError("--trace", f"must be a torch.profiler trace: {exc.problem}", str(path)) from None
-    con.print(f"predicted for {_gpu(info)} from profile {profile}", highlight=False)
+    # what is said before the table, said once the scaling (which may refuse) is done: an error leaves no part
+    # of an answer on stdout
+    said = [(f"predicted for {_gpu(info)} from profile {profile}", False)]
     notes = []
     if NO_STEP_MARKERS in ops.attrs.get("warnings", []):
         notes.append(f"{Path(path).name}: {NO_STEP_MARKERS}, and predicted as one (a torch.profiler "
                      "schedule marks each step)")
-        con.print(f"[yellow]{notes[-1]}[/yellow]")
+        said.append((f"[yellow]{notes[-1]}[/yellow]", None))
     steps = sorted(s for s in ops.step.unique() if s >= 0) if "step" in ops else []
     if steps:  # one step: the first profiled one
         ops = ops[ops.step == steps[0]]
     for note in _trace_notes(Path(path).name, ops, info):
         notes.append(note)
-        con.print(f"[yellow]{note}[/yellow]")
+        said.append((f"[yellow]{note}[/yellow]", None))
     gpu_profile = (info.get("device") or {}).get("type") == "cuda"
     whole = ops
     if gpu_profile and len(ops) and "device_type" in ops and (ops.device_type == "cpu").all():
         compiled = compiled_note(ops)
         ops, left_out = _cpu_calls(path, ops, predictor)
         gpu = (info.get("device") or {}).get("name", "the profile")
-        con.print(f"[yellow]{Path(path).name} ran on the CPU: its op calls are predicted as "
-                  f"{gpu} would launch them (on each branch "
-                  "of the op tree the outermost op that launches kernels there); its CPU times are not "
-                  "comparable and are not shown[/yellow]")
+        said.append((f"[yellow]{Path(path).name} ran on the CPU: its op calls are predicted as "
+                     f"{gpu} would launch them (on each branch "
+                     "of the op tree the outermost op that launches kernels there); its CPU times are not "
+                     "comparable and are not shown[/yellow]", None))
         if len(left_out):
             notes.append(left_out_note(left_out, gpu))
-            con.print(f"[yellow]{notes[-1]}[/yellow]")
+            said.append((f"[yellow]{notes[-1]}[/yellow]", None))
         if compiled:
             notes.append(compiled)
-            con.print(f"[yellow]{notes[-1]}[/yellow]")
+            said.append((f"[yellow]{notes[-1]}[/yellow]", None))
     unscaled, same_device = None, False
     if parsed:
         dim, factor = parsed
         unscaled = ops
         ops, value = scaled(ops, dim, factor, whole=whole)
-        con.print(describe(unscaled, ops, dim, value, factor))
+        _check_fits(ops, info, dim, value, factor)
+        said.append((describe(unscaled, ops, dim, value, factor), None))
         names = set(ops.device_name.dropna().astype(str)) if "device_name" in ops else set()
         same_device = names == {str((info.get("device") or {}).get("name"))}
         title = (f"# {path} with {dim} ({value}) x {factor:g}\n\nPredicted for {_gpu(info)} from profile {profile}; "
@@ -268,6 +272,8 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
     else:
         ops = ops.assign(measured_us=pd.to_numeric(ops.dur_us, errors="coerce"))
         title = f"# {path}\n\nPredicted for {_gpu(info)} from profile {profile} beside the trace's measured calls."
+    for text, highlight in said:
+        con.print(text, highlight=highlight)
     ops = ops.assign(variant=str(Path(path).name))
     if "measured_us" in ops and pd.to_numeric(ops.measured_us, errors="coerce").isna().all():
         ops = ops.drop(columns="measured_us")  # a CPU trace: no device times to set beside the prediction
@@ -276,6 +282,26 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
         title += f"\n\n{note}."
     _predict_and_show(title, ops, predictor, host, top, out, con, wide=wide, unscaled=unscaled,
                       same_device=same_device)
+
+
+def _check_fits(ops: pd.DataFrame, info: dict, dim: str, value, factor: float) -> None:
+    """Refuse a scaled step one op of which would need more than the profiled GPU's memory for its own tensors
+    (the bytes it reads and writes, as its cost counts them): it could never run there."""
+    from wlprof.errors import InputError
+    from wlprof.predict.calls import describe as described
+    from wlprof.study import MEMORY_SHARE
+
+    memory = (info.get("device") or {}).get("memory_bytes")
+    if not memory or not len(ops):
+        return
+    nbytes = pd.to_numeric(described(ops)["bytes"], errors="coerce").to_numpy(dtype=float)
+    if not np.isfinite(nbytes).any() or np.nanmax(nbytes) <= MEMORY_SHARE * memory:
+        return
+    i = int(np.nanargmax(nbytes))
+    op = str(ops.op_name.iloc[i]) if "op_name" in ops else "an op"
+    raise InputError("--scale", f"must leave each op within the profiled GPU's memory: with {dim} ({value}) x "
+                     f"{factor:g}, {op} alone reads and writes about {nbytes[i] / 2**30:,.1f} GiB, more than "
+                     f"{MEMORY_SHARE:.0%} of {_gpu(info)}'s {memory / 2**30:,.1f} GiB", f"{dim}={factor:g}")
 
 
 def _trace_notes(name: str, ops: pd.DataFrame, info: dict) -> list[str]:

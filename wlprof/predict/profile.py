@@ -115,7 +115,11 @@ def run_profile(out: str | Path, device: str | None = None, scale: str | None = 
         raise InputError(Key("budget_minutes", "store"), "must leave time for at least one section",
                          budget_s / 60)
     new_runs = {d["run_id"] for d in done}
-    info = {"command": command, "device": {"type": dev.type, "name": _device_name(dev)}, "scale": scale,
+    from wlprof.device import device_info
+
+    memory = device_info(dev).get("memory_bytes")  # a GPU's: what `predict --spec` and `--scale` must fit in
+    info = {"command": command, "device": {"type": dev.type, "name": _device_name(dev),
+                                           **({"memory_bytes": int(memory)} if memory else {})}, "scale": scale,
             "ceilings": _ceilings_of(traces),
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
             "grid_seconds": round(grid_s, 1), "gpu_minutes": round(grid_s / 60, 2) if dev.type == "cuda" else None,

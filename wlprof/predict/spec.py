@@ -284,8 +284,11 @@ def _tensors_report_cuda():
 
 
 def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
-           launching: frozenset[str] | None = None) -> pd.DataFrame:
-    """The op calls of one step of every point of `spec`, as rows of an ops table (no durations)."""
+           launching: frozenset[str] | None = None, device_memory: int | None = None,
+           device_label: str = "the profiled GPU") -> pd.DataFrame:
+    """The op calls of one step of every point of `spec`, as rows of an ops table (no durations); a point
+    that would not fit in `device_memory` bytes (the profiled GPU's, where known) is refused, as `wlprof run`
+    refuses it."""
     import contextlib
     import os
     import tempfile
@@ -322,6 +325,7 @@ def record(spec: Spec, dtype: str | None = None, device_name: str = "spec",
     except InputError as exc:  # named as the user wrote it: `--spec's batch`, not `--batch`
         raise exc.spelled(lambda k: f"{_SPEC_KEY}'s {k.name}") from None
     _check_host_memory(wl, points, spec.text)
+    _check_device_memory(wl, points, dt, device_memory, device_label, spec.text)
     frames = []
     for i, point in enumerate(points):
         with torch.no_grad():
@@ -377,6 +381,21 @@ def _check_host_memory(wl, points, text: str) -> None:
                              f"machine's memory to be listed: point '{p.variant}' draws about "
                              f"{need / 2**30:,.1f} GiB on the CPU, more than {MEMORY_SHARE:.0%} of the "
                              f"{free / 2**30:,.1f} GiB free", text)
+
+
+def _check_device_memory(wl, points, dt, memory: int | None, name: str, text: str) -> None:
+    """Refuse a spec a point of which would not fit in the profiled GPU's memory (`wlprof run`'s rule, against
+    the whole memory rather than what is free): its step could never run there."""
+    from wlprof.study import MEMORY_SHARE
+
+    if not memory:
+        return
+    for p in points:
+        need = wl.estimate_bytes(p, dt)
+        if need > MEMORY_SHARE * memory:
+            raise InputError(Key("spec", "store"), f"must be a configuration that fits in the profiled GPU's "
+                             f"memory: point '{p.variant}' needs about {need / 2**30:,.1f} GiB, more than "
+                             f"{MEMORY_SHARE:.0%} of {name}'s {memory / 2**30:,.1f} GiB", text)
 
 
 def _without_host_step_reads(ops: pd.DataFrame) -> pd.DataFrame:
