@@ -1316,3 +1316,9 @@ def test_a_kind_the_profile_holds_only_backward_ops_of_answers_them_as_they_are(
     assert pred[0] == pytest.approx(6.0 * _base(up), rel=0.01)
     plain = model.fit(pd.DataFrame(rows[:14]), K)
     assert plain.backward == {}
+
+
+def test_a_transfer_note_shows_a_cpus_small_peaks_and_a_gpus_large_ones_readably():
+    # a CPU's 0.41 and 0.074 TFLOP/s read 0 at whole TFLOP/s; an FP8 peak of 1,502 reads whole, not 1.5e+03
+    assert [model._tflops(v * 1e6) for v in (0.41, 0.0742, 5.33, 813.8, 1502.1)] == \
+        ["0.41", "0.074", "5.3", "814", "1,502"]

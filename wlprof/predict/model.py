@@ -705,7 +705,7 @@ class Predictor:
         for t, a in sorted({(str(x), str(y)) for x, y in zip(own[moved], got[moved], strict=True)}):
             n = int(((own == t) & (got == a) & moved).sum())
             mt, ma = self.constants.matrix.get(t), self.constants.matrix.get(a)
-            peaks = (f"{t}'s matrix peak in the profile's ceilings ({mt / 1e6:.0f} TFLOP/s against {a}'s {ma / 1e6:.0f})"
+            peaks = (f"{t}'s matrix peak in the profile's ceilings ({_tflops(mt)} TFLOP/s against {a}'s {_tflops(ma)})"
                      if mt and ma else f"the float32 matrix peak (the ceilings hold none for {t if not mt else a})")
             their = "their ops" if n != 1 else "its op"
             if t == "tf32":
@@ -952,6 +952,12 @@ def with_residency(d: pd.DataFrame, k: Constants) -> pd.DataFrame:
     return d
 
 FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")  # the dtypes one can answer for another
+
+
+def _tflops(flop_per_us: float) -> str:
+    """A peak in TFLOP/s as a note shows it: whole above 10 (a GPU's), two significant digits below (a CPU's)."""
+    v = flop_per_us / 1e6
+    return f"{v:,.0f}" if v >= 10 else f"{v:.2g}"
 
 
 def _size(dtype: str) -> int:
