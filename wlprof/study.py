@@ -135,7 +135,7 @@ def study_from_toml(data: bytes, source: str) -> Study:
         key = sorted(bad)[0]
         raise InputError(f"study.{key}", f"is not a study key (keys: {', '.join(sorted(_STUDY_KEYS))})", head[key])
     if "workload" not in head:
-        raise InputError("study.workload", "is required", None)
+        raise InputError(Key("workload", "study"), "is required", None)
     for key in sorted(_STUDY_KEYS & set(head)):
         if not isinstance(head[key], str):
             raise InputError(f"study.{key}", "must be a string (in quotes)", head[key])

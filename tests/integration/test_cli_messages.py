@@ -370,3 +370,21 @@ def test_a_group_given_no_command_shows_its_help_and_no_empty_error(args):
     assert res.returncode == 0
     assert "Usage: " in res.stdout and ("COMMAND" if not args else "run") in res.stdout
     assert "error:" not in res.stderr
+
+
+def test_of_several_study_files_the_one_an_error_is_in_is_named_and_nothing_runs(tmp_path):
+    head = '[study]\nname = "s"\nworkload = "gemm"\ndevice = "cpu"\n'
+    good, bad, keyless = tmp_path / "good.toml", tmp_path / "bad.toml", tmp_path / "keyless.toml"
+    good.write_text(head + '[params]\nshapes = ["8x8x8"]\n')
+    bad.write_text(head + '[params]\nshapes = ["0x1x1"]\n')
+    keyless.write_text(head + "foo = 1\n")
+    traces = tmp_path / "traces"
+    res = invoke("sweep", good, bad, "--traces", traces)
+    assert res.exit_code == 2 and not traces.exists()
+    assert f"error: {bad}'s params.shapes must be shapes MxKxN" in res.output
+    res = invoke("sweep", good, keyless, "--traces", traces)
+    assert res.exit_code == 2 and f"error: {keyless}'s study.foo is not a study key" in res.output
+    # one file: the key alone, as before; an override on the command line keeps the flag's name
+    assert "error: params.shapes must be" in invoke("sweep", bad, "--traces", traces).output
+    res = invoke("sweep", good, bad, "--set", "shapes=0x2x2", "--traces", traces)
+    assert "error: --set shapes must be shapes MxKxN" in res.output

@@ -8,6 +8,8 @@ the run's manifest records the parameters it ran with.
 
 from __future__ import annotations
 
+import contextlib
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -62,15 +64,17 @@ def sweep(
     set_keys = {Key(a.partition("=")[0].strip()) for a in set_ or []}  # the [params] --set overrides
     studies = []
     for f in study_files:
-        study = load_study(f)
-        if set_:
-            study = override_params(study, set_)
-        if device is not None:
-            study = replace(study, device=device)
+        with _naming(f, study_files, set_keys, device):
+            study = load_study(f)
+            if set_:
+                study = override_params(study, set_)
+            if device is not None:
+                study = replace(study, device=device)
         studies.append(study)
     try:
-        for study in studies[1:]:  # every file is checked before the first one runs
-            prepare(study)
+        for f, study in zip(study_files[1:], studies[1:], strict=True):  # every file is checked before the first runs
+            with _naming(f, study_files, set_keys, device):
+                prepare(study)
         statuses = []
         for i, study in enumerate(studies):
             try:
@@ -90,6 +94,25 @@ def sweep(
         raise
     if any(s != "complete" for s in statuses):
         raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def _naming(file: Path, files: list[Path], set_keys: set, device):
+    """Of several study files, the one whose own key an error names is named with it (`b.toml's
+    params.shapes`); an override given on the command line (--set, --device) keeps the flag's name."""
+    try:
+        yield
+    except InputError as exc:
+        k = exc.arg
+        if len(files) < 2:
+            raise
+        if isinstance(k, str) and re.match(r"(study|params|capture|cpu)\.\w|\[", k):  # a key the loader spelled
+            raise InputError(f"{file}'s {k}", exc.rule, exc.value, exc.hint) from None
+        own = (isinstance(k, Key) and k.section != "store" and k not in set_keys
+               and not (device is not None and k == Key("device", "study")))
+        if not own:
+            raise
+        raise exc.spelled(lambda key: f"{file}'s {spell_study(key)}" if key == k else spell_study(key)) from None
 
 
 def _interrupted_file(run_id: str, file: Path, rest: list[Path], traces: Path, device, sets):
