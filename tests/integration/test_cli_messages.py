@@ -388,3 +388,11 @@ def test_of_several_study_files_the_one_an_error_is_in_is_named_and_nothing_runs
     assert "error: params.shapes must be" in invoke("sweep", bad, "--traces", traces).output
     res = invoke("sweep", good, bad, "--set", "shapes=0x2x2", "--traces", traces)
     assert "error: --set shapes must be shapes MxKxN" in res.output
+
+
+def test_predict_names_a_missing_trace_as_missing_and_a_folder_as_a_folder(tmp_path):
+    prof = Path(__file__).resolve().parents[2] / "benchmarks" / "profiles" / "h200"
+    res = invoke("predict", "--profile", prof, "--trace", tmp_path / "none.json")
+    assert res.exit_code == 2 and "--trace must be an existing torch.profiler trace file (no such file)" in res.output
+    res = invoke("predict", "--profile", prof, "--trace", tmp_path)
+    assert res.exit_code == 2 and "(it names a folder: pass one of its traces)" in res.output

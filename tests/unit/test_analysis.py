@@ -104,6 +104,11 @@ def test_compare_puts_communication_in_a_category_of_its_own():
     said = dict(zip(steps.metric, steps.statistic, strict=True))
     assert said["latency_us"] == "median of single calls" and said["kernel_us"] == "median of profiled steps"
     assert said["flops"] == "mean of profiled steps" and said["achieved_tflops"] == "mean FLOPs / median kernel time"
+    ratio = dict(zip(steps.metric, steps.ratio, strict=True))
+    assert ratio["latency_us"] == 2.0 and ratio["flops"] == 1.0
+    # a negative host overhead (kernels outlasting the latency) has no meaningful B / A
+    neg = compare_steps(pd.Series({"host_overhead_us": -3.0}), pd.Series({"host_overhead_us": 2.0}))
+    assert np.isnan(neg.set_index("metric").ratio["host_overhead_us"])
 
 
 def _ops(n, seed, scale=1.0):

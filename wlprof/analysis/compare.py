@@ -56,13 +56,15 @@ def compare_kernels(a: pd.DataFrame, b: pd.DataFrame, by: list[str]) -> pd.DataF
 
 
 def compare_steps(a: pd.Series, b: pd.Series) -> pd.DataFrame:
-    """The steps-table numbers of two sweep points, the statistic each is, and B / A."""
+    """The steps-table numbers of two sweep points, the statistic each is, and B / A (none where either is
+    negative: a negative host overhead is a difference, and its ratio means nothing)."""
     rows = []
     for c, statistic in STEP_COLUMNS.items():
         va, vb = a.get(c), b.get(c)
         va = float(va) if va is not None and pd.notna(va) else np.nan
         vb = float(vb) if vb is not None and pd.notna(vb) else np.nan
-        rows.append({"metric": c, "statistic": statistic, "a": va, "b": vb, "ratio": vb / va if va else np.nan})
+        ratio = vb / va if va > 0 and vb >= 0 else np.nan
+        rows.append({"metric": c, "statistic": statistic, "a": va, "b": vb, "ratio": ratio})
     return pd.DataFrame(rows)
 
 

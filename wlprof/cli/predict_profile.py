@@ -221,7 +221,8 @@ def trace(profile: Path, path: Path, scale_text: str | None, top: int, out: Path
 
     con = console(wide=wide)
     if not Path(path).is_file():
-        raise InputError("--trace", "must be a torch.profiler trace file", str(path))
+        raise InputError("--trace", "must be an existing torch.profiler trace file" + (
+            " (it names a folder: pass one of its traces)" if Path(path).is_dir() else " (no such file)"), str(path))
     parsed = parse_scale(scale_text) if scale_text else None  # refused before the trace is read
     predictor, host, info = load_profile(profile, refit)
     try:
