@@ -49,9 +49,9 @@ CeilingsChoice = Annotated[str, typer.Option(
 
 # Capture settings a `run` takes as flags: CaptureConfig field -> (flag, help)
 CAPTURE_FLAGS = {
-    "profiled_steps": ("--steps", "Profiled steps per point."),
-    "warmup": ("--warmup", "Unprofiled warm-up calls per point."),
-    "latency_reps": ("--reps", "Single-call latency samples per point."),
+    "profiled_steps": ("--steps", "Profiled steps per point (at least 1)."),
+    "warmup": ("--warmup", "Unprofiled warm-up calls per point (at least 1: the first call pays one-time setup)."),
+    "latency_reps": ("--reps", "Single-call latency samples per point (at least 1)."),
 }
 _CAPTURE_DEFAULTS = {f.name: f.default for f in fields(CaptureConfig)}
 
