@@ -6,22 +6,15 @@
 #   LIMIT=400 ...                                   # stop starting captures past this many seconds
 # $OUT: profile.tgz (the extended profile), heldout_set_{r,m,q}.tgz (the runs), log.txt.
 source "$(dirname "$0")/common.sh"
-P=$T/profile
 LIMIT=${LIMIT:-585}
 {
 step "machine"; machine
 require_gpu
-step "profile --extend"
 SRC=benchmarks/profiles/h200; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && SRC=benchmarks/profiles/h100
-echo "extending $SRC"; cp -r "$SRC" "$P"
-timeout 170 $WL profile --device cuda -o "$P" --extend --section layers --section "elementwise mixed" --budget-minutes 1.5 -q
-tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
-echo "profile done at $SECONDS s"
+extend_profile "$SRC"
 capture r 200
 capture m 170
 capture q 200
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
-ls -la "$OUT"
-echo "done at $SECONDS s"
+finish
 } 2>&1 | quiet_log | tee "$OUT/log.txt"
 rm -rf "$OUT/cache"

@@ -6,23 +6,16 @@
 #   LIMIT=400 ...                     # stop starting captures past this many seconds
 # $OUT: profile.tgz (H200 only), heldout_set_{s,r}.tgz (the runs), log.txt.
 source "$(dirname "$0")/common.sh"
-P=$T/profile
 LIMIT=${LIMIT:-585}
 {
 step "machine"; machine
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  step "profile --extend"
-  cp -r benchmarks/profiles/h200 "$P"
-  timeout 170 $WL profile --device cuda -o "$P" --extend --section layers --section "elementwise mixed" --budget-minutes 1.5 -q
-  tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
-  echo "profile done at $SECONDS s"
+  extend_profile benchmarks/profiles/h200
   capture s 220
   capture r 200
 else
   capture s 300
 fi
-nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
-ls -la "$OUT"
-echo "done at $SECONDS s"
+finish
 } 2>&1 | quiet_log | tee "$OUT/log.txt"
 rm -rf "$OUT/cache"

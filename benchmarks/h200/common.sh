@@ -43,3 +43,19 @@ capture() {
   tar czf "$OUT/heldout_set_$1.tgz" --exclude=_chrome -C "$T" "heldout_$1"
   echo "set $1 at $SECONDS s"
 }
+# extend_profile SRC: a copy of profile SRC in $T/profile, extended within 170 s with the grid's studies it lacks
+# among the layers studies and mixed precision's micro-kernels, then $OUT/profile.tgz
+extend_profile() {
+  step "profile --extend"
+  echo "extending $1"; cp -r "$1" "$T/profile"
+  timeout 170 $WL profile --device cuda -o "$T/profile" --extend --section layers --section "elementwise mixed" \
+    --budget-minutes 1.5 -q
+  tar czf "$OUT/profile.tgz" -C "$T" profile/profile.json profile/predictor.json profile/ops.parquet profile/steps.parquet
+  echo "profile done at $SECONDS s"
+}
+# the machine's state at the end of a call, and what it leaves in $OUT
+finish() {
+  nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv
+  ls -la "$OUT"
+  echo "done at $SECONDS s"
+}
