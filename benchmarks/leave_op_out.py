@@ -52,14 +52,20 @@ def families(ops: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
-def load_fixtures(folders: list[Path], tmp: Path) -> pd.DataFrame:
-    """Every trace of the folders ingested: their op calls with a kernel time."""
+def load_fixtures(folders: list[Path], tmp: Path, profile: Path) -> pd.DataFrame:
+    """Every trace of the folders ingested, placed against the profile's ceilings as `wlprof predict --trace`
+    places it: their op calls with a kernel time."""
+    from predict_models import ceilings_file
+
     import wlprof
     from wlprof.ingest import ingest
 
+    tmp.mkdir(parents=True, exist_ok=True)
+    placed = ceilings_file(profile, tmp.parent)
     for folder in folders:
         for f in sorted(folder.glob("*.json.gz")):
-            ingest(f, tmp, name=f"{folder.name}-{f.name.split('.')[0]}".replace("_", "-"), jobs=1)
+            ingest(f, tmp, name=f"{folder.name}-{f.name.split('.')[0]}".replace("_", "-"), jobs=1,
+                   ceilings_file=placed)
     ops = wlprof.load(str(tmp), table="ops")
     return ops[pd.to_numeric(ops.dur_us, errors="coerce") > 0].reset_index(drop=True)
 
@@ -128,7 +134,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     rows, totals = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        fixtures = load_fixtures(a.fixtures, Path(tmp) / "traces") if a.fixtures else pd.DataFrame()
+        fixtures = load_fixtures(a.fixtures, Path(tmp) / "traces", Path(a.profile)) if a.fixtures else pd.DataFrame()
         full = load_profile(a.profile)[0]
         if len(fixtures):
             totals.append({"case": "full profile", **score(predicted(full, fixtures))})

@@ -21,6 +21,20 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "h200_training"
 
 
+def ceilings_file(profile: Path, folder: Path) -> Path | None:
+    """The profile's ceilings as a file in `folder`, for `ingest(..., ceilings_file=)`: a trace of its GPU is
+    placed against them as `wlprof predict --trace` places it (a float32 kernel that ran in TF32 is known as
+    such), not left unplaced where this machine holds no ceilings of that GPU."""
+    import json
+
+    ceilings = json.loads((Path(profile) / "profile.json").read_text()).get("ceilings")
+    if not ceilings:
+        return None
+    out = Path(folder) / "profile_ceilings.json"
+    out.write_text(json.dumps(ceilings))
+    return out
+
+
 def _md(df) -> str:
     """A DataFrame as a Markdown table (index first), numbers with 3 significant decimals at most."""
     def cell(v):
@@ -50,11 +64,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     loaded = load_profile(a.profile)
     predictor = loaded[0] if isinstance(loaded, tuple) else loaded
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as side:
         folder_of = {}
+        placed = ceilings_file(Path(a.profile), Path(side))
         for folder in a.fixtures:
             for f in sorted(folder.glob("*.json.gz")):
-                run = ingest(f, Path(tmp), name=f"{folder.name}-{f.name.split('.')[0]}".replace("_", "-"), jobs=1)
+                run = ingest(f, Path(tmp), name=f"{folder.name}-{f.name.split('.')[0]}".replace("_", "-"), jobs=1,
+                             ceilings_file=placed)
                 folder_of[run.run_id] = folder.name
         ops = wlprof.load(tmp, table="ops")
     ops = ops[pd.to_numeric(ops.dur_us, errors="coerce") > 0].reset_index(drop=True)
